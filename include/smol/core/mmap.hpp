@@ -1,0 +1,136 @@
+// MappedFile: a read-only memory map of a whole file (POSIX mmap, or
+// CreateFileMapping on Windows). Weights are read straight from the mapping,
+// so opening a model costs no copy and pages come in on first touch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "../error.hpp"
+
+#if defined(_WIN32)
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#include <windows.h>
+#else
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#endif
+
+namespace smol {
+
+class MappedFile {
+public:
+    MappedFile() = default;
+    explicit MappedFile(const std::string& path) { open(path); }
+    ~MappedFile() { close(); }
+    MappedFile(const MappedFile&) = delete;
+    MappedFile& operator=(const MappedFile&) = delete;
+    MappedFile(MappedFile&& other) noexcept { swap(other); }
+    MappedFile& operator=(MappedFile&& other) noexcept {
+        swap(other);
+        return *this;
+    }
+
+    const uint8_t* data() const noexcept { return data_; }
+    size_t size() const noexcept { return size_; }
+
+    void swap(MappedFile& other) noexcept {
+        std::swap(data_, other.data_);
+        std::swap(size_, other.size_);
+    }
+
+    // Tells the OS these bytes are no longer needed (e.g. after repacking a
+    // tensor elsewhere) so they leave the resident set. Best effort.
+    void release_pages(const uint8_t* begin, size_t bytes) const noexcept {
+#if !defined(_WIN32)
+        if (!data_ || bytes == 0) return;
+        const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+        uintptr_t start = (uintptr_t(begin) + page - 1) / page * page;
+        const uintptr_t end = (uintptr_t(begin) + bytes) / page * page;
+        if (end > start) madvise(reinterpret_cast<void*>(start), end - start, MADV_DONTNEED);
+#else
+        (void)begin;
+        (void)bytes;
+#endif
+    }
+
+private:
+    void open(const std::string& path) {
+#if defined(_WIN32)
+        HANDLE file = CreateFileA(path.c_str(), GENERIC_READ, FILE_SHARE_READ, nullptr,
+                                  OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, nullptr);
+        if (file == INVALID_HANDLE_VALUE)
+            detail::fail(ErrorKind::io, "cannot open '" + path + "'");
+        LARGE_INTEGER size;
+        if (!GetFileSizeEx(file, &size)) {
+            CloseHandle(file);
+            detail::fail(ErrorKind::io, "cannot get the size of '" + path + "'");
+        }
+        size_ = size_t(size.QuadPart);
+        if (size_ == 0) {
+            CloseHandle(file);
+            detail::fail(ErrorKind::format, "'" + path + "' is empty");
+        }
+        HANDLE mapping = CreateFileMappingA(file, nullptr, PAGE_READONLY, 0, 0, nullptr);
+        CloseHandle(file);
+        if (!mapping) detail::fail(ErrorKind::io, "cannot map '" + path + "'");
+        void* view = MapViewOfFile(mapping, FILE_MAP_READ, 0, 0, 0);
+        CloseHandle(mapping);
+        if (!view) detail::fail(ErrorKind::io, "cannot map '" + path + "'");
+        data_ = static_cast<const uint8_t*>(view);
+#else
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            detail::fail(ErrorKind::io,
+                         "cannot open '" + path + "': " + std::strerror(errno));
+        struct stat st {};
+        if (fstat(fd, &st) != 0) {
+            ::close(fd);
+            detail::fail(ErrorKind::io, "cannot stat '" + path + "'");
+        }
+        if (S_ISDIR(st.st_mode)) {
+            ::close(fd);
+            detail::fail(ErrorKind::io, "'" + path + "' is a directory, not a file");
+        }
+        if (st.st_size <= 0) {
+            ::close(fd);
+            detail::fail(ErrorKind::format, "'" + path + "' is empty");
+        }
+        size_ = size_t(st.st_size);
+        void* p = mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
+        ::close(fd);
+        if (p == MAP_FAILED) {
+            size_ = 0;
+            detail::fail(ErrorKind::io, "cannot map '" + path + "': " + std::strerror(errno));
+        }
+        data_ = static_cast<const uint8_t*>(p);
+#endif
+    }
+
+    void close() noexcept {
+        if (!data_) return;
+#if defined(_WIN32)
+        UnmapViewOfFile(data_);
+#else
+        munmap(const_cast<uint8_t*>(data_), size_);
+#endif
+        data_ = nullptr;
+        size_ = 0;
+    }
+
+    const uint8_t* data_ = nullptr;
+    size_t size_ = 0;
+};
+
+}  // namespace smol

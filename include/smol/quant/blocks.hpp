@@ -1,0 +1,69 @@
+// Block layouts of the quantized formats smol computes with. These are the
+// byte layouts GGUF files store (the ggml "k-quants" and Q8_0), so a tensor's
+// bytes can be reinterpreted as an array of blocks with no copy.
+//
+// Super-block formats (QK_K = 256 weights per block):
+//   Q4_K: w = d * sc[j] * q - dmin * m[j], 8 sub-blocks of 32, 6-bit sc/m packed in 12 bytes,
+//         4-bit q; 4.5 bits per weight.
+//   Q5_K: as Q4_K with a 5th bit per weight in qh; 5.5 bits per weight.
+//   Q6_K: w = d * sc[j] * (q - 32), 16 sub-blocks of 16, int8 scales, 6-bit q split into
+//         4 low bits (ql) and 2 high bits (qh); 6.5625 bits per weight.
+//   Q8_K: activations only: float d, int8 q, and per-16 sums of q (bsums) that let the
+//         Q4_K/Q5_K "min" term be applied without touching the weights again.
+// Block format (32 weights per block):
+//   Q8_0: w = d * q, fp16 d, int8 q.
+#pragma once
+
+#include <cstdint>
+
+#include "types.hpp"
+
+namespace smol {
+
+constexpr int QK_K = 256;   // weights per k-quant super-block
+constexpr int QK8_0 = 32;   // weights per Q8_0 block
+constexpr int K_SCALE_SIZE = 12;
+
+struct BlockQ4K {
+    uint16_t d;                     // fp16 super-block scale for the sub-block scales
+    uint16_t dmin;                  // fp16 super-block scale for the sub-block mins
+    uint8_t scales[K_SCALE_SIZE];   // 8 x (6-bit scale, 6-bit min), packed
+    uint8_t qs[QK_K / 2];           // 4-bit quants: byte i holds weights i (low) and i+32 (high) per 64
+};
+
+struct BlockQ5K {
+    uint16_t d;
+    uint16_t dmin;
+    uint8_t scales[K_SCALE_SIZE];
+    uint8_t qh[QK_K / 8];           // 5th bit of every weight
+    uint8_t qs[QK_K / 2];           // low 4 bits, laid out as in Q4_K
+};
+
+struct BlockQ6K {
+    uint8_t ql[QK_K / 2];           // low 4 bits
+    uint8_t qh[QK_K / 4];           // high 2 bits
+    int8_t scales[QK_K / 16];       // 16 sub-block scales
+    uint16_t d;                     // fp16 super-block scale
+};
+
+struct BlockQ8K {
+    float d;
+    int8_t qs[QK_K];
+    int16_t bsums[QK_K / 16];       // sum of qs over each group of 16
+};
+
+struct BlockQ8_0 {
+    uint16_t d;                     // fp16 scale
+    int8_t qs[QK8_0];
+};
+
+static_assert(sizeof(BlockQ4K) == 144, "Q4_K block must be 144 bytes");
+static_assert(sizeof(BlockQ5K) == 176, "Q5_K block must be 176 bytes");
+static_assert(sizeof(BlockQ6K) == 210, "Q6_K block must be 210 bytes");
+static_assert(sizeof(BlockQ8K) == 292, "Q8_K block must be 292 bytes");
+static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 block must be 34 bytes");
+
+// The block structs' sizes must equal the geometry table GGUF parsing uses.
+static_assert(sizeof(BlockQ4K) == 144 && QK_K == 256, "geometry");
+
+}  // namespace smol

@@ -1,0 +1,78 @@
+// Core types: fp16/bf16 conversion, Tensor views, AlignedBuffer, block sizes.
+#include <doctest/doctest.h>
+#include <smol/smol.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+TEST_CASE("fp16 round trips every half value") {
+    for (uint32_t h = 0; h < 65536; ++h) {
+        const float f = smol::fp16_to_fp32(uint16_t(h));
+        if (std::isnan(f)) {
+            CHECK(std::isnan(smol::fp16_to_fp32(smol::fp32_to_fp16(f))));
+            continue;
+        }
+        REQUIRE(smol::fp32_to_fp16(f) == h);
+    }
+}
+
+TEST_CASE("fp16 known values and rounding") {
+    CHECK(smol::fp16_to_fp32(0x3c00) == 1.0f);
+    CHECK(smol::fp16_to_fp32(0xc000) == -2.0f);
+    CHECK(smol::fp16_to_fp32(0x7bff) == 65504.0f);
+    CHECK(smol::fp16_to_fp32(0x0001) == std::ldexp(1.0f, -24));
+    CHECK(smol::fp32_to_fp16(65520.0f) == 0x7c00);               // overflow to inf
+    CHECK(smol::fp32_to_fp16(1.0f + std::ldexp(1.0f, -11)) == 0x3c00);  // tie -> even
+    CHECK(smol::fp32_to_fp16(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3c02);
+    CHECK(smol::fp32_to_fp16(std::ldexp(1.0f, -25)) == 0x0000);   // tie -> even (zero)
+    CHECK(smol::fp32_to_fp16(std::ldexp(3.0f, -26)) == 0x0001);
+    CHECK(smol::fp32_to_fp16(1e-10f) == 0);
+    CHECK(smol::fp32_to_fp16(-0.0f) == 0x8000);
+}
+
+TEST_CASE("bf16 conversion") {
+    CHECK(smol::bf16_to_fp32(smol::fp32_to_bf16(1.0f)) == 1.0f);
+    CHECK(smol::fp32_to_bf16(1.0f + std::ldexp(1.0f, -8)) == 0x3f80);  // tie -> even
+    CHECK(smol::fp32_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)) == 0x3f82);
+    CHECK(std::isnan(smol::bf16_to_fp32(smol::fp32_to_bf16(std::numeric_limits<float>::quiet_NaN()))));
+    for (uint32_t b = 0; b < 65536; ++b) {
+        const float f = smol::bf16_to_fp32(uint16_t(b));
+        if (!std::isnan(f)) REQUIRE(smol::fp32_to_bf16(f) == b);
+    }
+}
+
+TEST_CASE("block sizes match the geometry table") {
+    CHECK(smol::type_traits(smol::GGMLType::Q4_K).type_size == sizeof(smol::BlockQ4K));
+    CHECK(smol::type_traits(smol::GGMLType::Q5_K).type_size == sizeof(smol::BlockQ5K));
+    CHECK(smol::type_traits(smol::GGMLType::Q6_K).type_size == sizeof(smol::BlockQ6K));
+    CHECK(smol::type_traits(smol::GGMLType::Q8_K).type_size == sizeof(smol::BlockQ8K));
+    CHECK(smol::type_traits(smol::GGMLType::Q8_0).type_size == sizeof(smol::BlockQ8_0));
+    CHECK(smol::row_bytes(smol::GGMLType::Q4_K, 2048) == 8 * 144);
+    CHECK_FALSE(smol::is_known_type(smol::GGMLType(99)));
+    CHECK(smol::type_name(smol::GGMLType(99)) == "type#99");
+}
+
+TEST_CASE("Tensor view shape, strides and indexing") {
+    float data[24];
+    for (int i = 0; i < 24; ++i) data[i] = float(i);
+    smol::Tensor<float> t(data, {4, 3, 2});
+    CHECK(t.dims() == 3);
+    CHECK(t.numel() == 24);
+    CHECK(t.stride(1) == 4);
+    CHECK(t.stride(2) == 12);
+    CHECK(t(1, 2, 1) == 1 + 8 + 12);
+    CHECK(t.row(2)[0] == 8);
+}
+
+TEST_CASE("AlignedBuffer is aligned, zeroed, copyable and movable") {
+    smol::AlignedBuffer a(100);
+    CHECK(reinterpret_cast<uintptr_t>(a.data()) % smol::AlignedBuffer::kAlignment == 0);
+    for (size_t i = 0; i < a.size(); ++i) REQUIRE(a.data()[i] == 0);
+    a.data()[5] = 7;
+    smol::AlignedBuffer b = a;
+    CHECK(b.data()[5] == 7);
+    smol::AlignedBuffer c = std::move(a);
+    CHECK(c.data()[5] == 7);
+    CHECK(c.size() == 100);
+}

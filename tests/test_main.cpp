@@ -1,0 +1,26 @@
+// Test runner for every smol test executable: doctest's main, plus a closing
+// line with the number of golden (fixture) cases the run checked.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "fixtures.hpp"
+
+int main(int argc, char** argv) {
+    doctest::Context context(argc, argv);
+    const int rc = context.run();
+    if (context.shouldExit()) return rc;
+    std::printf("smol: golden cases checked: %ld, fixture tests skipped: %ld\n",
+                smol_test::golden_counter().load(), smol_test::skip_counter().load());
+    // CI sums these lines to report how many golden cases the whole suite checked.
+    if (const char* log = std::getenv("SMOL_GOLDEN_LOG")) {
+        if (std::FILE* f = std::fopen(log, "a")) {
+            std::fprintf(f, "%s %ld %ld\n", argc > 0 ? argv[0] : "?",
+                         smol_test::golden_counter().load(), smol_test::skip_counter().load());
+            std::fclose(f);
+        }
+    }
+    return rc;
+}
