@@ -1,10 +1,14 @@
 // smol::Error: the one exception type the library throws on bad input or a
 // failed operation. Its kind lets callers branch without parsing the message;
-// the message names the file, key or tensor at fault.
+// the message names the file, key or tensor at fault. Also owns the error
+// path for consumers built with -fno-exceptions (see detail::fail, try_call).
 #pragma once
 
+#include <csetjmp>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace smol {
 
@@ -47,13 +51,104 @@ private:
     ErrorKind kind_;
 };
 
+// Whether the consumer compiles with exceptions (g++/clang: -fno-exceptions
+// clears __cpp_exceptions; MSVC: /EHsc sets _CPPUNWIND).
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND)
+#define SMOL_HAS_EXCEPTIONS 1
+#else
+#define SMOL_HAS_EXCEPTIONS 0
+#endif
+
+// Library headers never write try/catch directly (they would not compile under
+// -fno-exceptions): code that must observe an error uses smol::try_call below,
+// or guards its try/catch with #if SMOL_HAS_EXCEPTIONS.
+
 namespace detail {
-// Throws smol::Error. When the consumer builds with -fno-exceptions, the
-// non-throwing API variants catch nothing: the headers that offer them check
-// SMOL_NO_EXCEPTIONS and route errors through return values instead.
-[[noreturn]] inline void fail(ErrorKind kind, const std::string& message) {
-    throw Error(kind, message);
+
+#if !SMOL_HAS_EXCEPTIONS
+// -fno-exceptions: fail() cannot throw and must not return. A try_call() on the
+// calling thread installs a recovery point (an ErrorTrap, a setjmp buffer);
+// fail() records the error there and longjmps back to it. Frames between the
+// two are abandoned without running destructors, so an error that takes this
+// path may leak what those frames owned (the message string, a half-built
+// object); the public try_* entry points check the common failures (missing
+// file, bad UTF-8, prompt too long) up front so those leak nothing. With no
+// recovery point, fail() calls the handler set by set_fatal_error_handler (if
+// any) and then std::abort(): there is nowhere else to go.
+struct ErrorTrap {
+    std::jmp_buf resume;
+    ErrorKind kind = ErrorKind::internal;
+    std::string message;
+    ErrorTrap* outer = nullptr;
+};
+inline ErrorTrap*& current_error_trap() noexcept {
+    thread_local ErrorTrap* trap = nullptr;
+    return trap;
 }
+#endif
+
+using FatalErrorHandler = void (*)(ErrorKind kind, const char* message);
+inline FatalErrorHandler& fatal_error_handler() noexcept {
+    static FatalErrorHandler handler = nullptr;
+    return handler;
+}
+
+// Every library error goes through here. With exceptions: throws smol::Error.
+[[noreturn]] inline void fail(ErrorKind kind, const std::string& message) {
+#if SMOL_HAS_EXCEPTIONS
+    throw Error(kind, message);
+#else
+    if (ErrorTrap* trap = current_error_trap()) {
+        trap->kind = kind;
+        trap->message = message;
+        std::longjmp(trap->resume, 1);
+    }
+    if (FatalErrorHandler handler = fatal_error_handler()) handler(kind, message.c_str());
+    std::abort();
+#endif
+}
+
 }  // namespace detail
+
+// Only matters under -fno-exceptions: called with an error that no try_call()
+// was there to receive, just before the process aborts (e.g. to log it).
+inline void set_fatal_error_handler(detail::FatalErrorHandler handler) noexcept {
+    detail::fatal_error_handler() = handler;
+}
+
+// A caught error as a value: what the non-throwing API variants report.
+struct ErrorInfo {
+    ErrorKind kind = ErrorKind::internal;
+    std::string message;
+};
+
+// Runs f(); returns true if it completed, false if it failed with a smol
+// error (then *error, when given, receives it). With exceptions this is a
+// try/catch of smol::Error (other exceptions propagate, e.g. std::bad_alloc);
+// without, it is the recovery point described at detail::ErrorTrap.
+template <class F>
+bool try_call(F&& f, ErrorInfo* error = nullptr) {
+#if SMOL_HAS_EXCEPTIONS
+    try {
+        f();
+        return true;
+    } catch (const Error& e) {
+        if (error) *error = ErrorInfo{e.kind(), e.what()};
+        return false;
+    }
+#else
+    detail::ErrorTrap trap;
+    trap.outer = detail::current_error_trap();
+    detail::current_error_trap() = &trap;
+    if (setjmp(trap.resume) == 0) {
+        f();
+        detail::current_error_trap() = trap.outer;
+        return true;
+    }
+    detail::current_error_trap() = trap.outer;
+    if (error) *error = ErrorInfo{trap.kind, std::move(trap.message)};
+    return false;
+#endif
+}
 
 }  // namespace smol

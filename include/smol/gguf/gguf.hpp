@@ -31,6 +31,7 @@
 //   data section: tensor bytes at their offsets
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -98,6 +99,14 @@ inline T load_le(const uint8_t* p) noexcept {
     T v;
     std::memcpy(&v, p, sizeof v);  // smol targets little-endian hosts only (x86-64, aarch64)
     return v;
+}
+// A name read from the file, as it appears in an error message: at most 96
+// bytes, so that a forged multi-megabyte key cannot make the message (an
+// allocation) as large as the file.
+inline std::string clip_name(std::string_view name) {
+    constexpr size_t kMaxShown = 96;
+    if (name.size() <= kMaxShown) return std::string(name);
+    return std::string(name.substr(0, kMaxShown)) + "...(" + std::to_string(name.size()) + " bytes)";
 }
 }  // namespace detail
 
@@ -520,19 +529,23 @@ private:
                                                       std::to_string(tensor_count) +
                                                       " exceeds the file size");
 
-        metadata_.reserve(size_t(kv_count));
+        // Reserve no more bytes than the file has left: a forged count that
+        // passes the check above must not turn into a large allocation (a
+        // KeyValue in memory is ~10x its minimal encoding). Real entries grow
+        // the vector as they are parsed.
+        metadata_.reserve(size_t(std::min<uint64_t>(kv_count, r.remaining() / sizeof(KeyValue))));
         key_index_.reserve(size_t(kv_count));
         for (uint64_t i = 0; i < kv_count; ++i) {
             const std::string_view key = r.read_string("metadata key");
             const uint32_t type_raw = r.read<uint32_t>("metadata value type");
             if (!valid_value_type(type_raw))
                 smol::detail::fail(ErrorKind::format, "gguf: " + source_ + ": key '" +
-                                                          std::string(key) + "' has invalid type " +
+                                                          detail::clip_name(key) + "' has invalid type " +
                                                           std::to_string(type_raw));
             Value value = read_value(r, ValueType(type_raw), 0);
             if (!key_index_.emplace(std::string(key), metadata_.size()).second)
                 smol::detail::fail(ErrorKind::format, "gguf: " + source_ + ": duplicate key '" +
-                                                          std::string(key) + "'");
+                                                          detail::clip_name(key) + "'");
             metadata_.push_back({std::string(key), value});
         }
 
@@ -550,14 +563,14 @@ private:
             alignment_ = uint32_t(al);
         }
 
-        tensors_.reserve(size_t(tensor_count));
+        tensors_.reserve(size_t(std::min<uint64_t>(tensor_count, r.remaining() / sizeof(TensorInfo))));
         tensor_index_.reserve(size_t(tensor_count));
         for (uint64_t i = 0; i < tensor_count; ++i) {
             TensorInfo info;
             info.name = std::string(r.read_string("tensor name"));
             const uint32_t n_dims = r.read<uint32_t>("tensor dims");
             if (n_dims == 0 || n_dims > kMaxDims)
-                smol::detail::fail(ErrorKind::format, "gguf: " + source_ + ": tensor '" + info.name +
+                smol::detail::fail(ErrorKind::format, "gguf: " + source_ + ": tensor '" + detail::clip_name(info.name) +
                                                           "' has " + std::to_string(n_dims) +
                                                           " dims (1..4 allowed)");
             info.dims.resize(n_dims);
@@ -566,10 +579,10 @@ private:
                 const uint64_t dim = r.read<uint64_t>("tensor dim");
                 if (dim == 0)
                     smol::detail::fail(ErrorKind::format, "gguf: " + source_ + ": tensor '" +
-                                                              info.name + "' has a zero dim");
+                                                              detail::clip_name(info.name) + "' has a zero dim");
                 if (n > (uint64_t(1) << 62) / dim)
                     smol::detail::fail(ErrorKind::format, "gguf: " + source_ + ": tensor '" +
-                                                              info.name + "' dims overflow");
+                                                              detail::clip_name(info.name) + "' dims overflow");
                 n *= dim;
                 info.dims[d] = dim;
             }
@@ -579,11 +592,11 @@ private:
             const TypeTraits traits = type_traits(info.type);
             if (!traits.name)
                 smol::detail::fail(ErrorKind::unsupported, "gguf: " + source_ + ": tensor '" +
-                                                               info.name + "' has unknown type id " +
+                                                               detail::clip_name(info.name) + "' has unknown type id " +
                                                                std::to_string(type_raw));
             if (info.dims[0] % traits.block_size != 0)
                 smol::detail::fail(ErrorKind::format,
-                                   "gguf: " + source_ + ": tensor '" + info.name + "' row of " +
+                                   "gguf: " + source_ + ": tensor '" + detail::clip_name(info.name) + "' row of " +
                                        std::to_string(info.dims[0]) + " is not a multiple of the " +
                                        traits.name + " block size " +
                                        std::to_string(traits.block_size));
@@ -591,13 +604,13 @@ private:
             info.n_bytes = n / traits.block_size * traits.type_size;
             info.offset = r.read<uint64_t>("tensor offset");
             if (info.offset % alignment_ != 0)
-                smol::detail::fail(ErrorKind::format, "gguf: " + source_ + ": tensor '" + info.name +
+                smol::detail::fail(ErrorKind::format, "gguf: " + source_ + ": tensor '" + detail::clip_name(info.name) +
                                                           "' offset " + std::to_string(info.offset) +
                                                           " is not aligned to " +
                                                           std::to_string(alignment_));
             if (!tensor_index_.emplace(info.name, tensors_.size()).second)
                 smol::detail::fail(ErrorKind::format, "gguf: " + source_ + ": duplicate tensor '" +
-                                                          info.name + "'");
+                                                          detail::clip_name(info.name) + "'");
             tensors_.push_back(std::move(info));
         }
 
@@ -613,7 +626,7 @@ private:
         for (TensorInfo& t : tensors_) {
             if (t.offset > data_size || t.n_bytes > data_size - t.offset)
                 smol::detail::fail(ErrorKind::format,
-                                   "gguf: " + source_ + ": tensor '" + t.name + "' (offset " +
+                                   "gguf: " + source_ + ": tensor '" + detail::clip_name(t.name) + "' (offset " +
                                        std::to_string(t.offset) + ", " + std::to_string(t.n_bytes) +
                                        " bytes) extends past the end of the file (truncated?)");
             t.data = data + data_start + t.offset;

@@ -1,0 +1,238 @@
+// Kernel benchmarks at SmolLM3-3B shapes (hidden 2048, ffn 11008, 16/4 heads
+// of 128, vocab 128256) with the types of a Q4_K_M file.
+//
+//   MatVec/<type>/<rows>x<cols>/threads   one token (decode): GB/s of weights read.
+//       The weights are cycled through several copies (>= 256 MiB in all), so
+//       every call streams from DRAM as in real decode, not from the 32 MiB L3.
+//   DecodeLayer/<variant>/threads         the seven mat-vecs of one layer (q k v o
+//       gate up down), input quantized once per matrix group as the model does:
+//       effective GB/s = layer weight bytes / time. Variant 0: attn_v/ffn_down Q4_K;
+//       1: attn_v/ffn_down Q6_K (Q4_K_M gives half the layers the bigger types).
+//   MatMat/<type>/<rows>x<cols>/tokens/threads   prefill: GOPS = 2 * rows * cols * tokens / time.
+//   Quantize/<cols>                      activation quantization to Q8_K.
+//
+// Compare GB/s with bench_memory's read bandwidth (the roofline).
+#include <benchmark/benchmark.h>
+
+#include <smol/core/tensor.hpp>
+#include <smol/core/threadpool.hpp>
+#include <smol/kernels/kernels.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace {
+
+using smol::GGMLType;
+
+constexpr size_t kWorkingSetBytes = size_t(256) << 20;
+
+uint64_t next_random(uint64_t& state) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+}
+
+// Random quantized rows with sane fp16 scales.
+void fill_weights(GGMLType type, uint8_t* data, size_t rows, size_t cols, uint64_t seed) {
+    const size_t row_bytes = smol::row_bytes(type, cols);
+    uint64_t state = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (size_t i = 0; i + 8 <= rows * row_bytes; i += 8) {
+        const uint64_t v = next_random(state);
+        std::memcpy(data + i, &v, 8);
+    }
+    const uint16_t scale = smol::fp32_to_fp16(0.002f);
+    for (size_t r = 0; r < rows; ++r) {
+        uint8_t* row = data + r * row_bytes;
+        for (size_t b = 0; b < cols / 256; ++b) {
+            if (type == GGMLType::Q4_K) {
+                reinterpret_cast<smol::BlockQ4K*>(row)[b].d = scale;
+                reinterpret_cast<smol::BlockQ4K*>(row)[b].dmin = scale;
+            } else if (type == GGMLType::Q5_K) {
+                reinterpret_cast<smol::BlockQ5K*>(row)[b].d = scale;
+                reinterpret_cast<smol::BlockQ5K*>(row)[b].dmin = scale;
+            } else if (type == GGMLType::Q6_K) {
+                reinterpret_cast<smol::BlockQ6K*>(row)[b].d = scale;
+            }
+        }
+        if (type == GGMLType::Q8_0) {
+            for (size_t b = 0; b < cols / 32; ++b) reinterpret_cast<smol::BlockQ8_0*>(row)[b].d = scale;
+        }
+    }
+}
+
+// `copies` copies of one weight matrix, back to back.
+struct WeightSet {
+    smol::AlignedBuffer bytes;
+    std::vector<smol::WeightMatrix> copies;
+    size_t matrix_bytes = 0;
+};
+
+WeightSet make_weight_set(GGMLType type, size_t rows, size_t cols, size_t min_total_bytes) {
+    WeightSet set;
+    const size_t row_bytes = smol::row_bytes(type, cols);
+    // Round each copy to 4 KiB so copies start on fresh pages.
+    set.matrix_bytes = rows * row_bytes;
+    const size_t stride = (set.matrix_bytes + 4095) / 4096 * 4096;
+    const size_t n_copies = std::max<size_t>(1, (min_total_bytes + set.matrix_bytes - 1) / set.matrix_bytes);
+    set.bytes.resize(stride * n_copies);
+    for (size_t c = 0; c < n_copies; ++c) {
+        uint8_t* data = set.bytes.data() + c * stride;
+        fill_weights(type, data, rows, cols, c + 1);
+        set.copies.push_back(smol::make_weight_matrix(type, data, rows, cols));
+    }
+    return set;
+}
+
+std::vector<float> random_activations(size_t n) {
+    std::vector<float> x(n);
+    uint64_t state = 42;
+    for (float& v : x) v = float(int64_t(next_random(state) % 2001) - 1000) * 0.001f;
+    return x;
+}
+
+smol::ThreadPool& pool_of(int n_threads) {
+    static std::map<int, std::unique_ptr<smol::ThreadPool>> pools;
+    auto& pool = pools[n_threads];
+    if (!pool) pool = std::make_unique<smol::ThreadPool>(n_threads);
+    return *pool;
+}
+
+void BM_MatVec(benchmark::State& state, GGMLType type, size_t rows, size_t cols) {
+    smol::ThreadPool& pool = pool_of(int(state.range(0)));
+    const WeightSet set = make_weight_set(type, rows, cols, kWorkingSetBytes);
+    const std::vector<float> x = random_activations(cols);
+    smol::QuantizedInput input;
+    input.quantize(type, x.data(), 1, cols);
+    std::vector<float> y(rows);
+    size_t next = 0;
+    for (auto _ : state) {
+        smol::matmul(set.copies[next], input, y.data(), rows, pool);
+        next = (next + 1) % set.copies.size();
+        benchmark::DoNotOptimize(y.data());
+    }
+    state.counters["GB/s"] = benchmark::Counter(double(set.matrix_bytes) * double(state.iterations()) / 1e9,
+                                                benchmark::Counter::kIsRate);
+    state.SetLabel(smol::type_name(type) + " x" + std::to_string(set.copies.size()) + " copies");
+}
+
+// One transformer layer of SmolLM3-3B at decode.
+void BM_DecodeLayer(benchmark::State& state) {
+    const bool bigger_types = state.range(0) == 1;
+    smol::ThreadPool& pool = pool_of(int(state.range(1)));
+    const size_t hidden = 2048, ffn = 11008, kv = 512;
+    const GGMLType v_type = bigger_types ? GGMLType::Q6_K : GGMLType::Q4_K;
+    const GGMLType down_type = bigger_types ? GGMLType::Q6_K : GGMLType::Q4_K;
+    struct Shape {
+        GGMLType type;
+        size_t rows, cols;
+    };
+    const Shape shapes[7] = {{GGMLType::Q4_K, hidden, hidden}, {GGMLType::Q4_K, kv, hidden}, {v_type, kv, hidden},
+                             {GGMLType::Q4_K, hidden, hidden}, {GGMLType::Q4_K, ffn, hidden},
+                             {GGMLType::Q4_K, ffn, hidden},    {down_type, hidden, ffn}};
+    size_t layer_bytes = 0;
+    for (const Shape& s : shapes) layer_bytes += s.rows * smol::row_bytes(s.type, s.cols);
+    const size_t n_layers = std::max<size_t>(2, (kWorkingSetBytes + layer_bytes - 1) / layer_bytes);
+    std::vector<WeightSet> layers;  // per matrix: n_layers copies
+    for (const Shape& s : shapes) layers.push_back(make_weight_set(s.type, s.rows, s.cols, n_layers * s.rows * smol::row_bytes(s.type, s.cols)));
+
+    const std::vector<float> x_hidden = random_activations(hidden), x_ffn = random_activations(ffn);
+    smol::QuantizedInput in_hidden, in_ffn;
+    std::vector<float> y(ffn);
+    size_t layer = 0;
+    for (auto _ : state) {
+        // Same activation traffic as the model: quantize the normed hidden state
+        // once for q/k/v, the attention output once for o, once for gate/up,
+        // the SwiGLU output once for down.
+        in_hidden.quantize(GGMLType::Q4_K, x_hidden.data(), 1, hidden);
+        for (int m = 0; m < 3; ++m) smol::matmul(layers[size_t(m)].copies[layer], in_hidden, y.data(), ffn, pool);
+        in_hidden.quantize(GGMLType::Q4_K, x_hidden.data(), 1, hidden);
+        smol::matmul(layers[3].copies[layer], in_hidden, y.data(), ffn, pool);
+        in_hidden.quantize(GGMLType::Q4_K, x_hidden.data(), 1, hidden);
+        smol::matmul(layers[4].copies[layer], in_hidden, y.data(), ffn, pool);
+        smol::matmul(layers[5].copies[layer], in_hidden, y.data(), ffn, pool);
+        in_ffn.quantize(down_type, x_ffn.data(), 1, ffn);
+        smol::matmul(layers[6].copies[layer], in_ffn, y.data(), ffn, pool);
+        layer = (layer + 1) % n_layers;
+        benchmark::DoNotOptimize(y.data());
+    }
+    state.counters["GB/s"] = benchmark::Counter(double(layer_bytes) * double(state.iterations()) / 1e9,
+                                                benchmark::Counter::kIsRate);
+    state.counters["MB/layer"] = double(layer_bytes) / 1e6;
+}
+
+void BM_MatMat(benchmark::State& state, GGMLType type, size_t rows, size_t cols) {
+    const size_t n_tokens = size_t(state.range(0));
+    smol::ThreadPool& pool = pool_of(int(state.range(1)));
+    const WeightSet set = make_weight_set(type, rows, cols, 0);
+    const std::vector<float> x = random_activations(n_tokens * cols);
+    smol::QuantizedInput input;
+    input.quantize(type, x.data(), n_tokens, cols, &pool);
+    std::vector<float> y(n_tokens * rows);
+    for (auto _ : state) {
+        smol::matmul(set.copies[0], input, y.data(), rows, pool);
+        benchmark::DoNotOptimize(y.data());
+    }
+    state.counters["GOPS"] = benchmark::Counter(2.0 * double(rows) * double(cols) * double(n_tokens) *
+                                                    double(state.iterations()) / 1e9,
+                                                benchmark::Counter::kIsRate);
+}
+
+void BM_Quantize(benchmark::State& state) {
+    const size_t cols = size_t(state.range(0));
+    const std::vector<float> x = random_activations(cols);
+    smol::QuantizedInput input;
+    for (auto _ : state) {
+        input.quantize(GGMLType::Q4_K, x.data(), 1, cols);
+        benchmark::DoNotOptimize(input.data());
+    }
+    state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(cols));
+}
+
+void matvec_args(benchmark::internal::Benchmark* b) {
+    b->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
+}  // namespace
+
+BENCHMARK_CAPTURE(BM_MatVec, q4k_2048x2048, GGMLType::Q4_K, 2048, 2048)->Apply(matvec_args);
+BENCHMARK_CAPTURE(BM_MatVec, q4k_512x2048, GGMLType::Q4_K, 512, 2048)->Apply(matvec_args);
+BENCHMARK_CAPTURE(BM_MatVec, q6k_512x2048, GGMLType::Q6_K, 512, 2048)->Apply(matvec_args);
+BENCHMARK_CAPTURE(BM_MatVec, q4k_11008x2048, GGMLType::Q4_K, 11008, 2048)->Apply(matvec_args);
+BENCHMARK_CAPTURE(BM_MatVec, q4k_2048x11008, GGMLType::Q4_K, 2048, 11008)->Apply(matvec_args);
+BENCHMARK_CAPTURE(BM_MatVec, q5k_2048x11008, GGMLType::Q5_K, 2048, 11008)->Apply(matvec_args);
+BENCHMARK_CAPTURE(BM_MatVec, q6k_2048x11008, GGMLType::Q6_K, 2048, 11008)->Apply(matvec_args);
+BENCHMARK_CAPTURE(BM_MatVec, q6k_128256x2048, GGMLType::Q6_K, 128256, 2048)->Apply(matvec_args);
+BENCHMARK_CAPTURE(BM_MatVec, q8_0_2048x2048, GGMLType::Q8_0, 2048, 2048)->Apply(matvec_args);
+BENCHMARK_CAPTURE(BM_MatVec, f16_2048x2048, GGMLType::F16, 2048, 2048)->Apply(matvec_args);
+
+BENCHMARK(BM_DecodeLayer)
+    ->ArgsProduct({{0, 1}, {1, 2}})
+    ->ArgNames({"q6k_variant", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+BENCHMARK_CAPTURE(BM_MatMat, q4k_2048x2048, GGMLType::Q4_K, 2048, 2048)
+    ->ArgsProduct({{8, 64, 512}, {1, 2}})
+    ->ArgNames({"tokens", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatMat, q4k_11008x2048, GGMLType::Q4_K, 11008, 2048)
+    ->ArgsProduct({{8, 64, 512}, {2}})
+    ->ArgNames({"tokens", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatMat, q6k_2048x11008, GGMLType::Q6_K, 2048, 11008)
+    ->ArgsProduct({{64}, {2}})
+    ->ArgNames({"tokens", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+BENCHMARK(BM_Quantize)->Arg(2048)->Arg(11008);
+
+BENCHMARK_MAIN();

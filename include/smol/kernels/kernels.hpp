@@ -1,0 +1,423 @@
+// Kernel entry points: matrix x activations for every weight type smol
+// computes with, activation quantization, and the float helpers of the forward
+// pass. This is the API the model calls; the per-ISA code behind it lives in
+// scalar.hpp (reference), avx2.hpp and neon.hpp, chosen at compile time
+// (dispatch.hpp).
+//
+// Public API (namespace smol):
+//
+//   struct WeightMatrix { GGMLType type; const void* data; size_t rows, cols, row_bytes; };
+//       rows = output features, cols = input features (= GGUF dims[0]); row r is
+//       row_bytes bytes at data + r * row_bytes (the GGUF layout).
+//   WeightMatrix make_weight_matrix(GGMLType type, const void* data, size_t rows, size_t cols,
+//                                   const std::string& name = "");
+//       checks the type is supported and cols fits its block size (Error names `name`).
+//   bool is_supported_weight_type(GGMLType);   // F32 F16 BF16 Q8_0 Q4_K Q5_K Q6_K
+//   GGMLType activation_type_for(GGMLType weight_type);  // Q8_K, Q8_0 or F32
+//
+//   class QuantizedInput   activations quantized once, read by every matrix using them
+//     void quantize(GGMLType weight_type, const float* x, size_t n_tokens, size_t cols,
+//                   ThreadPool* pool = nullptr, size_t x_stride = 0);
+//         x: n_tokens rows of cols floats, row t at x + t * x_stride (0 = cols).
+//         Stores them in activation_type_for(weight_type). The buffer is reused.
+//     bool suits(GGMLType weight_type) const;   // already in the format that type wants
+//     GGMLType type() const; size_t n_tokens() const; size_t cols() const;
+//     size_t row_bytes() const; const uint8_t* row(size_t token) const;
+//
+//   void matmul(const WeightMatrix& w, const QuantizedInput& x, float* y, size_t y_stride,
+//               ThreadPool& pool);
+//       y[t * y_stride + r] = dot(row r of w, token t of x) for t < x.n_tokens(), r < w.rows.
+//       One token: a mat-vec, rows split over threads, each weight byte read once.
+//       Several: tiles of rows x up to 8 tokens, each weight block unpacked once per 8 tokens.
+//       Results do not depend on the pool size (rows are never split).
+//   void matmul_reference(const WeightMatrix& w, const QuantizedInput& x, float* y,
+//                         size_t y_stride);   // scalar kernels, one thread: the spec
+//
+//   void kernels::quantize_row_q8_k(const float* x, BlockQ8K* y, size_t n);   // n % 256 == 0
+//   void kernels::quantize_row_q8_0(const float* x, BlockQ8_0* y, size_t n);  // n % 32 == 0
+//       (the activation formats matmul uses; see scalar.hpp for the exact rule. Not
+//       smol::quantize_row_q8_k of quant/reference.hpp, which keeps d positive.)
+//   float dot_f32(const float* a, const float* b, size_t n);
+//   void rmsnorm(const float* x, const float* weight, float* out, size_t n, float eps);
+//   void swiglu(const float* gate, const float* up, float* out, size_t n);  // silu(gate) * up
+//   void softmax(float* x, size_t n);                                       // in place
+//   const char* kernels::isa_name();   // "avx2", "neon-dotprod", "neon" or "scalar"
+//
+// The per-ISA functions are also reachable for tests and runtime dispatch:
+// smol::kernels::scalar::*, smol::kernels::avx2::*, smol::kernels::neon::*.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "../core/tensor.hpp"
+#include "../core/threadpool.hpp"
+#include "../error.hpp"
+#include "../quant/blocks.hpp"
+#include "../quant/types.hpp"
+#include "dispatch.hpp"
+#include "scalar.hpp"
+#if defined(SMOL_KERNELS_AVX2)
+#include "avx2.hpp"
+#elif defined(SMOL_KERNELS_NEON)
+#include "neon.hpp"
+#endif
+
+namespace smol {
+
+// ---- ISA-independent description of a weight matrix ------------------------------
+
+struct WeightMatrix {
+    GGMLType type = GGMLType::F32;
+    const void* data = nullptr;
+    size_t rows = 0;       // output features
+    size_t cols = 0;       // input features (GGUF dims[0])
+    size_t row_bytes = 0;  // bytes from one row to the next
+};
+
+inline bool is_supported_weight_type(GGMLType type) noexcept {
+    switch (type) {
+        case GGMLType::F32:
+        case GGMLType::F16:
+        case GGMLType::BF16:
+        case GGMLType::Q8_0:
+        case GGMLType::Q4_K:
+        case GGMLType::Q5_K:
+        case GGMLType::Q6_K: return true;
+        default: return false;
+    }
+}
+
+// The format activations must be in to meet a weight of this type.
+inline GGMLType activation_type_for(GGMLType weight_type) {
+    switch (weight_type) {
+        case GGMLType::Q4_K:
+        case GGMLType::Q5_K:
+        case GGMLType::Q6_K: return GGMLType::Q8_K;
+        case GGMLType::Q8_0: return GGMLType::Q8_0;
+        case GGMLType::F32:
+        case GGMLType::F16:
+        case GGMLType::BF16: return GGMLType::F32;
+        default:
+            smol::detail::fail(ErrorKind::unsupported,
+                         "matmul: weight type " + type_name(weight_type) + " is not supported");
+    }
+}
+
+inline WeightMatrix make_weight_matrix(GGMLType type, const void* data, size_t rows, size_t cols,
+                                       const std::string& name = "") {
+    const std::string what = name.empty() ? std::string("weight matrix") : "tensor '" + name + "'";
+    if (!is_supported_weight_type(type)) {
+        smol::detail::fail(ErrorKind::unsupported,
+                     what + ": type " + type_name(type) + " has no matmul kernel");
+    }
+    const size_t block = type_traits(type).block_size;
+    if (cols == 0 || cols % block != 0) {
+        smol::detail::fail(ErrorKind::shape, what + ": " + std::to_string(cols) +
+                                           " columns is not a multiple of the " + type_name(type) +
+                                           " block size " + std::to_string(block));
+    }
+    if (data == nullptr && rows != 0) smol::detail::fail(ErrorKind::invalid_argument, what + ": no data");
+    return WeightMatrix{type, data, rows, cols, smol::row_bytes(type, cols)};
+}
+
+inline namespace SMOL_KERNEL_NS {
+
+// ---- activation quantization and float helpers (selected ISA) -------------------
+
+inline float dot_f32(const float* a, const float* b, size_t n) noexcept {
+#if defined(SMOL_KERNELS_AVX2) || defined(SMOL_KERNELS_NEON)
+    return kernels::simd::dot_f32(a, b, n);
+#else
+    return kernels::scalar::dot_f32(a, b, n);
+#endif
+}
+
+inline void rmsnorm(const float* x, const float* weight, float* out, size_t n, float eps) noexcept {
+#if defined(SMOL_KERNELS_AVX2) || defined(SMOL_KERNELS_NEON)
+    kernels::simd::rmsnorm(x, weight, out, n, eps);
+#else
+    kernels::scalar::rmsnorm(x, weight, out, n, eps);
+#endif
+}
+
+inline void swiglu(const float* gate, const float* up, float* out, size_t n) noexcept {
+#if defined(SMOL_KERNELS_AVX2) || defined(SMOL_KERNELS_NEON)
+    kernels::simd::swiglu(gate, up, out, n);
+#else
+    kernels::scalar::swiglu(gate, up, out, n);
+#endif
+}
+
+inline void softmax(float* x, size_t n) noexcept {
+#if defined(SMOL_KERNELS_AVX2) || defined(SMOL_KERNELS_NEON)
+    kernels::simd::softmax(x, n);
+#else
+    kernels::scalar::softmax(x, n);
+#endif
+}
+
+namespace kernels {
+
+// Activation quantization with the selected ISA (bit-identical to scalar::).
+inline void quantize_row_q8_k(const float* x, BlockQ8K* y, size_t n) noexcept {
+#if defined(SMOL_KERNELS_AVX2)
+    avx2::quantize_row_q8_k(x, y, n);
+#elif defined(SMOL_KERNELS_NEON)
+    neon::quantize_row_q8_k(x, y, n);
+#else
+    scalar::quantize_row_q8_k(x, y, n);
+#endif
+}
+
+inline void quantize_row_q8_0(const float* x, BlockQ8_0* y, size_t n) noexcept {
+#if defined(SMOL_KERNELS_AVX2)
+    avx2::quantize_row_q8_0(x, y, n);
+#elif defined(SMOL_KERNELS_NEON)
+    neon::quantize_row_q8_0(x, y, n);
+#else
+    scalar::quantize_row_q8_0(x, y, n);
+#endif
+}
+
+}  // namespace kernels
+
+// ---- quantized activations --------------------------------------------------------
+
+class QuantizedInput {
+public:
+    void quantize(GGMLType weight_type, const float* x, size_t n_tokens, size_t cols,
+                  ThreadPool* pool = nullptr, size_t x_stride = 0) {
+        const GGMLType type = activation_type_for(weight_type);
+        const size_t block = type_traits(type).block_size;
+        if (cols % block != 0) {
+            smol::detail::fail(ErrorKind::shape, "QuantizedInput: " + std::to_string(cols) +
+                                               " values per token is not a multiple of the " +
+                                               type_name(type) + " block size");
+        }
+        if (x_stride == 0) x_stride = cols;
+        type_ = type;
+        n_tokens_ = n_tokens;
+        cols_ = cols;
+        row_bytes_ = smol::row_bytes(type, cols);
+        const size_t bytes = n_tokens * row_bytes_;
+        if (buffer_.size() < bytes) buffer_.resize(bytes);
+
+        auto quantize_tokens = [&](size_t begin, size_t end) {
+            for (size_t t = begin; t < end; ++t) {
+                const float* src = x + t * x_stride;
+                uint8_t* dst = buffer_.data() + t * row_bytes_;
+                switch (type_) {
+                    case GGMLType::Q8_K:
+                        kernels::quantize_row_q8_k(src, reinterpret_cast<BlockQ8K*>(dst), cols);
+                        break;
+                    case GGMLType::Q8_0:
+                        kernels::quantize_row_q8_0(src, reinterpret_cast<BlockQ8_0*>(dst), cols);
+                        break;
+                    case GGMLType::F32: std::memcpy(dst, src, cols * sizeof(float)); break;
+                    default: break;
+                }
+            }
+        };
+        if (pool && pool->size() > 1 && n_tokens > 1) {
+            pool->parallel_for(n_tokens, [&](size_t begin, size_t end, int) { quantize_tokens(begin, end); });
+        } else {
+            quantize_tokens(0, n_tokens);
+        }
+    }
+
+    bool suits(GGMLType weight_type) const {
+        return is_supported_weight_type(weight_type) && n_tokens_ > 0 &&
+               activation_type_for(weight_type) == type_;
+    }
+    GGMLType type() const noexcept { return type_; }
+    size_t n_tokens() const noexcept { return n_tokens_; }
+    size_t cols() const noexcept { return cols_; }
+    size_t row_bytes() const noexcept { return row_bytes_; }
+    const uint8_t* row(size_t token) const noexcept { return buffer_.data() + token * row_bytes_; }
+    const uint8_t* data() const noexcept { return buffer_.data(); }
+
+private:
+    AlignedBuffer buffer_;  // n_tokens rows of row_bytes_, grows only
+    GGMLType type_ = GGMLType::F32;
+    size_t n_tokens_ = 0;
+    size_t cols_ = 0;
+    size_t row_bytes_ = 0;
+};
+
+namespace kernels {
+
+// A tile kernel: y[c * y_stride + r] = dot(weight row r, activation row c) for
+// r < n_rows, c < n_cols (the template argument of the instantiation).
+//   w: n_rows rows, w_row_bytes apart; x: n_cols rows, x_row_bytes apart;
+//   cols: values per row.
+using TileKernel = void (*)(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t* x,
+                            size_t x_row_bytes, size_t cols, float* y, size_t y_stride);
+
+namespace scalar {
+
+inline float dot_row(GGMLType type, const uint8_t* w, const uint8_t* x, size_t cols) noexcept {
+    switch (type) {
+        case GGMLType::Q4_K:
+            return dot_q4k_q8k(reinterpret_cast<const BlockQ4K*>(w), reinterpret_cast<const BlockQ8K*>(x),
+                               cols / QK_K);
+        case GGMLType::Q5_K:
+            return dot_q5k_q8k(reinterpret_cast<const BlockQ5K*>(w), reinterpret_cast<const BlockQ8K*>(x),
+                               cols / QK_K);
+        case GGMLType::Q6_K:
+            return dot_q6k_q8k(reinterpret_cast<const BlockQ6K*>(w), reinterpret_cast<const BlockQ8K*>(x),
+                               cols / QK_K);
+        case GGMLType::Q8_0:
+            return dot_q8_0_q8_0(reinterpret_cast<const BlockQ8_0*>(w),
+                                 reinterpret_cast<const BlockQ8_0*>(x), cols / QK8_0);
+        case GGMLType::F16:
+            return dot_f16_f32(reinterpret_cast<const uint16_t*>(w), reinterpret_cast<const float*>(x), cols);
+        case GGMLType::BF16:
+            return dot_bf16_f32(reinterpret_cast<const uint16_t*>(w), reinterpret_cast<const float*>(x), cols);
+        case GGMLType::F32:
+            return dot_f32(reinterpret_cast<const float*>(w), reinterpret_cast<const float*>(x), cols);
+        default: return 0.0f;
+    }
+}
+
+template <GGMLType type, int n_cols>
+void tile(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t* x, size_t x_row_bytes,
+          size_t cols, float* y, size_t y_stride) {
+    for (size_t r = 0; r < n_rows; ++r) {
+        for (int c = 0; c < n_cols; ++c) {
+            y[size_t(c) * y_stride + r] = dot_row(type, w + r * w_row_bytes, x + size_t(c) * x_row_bytes, cols);
+        }
+    }
+}
+
+}  // namespace scalar
+
+// The fastest tile kernel this build has for a weight type and column count.
+template <int n_cols>
+TileKernel select_tile(GGMLType type) {
+    switch (type) {
+#if defined(SMOL_KERNELS_AVX2) || defined(SMOL_KERNELS_NEON)
+        case GGMLType::Q4_K: return &simd::tile_q4k<n_cols>;
+        case GGMLType::Q5_K: return &simd::tile_q5k<n_cols>;
+        case GGMLType::Q6_K: return &simd::tile_q6k<n_cols>;
+        case GGMLType::Q8_0: return &simd::tile_q8_0<n_cols>;
+        case GGMLType::F16: return &simd::tile_float<GGMLType::F16, n_cols>;
+        case GGMLType::BF16: return &simd::tile_float<GGMLType::BF16, n_cols>;
+        case GGMLType::F32: return &simd::tile_float<GGMLType::F32, n_cols>;
+#else
+        case GGMLType::Q4_K: return &scalar::tile<GGMLType::Q4_K, n_cols>;
+        case GGMLType::Q5_K: return &scalar::tile<GGMLType::Q5_K, n_cols>;
+        case GGMLType::Q6_K: return &scalar::tile<GGMLType::Q6_K, n_cols>;
+        case GGMLType::Q8_0: return &scalar::tile<GGMLType::Q8_0, n_cols>;
+        case GGMLType::F16: return &scalar::tile<GGMLType::F16, n_cols>;
+        case GGMLType::BF16: return &scalar::tile<GGMLType::BF16, n_cols>;
+        case GGMLType::F32: return &scalar::tile<GGMLType::F32, n_cols>;
+#endif
+        default: return nullptr;
+    }
+}
+
+// Most tokens one tile serves: each weight block is unpacked once per this many tokens.
+constexpr int kMaxTileCols = 8;
+
+inline TileKernel select_tile(GGMLType type, int n_cols) {
+    switch (n_cols) {
+        case 1: return select_tile<1>(type);
+        case 2: return select_tile<2>(type);
+        case 3: return select_tile<3>(type);
+        case 4: return select_tile<4>(type);
+        case 5: return select_tile<5>(type);
+        case 6: return select_tile<6>(type);
+        case 7: return select_tile<7>(type);
+        default: return select_tile<8>(type);
+    }
+}
+
+inline void check_matmul_args(const WeightMatrix& w, const QuantizedInput& x, float* y) {
+    if (!is_supported_weight_type(w.type)) {
+        smol::detail::fail(ErrorKind::unsupported, "matmul: weight type " + type_name(w.type) + " is not supported");
+    }
+    if (w.cols != x.cols()) {
+        smol::detail::fail(ErrorKind::shape, "matmul: weight has " + std::to_string(w.cols) +
+                                           " columns but the input has " + std::to_string(x.cols()) +
+                                           " values per token");
+    }
+    if (x.n_tokens() > 0 && !x.suits(w.type)) {
+        smol::detail::fail(ErrorKind::invalid_argument,
+                     "matmul: " + type_name(w.type) + " weights need " +
+                         type_name(activation_type_for(w.type)) + " activations, the input holds " +
+                         type_name(x.type()));
+    }
+    if (w.row_bytes < smol::row_bytes(w.type, w.cols)) {
+        smol::detail::fail(ErrorKind::shape, "matmul: row_bytes " + std::to_string(w.row_bytes) +
+                                           " is shorter than one row of " + std::to_string(w.cols) + " " +
+                                           type_name(w.type) + " values");
+    }
+    if ((w.data == nullptr && w.rows > 0) || (y == nullptr && w.rows > 0 && x.n_tokens() > 0)) {
+        smol::detail::fail(ErrorKind::invalid_argument, "matmul: null weight or output pointer");
+    }
+}
+
+}  // namespace kernels
+
+inline void matmul(const WeightMatrix& w, const QuantizedInput& x, float* y, size_t y_stride,
+                   ThreadPool& pool) {
+    kernels::check_matmul_args(w, x, y);
+    const size_t n_tokens = x.n_tokens();
+    if (w.rows == 0 || n_tokens == 0) return;
+
+    const uint8_t* weights = static_cast<const uint8_t*>(w.data);
+    const size_t n_threads = size_t(pool.size());
+    // Rows go out in chunks from a shared counter, so a thread slowed down by
+    // the OS simply takes fewer. Mat-vec: ~8 chunks per thread, in multiples of
+    // 4 rows. Mat-mat: chunks whose weights (~48 KiB) stay in L2 while every
+    // token group streams past them.
+    size_t chunk_rows;
+    if (n_tokens == 1) {
+        chunk_rows = std::max<size_t>(4, (w.rows / (n_threads * 8) + 3) / 4 * 4);
+    } else {
+        chunk_rows = std::max<size_t>(4, (48 * 1024 / w.row_bytes) / 4 * 4);
+        chunk_rows = std::min(chunk_rows, std::max<size_t>(4, (w.rows / n_threads + 3) / 4 * 4));
+    }
+    const size_t n_chunks = (w.rows + chunk_rows - 1) / chunk_rows;
+    const size_t full_groups = n_tokens / kernels::kMaxTileCols;
+    const int tail_cols = int(n_tokens % kernels::kMaxTileCols);
+    const kernels::TileKernel full_tile = kernels::select_tile(w.type, kernels::kMaxTileCols);
+    const kernels::TileKernel tail_tile = tail_cols ? kernels::select_tile(w.type, tail_cols) : nullptr;
+
+    std::atomic<size_t> next_chunk{0};
+    pool.run([&](int, int) {
+        for (size_t chunk = next_chunk.fetch_add(1, std::memory_order_relaxed); chunk < n_chunks;
+             chunk = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
+            const size_t row0 = chunk * chunk_rows;
+            const size_t n_rows = std::min(chunk_rows, w.rows - row0);
+            const uint8_t* w_rows = weights + row0 * w.row_bytes;
+            for (size_t g = 0; g < full_groups; ++g) {
+                const size_t token0 = g * kernels::kMaxTileCols;
+                full_tile(w_rows, w.row_bytes, n_rows, x.row(token0), x.row_bytes(), w.cols,
+                          y + token0 * y_stride + row0, y_stride);
+            }
+            if (tail_tile) {
+                const size_t token0 = full_groups * kernels::kMaxTileCols;
+                tail_tile(w_rows, w.row_bytes, n_rows, x.row(token0), x.row_bytes(), w.cols,
+                          y + token0 * y_stride + row0, y_stride);
+            }
+        }
+    });
+}
+
+inline void matmul_reference(const WeightMatrix& w, const QuantizedInput& x, float* y, size_t y_stride) {
+    kernels::check_matmul_args(w, x, y);
+    const uint8_t* weights = static_cast<const uint8_t*>(w.data);
+    for (size_t t = 0; t < x.n_tokens(); ++t) {
+        for (size_t r = 0; r < w.rows; ++r) {
+            y[t * y_stride + r] = kernels::scalar::dot_row(w.type, weights + r * w.row_bytes, x.row(t), w.cols);
+        }
+    }
+}
+
+}  // namespace SMOL_KERNEL_NS
+}  // namespace smol

@@ -1,0 +1,173 @@
+// smol::Weights: the SmolLM3 tensors of a GGUF file bound by name, each
+// checked for presence, type and shape against the Config. Matrices stay in
+// the file's bytes (zero-copy views); only the tiny norm vectors are converted
+// to float at bind time so the kernels read them directly.
+//
+// Names and shapes (GGUF dims, innermost first: a matrix [in, out] has `out`
+// rows of `in` elements; y = W x reads one row per output):
+//   token_embd.weight           [hidden, vocab]       embedding rows; also the LM head when tied
+//   output.weight (optional)    [hidden, vocab]       untied LM head
+//   output_norm.weight          [hidden]
+//   blk.N.attn_norm.weight      [hidden]
+//   blk.N.attn_q.weight         [hidden, heads * head_dim]
+//   blk.N.attn_k.weight         [hidden, kv_heads * head_dim]
+//   blk.N.attn_v.weight         [hidden, kv_heads * head_dim]
+//   blk.N.attn_output.weight    [heads * head_dim, hidden]
+//   blk.N.ffn_norm.weight       [hidden]
+//   blk.N.ffn_gate.weight       [hidden, ffn]
+//   blk.N.ffn_up.weight         [hidden, ffn]
+//   blk.N.ffn_down.weight       [ffn, hidden]
+// Errors: a missing tensor is ErrorKind::missing, a wrong shape ErrorKind::shape
+// ("tensor 'blk.3.attn_k.weight': expected [256, 64], found [256, 128]"), a type
+// smol cannot compute with ErrorKind::unsupported; each names the tensor.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../error.hpp"
+#include "../gguf/gguf.hpp"
+#include "../quant/reference.hpp"
+#include "../quant/types.hpp"
+#include "config.hpp"
+
+namespace smol {
+
+// A weight matrix inside the mapped file: `rows` rows of `cols` elements of `type`,
+// each row `row_bytes` bytes, rows contiguous.
+struct WeightView {
+    const uint8_t* data = nullptr;
+    GGMLType type = GGMLType::F32;
+    size_t cols = 0;       // input width (GGUF dim 0)
+    size_t rows = 0;       // output width (GGUF dim 1)
+    size_t row_bytes = 0;
+    const std::string* name = nullptr;  // the tensor's name (owned by the gguf::File)
+
+    const uint8_t* row(size_t r) const noexcept { return data + r * row_bytes; }
+};
+
+// Types a weight matrix may have: those the matmul kernels and dequantize_row handle.
+inline bool is_model_weight_type(GGMLType type) noexcept {
+    switch (type) {
+        case GGMLType::F32:
+        case GGMLType::F16:
+        case GGMLType::BF16:
+        case GGMLType::Q8_0:
+        case GGMLType::Q4_K:
+        case GGMLType::Q5_K:
+        case GGMLType::Q6_K: return true;
+        default: return false;
+    }
+}
+
+struct LayerWeights {
+    std::vector<float> attn_norm;  // [hidden]
+    WeightView attn_q;             // [q_dim rows][hidden]
+    WeightView attn_k;             // [kv_dim rows][hidden]
+    WeightView attn_v;             // [kv_dim rows][hidden]
+    WeightView attn_output;        // [hidden rows][q_dim]
+    std::vector<float> ffn_norm;   // [hidden]
+    WeightView ffn_gate;           // [ffn rows][hidden]
+    WeightView ffn_up;             // [ffn rows][hidden]
+    WeightView ffn_down;           // [hidden rows][ffn]
+};
+
+struct Weights {
+    WeightView token_embd;         // [vocab rows][hidden]
+    WeightView lm_head;            // output.weight, or token_embd when tied
+    bool tied_embeddings = true;
+    std::vector<float> output_norm;  // [hidden]
+    std::vector<LayerWeights> layers;
+
+    // Binds every tensor of `file` against `config`. The File must outlive the Weights.
+    static Weights bind(const gguf::File& file, const Config& config) {
+        Weights w;
+        const size_t vocab = config.vocab_size, hidden = config.hidden;
+        w.token_embd = matrix(file, "token_embd.weight", hidden, vocab);
+        if (file.find_tensor("output.weight")) {
+            w.lm_head = matrix(file, "output.weight", hidden, vocab);
+            w.tied_embeddings = false;
+        } else {
+            w.lm_head = w.token_embd;
+            w.tied_embeddings = true;
+        }
+        w.output_norm = vector(file, "output_norm.weight", hidden);
+        w.layers.resize(config.n_layers);
+        for (size_t i = 0; i < config.n_layers; ++i) {
+            const std::string b = "blk." + std::to_string(i) + ".";
+            LayerWeights& l = w.layers[i];
+            l.attn_norm = vector(file, b + "attn_norm.weight", hidden);
+            l.attn_q = matrix(file, b + "attn_q.weight", hidden, config.q_dim());
+            l.attn_k = matrix(file, b + "attn_k.weight", hidden, config.kv_dim());
+            l.attn_v = matrix(file, b + "attn_v.weight", hidden, config.kv_dim());
+            l.attn_output = matrix(file, b + "attn_output.weight", config.q_dim(), hidden);
+            l.ffn_norm = vector(file, b + "ffn_norm.weight", hidden);
+            l.ffn_gate = matrix(file, b + "ffn_gate.weight", hidden, config.ffn);
+            l.ffn_up = matrix(file, b + "ffn_up.weight", hidden, config.ffn);
+            l.ffn_down = matrix(file, b + "ffn_down.weight", config.ffn, hidden);
+        }
+        return w;
+    }
+
+    // Dequantizes the embedding row of `token` into out[hidden].
+    void embed(int32_t token, float* out) const {
+        if (token < 0 || size_t(token) >= token_embd.rows)
+            detail::fail(ErrorKind::invalid_argument,
+                         "model: token id " + std::to_string(token) + " is outside the vocabulary of " +
+                             std::to_string(token_embd.rows));
+        dequantize_row(token_embd.type, token_embd.row(size_t(token)), out, token_embd.cols);
+    }
+
+private:
+    static std::string shape_string(const std::vector<uint64_t>& dims) {
+        std::string s = "[";
+        for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+        return s + "]";
+    }
+
+    static const gguf::TensorInfo& find(const gguf::File& file, const std::string& name,
+                                        const std::vector<uint64_t>& expected) {
+        const gguf::TensorInfo* t = file.find_tensor(name);
+        if (!t)
+            detail::fail(ErrorKind::missing, "model: " + file.source() + ": missing tensor '" +
+                                                 name + "' (expected " + shape_string(expected) + ")");
+        if (t->dims != expected)
+            detail::fail(ErrorKind::shape, "model: " + file.source() + ": tensor '" + name +
+                                               "': expected " + shape_string(expected) +
+                                               ", found " + shape_string(t->dims));
+        return *t;
+    }
+
+    static WeightView matrix(const gguf::File& file, const std::string& name, size_t cols,
+                             size_t rows) {
+        const gguf::TensorInfo& t = find(file, name, {uint64_t(cols), uint64_t(rows)});
+        if (!is_model_weight_type(t.type))
+            detail::fail(ErrorKind::unsupported,
+                         "model: " + file.source() + ": tensor '" + name + "' has type " +
+                             type_name(t.type) +
+                             ", which smol cannot compute with (F32, F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K)");
+        WeightView v;
+        v.data = t.data;
+        v.type = t.type;
+        v.cols = cols;
+        v.rows = rows;
+        v.row_bytes = smol::row_bytes(t.type, cols);
+        v.name = &t.name;
+        return v;
+    }
+
+    static std::vector<float> vector(const gguf::File& file, const std::string& name, size_t n) {
+        const gguf::TensorInfo& t = find(file, name, {uint64_t(n)});
+        if (t.type != GGMLType::F32 && t.type != GGMLType::F16 && t.type != GGMLType::BF16)
+            detail::fail(ErrorKind::unsupported, "model: " + file.source() + ": tensor '" + name +
+                                                     "' has type " + type_name(t.type) +
+                                                     " (norm weights must be F32, F16 or BF16)");
+        std::vector<float> out(n);
+        dequantize_row(t.type, t.data, out.data(), n);
+        return out;
+    }
+};
+
+}  // namespace smol

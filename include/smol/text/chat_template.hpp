@@ -1,0 +1,414 @@
+// Chat templates: turns a conversation (role + content messages) into the
+// exact prompt text a model was trained on.
+//
+// Owns:
+//   - render_smollm3_chat: a direct C++ transcription of the official SmolLM3
+//     Jinja template (the one in the GGUF key tokenizer.chat_template). It
+//     reproduces, byte for byte, what a Jinja2 engine renders, quirks included:
+//       * the system block always opens the prompt, even without a system
+//         message: "## Metadata" (knowledge cutoff, today's date, reasoning
+//         mode) then "## Custom Instructions" (the system message with its
+//         "/think" and "/no_think" flags removed and trailing whitespace
+//         stripped, or a default prompt that depends on the reasoning mode);
+//       * that block is left WITHOUT <|im_end|> when no tools are given (the
+//         template only closes it in its tools branch);
+//       * "/system_override" anywhere in the system message replaces the whole
+//         block by the message text (flags removed) followed by <|im_end|>;
+//       * the reasoning mode is "/think" unless enable_thinking is false; a
+//         "/no_think" (checked first) or "/think" in the system message wins;
+//       * in "/no_think" mode every assistant turn and the generation prompt
+//         carry an empty "<think>\n\n</think>\n" block; assistant contents lose
+//         their leading newlines; "tool" messages render as user turns; system
+//         messages after the first, and unknown roles, render nothing.
+//   - render_chatml: plain ChatML, the fallback for files with other templates.
+//   - detect_chat_format: recognizes the SmolLM3 template by its markers.
+//   - split_reasoning: separates "<think>...</think>" from the answer.
+//   - today_string / date_string: "%d %B %Y" dates ("05 March 2026") with
+//     English month names, independent of the C locale.
+#pragma once
+
+#include <cstdint>
+#include <ctime>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "../error.hpp"
+
+namespace smol {
+
+struct ChatMessage {
+    std::string role;  // "system", "user", "assistant" or "tool"
+    std::string content;
+};
+
+struct ChatTemplateOptions {
+    // Append the opening of an assistant turn (what the model completes).
+    bool add_generation_prompt = true;
+    // nullopt = the template's variable is undefined, which means "think".
+    std::optional<bool> enable_thinking;
+    // The "Today Date" line, e.g. "21 November 2026"; empty = today's date
+    // from the system clock (local time, like the template's strftime_now).
+    std::string today;
+    // Tool descriptions for the template's tools section. Each string is
+    // inserted verbatim, one per line, inside <tools></tools> (Jinja's
+    // `tool | string`; transformers passes its `tools` argument here, and a
+    // Python dict would print as its repr, so pass the exact text you want).
+    std::vector<std::string> xml_tools;
+    // Python-callable tool descriptions for the "<code>" agentic section.
+    std::vector<std::string> python_tools;
+};
+
+enum class ChatFormat { smollm3, chatml };
+
+struct ReasoningSplit {
+    std::string reasoning;  // text inside <think>...</think>, trimmed
+    std::string answer;     // text after </think>, leading whitespace removed
+};
+
+namespace detail {
+
+inline bool contains(std::string_view haystack, std::string_view needle) {
+    return haystack.find(needle) != std::string_view::npos;
+}
+
+// Python's str.replace(old, ""): removes every non-overlapping occurrence,
+// scanning left to right.
+inline std::string remove_all(std::string_view text, std::string_view needle) {
+    std::string out;
+    out.reserve(text.size());
+    size_t pos = 0;
+    while (true) {
+        const size_t hit = text.find(needle, pos);
+        if (hit == std::string_view::npos) break;
+        out.append(text.substr(pos, hit - pos));
+        pos = hit + needle.size();
+    }
+    out.append(text.substr(pos));
+    return out;
+}
+
+// Python's str.isspace for one code point: the Unicode White_Space
+// characters plus the ASCII separators U+001C..U+001F.
+inline bool is_python_space(uint32_t cp) {
+    if (cp >= 0x09 && cp <= 0x0D) return true;
+    if (cp >= 0x1C && cp <= 0x20) return true;
+    switch (cp) {
+        case 0x85:
+        case 0xA0:
+        case 0x1680:
+        case 0x2028:
+        case 0x2029:
+        case 0x202F:
+        case 0x205F:
+        case 0x3000:
+            return true;
+        default:
+            return cp >= 0x2000 && cp <= 0x200A;
+    }
+}
+
+// Python's str.rstrip() with no argument, on UTF-8 text: drops trailing
+// whitespace code points (multi-byte ones such as U+00A0 included). Bytes
+// that are not valid UTF-8 count as non-space.
+inline std::string python_rstrip(std::string_view text) {
+    size_t end = text.size();
+    while (end > 0) {
+        // Find the start of the last code point: step back over up to three
+        // continuation bytes (10xxxxxx).
+        size_t start = end - 1;
+        int continuation = 0;
+        while (start > 0 && continuation < 3 &&
+               (static_cast<unsigned char>(text[start]) & 0xC0) == 0x80) {
+            --start;
+            ++continuation;
+        }
+        const auto lead = static_cast<unsigned char>(text[start]);
+        uint32_t cp = 0;
+        size_t length = 0;
+        if (lead < 0x80) {
+            cp = lead;
+            length = 1;
+        } else if ((lead & 0xE0) == 0xC0) {
+            cp = lead & 0x1Fu;
+            length = 2;
+        } else if ((lead & 0xF0) == 0xE0) {
+            cp = lead & 0x0Fu;
+            length = 3;
+        } else if ((lead & 0xF8) == 0xF0) {
+            cp = lead & 0x07u;
+            length = 4;
+        }
+        if (length == 0 || start + length != end) break;  // not one well-formed code point
+        for (size_t i = start + 1; i < end; ++i) {
+            cp = (cp << 6) | (static_cast<unsigned char>(text[i]) & 0x3Fu);
+        }
+        if (!is_python_space(cp)) break;
+        end = start;
+    }
+    return std::string(text.substr(0, end));
+}
+
+// Python's str.lstrip(chars) for a single ASCII character.
+inline std::string_view lstrip_char(std::string_view text, char c) {
+    size_t begin = 0;
+    while (begin < text.size() && text[begin] == c) ++begin;
+    return text.substr(begin);
+}
+
+inline bool is_ascii_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+inline std::string_view trim_ascii(std::string_view text) {
+    size_t begin = 0, end = text.size();
+    while (begin < end && is_ascii_space(text[begin])) ++begin;
+    while (end > begin && is_ascii_space(text[end - 1])) --end;
+    return text.substr(begin, end - begin);
+}
+
+inline std::string_view ltrim_ascii(std::string_view text) {
+    size_t begin = 0;
+    while (begin < text.size() && is_ascii_space(text[begin])) ++begin;
+    return text.substr(begin);
+}
+
+constexpr std::string_view kSmolLM3DefaultThinkPrompt =
+    "You are a helpful AI assistant named SmolLM, trained by Hugging Face. Your role as an "
+    "assistant involves thoroughly exploring questions through a systematic thinking process "
+    "before providing the final precise and accurate solutions. This requires engaging in a "
+    "comprehensive cycle of analysis, summarizing, exploration, reassessment, reflection, "
+    "backtracking, and iteration to develop well-considered thinking process. Please structure "
+    "your response into two main sections: Thought and Solution using the specified format: "
+    "<think> Thought section </think> Solution section. In the Thought section, detail your "
+    "reasoning process in steps. Each step should include detailed considerations such as "
+    "analysing questions, summarizing relevant findings, brainstorming new ideas, verifying the "
+    "accuracy of the current steps, refining any errors, and revisiting previous steps. In the "
+    "Solution section, based on various attempts, explorations, and reflections from the "
+    "Thought section, systematically present the final solution that you deem correct. The "
+    "Solution section should be logical, accurate, and concise and detail necessary steps "
+    "needed to reach the conclusion.";
+
+constexpr std::string_view kSmolLM3DefaultNoThinkPrompt =
+    "You are a helpful AI assistant named SmolLM, trained by Hugging Face.";
+
+constexpr std::string_view kEmptyThinkBlock = "<think>\n\n</think>\n";
+
+}  // namespace detail
+
+// "%d %B %Y" for a calendar date: two-digit day, English month name, year.
+// month is 1..12.
+inline std::string date_string(int year, int month, int day) {
+    static constexpr const char* kMonths[12] = {"January",   "February", "March",    "April",
+                                                "May",       "June",     "July",     "August",
+                                                "September", "October",  "November", "December"};
+    if (month < 1 || month > 12 || day < 1 || day > 31) {
+        detail::fail(ErrorKind::invalid_argument,
+                     "date_string: invalid date " + std::to_string(year) + "-" +
+                         std::to_string(month) + "-" + std::to_string(day));
+    }
+    std::string out;
+    out += static_cast<char>('0' + day / 10);
+    out += static_cast<char>('0' + day % 10);
+    out += ' ';
+    out += kMonths[month - 1];
+    out += ' ';
+    out += std::to_string(year);
+    return out;
+}
+
+// Today's local date as the template's strftime_now("%d %B %Y") gives it.
+inline std::string today_string() {
+    const std::time_t now = std::time(nullptr);
+    std::tm local{};
+#if defined(_WIN32)
+    localtime_s(&local, &now);
+#else
+    localtime_r(&now, &local);
+#endif
+    return date_string(local.tm_year + 1900, local.tm_mon + 1, local.tm_mday);
+}
+
+inline std::string render_smollm3_chat(const std::vector<ChatMessage>& messages,
+                                       const ChatTemplateOptions& options) {
+    using namespace std::string_view_literals;
+    // Undefined enable_thinking means true; a defined one is taken as given.
+    std::string_view reasoning_mode =
+        options.enable_thinking.value_or(true) ? "/think"sv : "/no_think"sv;
+
+    std::string out = "<|im_start|>system\n";
+
+    // Only a leading system message feeds the header. Without one, the
+    // template's system_message is undefined: "x in undefined" is false and
+    // undefined custom_instructions is falsy, i.e. the same as empty here.
+    const bool has_system = !messages.empty() && messages.front().role == "system";
+    std::string_view system_message;
+    std::string custom_instructions;
+    if (has_system) {
+        system_message = messages.front().content;
+        if (detail::contains(system_message, "/no_think")) {
+            reasoning_mode = "/no_think";
+        } else if (detail::contains(system_message, "/think")) {
+            reasoning_mode = "/think";
+        }
+        custom_instructions = detail::python_rstrip(
+            detail::remove_all(detail::remove_all(system_message, "/no_think"), "/think"));
+    }
+
+    if (detail::contains(system_message, "/system_override")) {
+        out += detail::python_rstrip(detail::remove_all(custom_instructions, "/system_override"));
+        out += "<|im_end|>\n";
+    } else {
+        out += "## Metadata\n\n";
+        out += "Knowledge Cutoff Date: June 2025\n";
+        out += "Today Date: ";
+        out += options.today.empty() ? today_string() : options.today;
+        out += "\n";
+        out += "Reasoning Mode: ";
+        out += reasoning_mode;
+        out += "\n\n";
+
+        out += "## Custom Instructions\n\n";
+        if (!custom_instructions.empty()) {
+            out += custom_instructions;
+        } else if (reasoning_mode == "/think") {
+            out += detail::kSmolLM3DefaultThinkPrompt;
+        } else {
+            out += detail::kSmolLM3DefaultNoThinkPrompt;
+        }
+        out += "\n\n";
+
+        // The template closes the system block only in this branch: without
+        // tools it stays open (the quirk the reference output carries).
+        if (!options.xml_tools.empty() || !options.python_tools.empty()) {
+            out += "### Tools\n\n";
+            if (!options.xml_tools.empty()) {
+                out +=
+                    "You may call one or more functions to assist with the user query.\n"
+                    "You are provided with function signatures within <tools></tools> XML "
+                    "tags:\n\n<tools>\n";
+                for (const std::string& tool : options.xml_tools) {
+                    out += tool;
+                    out += "\n";
+                }
+                out +=
+                    "</tools>\n\nFor each function call, return a json object with function "
+                    "name and arguments within <tool_call></tool_call> XML tags:\n"
+                    "<tool_call>\n{\"name\": <function-name>, \"arguments\": "
+                    "<args-json-object>}\n</tool_call>";
+            }
+            if (!options.python_tools.empty()) {
+                out +=
+                    "When you send a message containing Python code between '<code>' and "
+                    "'</code>' tags, it will be executed in a stateful Jupyter notebook "
+                    "environment, and you will then be given the output to continued "
+                    "reasoning in an agentic loop.\n\nYou can use the following tools in "
+                    "your python code like regular functions:\n<tools>\n";
+                for (const std::string& tool : options.python_tools) {
+                    out += tool;
+                    out += "\n";
+                }
+                out +=
+                    "</tools>\n\nThe state persists between code executions: so variables "
+                    "that you define in one step are still available thereafter.";
+            }
+            out += "\n\n";
+            out += "<|im_end|>\n";
+        }
+    }
+
+    const bool thinking = reasoning_mode == "/think";
+    for (const ChatMessage& message : messages) {
+        if (message.role == "user") {
+            out += "<|im_start|>user\n";
+            out += message.content;
+            out += "<|im_end|>\n";
+        } else if (message.role == "assistant") {
+            out += "<|im_start|>assistant\n";
+            if (!thinking) out += detail::kEmptyThinkBlock;
+            out += detail::lstrip_char(message.content, '\n');
+            out += "<|im_end|>\n";
+        } else if (message.role == "tool") {
+            out += "<|im_start|>user\n";
+            out += message.content;
+            out += "<|im_end|>\n";
+        }
+        // "system" (the first one went into the header) and other roles: nothing.
+    }
+
+    if (options.add_generation_prompt) {
+        out += "<|im_start|>assistant\n";
+        if (!thinking) out += detail::kEmptyThinkBlock;
+    }
+    return out;
+}
+
+// Plain ChatML: every message as <|im_start|>role\ncontent<|im_end|>\n, then
+// the assistant opening when asked. enable_thinking and today are unused.
+inline std::string render_chatml(const std::vector<ChatMessage>& messages,
+                                 const ChatTemplateOptions& options) {
+    std::string out;
+    for (const ChatMessage& message : messages) {
+        out += "<|im_start|>";
+        out += message.role;
+        out += "\n";
+        out += message.content;
+        out += "<|im_end|>\n";
+    }
+    if (options.add_generation_prompt) out += "<|im_start|>assistant\n";
+    return out;
+}
+
+// SmolLM3 when the template carries the markers of the SmolLM3 family: the
+// ChatML tokens plus its reasoning-mode machinery ("/no_think" flag and the
+// "Reasoning Mode" header or the "/system_override" switch). Anything else,
+// the empty string included, gets ChatML.
+inline ChatFormat detect_chat_format(std::string_view jinja_template) {
+    using detail::contains;
+    const bool chatml_tokens =
+        contains(jinja_template, "<|im_start|>") && contains(jinja_template, "<|im_end|>");
+    const bool reasoning_flags =
+        contains(jinja_template, "/no_think") && (contains(jinja_template, "Reasoning Mode") ||
+                                                  contains(jinja_template, "/system_override"));
+    return chatml_tokens && reasoning_flags ? ChatFormat::smollm3 : ChatFormat::chatml;
+}
+
+inline std::string render_chat(ChatFormat format, const std::vector<ChatMessage>& messages,
+                               const ChatTemplateOptions& options) {
+    return format == ChatFormat::smollm3 ? render_smollm3_chat(messages, options)
+                                         : render_chatml(messages, options);
+}
+
+// Splits a generated reply into reasoning and answer:
+//   "<think>R</think>A"  -> {R trimmed, A without leading whitespace}
+//   "R</think>A"         -> same (the prompt already opened the think block)
+//   "<think>R"           -> {R trimmed, ""} (unterminated: still thinking)
+//   "A"                  -> {"", A} unchanged
+// Whitespace before a leading <think> is ignored.
+inline ReasoningSplit split_reasoning(std::string_view generated) {
+    constexpr std::string_view kOpen = "<think>";
+    constexpr std::string_view kClose = "</think>";
+    ReasoningSplit split;
+    std::string_view body = generated;
+    const std::string_view leading_trimmed = detail::ltrim_ascii(generated);
+    bool opened = false;
+    if (leading_trimmed.substr(0, kOpen.size()) == kOpen) {
+        body = leading_trimmed.substr(kOpen.size());
+        opened = true;
+    }
+    const size_t close = body.find(kClose);
+    if (close == std::string_view::npos) {
+        if (opened) {
+            split.reasoning = std::string(detail::trim_ascii(body));
+        } else {
+            split.answer = std::string(generated);
+        }
+        return split;
+    }
+    split.reasoning = std::string(detail::trim_ascii(body.substr(0, close)));
+    split.answer = std::string(detail::ltrim_ascii(body.substr(close + kClose.size())));
+    return split;
+}
+
+}  // namespace smol

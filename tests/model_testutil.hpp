@@ -1,0 +1,136 @@
+// Helpers for test_model.cpp: loading the fixture goldens and the comparisons
+// that define "matches the reference" (fixtures README, Tolerances):
+//   per-position top-8: each reference top-8 logit within 2% of our logit range;
+//   last position: cosine >= 0.999 and max abs error <= 2% of our range;
+//   greedy: same ids until the first difference, which must be at a step where
+//   the reference's top-1/top-2 gap was < 0.25.
+#pragma once
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fixtures.hpp"
+
+namespace smol_test {
+
+using TopList = std::vector<std::pair<int32_t, float>>;  // [id, logit], best first
+
+struct GoldenPrompt {
+    std::string prompt;
+    std::vector<int32_t> ids;
+    std::vector<TopList> prompt_top;  // one per prompt position
+    std::vector<int32_t> greedy_ids;  // 24 steps
+    std::vector<TopList> greedy_top;  // top-8 after feeding greedy_ids[i]
+    std::string logits_path;          // full last-position logits (f32)
+};
+
+inline TopList parse_top(const nlohmann::json& j) {
+    TopList out;
+    for (const auto& e : j) out.emplace_back(e[0].get<int32_t>(), e[1].get<float>());
+    return out;
+}
+
+// The goldens of fixture model `model` (e.g. "tiny-q4km.gguf"), or nullopt (skip).
+inline std::optional<std::vector<GoldenPrompt>> load_golden(const std::string& model) {
+    const auto path = fixture("golden/" + model + ".json");
+    if (!path) return std::nullopt;
+    std::ifstream in(*path);
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    std::vector<GoldenPrompt> out;
+    for (size_t i = 0; i < doc.size(); ++i) {
+        const auto& p = doc[i];
+        GoldenPrompt g;
+        g.prompt = p["prompt"].get<std::string>();
+        g.ids = p["prompt_ids"].get<std::vector<int32_t>>();
+        for (const auto& t : p["prompt_logits_top"]) g.prompt_top.push_back(parse_top(t));
+        for (const auto& s : p["greedy"]) {
+            g.greedy_ids.push_back(s["id"].get<int32_t>());
+            g.greedy_top.push_back(parse_top(s["top"]));
+        }
+        g.logits_path = *path + "." + std::to_string(i) + ".logits.f32";
+        out.push_back(std::move(g));
+    }
+    return out;
+}
+
+inline std::pair<float, float> min_max(const float* v, size_t n) {
+    const auto mm = std::minmax_element(v, v + n);
+    return {*mm.first, *mm.second};
+}
+
+inline int32_t argmax(const float* v, size_t n) {
+    return int32_t(std::max_element(v, v + n) - v);  // first of equal maxima
+}
+
+// Every reference top-8 logit within 2% of our range. Returns false (and reports) on failure.
+inline bool top8_matches(const float* ours, size_t vocab, const TopList& ref, const std::string& where) {
+    const auto [lo, hi] = min_max(ours, vocab);
+    const float tolerance = 0.02f * (hi - lo);
+    bool ok = hi > lo;
+    for (const auto& [id, logit] : ref) {
+        const float diff = std::fabs(ours[id] - logit);
+        if (!(diff <= tolerance)) {
+            ok = false;
+            MESSAGE(where << ": token " << id << " ours " << ours[id] << " reference " << logit
+                          << " (tolerance " << tolerance << ")");
+        }
+    }
+    return ok;
+}
+
+struct LogitsComparison {
+    double cosine = 0;
+    float max_abs_error = 0;
+    float range = 0;
+};
+
+inline LogitsComparison compare_logits(const float* ours, const float* ref, size_t vocab) {
+    double dot = 0, na = 0, nb = 0;
+    float max_err = 0;
+    for (size_t i = 0; i < vocab; ++i) {
+        dot += double(ours[i]) * ref[i];
+        na += double(ours[i]) * ours[i];
+        nb += double(ref[i]) * ref[i];
+        max_err = std::max(max_err, std::fabs(ours[i] - ref[i]));
+    }
+    const auto [lo, hi] = min_max(ours, vocab);
+    return {dot / std::sqrt(na * nb), max_err, hi - lo};
+}
+
+// Greedy decoding against the golden continuation. `first_logits` are our logits
+// after the prompt; `step(id)` feeds one token and returns our next logits
+// (vocab floats). Returns the number of identical steps.
+inline size_t check_greedy(const GoldenPrompt& g, const float* first_logits, size_t vocab,
+                           const std::function<const float*(int32_t)>& step,
+                           const std::string& where) {
+    const float* logits = first_logits;
+    for (size_t s = 0; s < g.greedy_ids.size(); ++s) {
+        const int32_t ours = argmax(logits, vocab);
+        if (ours != g.greedy_ids[s]) {
+            // The reference's choice at step s came from the prompt's last logits (s = 0)
+            // or from the top-8 after step s - 1.
+            const TopList& ref = s == 0 ? g.prompt_top.back() : g.greedy_top[s - 1];
+            const float gap = ref[0].second - ref[1].second;
+            CHECK_MESSAGE(gap < 0.25f, where << ": greedy step " << s << " chose " << ours
+                                             << ", reference " << g.greedy_ids[s] << " (gap "
+                                             << gap << ")");
+            return s;
+        }
+        logits = step(ours);
+        CHECK_MESSAGE(top8_matches(logits, vocab, g.greedy_top[s], where + " greedy step " + std::to_string(s)),
+                      where << ": greedy step " << s << " top-8");
+    }
+    return g.greedy_ids.size();
+}
+
+}  // namespace smol_test

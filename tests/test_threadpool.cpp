@@ -1,0 +1,110 @@
+// Tests for include/smol/core/threadpool.hpp: every thread runs each job once,
+// the caller takes part, parallel_for covers a range exactly once, exceptions
+// reach the caller, concurrent callers serialize, and the pool survives many
+// short jobs (the decode pattern) and sleeping between jobs.
+#include <doctest/doctest.h>
+
+#include <smol/core/threadpool.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+TEST_CASE("ThreadPool: each thread runs the job once, the caller is thread 0") {
+    for (int n : {1, 2, 3, 5}) {
+        smol::ThreadPool pool(n);
+        CHECK(pool.size() == n);
+        std::vector<std::atomic<int>> calls(static_cast<size_t>(n));
+        std::atomic<int> wrong_count{0};
+        std::thread::id thread0;
+        pool.run([&](int thread, int n_threads) {
+            if (n_threads != n) ++wrong_count;
+            ++calls[size_t(thread)];
+            if (thread == 0) thread0 = std::this_thread::get_id();
+        });
+        CHECK(wrong_count == 0);
+        for (auto& c : calls) CHECK(c == 1);
+        CHECK((thread0 == std::this_thread::get_id()));
+    }
+}
+
+TEST_CASE("ThreadPool: parallel_for covers [0, n) exactly once with contiguous ranges") {
+    smol::ThreadPool pool(3);
+    for (size_t n : {size_t(0), size_t(1), size_t(2), size_t(3), size_t(4), size_t(100), size_t(1001)}) {
+        std::vector<int> hits(n, 0);
+        pool.parallel_for(n, [&](size_t begin, size_t end, int) {
+            for (size_t i = begin; i < end; ++i) ++hits[i];
+        });
+        for (int h : hits) CHECK(h == 1);
+    }
+}
+
+TEST_CASE("ThreadPool: many short jobs in a row (the decode pattern)") {
+    smol::ThreadPool pool(2);
+    std::atomic<long> total{0};
+    for (int job = 0; job < 20000; ++job) {
+        pool.run([&](int thread, int) { total += thread + 1; });
+    }
+    CHECK(total == 20000L * 3);
+}
+
+TEST_CASE("ThreadPool: workers that went to sleep wake up for the next job") {
+    smol::ThreadPool pool(3);
+    std::atomic<int> total{0};
+    pool.run([&](int, int) { ++total; });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // long past the spin budget
+    pool.run([&](int, int) { ++total; });
+    CHECK(total == 6);
+}
+
+TEST_CASE("ThreadPool: an exception in any part reaches the caller, and the pool stays usable") {
+    smol::ThreadPool pool(3);
+    for (int thrower : {0, 1, 2}) {
+        std::atomic<int> finished{0};
+        CHECK_THROWS_AS(pool.run([&](int thread, int) {
+            if (thread == thrower) throw std::runtime_error("boom");
+            ++finished;
+        }),
+                        std::runtime_error);
+        CHECK(finished == 2);  // the others still ran to completion
+    }
+    std::atomic<int> total{0};
+    pool.run([&](int, int) { ++total; });
+    CHECK(total == 3);
+}
+
+TEST_CASE("ThreadPool: concurrent callers serialize") {
+    smol::ThreadPool pool(2);
+    std::atomic<int> inside{0}, max_inside{0};
+    std::atomic<long> total{0};
+    auto caller = [&] {
+        for (int i = 0; i < 300; ++i) {
+            pool.run([&](int, int) {
+                const int now = ++inside;
+                int seen = max_inside.load();
+                while (now > seen && !max_inside.compare_exchange_weak(seen, now)) {
+                }
+                ++total;
+                --inside;
+            });
+        }
+    };
+    std::thread a(caller), b(caller);
+    a.join();
+    b.join();
+    CHECK(total == 2L * 300 * 2);
+    CHECK(max_inside <= 2);  // never more than one job's threads at once
+}
+
+TEST_CASE("ThreadPool: construction and destruction without jobs, and bad sizes") {
+    for (int i = 0; i < 20; ++i) {
+        smol::ThreadPool pool(4);
+        (void)pool;
+    }
+    smol::ThreadPool automatic(0);
+    CHECK(automatic.size() >= 1);
+    CHECK_THROWS_AS(smol::ThreadPool(100000), smol::Error);
+}

@@ -1,0 +1,487 @@
+// Tests of text/unicode.hpp, text/tokenizer.hpp and text/detokenizer.hpp:
+// UTF-8 codec and code point classes, the Llama-3 pre-tokenizer split on tricky
+// inputs, golden token ids from the fixtures (both pre types, both
+// parse_special modes), round trips, streaming decode, and load-time errors.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <smol/smol.hpp>
+#include <smol/text/detokenizer.hpp>
+#include <smol/text/tokenizer.hpp>
+#include <smol/text/unicode.hpp>
+
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fixtures.hpp"
+
+namespace {
+
+using Pieces = std::vector<std::string>;
+
+Pieces split(std::string_view text) {
+    Pieces out;
+    for (auto piece : smol::unicode::split_llama3(text)) out.emplace_back(piece);
+    return out;
+}
+
+std::shared_ptr<const smol::Tokenizer> load_tokenizer(const std::string& name) {
+    // Loading the 128k-token vocabulary takes tens of ms; share one per file.
+    static std::map<std::string, std::shared_ptr<const smol::Tokenizer>> cache;
+    auto it = cache.find(name);
+    if (it != cache.end()) return it->second;
+    auto path = smol_test::fixture(name);
+    if (!path) return nullptr;
+    auto tok = std::make_shared<const smol::Tokenizer>(
+        smol::Tokenizer::from_gguf(smol::gguf::File::open(*path)));
+    cache[name] = tok;
+    return tok;
+}
+
+std::string hex(std::string_view s) {
+    std::string out;
+    char buf[8];
+    for (unsigned char c : s) {
+        std::snprintf(buf, sizeof buf, "%02X ", c);
+        out += buf;
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("utf8: strict decoding per Table 3-7") {
+    using smol::unicode::decode_utf8;
+    auto dec = [](std::string_view s) { return decode_utf8(s.data(), s.size()); };
+    CHECK(dec("A").codepoint == 'A');
+    CHECK(dec("\xC3\xA9").codepoint == 0xE9);
+    CHECK(dec("\xC3\xA9").length == 2);
+    CHECK(dec("\xE2\x82\xAC").codepoint == 0x20AC);
+    CHECK(dec("\xF0\x9F\xA6\x99").codepoint == 0x1F999);
+    CHECK(dec("\xF0\x9F\xA6\x99").length == 4);
+    CHECK_FALSE(dec("\xC0\x80").valid);          // overlong
+    CHECK_FALSE(dec("\xE0\x80\x80").valid);      // overlong
+    CHECK_FALSE(dec("\xED\xA0\x80").valid);      // surrogate
+    CHECK_FALSE(dec("\xF4\x90\x80\x80").valid);  // > U+10FFFF
+    CHECK_FALSE(dec("\x80").valid);              // stray continuation
+    CHECK_FALSE(dec("\xFF").valid);
+    CHECK_FALSE(dec("\xE2\x82").valid);  // truncated
+    CHECK(dec("\xE2\x82").length == 1);
+
+    using smol::unicode::scan_utf8;
+    using smol::unicode::Utf8Status;
+    const std::string truncated = "\xF0\x9F\xA6";
+    CHECK(scan_utf8(truncated.data(), 3).status == Utf8Status::incomplete);
+    CHECK(scan_utf8(truncated.data(), 3).length == 3);
+    const std::string broken = "\xF0\x9F" "A";
+    CHECK(scan_utf8(broken.data(), 3).status == Utf8Status::invalid);
+    CHECK(scan_utf8(broken.data(), 3).length == 2);  // the maximal subpart F0 9F
+
+    CHECK(smol::unicode::is_valid_utf8("h\xC3\xA9llo \xF0\x9F\x98\x81"));
+    CHECK_FALSE(smol::unicode::is_valid_utf8("h\xC3llo"));
+
+    std::string enc;
+    for (char32_t cp : {char32_t(0x41), char32_t(0xE9), char32_t(0x20AC), char32_t(0x1F999)})
+        smol::unicode::append_utf8(enc, cp);
+    CHECK(enc == "A\xC3\xA9\xE2\x82\xAC\xF0\x9F\xA6\x99");
+}
+
+TEST_CASE("unicode: code point classes") {
+    using namespace smol::unicode;
+    CHECK(is_letter('a'));
+    CHECK(is_letter(0xE9));     // é
+    CHECK(is_letter(0x4E2D));   // 中 (inside a CJK First/Last block)
+    CHECK(is_letter(0xAC00));   // 가 (Hangul block)
+    CHECK(is_letter(0x20000));  // CJK Extension B (above the BMP)
+    CHECK(is_letter(0x5D0));    // Hebrew alef
+    CHECK_FALSE(is_letter(0x301));   // combining acute: a mark, not a letter
+    CHECK_FALSE(is_letter(0x17B6));  // Khmer vowel sign: a mark
+    CHECK(is_number('7'));
+    CHECK(is_number(0xBD));    // ½ (No)
+    CHECK(is_number(0x2167));  // Roman numeral eight (Nl)
+    CHECK(is_number(0x663));   // Arabic-Indic three (Nd)
+    CHECK(is_whitespace(' '));
+    CHECK(is_whitespace('\n'));
+    CHECK(is_whitespace(0x0B));   // vertical tab
+    CHECK(is_whitespace(0x85));   // NEL
+    CHECK(is_whitespace(0xA0));   // no-break space
+    CHECK(is_whitespace(0x3000)); // ideographic space
+    CHECK_FALSE(is_whitespace(0x200B));  // zero width space is not White_Space
+    CHECK(codepoint_flags(0x1F600) == 0);  // emoji: other
+    CHECK(codepoint_flags('!') == 0);
+    CHECK(codepoint_flags(0x10FFFF) == 0);
+}
+
+TEST_CASE("pre-tokenizer: contractions (case-insensitive, tried first)") {
+    CHECK(split("I'm here, you'll see. They'd've") ==
+          Pieces{"I", "'m", " here", ",", " you", "'ll", " see", ".", " They", "'d", "'ve"});
+    CHECK(split("I'M HERE, YOU'LL") == Pieces{"I", "'M", " HERE", ",", " YOU", "'LL"});
+    CHECK(split("it'sgood") == Pieces{"it", "'s", "good"});
+    // 'N is no contraction: the quote joins the letters; then 'S is one.
+    CHECK(split("SALT'N'SPICE") == Pieces{"SALT", "'N", "'S", "PICE"});
+    CHECK(split("rock'n'roll") == Pieces{"rock", "'n", "'roll"});  // 'r is no contraction
+    CHECK(split("' era") == Pieces{"'", " era"});
+    CHECK(split("'") == Pieces{"'"});
+    CHECK(split("x'") == Pieces{"x", "'"});
+}
+
+TEST_CASE("pre-tokenizer: digits in groups of three") {
+    CHECK(split("1234567") == Pieces{"123", "456", "7"});
+    CHECK(split("a12") == Pieces{"a", "12"});
+    CHECK(split("3.14159") == Pieces{"3", ".", "141", "59"});
+    CHECK(split(" 42") == Pieces{" ", "42"});
+    CHECK(split("-42") == Pieces{"-", "42"});
+    CHECK(split("4\xC2\xBD") == Pieces{"4\xC2\xBD"});  // ½ is a number too
+}
+
+TEST_CASE("pre-tokenizer: whitespace runs and newlines") {
+    CHECK(split("   Hello") == Pieces{"  ", " Hello"});  // the last space goes to the word
+    CHECK(split("   ") == Pieces{"   "});                // at the end: all of it
+    CHECK(split("a   ") == Pieces{"a", "   "});
+    CHECK(split(" a") == Pieces{" a"});
+    CHECK(split("  1") == Pieces{" ", " ", "1"});  // \s+(?!\S) then \s+
+    CHECK(split("\n\n\n") == Pieces{"\n\n\n"});
+    CHECK(split("\t\n") == Pieces{"\t\n"});
+    CHECK(split(" \n \n  x") == Pieces{" \n \n", " ", " x"});
+    CHECK(split("a\r\nb") == Pieces{"a", "\r\n", "b"});
+    CHECK(split("\tif") == Pieces{"\tif"});  // a tab may lead a word
+    CHECK(split("\nif") == Pieces{"\n", "if"});  // a newline may not
+    CHECK(split("x  # y") == Pieces{"x", " ", " #", " y"});
+    CHECK(split("\xE3\x80\x80word") == Pieces{"\xE3\x80\x80word"});  // U+3000 leads a word
+}
+
+TEST_CASE("pre-tokenizer: punctuation runs") {
+    CHECK(split("Hello, world!") == Pieces{"Hello", ",", " world", "!"});
+    CHECK(split("!!!!!!") == Pieces{"!!!!!!"});
+    CHECK(split(" (normal)") == Pieces{" (", "normal", ")"});
+    CHECK(split("):\n    return") == Pieces{"):\n", "   ", " return"});
+    CHECK(split("a.\n\nb") == Pieces{"a", ".\n\n", "b"});
+    CHECK(split("<|im_start|>") == Pieces{"<|", "im", "_start", "|>"});
+}
+
+TEST_CASE("pre-tokenizer: CJK, emoji, combining marks") {
+    CHECK(split("我想在apple工作") == Pieces{"我想在apple工作"});
+    CHECK(split("天～") == Pieces{"天", "～"});
+    CHECK(split(" \xF0\x9F\xA6\x99.cpp") == Pieces{" \xF0\x9F\xA6\x99.", "cpp"});
+    CHECK(split("\xF0\x9F\x98\xB6\xE2\x80\x8D\xF0\x9F\x8C\xAB\xEF\xB8\x8F") ==
+          Pieces{"\xF0\x9F\x98\xB6\xE2\x80\x8D\xF0\x9F\x8C\xAB\xEF\xB8\x8F"});
+    // e + combining acute: the mark is not a letter, so it ends the word.
+    CHECK(split("cafe\xCC\x81s") == Pieces{"cafe", "\xCC\x81s"});
+}
+
+TEST_CASE("pre-tokenizer: invalid UTF-8 bytes are pre-tokens of their own") {
+    CHECK(split("ab\xFF" "cd") == Pieces{"ab", "\xFF", "cd"});
+    CHECK(split("\xE2\x82") == Pieces{"\xE2", "\x82"});
+    CHECK(split("  \x80") == Pieces{"  ", "\x80"});  // the run before ends as a text would
+    CHECK(split("\xC0\xAF!") == Pieces{"\xC0", "\xAF", "!"});
+    // Whatever the bytes, the pieces concatenate back to the text.
+    std::mt19937 rng(7);
+    for (int round = 0; round < 200; ++round) {
+        std::string text(size_t(rng() % 40), '\0');
+        for (char& c : text) c = char(rng() % 4 == 0 ? rng() % 256 : " a1\n'\xC3\xA9!"[rng() % 9]);
+        std::string joined;
+        for (auto& p : split(text)) {
+            CHECK_FALSE(p.empty());
+            joined += p;
+        }
+        CHECK(joined == text);
+    }
+}
+
+TEST_CASE("tokenizer: golden ids from the fixtures, both pre types and modes") {
+    for (const char* model : {"tiny-q4km.gguf", "vocab-llama-bpe.gguf"}) {
+        CAPTURE(model);
+        auto tok = load_tokenizer(model);
+        auto golden_path = smol_test::fixture(std::string("tokenizer/") + model + ".json");
+        if (!tok || !golden_path) continue;
+        std::ifstream in(*golden_path);
+        const auto cases = nlohmann::json::parse(in);
+        REQUIRE(cases.size() > 0);
+        long matched = 0;
+        for (const auto& c : cases) {
+            const std::string text = c.at("text");
+            const bool parse_special = c.at("parse_special");
+            const auto want = c.at("ids").get<std::vector<int32_t>>();
+            const auto got = tok->encode(text, parse_special);
+            CAPTURE(text);
+            CAPTURE(parse_special);
+            CHECK(got == want);
+            CHECK(tok->decode(got) == text);
+            if (got == want) ++matched;
+            smol_test::count_golden();
+        }
+        CHECK(matched == long(cases.size()));
+    }
+}
+
+TEST_CASE("tokenizer: metadata, accessors and special tokens") {
+    auto tok = load_tokenizer("tiny-q4km.gguf");
+    if (!tok) return;
+    CHECK(tok->vocab_size() == 128256);
+    CHECK(tok->pre_type() == "smaug-bpe");
+    CHECK(tok->bos_id() == 128000);
+    CHECK(tok->eos_id() == 128012);
+    CHECK(tok->pad_id() == 128012);
+    CHECK_FALSE(tok->eot_id().has_value());
+    CHECK_FALSE(tok->add_bos());
+    CHECK(tok->token_id("<|im_end|>") == 128012);
+    CHECK(tok->token_id("<think>") == 128002);
+    CHECK(tok->token_id("\xC4\xA0Hello") == 22691);  // " Hello" in byte-level spelling
+    CHECK_FALSE(tok->token_id("no such token, surely").has_value());
+    CHECK(tok->is_control(128011));
+    CHECK_FALSE(tok->is_control(9906));
+    CHECK(tok->token_type(9906) == smol::TokenType::normal);
+    const auto ends = tok->end_of_generation_ids();
+    CHECK(ends == std::vector<int32_t>{128012, 128001, 128009});  // eos, <|end_of_text|>, <|eot_id|>
+    CHECK(tok->is_end_of_generation(128009));
+    CHECK_FALSE(tok->is_end_of_generation(128011));
+
+    CHECK(tok->token_to_piece(22691) == " Hello");
+    CHECK(tok->token_to_piece(128011) == "<|im_start|>");
+    CHECK(tok->token_to_piece(198) == "\n");
+    CHECK(tok->decode({128011, 882, 198, 9906, 0, 128012}) == "<|im_start|>user\nHello!<|im_end|>");
+    CHECK_THROWS_AS(tok->decode({0, 128256}), smol::Error);
+    CHECK_THROWS_AS(tok->token_to_piece(-1), smol::Error);
+    try {
+        tok->decode({-5});
+    } catch (const smol::Error& e) {
+        CHECK(e.kind() == smol::ErrorKind::invalid_argument);
+    }
+
+    // Special tokens only with parse_special; adjacent and back to back.
+    CHECK(tok->encode("<|im_start|><|im_end|>", true) == std::vector<int32_t>{128011, 128012});
+    CHECK(tok->encode("<|im_start|>", false).size() > 1);
+    CHECK(tok->encode("<|im_start", true) == tok->encode("<|im_start", false));
+    CHECK(tok->encode("", true).empty());
+
+    // Copies and moves keep working (the text index is rebound).
+    smol::Tokenizer copy = *tok;
+    smol::Tokenizer moved = std::move(copy);
+    CHECK(moved.encode(" Hello world", true) == std::vector<int32_t>{22691, 1917});
+    CHECK(moved.token_id("<think>") == 128002);
+}
+
+TEST_CASE("tokenizer: invalid UTF-8 encodes to byte tokens and round-trips") {
+    auto tok = load_tokenizer("tiny-q4km.gguf");
+    if (!tok) return;
+    const std::string bad = "ok\xFF\xFE" "then \xE2\x82 and \xC0\xAF end\x80";
+    const auto ids = tok->encode(bad, true);
+    CHECK(tok->decode(ids) == bad);
+    // \xFF alone is the byte token spelled U+00FF.
+    CHECK(tok->encode("\xFF", false) == std::vector<int32_t>{*tok->token_id("\xC3\xBF")});
+    std::mt19937 rng(11);
+    for (int round = 0; round < 300; ++round) {
+        std::string text(size_t(rng() % 64), '\0');
+        for (char& c : text) c = char(rng() % 256);
+        CAPTURE(hex(text));
+        CHECK(tok->decode(tok->encode(text, round % 2 == 0)) == text);
+    }
+}
+
+TEST_CASE("tokenizer: long words stay correct (heap BPE)") {
+    auto tok = load_tokenizer("tiny-q4km.gguf");
+    if (!tok) return;
+    // 100k letters of one word: quadratic BPE would take seconds here.
+    std::string word;
+    const char* syllables[] = {"ka", "lo", "min", "tor", "ux", "ve"};
+    std::mt19937 rng(3);
+    while (word.size() < 100000) word += syllables[rng() % 6];
+    const auto ids = tok->encode(word, false);
+    CHECK(tok->decode(ids) == word);
+    CHECK(ids.size() < word.size() / 2);
+}
+
+TEST_CASE("tokenizer: concurrent encode on one const tokenizer") {
+    auto tok = load_tokenizer("vocab-llama-bpe.gguf");
+    if (!tok) return;
+    const std::string text =
+        "<|im_start|>user\nThe blacksmith's hammer rang out: 12345 clang!\n<|im_end|>\n";
+    const auto want = tok->encode(text, true);
+    std::vector<std::thread> threads;
+    std::vector<int> ok(4, 0);
+    for (int t = 0; t < 4; ++t)
+        threads.emplace_back([&, t] {
+            int good = 0;
+            for (int i = 0; i < 200; ++i) good += tok->encode(text, true) == want;
+            ok[size_t(t)] = good;
+        });
+    for (auto& th : threads) th.join();
+    for (int good : ok) CHECK(good == 200);
+}
+
+TEST_CASE("stream decoder: whole characters only, equal to decode when valid") {
+    auto tok = load_tokenizer("tiny-q4km.gguf");
+    if (!tok) return;
+    smol::StreamDecoder stream(*tok);
+
+    // A four-byte emoji as four byte tokens: nothing until the last one.
+    const std::string emoji = "\xF0\x9F\xA6\x99";
+    std::vector<int32_t> byte_ids;
+    const auto& map = smol::detail::ByteLevelMap::get();
+    for (unsigned char c : emoji) byte_ids.push_back(*tok->token_id(map.byte_to_utf8[c]));
+    CHECK(stream.push(byte_ids[0]).empty());
+    CHECK(stream.push(byte_ids[1]).empty());
+    CHECK(stream.push(byte_ids[2]).empty());
+    CHECK(stream.pending_bytes() == 3);
+    CHECK(stream.push(byte_ids[3]) == emoji);
+    CHECK(stream.finish().empty());
+
+    // Interrupted: F0 9F then 'A' can never complete -> U+FFFD then A.
+    CHECK(stream.push(byte_ids[0]).empty());
+    CHECK(stream.push(byte_ids[1]).empty());
+    CHECK(stream.push(*tok->token_id("A")) == "\xEF\xBF\xBD" "A");
+    // Pending at finish -> U+FFFD.
+    CHECK(stream.push(byte_ids[0]).empty());
+    CHECK(stream.finish() == "\xEF\xBF\xBD");
+    CHECK(stream.pending_bytes() == 0);
+    // reset drops pending bytes.
+    CHECK(stream.push(byte_ids[0]).empty());
+    stream.reset();
+    CHECK(stream.push(*tok->token_id("A")) == "A");
+    CHECK_THROWS_AS(stream.push(999999), smol::Error);
+
+    // Random id sequences: mostly real text tokens, some lone byte tokens.
+    std::mt19937 rng(5);
+    const auto text_ids = tok->encode(
+        "Emoji \xF0\x9F\xA7\x99\xE2\x80\x8D\xE2\x99\x82\xEF\xB8\x8F and CJK \xE5\x9F\x8E\xE5\xA0\xA1 "
+        "na\xC3\xAFve <|im_end|> \xF0\x9F\x9A\x80",
+        true);
+    int valid_cases = 0;
+    for (int round = 0; round < 500; ++round) {
+        std::vector<int32_t> ids;
+        const size_t n = 1 + rng() % 24;
+        for (size_t i = 0; i < n; ++i) {
+            const unsigned pick = rng() % 4;
+            if (pick == 0) ids.push_back(byte_ids[rng() % 4]);
+            else if (pick == 1) ids.push_back(int32_t(rng() % 256));  // byte-spelled singles
+            else if (pick == 2) ids.push_back(text_ids[rng() % text_ids.size()]);
+            else ids.push_back(int32_t(rng() % 128256));
+        }
+        // Sometimes, a whole valid text split at random token boundaries.
+        if (round % 5 == 0) ids = tok->encode("\xF0\x9F\xA6\x99\xF0\x9F\xA6\x99 \xE5\x9F\x8E", false);
+        stream.reset();
+        std::string streamed;
+        for (int32_t id : ids) {
+            const std::string part = stream.push(id);
+            CHECK(smol::unicode::is_valid_utf8(part));
+            streamed += part;
+        }
+        streamed += stream.finish();
+        CHECK(smol::unicode::is_valid_utf8(streamed));
+        const std::string whole = tok->decode(ids);
+        if (smol::unicode::is_valid_utf8(whole)) {
+            ++valid_cases;
+            CHECK(streamed == whole);
+        }
+    }
+    CHECK(valid_cases > 100);
+}
+
+// ---- load-time validation, on small hand-made vocabularies ----------------
+
+namespace {
+
+// A minimal byte-level vocabulary: the 256 byte tokens, a few merges, two specials.
+struct MiniVocab {
+    std::vector<std::string> tokens;
+    std::vector<int32_t> types;
+    std::vector<std::string> merges;
+    std::string model = "gpt2";
+    std::string pre = "smaug-bpe";
+    int64_t eos = 0;
+
+    MiniVocab() {
+        const auto& map = smol::detail::ByteLevelMap::get();
+        for (int b = 0; b < 256; ++b) tokens.push_back(map.byte_to_utf8[size_t(b)]);
+        for (const char* t : {"he", "ll", "hell", "hello", "\xC4\xA0w"}) tokens.push_back(t);
+        tokens.push_back("<|end|>");
+        tokens.push_back("<|end|>x");  // longer special that overlaps the shorter one
+        types.assign(tokens.size(), 1);
+        types[types.size() - 2] = 3;
+        types[types.size() - 1] = 3;
+        merges = {"h e", "l l", "he ll", "hell o", "\xC4\xA0 w"};
+        eos = int64_t(tokens.size() - 2);
+    }
+
+    std::shared_ptr<const smol::gguf::File> file() const {
+        smol::gguf::Writer w;
+        w.set_string("tokenizer.ggml.model", model);
+        w.set_string("tokenizer.ggml.pre", pre);
+        w.set_strings("tokenizer.ggml.tokens", tokens);
+        w.set_array("tokenizer.ggml.token_type", types);
+        w.set_strings("tokenizer.ggml.merges", merges);
+        w.set_u32("tokenizer.ggml.eos_token_id", uint32_t(eos));
+        return smol::gguf::File::from_bytes(w.to_bytes(), "mini.gguf");
+    }
+};
+
+smol::ErrorKind load_error(const MiniVocab& v, std::string* message = nullptr) {
+    try {
+        smol::Tokenizer::from_gguf(v.file());
+    } catch (const smol::Error& e) {
+        if (message) *message = e.what();
+        return e.kind();
+    }
+    return smol::ErrorKind::internal;  // "no error"
+}
+
+}  // namespace
+
+TEST_CASE("tokenizer: hand-made vocabulary, merges and overlapping specials") {
+    MiniVocab v;
+    const auto tok = smol::Tokenizer::from_gguf(v.file());
+    CHECK(tok.encode("hello", false) == std::vector<int32_t>{259});
+    CHECK(tok.encode("hell", false) == std::vector<int32_t>{258});
+    CHECK(tok.encode(" w", false) == std::vector<int32_t>{260});
+    CHECK(tok.encode("helo", false) == std::vector<int32_t>{256, 'l', 'o'});
+    // The longer special claims first: "<|end|>x" then plain "<|end|>" later.
+    CHECK(tok.encode("<|end|>x<|end|>", true) == std::vector<int32_t>{262, 261});
+    CHECK(tok.end_of_generation_ids() == std::vector<int32_t>{261});
+}
+
+TEST_CASE("tokenizer: load errors name the key") {
+    std::string msg;
+    {
+        MiniVocab v;
+        v.model = "llama";
+        CHECK(load_error(v, &msg) == smol::ErrorKind::unsupported);
+        CHECK(msg.find("llama") != std::string::npos);
+    }
+    {
+        MiniVocab v;
+        v.pre = "qwen2";
+        CHECK(load_error(v, &msg) == smol::ErrorKind::unsupported);
+        CHECK(msg.find("qwen2") != std::string::npos);
+    }
+    {
+        MiniVocab v;
+        v.types.pop_back();
+        CHECK(load_error(v, &msg) == smol::ErrorKind::format);
+        CHECK(msg.find("tokenizer.ggml.token_type") != std::string::npos);
+    }
+    {
+        MiniVocab v;
+        v.merges.push_back("nospace");
+        CHECK(load_error(v, &msg) == smol::ErrorKind::format);
+        CHECK(msg.find("tokenizer.ggml.merges[5]") != std::string::npos);
+    }
+    {
+        MiniVocab v;
+        v.eos = int64_t(v.tokens.size());
+        CHECK(load_error(v, &msg) == smol::ErrorKind::format);
+        CHECK(msg.find("tokenizer.ggml.eos_token_id") != std::string::npos);
+    }
+    {
+        MiniVocab v;
+        v.types[3] = 9;
+        CHECK(load_error(v, &msg) == smol::ErrorKind::format);
+    }
+    {
+        MiniVocab v;
+        CHECK(load_error(v) == smol::ErrorKind::internal);  // the unmodified vocabulary loads
+    }
+}
