@@ -143,19 +143,24 @@ void BM_DecodeLayer(benchmark::State& state) {
 
     const std::vector<float> x_hidden = random_activations(hidden), x_ffn = random_activations(ffn);
     smol::QuantizedInput in_hidden, in_ffn;
-    std::vector<float> y(ffn);
+    std::vector<float> y(ffn), y2(ffn);
     size_t layer = 0;
     for (auto _ : state) {
         // Same activation traffic as the model: quantize the normed hidden state
         // once for q/k/v, the attention output once for o, once for gate/up,
         // the SwiGLU output once for down.
+        // q, k, v share one pool job, as do gate and up (matmul_batch).
         in_hidden.quantize(GGMLType::Q4_K, x_hidden.data(), 1, hidden);
-        for (int m = 0; m < 3; ++m) smol::matmul(layers[size_t(m)].copies[layer], in_hidden, y.data(), ffn, pool);
+        const smol::MatmulJob qkv[3] = {{layers[0].copies[layer], y.data(), 0},
+                                        {layers[1].copies[layer], y.data() + hidden, 0},
+                                        {layers[2].copies[layer], y.data() + hidden + kv, 0}};
+        smol::matmul_batch(qkv, 3, in_hidden, pool);
         in_hidden.quantize(GGMLType::Q4_K, x_hidden.data(), 1, hidden);
         smol::matmul(layers[3].copies[layer], in_hidden, y.data(), ffn, pool);
         in_hidden.quantize(GGMLType::Q4_K, x_hidden.data(), 1, hidden);
-        smol::matmul(layers[4].copies[layer], in_hidden, y.data(), ffn, pool);
-        smol::matmul(layers[5].copies[layer], in_hidden, y.data(), ffn, pool);
+        const smol::MatmulJob gate_up[2] = {{layers[4].copies[layer], y.data(), 0},
+                                            {layers[5].copies[layer], y2.data(), 0}};
+        smol::matmul_batch(gate_up, 2, in_hidden, pool);
         in_ffn.quantize(down_type, x_ffn.data(), 1, ffn);
         smol::matmul(layers[6].copies[layer], in_ffn, y.data(), ffn, pool);
         layer = (layer + 1) % n_layers;

@@ -53,9 +53,23 @@ const std::string& mixed_text() {
             "Supercalifragilisticexpialidocious antidisestablishmentarianism "
             "pneumonoultramicroscopicsilicovolcanoconiosis. ",
         };
+        // Between the snippets, made-up words and numbers, so that a good part
+        // of the text is not a repeat (a pre-token cache cannot hide BPE).
+        const char* syllables[] = {"ka", "lo", "min", "tor", "ux", "ve", "bra", "sel",
+                                   "qui", "nd", "ph", "ost", "er", "ly", "zh", "ae"};
         std::mt19937 rng(1234);
         std::string out;
-        while (out.size() < (1u << 20)) out += snippets[rng() % std::size(snippets)];
+        while (out.size() < (1u << 20)) {
+            const unsigned pick = rng() % 10;
+            if (pick < 4) {
+                out += snippets[rng() % std::size(snippets)];
+            } else if (pick < 9) {
+                out += ' ';
+                for (unsigned k = 0, n = 1 + rng() % 4; k < n; ++k) out += syllables[rng() % 16];
+            } else {
+                out += ' ' + std::to_string(rng() % 1000000);
+            }
+        }
         return out;
     }();
     return text;

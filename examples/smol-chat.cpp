@@ -42,7 +42,7 @@ std::string demo_model_path() {
 int main(int argc, char** argv) {
     std::string model_path, system_prompt;
     int n_threads = 0;
-    size_t n_ctx = 0;
+    size_t n_ctx = smol::KVCache::kDefaultSize;  // -c: default min(4096, model max)
     smol::GenerateParams params;
     params.max_tokens = 512;
     params.temperature = 0.7f;

@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
     bool have_prompt = false, chat_mode = false, no_think = false, json = false, print_prompt = false;
     bool generation_prompt = true;
     int n_threads = 0;
-    size_t n_ctx = 0;
+    size_t n_ctx = smol::KVCache::kDefaultSize;  // -c: default min(4096, model max)
     smol::GenerateParams params;
     params.max_tokens = 128;
 

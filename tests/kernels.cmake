@@ -6,7 +6,7 @@
 # just in a SMOL_ISA=scalar configuration. It links its own copy of the test
 # main because smol_test_main carries the ISA flags.
 add_executable(test_kernels_scalar test_kernels.cpp test_main.cpp)
-target_link_libraries(test_kernels_scalar PRIVATE smol::smol doctest::doctest)
+target_link_libraries(test_kernels_scalar PRIVATE smol::smol doctest::doctest nlohmann_json::nlohmann_json)
 target_include_directories(test_kernels_scalar PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_definitions(test_kernels_scalar PRIVATE SMOL_KERNELS_FORCE_SCALAR
   SMOL_FIXTURES_DEFAULT="${SMOL_FIXTURES_DIR}")

@@ -13,13 +13,14 @@
 //   f   = rmsnorm(x) * ffn_norm;  x += Wdown (silu(Wgate f) * Wup f)
 // logits = lm_head (rmsnorm(x) * output_norm)
 //
-// Activation rounding: a quantized-weight engine (ours, and the llama.cpp-family
-// engine behind the goldens) feeds each matrix its input quantized to the
-// activation format of the weight type (Q8_K for Q4_K/Q5_K/Q6_K, Q8_0 for
-// Q8_0). That rounding moves logits by ~0.5% of their range, enough to flip
-// greedy steps whose top-1/top-2 gap is ~0.3. With round_activations (the
-// default) the reference rounds each matrix input the same way (quantize_row
-// then dequantize_row, the reference quantizer) and otherwise stays float.
+// Activation rounding: a quantized-weight engine feeds each matrix its input
+// quantized to 8 bits (ours: Q8_K for Q4_K/Q5_K/Q6_K, Q8_0 for Q8_0). By
+// default the reference stays in float (measured: it is the closest to the
+// goldens, cosine >= 0.9997 on every fixture prompt, because the golden
+// engine's rounding differs from ours and cannot be replayed). With
+// round_activations = true it rounds each matrix input the way our kernels do
+// (quantize_row then dequantize_row, the reference quantizer), which makes it
+// a tight cross-check of the fast path's arithmetic on generated models.
 #pragma once
 
 #include <Eigen/Dense>
@@ -46,7 +47,7 @@ public:
         size_t size = 0;
     };
 
-    explicit ReferenceModel(const smol::gguf::File& file, bool round_activations = true)
+    explicit ReferenceModel(const smol::gguf::File& file, bool round_activations = false)
         : config_(smol::Config::from_gguf(file)), round_activations_(round_activations) {
         const smol::Config& c = config_;
         token_embd_ = matrix(file, "token_embd.weight");
@@ -222,7 +223,7 @@ private:
     }
 
     smol::Config config_;
-    bool round_activations_ = true;
+    bool round_activations_ = false;
     Matrix token_embd_, output_;
     RowMatrix output_norm_;
     bool tied_ = true;

@@ -1007,3 +1007,53 @@ TEST_CASE("opening paths: missing file, directory, empty file") {
     std::remove(path.c_str());
     CHECK_THROWS_AS(w.write_file("/nonexistent/dir/out.gguf"), smol::Error);
 }
+
+// ---------------------------------------------------------------------------
+// Regressions found by fuzzing (tests/fuzz/README.md).
+
+// fuzz_gguf, crash-6a9dd3da: an f32 array (1.89e31 among its elements) read
+// with ArrayView::to_vector<int64_t> converted an out-of-range float to an
+// integer, which is undefined behaviour. Now float arrays refuse integer
+// targets and integer elements are range-checked.
+TEST_CASE("regression: to_vector<integer> of a float array throws instead of overflowing") {
+    const Bytes crash = {
+        0x47, 0x47, 0x55, 0x46, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x67, 0x65, 0x7e, 0x6e, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x15, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x69, 0x7a, 0x65, 0x72, 0x2e, 0x67, 0x67, 0x6d, 0x6c, 0x2e,
+        0x6d, 0x65, 0x72, 0x67, 0x65, 0x73, 0x09, 0x00, 0x00, 0x00, 0x06, 0x00, 0x00, 0x00, 0x05, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x6f, 0x73, 0x2f, 0x6e};
+    const auto f = File::from_bytes(crash, "crash.gguf");
+    const auto merges = f->get<smol::gguf::ArrayView>("tokenizer.ggml.merges");
+    REQUIRE(merges.element_type() == ValueType::f32);
+    CHECK(merges.size() == 5);
+    CHECK(merges.to_vector<double>()[4] > 1e31);
+    try {
+        (void)merges.to_vector<int64_t>();
+        FAIL("converted floats to integers");
+    } catch (const smol::Error& e) {
+        CHECK(e.kind() == ErrorKind::type);
+        CHECK(std::string(e.what()).find("f32") != std::string::npos);
+    }
+
+    Writer w;
+    w.set_array<uint64_t>("big", {1, uint64_t(1) << 40});
+    w.set_array<int32_t>("negative", {3, -1});
+    w.set_array<int8_t>("small", {-5, 7});
+    w.set_array<uint8_t>("bytes", {0, 1, 2});
+    w.set_array<double>("doubles", {0.5, -1e300});
+    const auto g = File::from_bytes(w.to_bytes(), "ranges.gguf");
+    auto array = [&](const char* key) { return g->get<smol::gguf::ArrayView>(key); };
+    CHECK_THROWS_AS(array("big").to_vector<int32_t>(), smol::Error);
+    CHECK(array("big").to_vector<int64_t>() == std::vector<int64_t>{1, int64_t(1) << 40});
+    CHECK_THROWS_AS(array("negative").to_vector<uint32_t>(), smol::Error);
+    CHECK(array("negative").to_vector<int16_t>() == std::vector<int16_t>{3, -1});
+    CHECK(array("small").to_vector<int64_t>() == std::vector<int64_t>{-5, 7});
+    CHECK_THROWS_AS(array("small").to_vector<uint8_t>(), smol::Error);
+    CHECK_THROWS_AS(array("bytes").to_vector<bool>(), smol::Error);
+    CHECK_THROWS_AS(array("doubles").to_vector<int>(), smol::Error);
+    CHECK(array("doubles").to_vector<double>() == std::vector<double>{0.5, -1e300});
+    CHECK_THROWS_AS(g->get<std::vector<uint32_t>>("negative"), smol::Error);
+}

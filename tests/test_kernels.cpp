@@ -4,13 +4,24 @@
 // operands (smol::dequantize_row, an independent spec), activation
 // quantization, the float helpers, and matmul's argument checks.
 //
-// Self-contained (no fixtures, JSON or Eigen) so tools/ci-aarch64.sh can
-// cross-compile it for NEON and run it under qemu.
+// The golden case (real tensors of the fixture models against rows dequantized
+// by an independent implementation) needs the fixtures and nlohmann-json; with
+// SMOL_TEST_NO_FIXTURES the file is self-contained, which is how
+// tools/ci-aarch64.sh cross-compiles it for NEON and runs it under qemu.
 #include <doctest/doctest.h>
 
 #include <smol/core/threadpool.hpp>
 #include <smol/kernels/kernels.hpp>
 #include <smol/quant/reference.hpp>
+
+#if !defined(SMOL_TEST_NO_FIXTURES)
+#include <nlohmann/json.hpp>
+#include <smol/gguf/gguf.hpp>
+
+#include <fstream>
+
+#include "fixtures.hpp"
+#endif
 
 #include <cmath>
 #include <cstdint>
@@ -239,7 +250,7 @@ TEST_CASE("tile kernels: integer parts equal the reference exactly") {
                 for (size_t b = 0; b < cols / 32; ++b) reinterpret_cast<smol::BlockQ8_0*>(row)[b].d = one;
             }
         }
-        for (int n_cols = 1; n_cols <= 8; ++n_cols) {
+        for (int n_cols = 1; n_cols <= kernels::kMaxTileCols; ++n_cols) {
             const GGMLType act = smol::activation_type_for(type);
             const size_t x_row_bytes = smol::row_bytes(act, cols);
             std::vector<uint8_t> x(size_t(n_cols) * x_row_bytes);
@@ -354,6 +365,35 @@ TEST_CASE("matmul: a token's result does not depend on how many tokens share the
     }
 }
 
+TEST_CASE("matmul_batch equals one matmul per matrix, bit for bit") {
+    for (size_t n_tokens : {size_t(1), size_t(6)}) {
+        smol::ThreadPool pool(3);
+        const size_t cols = 512;
+        const GGMLType types[3] = {GGMLType::Q4_K, GGMLType::Q6_K, GGMLType::Q5_K};
+        const size_t rows[3] = {13, 0, 40};
+        std::vector<std::vector<uint8_t>> bytes;
+        std::vector<smol::MatmulJob> jobs;
+        std::vector<std::vector<float>> outputs(3), expected(3);
+        for (int j = 0; j < 3; ++j) {
+            bytes.push_back(random_weights(types[j], rows[j] ? rows[j] : 1, cols));
+            outputs[size_t(j)].assign(n_tokens * (rows[j] + 1), 0.0f);
+            expected[size_t(j)] = outputs[size_t(j)];
+        }
+        for (int j = 0; j < 3; ++j) {
+            jobs.push_back({smol::make_weight_matrix(types[j], bytes[size_t(j)].data(), rows[j], cols),
+                            outputs[size_t(j)].data(), rows[j] + 1});
+        }
+        const std::vector<float> x = random_floats(n_tokens * cols);
+        smol::QuantizedInput input;
+        input.quantize(GGMLType::Q4_K, x.data(), n_tokens, cols);
+        smol::matmul_batch(jobs.data(), jobs.size(), input, pool);
+        for (int j = 0; j < 3; ++j) {
+            smol::matmul(jobs[size_t(j)].w, input, expected[size_t(j)].data(), rows[j] + 1, pool);
+            CHECK(outputs[size_t(j)] == expected[size_t(j)]);
+        }
+    }
+}
+
 TEST_CASE("matmul: bad arguments throw smol::Error naming the problem") {
     smol::ThreadPool pool(1);
     std::vector<uint8_t> w_bytes = random_weights(GGMLType::Q4_K, 2, 256);
@@ -422,3 +462,50 @@ TEST_CASE("float helpers match their scalar references") {
     CHECK(out[0] == 0.0f);
     CHECK(out[1] == doctest::Approx(40.0).epsilon(1e-6));
 }
+
+#if !defined(SMOL_TEST_NO_FIXTURES)
+TEST_CASE("golden: matmul over real fixture tensors matches independently dequantized rows") {
+    const auto index_path = smol_test::fixture("dequant/index.json");
+    if (!index_path) return;
+    std::ifstream index_file(*index_path);
+    const nlohmann::json index = nlohmann::json::parse(index_file);
+    smol::ThreadPool pool(2);
+    for (const auto& entry : index) {
+        const std::string model = entry.at("model"), tensor_name = entry.at("tensor");
+        CAPTURE(model);
+        CAPTURE(tensor_name);
+        const auto model_path = smol_test::fixture(model);
+        const auto rows_path = smol_test::fixture("dequant/" + entry.at("file").get<std::string>());
+        if (!model_path || !rows_path) continue;
+        const auto file = smol::gguf::File::open(*model_path);
+        const smol::gguf::TensorInfo& info = file->tensor(tensor_name);
+        const size_t cols = size_t(info.dim(0)), rows = size_t(info.rows());
+        REQUIRE(cols == entry.at("row_length").get<size_t>());
+        const smol::WeightMatrix w = smol::make_weight_matrix(info.type, info.data, rows, cols, tensor_name);
+        const std::vector<float> golden_rows = smol_test::read_f32(*rows_path);
+        const std::vector<size_t> row_ids = entry.at("rows").get<std::vector<size_t>>();
+        REQUIRE(golden_rows.size() == row_ids.size() * cols);
+
+        const size_t n_tokens = 3;
+        const std::vector<float> x = random_floats(n_tokens * cols);
+        smol::QuantizedInput input;
+        input.quantize(info.type, x.data(), n_tokens, cols);
+        std::vector<float> y(n_tokens * rows);
+        smol::matmul(w, input, y.data(), rows, pool);
+        std::vector<float> x_dequantized(cols);
+        for (size_t t = 0; t < n_tokens; ++t) {
+            smol::dequantize_row(input.type(), input.row(t), x_dequantized.data(), cols);
+            for (size_t k = 0; k < row_ids.size(); ++k) {
+                double exact = 0.0, scale = 0.0;
+                for (size_t i = 0; i < cols; ++i) {
+                    const double product = double(golden_rows[k * cols + i]) * double(x_dequantized[i]);
+                    exact += product;
+                    scale += std::fabs(product);
+                }
+                CHECK(std::fabs(double(y[t * rows + row_ids[k]]) - exact) <= 2e-5 * scale + 1e-9);
+                smol_test::count_golden();
+            }
+        }
+    }
+}
+#endif

@@ -2,20 +2,19 @@
 // (fixtures), quantization error bounds and edge cases, and the model maker's
 // recipe and output.
 #include <doctest/doctest.h>
-#include <smol/smol.hpp>
-#include <smol/quant/reference.hpp>
-
-#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdint>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
+#include <smol/quant/reference.hpp>
+#include <smol/smol.hpp>
 #include <string>
 #include <vector>
 
-#include "fixtures.hpp"
 #include "../tools/model_maker.hpp"
+#include "fixtures.hpp"
 
 namespace {
 
@@ -226,8 +225,8 @@ TEST_CASE("quantize_row: k-quants are exact on values already on their grid") {
 }
 
 TEST_CASE("quantize_row edge cases: zeros, constants, magnitudes, outliers") {
-    const GGMLType types[] = {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q8_0,
-                              GGMLType::F16, GGMLType::BF16};
+    const GGMLType types[] = {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K,
+                              GGMLType::Q8_0, GGMLType::F16,  GGMLType::BF16};
     for (GGMLType type : types) {
         CAPTURE(smol::type_name(type));
         // All zeros stay exactly zero.
@@ -262,7 +261,8 @@ TEST_CASE("quantize_row edge cases: zeros, constants, magnitudes, outliers") {
         CHECK(std::fabs(y[300] - 60.0f) <= 0.05f * 60.0f);
         const auto x_clean = gaussian_row(13, 1024, 1.0f);
         const auto y_clean = round_trip(type, x_clean);
-        CHECK(rms_error(x, y, 512, 1024) == doctest::Approx(rms_error(x_clean, y_clean, 512, 1024)));
+        CHECK(rms_error(x, y, 512, 1024) ==
+              doctest::Approx(rms_error(x_clean, y_clean, 512, 1024)));
     }
 }
 

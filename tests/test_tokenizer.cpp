@@ -282,6 +282,31 @@ TEST_CASE("tokenizer: invalid UTF-8 encodes to byte tokens and round-trips") {
     }
 }
 
+TEST_CASE("tokenizer: long texts (pre-token cache) encode as their pieces do") {
+    // Texts of 4 KiB or more use a per-call cache of pre-token ids; the ids
+    // must equal those of each pre-token encoded on its own (no cache).
+    for (const char* model : {"tiny-q4km.gguf", "vocab-llama-bpe.gguf"}) {
+        auto tok = load_tokenizer(model);
+        auto golden_path = smol_test::fixture(std::string("tokenizer/") + model + ".json");
+        if (!tok || !golden_path) continue;
+        std::ifstream in(*golden_path);
+        const auto cases = nlohmann::json::parse(in);
+        std::string long_text;
+        std::mt19937 rng(9);
+        while (long_text.size() < 64 * 1024) {
+            long_text += cases[rng() % cases.size()].at("text").get<std::string>();
+            long_text += rng() % 2 ? " " : "\n";
+        }
+        std::vector<int32_t> want;
+        for (auto piece : smol::unicode::split_llama3(long_text)) {
+            const auto ids = tok->encode(piece, false);
+            want.insert(want.end(), ids.begin(), ids.end());
+        }
+        CHECK(tok->encode(long_text, false) == want);
+        CHECK(tok->decode(want) == long_text);
+    }
+}
+
 TEST_CASE("tokenizer: long words stay correct (heap BPE)") {
     auto tok = load_tokenizer("tiny-q4km.gguf");
     if (!tok) return;
@@ -400,11 +425,12 @@ struct MiniVocab {
         for (const char* t : {"he", "ll", "hell", "hello", "\xC4\xA0w"}) tokens.push_back(t);
         tokens.push_back("<|end|>");
         tokens.push_back("<|end|>x");  // longer special that overlaps the shorter one
+        tokens.push_back("[x");        // 263: a shorter special ...
+        tokens.push_back("x]]");       // 264: ... that a later, longer one overlaps
         types.assign(tokens.size(), 1);
-        types[types.size() - 2] = 3;
-        types[types.size() - 1] = 3;
+        for (size_t id = 261; id < tokens.size(); ++id) types[id] = 3;
         merges = {"h e", "l l", "he ll", "hell o", "\xC4\xA0 w"};
-        eos = int64_t(tokens.size() - 2);
+        eos = 261;
     }
 
     std::shared_ptr<const smol::gguf::File> file() const {
@@ -440,7 +466,22 @@ TEST_CASE("tokenizer: hand-made vocabulary, merges and overlapping specials") {
     CHECK(tok.encode("helo", false) == std::vector<int32_t>{256, 'l', 'o'});
     // The longer special claims first: "<|end|>x" then plain "<|end|>" later.
     CHECK(tok.encode("<|end|>x<|end|>", true) == std::vector<int32_t>{262, 261});
+    // Longest first, wherever it is: "x]]" claims before the earlier "[x".
+    CHECK(tok.encode("[x]]", true) == std::vector<int32_t>{'[', 264});
+    CHECK(tok.encode("[x]", true) == std::vector<int32_t>{263, ']'});
+    CHECK(tok.encode("[x]][x", true) == std::vector<int32_t>{'[', 264, 263});
     CHECK(tok.end_of_generation_ids() == std::vector<int32_t>{261});
+
+    // Many specials in one text: each found once, in order, quickly.
+    std::string many;
+    std::vector<int32_t> want;
+    for (int i = 0; i < 20000; ++i) {
+        many += i % 3 ? "<|end|>hello" : "[x]]hello";
+        if (i % 3) want.push_back(261);
+        else want.insert(want.end(), {'[', 264});
+        want.push_back(259);
+    }
+    CHECK(tok.encode(many, true) == want);
 }
 
 TEST_CASE("tokenizer: load errors name the key") {

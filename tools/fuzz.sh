@@ -55,10 +55,8 @@ case $TARGET in
     "$OUT/make_seeds" "$SMOL_FIXTURES" "$OUT/seeds/$TARGET"
     ;;
   *)
-    if [ -d "$ROOT/tests/fuzz/seeds/$TARGET" ]; then cp "$ROOT/tests/fuzz/seeds/$TARGET"/* "$OUT/seeds/$TARGET/"; fi
-    if [ -x "$ROOT/tests/fuzz/${TARGET}_seeds.sh" ]; then
-      "$ROOT/tests/fuzz/${TARGET}_seeds.sh" "$SMOL_FIXTURES" "$OUT/seeds/$TARGET"
-    fi
+    "$CLANGXX" -std=c++17 -O1 "$ROOT/tests/fuzz/make_text_seeds.cpp" -o "$OUT/make_text_seeds"
+    "$OUT/make_text_seeds" "$SMOL_FIXTURES" "$TARGET" "$OUT/seeds/$TARGET"
     ;;
 esac
 DICT=()

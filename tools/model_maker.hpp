@@ -13,8 +13,6 @@
 // is the same whatever the thread count.
 #pragma once
 
-#include <smol/smol.hpp>
-
 #include <algorithm>
 #include <atomic>
 #include <cctype>
@@ -22,6 +20,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <smol/smol.hpp>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -48,7 +47,9 @@ private:
     uint64_t state_;
 };
 
-// Standard normal samples by the Box-Muller transform (two per pair of uniforms).
+// Standard normal samples by Marsaglia's polar method: a point uniform in the unit
+// disc gives two independent normals for one log and one sqrt (no trigonometry);
+// one 64-bit draw supplies both coordinates. Float precision is plenty for weights.
 class Gaussian {
 public:
     explicit Gaussian(uint64_t seed) : rng_(seed) {}
@@ -57,11 +58,18 @@ public:
             has_spare_ = false;
             return spare_;
         }
-        const double radius = std::sqrt(-2.0 * std::log(rng_.uniform()));
-        const double angle = 6.283185307179586 * rng_.uniform();
-        spare_ = float(radius * std::sin(angle));
+        float u, v, r2;
+        do {
+            const uint64_t bits = rng_.next();
+            // Two 24-bit uniforms in [-1, 1).
+            u = float(int32_t(bits >> 40)) * (1.0f / 8388608.0f) - 1.0f;
+            v = float(int32_t((bits >> 16) & 0xffffff)) * (1.0f / 8388608.0f) - 1.0f;
+            r2 = u * u + v * v;
+        } while (r2 >= 1.0f || r2 == 0.0f);
+        const float factor = std::sqrt(-2.0f * std::log(r2) / r2);
+        spare_ = v * factor;
         has_spare_ = true;
-        return float(radius * std::cos(angle));
+        return u * factor;
     }
 
 private:
@@ -113,16 +121,21 @@ inline Recipe parse_recipe(const std::string& name) {
     if (name == "q5_k_m") return Recipe::q5_k_m;
     if (name == "q8_0") return Recipe::q8_0;
     if (name == "f32") return Recipe::f32;
-    throw std::invalid_argument("unknown recipe '" + name + "' (expected q4_k_m, q5_k_m, q8_0 or f32)");
+    throw std::invalid_argument("unknown recipe '" + name +
+                                "' (expected q4_k_m, q5_k_m, q8_0 or f32)");
 }
 
 // general.file_type values (llama.cpp's LLAMA_FTYPE_*).
 inline uint32_t file_type_of(Recipe recipe) {
     switch (recipe) {
-        case Recipe::q4_k_m: return 15;
-        case Recipe::q5_k_m: return 17;
-        case Recipe::q8_0: return 7;
-        case Recipe::f32: return 0;
+        case Recipe::q4_k_m:
+            return 15;
+        case Recipe::q5_k_m:
+            return 17;
+        case Recipe::q8_0:
+            return 7;
+        case Recipe::f32:
+            return 0;
     }
     return 0;
 }
@@ -163,7 +176,8 @@ inline std::vector<TensorPlan> plan_tensors(const ModelShape& shape, Recipe reci
     std::vector<TensorPlan> plan;
     plan.push_back({"token_embd.weight", {hidden, vocab}, head_type, Init::embedding});
     plan.push_back({"output_norm.weight", {hidden}, GGMLType::F32, Init::output_norm});
-    if (untied) plan.push_back({"output.weight", {hidden, vocab}, head_type, Init::input_projection});
+    if (untied)
+        plan.push_back({"output.weight", {hidden, vocab}, head_type, Init::input_projection});
     for (uint32_t layer = 0; layer < shape.layers; ++layer) {
         const std::string prefix = "blk." + std::to_string(layer) + ".";
         const bool more_bits = k_quant && uses_more_bits(int(layer), int(shape.layers));
@@ -175,12 +189,15 @@ inline std::vector<TensorPlan> plan_tensors(const ModelShape& shape, Recipe reci
         plan.push_back({prefix + "attn_norm.weight", {hidden}, GGMLType::F32, Init::norm});
         plan.push_back({prefix + "attn_q.weight", {hidden, q_dim}, base, Init::input_projection});
         plan.push_back({prefix + "attn_k.weight", {hidden, kv_dim}, base, Init::input_projection});
-        plan.push_back({prefix + "attn_v.weight", {hidden, kv_dim}, v_type, Init::input_projection});
-        plan.push_back({prefix + "attn_output.weight", {q_dim, hidden}, base, Init::output_projection});
+        plan.push_back(
+            {prefix + "attn_v.weight", {hidden, kv_dim}, v_type, Init::input_projection});
+        plan.push_back(
+            {prefix + "attn_output.weight", {q_dim, hidden}, base, Init::output_projection});
         plan.push_back({prefix + "ffn_norm.weight", {hidden}, GGMLType::F32, Init::norm});
         plan.push_back({prefix + "ffn_gate.weight", {hidden, ffn}, base, Init::input_projection});
         plan.push_back({prefix + "ffn_up.weight", {hidden, ffn}, base, Init::input_projection});
-        plan.push_back({prefix + "ffn_down.weight", {ffn, hidden}, down_type, Init::output_projection});
+        plan.push_back(
+            {prefix + "ffn_down.weight", {ffn, hidden}, down_type, Init::output_projection});
     }
     return plan;
 }
@@ -276,7 +293,8 @@ inline std::vector<std::pair<std::string, std::string>> learn_merges(int max_mer
     for (int m = 0; m < max_merges; ++m) {
         std::map<std::pair<std::string, std::string>, int> pairs;
         for (const auto& [pieces, count] : words)
-            for (size_t i = 0; i + 1 < pieces.size(); ++i) pairs[{pieces[i], pieces[i + 1]}] += count;
+            for (size_t i = 0; i + 1 < pieces.size(); ++i)
+                pairs[{pieces[i], pieces[i + 1]}] += count;
         auto best = pairs.end();
         for (auto it = pairs.begin(); it != pairs.end(); ++it)
             if (best == pairs.end() || it->second > best->second) best = it;
@@ -287,7 +305,8 @@ inline std::vector<std::pair<std::string, std::string>> learn_merges(int max_mer
         for (const auto& [pieces, count] : words) {
             std::vector<std::string> out;
             for (size_t i = 0; i < pieces.size(); ++i) {
-                if (i + 1 < pieces.size() && pieces[i] == pair.first && pieces[i + 1] == pair.second) {
+                if (i + 1 < pieces.size() && pieces[i] == pair.first &&
+                    pieces[i + 1] == pair.second) {
                     out.push_back(pair.first + pair.second);
                     ++i;
                 } else {
@@ -367,11 +386,21 @@ inline std::vector<uint8_t> make_tensor_data(const TensorPlan& t, uint64_t tenso
     std::vector<uint8_t> data(size_t(rows) * bytes_per_row);
     float stddev = 1, mean = 0;
     switch (t.init) {
-        case Init::embedding: stddev = 0.02f; break;
-        case Init::input_projection: stddev = 1.0f / std::sqrt(float(row_length)); break;
-        case Init::output_projection: stddev = 0.5f / std::sqrt(float(row_length)); break;
-        case Init::norm: mean = 1, stddev = 0.1f; break;
-        case Init::output_norm: mean = 25, stddev = 2.5f; break;
+        case Init::embedding:
+            stddev = 0.02f;
+            break;
+        case Init::input_projection:
+            stddev = 1.0f / std::sqrt(float(row_length));
+            break;
+        case Init::output_projection:
+            stddev = 0.5f / std::sqrt(float(row_length));
+            break;
+        case Init::norm:
+            mean = 1, stddev = 0.1f;
+            break;
+        case Init::output_norm:
+            mean = 25, stddev = 2.5f;
+            break;
     }
     std::atomic<uint64_t> next_row{0};
     constexpr uint64_t kRowsPerGrab = 16;
@@ -416,7 +445,8 @@ inline void check_shape(const ModelShape& s, Recipe recipe) {
 
 // Builds the whole model into a writer. `progress` (may be null) is told each tensor.
 template <class Progress>
-inline void make_model(const MakeOptions& options, smol::gguf::Writer& writer, Progress&& progress) {
+inline void make_model(const MakeOptions& options, smol::gguf::Writer& writer,
+                       Progress&& progress) {
     ModelShape shape = options.shape;
     check_shape(shape, options.recipe);
 
@@ -440,8 +470,9 @@ inline void make_model(const MakeOptions& options, smol::gguf::Writer& writer, P
         token_count = uint32_t(v.tokens.size());
     }
     if (shape.vocab != 0 && shape.vocab != token_count)
-        throw std::invalid_argument("--vocab " + std::to_string(shape.vocab) + " but the tokenizer has " +
-                                    std::to_string(token_count) + " tokens");
+        throw std::invalid_argument("--vocab " + std::to_string(shape.vocab) +
+                                    " but the tokenizer has " + std::to_string(token_count) +
+                                    " tokens");
     shape.vocab = token_count;
 
     writer.set_string("general.architecture", "smollm3");
@@ -480,7 +511,8 @@ inline void make_model(const MakeOptions& options, smol::gguf::Writer& writer, P
         effort = smol::QuantizeEffort::fast;
     for (size_t i = 0; i < plan.size(); ++i) {
         const TensorPlan& t = plan[i];
-        const std::vector<uint8_t> data = make_tensor_data(t, i, options.seed, options.threads, effort);
+        const std::vector<uint8_t> data =
+            make_tensor_data(t, i, options.seed, options.threads, effort);
         writer.add_tensor(t.name, t.type, t.dims, data.data(), data.size());
         progress(i, plan.size(), t);
     }

@@ -99,11 +99,14 @@ inline const char* to_string(StopReason reason) noexcept {
     return "unknown";
 }
 
-// Log levels of GeneratorOptions::log (the same numbers LoadOptions::log uses).
-enum LogLevel : int { log_debug = 0, log_info = 1, log_warning = 2, log_error = 3 };
+// Log levels of GeneratorOptions::log (LoadOptions::log uses the same numbers:
+// 0 info, 1 warning).
+enum LogLevel : int { log_debug = -1, log_info = 0, log_warning = 1, log_error = 2 };
 
 struct GeneratorOptions {
-    size_t n_ctx = 0;        // KV cache positions; 0 = min(4096, the model's context length)
+    // KV cache positions. Default (KVCache::kDefaultSize): min(4096, the model's
+    // context length); 0 or more than the context length: Error(invalid_argument).
+    size_t n_ctx = KVCache::kDefaultSize;
     KVType kv_type = KVType::f16;
     size_t prefill_chunk = 0;  // tokens per prefill forward call; 0 = the model's default
     // Silent by default. Called on the generating thread.
@@ -240,7 +243,7 @@ public:
     // Throws smol::Error (invalid_argument for a bad n_ctx, ...).
     explicit Generator(std::shared_ptr<const Model> model, const GeneratorOptions& options = {})
         : state_(std::make_unique<State>()) {
-        if (!model) detail::fail(ErrorKind::invalid_argument, "Generator: model is null");
+        if (auto invalid = options_error(model.get(), options)) detail::fail(invalid->kind, invalid->message);
         state_->model = std::move(model);
         state_->options = options;
         state_->kv = std::make_unique<KVCache>(state_->model->config(), options.n_ctx, options.kv_type);
@@ -263,8 +266,10 @@ public:
                                                  const GeneratorOptions& options = {},
                                                  ErrorInfo* error = nullptr) {
         std::unique_ptr<Generator> out;
-        if (!model) {
-            if (error) *error = ErrorInfo{ErrorKind::invalid_argument, "Generator: model is null"};
+        // Checked here as values: a failure inside the constructor would, without
+        // exceptions, abandon a half-built generator (and its model reference).
+        if (auto invalid = options_error(model.get(), options)) {
+            if (error) *error = std::move(*invalid);
             return out;
         }
         try_call([&] { out = std::make_unique<Generator>(std::move(model), options); }, error);
@@ -476,6 +481,20 @@ private:
         state_->chat_format = from.chat_format;
     }
 
+    static std::optional<ErrorInfo> options_error(const Model* model, const GeneratorOptions& options) {
+        if (!model) return ErrorInfo{ErrorKind::invalid_argument, "Generator: model is null"};
+        const size_t limit = model->config().context_length;
+        if (options.n_ctx == 0)
+            return ErrorInfo{ErrorKind::invalid_argument, "Generator: n_ctx must be positive"};
+        if (options.n_ctx != KVCache::kDefaultSize && options.n_ctx > limit)
+            return ErrorInfo{ErrorKind::invalid_argument,
+                             "Generator: n_ctx " + std::to_string(options.n_ctx) +
+                                 " exceeds the model's context length " + std::to_string(limit)};
+        if (options.kv_type != KVType::f16 && options.kv_type != KVType::f32)
+            return ErrorInfo{ErrorKind::invalid_argument, "Generator: unknown kv_type"};
+        return std::nullopt;
+    }
+
     void log(int level, const std::string& message) const {
         if (state_->options.log) state_->options.log(level, message);
     }
@@ -651,18 +670,33 @@ private:
     }
 
     // Runs `tokens` at positions [start, start + n) through the model; false if
-    // cancelled (the cache then still holds exactly [0, start)).
+    // cancelled. The model extends the cache chunk by chunk, so after a cancel
+    // it holds [0, start + the chunks that completed): still valid, and kept.
+    //
+    // With exceptions the model sees the cancel flag between layers (it throws
+    // Error(cancelled), caught here). Without exceptions that throw would be a
+    // longjmp that leaks the forward pass's buffers on every cancel, so the
+    // prefill is split into chunks here and the flag checked between them.
     bool run_forward(const int32_t* tokens, size_t n, size_t start, const std::atomic<bool>& cancel_flag) {
         ForwardOptions options;
-        options.cancel = &cancel_flag;
         if (state_->options.prefill_chunk) options.chunk_size = state_->options.prefill_chunk;
+#if SMOL_HAS_EXCEPTIONS
+        options.cancel = &cancel_flag;
         ErrorInfo error;
         const bool ok = try_call(
             [&] { state_->model->forward(tokens, n, start, *state_->kv, state_->logits.data(), options); }, &error);
         if (ok) return true;
         if (error.kind != ErrorKind::cancelled) detail::fail(error.kind, error.message);
-        if (state_->kv->size() > start) state_->kv->truncate(start);
         return false;
+#else
+        const size_t chunk = options.chunk_size ? options.chunk_size : ForwardOptions::kDefaultChunk;
+        for (size_t done = 0; done < n; done += chunk) {
+            if (cancel_flag.load(std::memory_order_relaxed)) return false;
+            const size_t count = std::min(chunk, n - done);
+            state_->model->forward(tokens + done, count, start + done, *state_->kv, state_->logits.data(), options);
+        }
+        return true;
+#endif
     }
 
     // The prompt ids and parameters a run needs (as a value: see text_prompt).
@@ -842,7 +876,7 @@ private:
         const uint64_t n_history = get<uint64_t>(data, pos);
         pos += 8;
         if (n_history > (size - pos) / 4) need(SIZE_MAX, "history");
-        std::vector<int32_t> history(size_t(n_history));
+        std::vector<int32_t> history(static_cast<size_t>(n_history));
         for (auto& id : history) {
             id = get<int32_t>(data, pos);
             pos += 4;

@@ -25,3 +25,5 @@
 #include "text/detokenizer.hpp"
 #include "text/chat_template.hpp"
 #include "sampling/sampler.hpp"
+#include "build_info.hpp"
+#include "generator.hpp"

@@ -132,7 +132,7 @@ private:
     // About 0.1-0.5 ms of spinning before a worker sleeps: long enough to
     // bridge the gap between the mat-vecs of one decode step.
     static constexpr uint32_t kWorkerSpins = 1u << 14;
-    static constexpr uint32_t kCallerSpins = 1u << 16;
+    static constexpr uint32_t kCallerSpins = 1u << 13;
 
     void worker_loop(int thread) {
         uint64_t seen = 0;

@@ -137,8 +137,10 @@ public:
         return out;
     }
 
-    // The elements of a numeric array converted to T (which must hold every
-    // value exactly for integers; floats convert as C++ does).
+    // The elements of a numeric array converted to T. An integer T must hold
+    // every value exactly: float elements, or integers out of T's range, throw
+    // ErrorKind::type (converting them would be undefined behaviour or a silent
+    // wrap). A floating T takes any numeric element as C++ converts it.
     template <class T>
     std::vector<T> to_vector() const {
         static_assert(std::is_arithmetic_v<T>, "to_vector<T> needs an arithmetic T");
@@ -147,6 +149,10 @@ public:
             smol::detail::fail(ErrorKind::type, std::string("gguf: array of ") +
                                                     value_type_name(element_type_) +
                                                     " is not numeric");
+        if (std::is_integral_v<T> && (element_type_ == ValueType::f32 || element_type_ == ValueType::f64))
+            smol::detail::fail(ErrorKind::type, std::string("gguf: array of ") +
+                                                    value_type_name(element_type_) +
+                                                    " cannot be read as integers");
         std::vector<T> out(static_cast<size_t>(count_));
         for (size_t i = 0; i < out.size(); ++i) out[i] = element<T>(data_ + i * width);
         return out;
@@ -159,19 +165,38 @@ private:
                                                     ", found an array of " +
                                                     value_type_name(element_type_));
     }
+    // One element converted to T; integer targets are range-checked.
+    template <class T, class S>
+    static T narrow(S v) {
+        if constexpr (std::is_integral_v<T> && std::is_integral_v<S>) {
+            bool fits = true;
+            if constexpr (std::is_signed_v<S>) {
+                if (v < 0)
+                    fits = std::is_signed_v<T> && int64_t(v) >= int64_t(std::numeric_limits<T>::min());
+                else
+                    fits = uint64_t(v) <= uint64_t(std::numeric_limits<T>::max());
+            } else {
+                fits = uint64_t(v) <= uint64_t(std::numeric_limits<T>::max());
+            }
+            if (!fits)
+                smol::detail::fail(ErrorKind::type,
+                                   "gguf: array element " + std::to_string(v) + " is out of range");
+        }
+        return T(v);
+    }
     template <class T>
     T element(const uint8_t* p) const {
         switch (element_type_) {
-            case ValueType::u8: return T(detail::load_le<uint8_t>(p));
-            case ValueType::i8: return T(detail::load_le<int8_t>(p));
-            case ValueType::u16: return T(detail::load_le<uint16_t>(p));
-            case ValueType::i16: return T(detail::load_le<int16_t>(p));
-            case ValueType::u32: return T(detail::load_le<uint32_t>(p));
-            case ValueType::i32: return T(detail::load_le<int32_t>(p));
-            case ValueType::f32: return T(detail::load_le<float>(p));
+            case ValueType::u8: return narrow<T>(detail::load_le<uint8_t>(p));
+            case ValueType::i8: return narrow<T>(detail::load_le<int8_t>(p));
+            case ValueType::u16: return narrow<T>(detail::load_le<uint16_t>(p));
+            case ValueType::i16: return narrow<T>(detail::load_le<int16_t>(p));
+            case ValueType::u32: return narrow<T>(detail::load_le<uint32_t>(p));
+            case ValueType::i32: return narrow<T>(detail::load_le<int32_t>(p));
+            case ValueType::f32: return T(detail::load_le<float>(p));  // T is floating (checked above)
             case ValueType::boolean: return T(p[0] != 0);
-            case ValueType::u64: return T(detail::load_le<uint64_t>(p));
-            case ValueType::i64: return T(detail::load_le<int64_t>(p));
+            case ValueType::u64: return narrow<T>(detail::load_le<uint64_t>(p));
+            case ValueType::i64: return narrow<T>(detail::load_le<int64_t>(p));
             case ValueType::f64: return T(detail::load_le<double>(p));
             default: return T{};
         }
@@ -523,11 +548,11 @@ private:
         if (kv_count > r.remaining() / 13)
             smol::detail::fail(ErrorKind::format, "gguf: " + source_ + ": metadata count " +
                                                       std::to_string(kv_count) +
-                                                      " exceeds the file size");
+                                                      " exceeds the file size (truncated or corrupt?)");
         if (tensor_count > r.remaining() / 32)
             smol::detail::fail(ErrorKind::format, "gguf: " + source_ + ": tensor count " +
                                                       std::to_string(tensor_count) +
-                                                      " exceeds the file size");
+                                                      " exceeds the file size (truncated or corrupt?)");
 
         // Reserve no more bytes than the file has left: a forged count that
         // passes the check above must not turn into a large allocation (a

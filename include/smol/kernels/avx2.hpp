@@ -179,65 +179,99 @@ inline const Block* block_row(const uint8_t* base, size_t row_bytes, size_t row)
 // ---- Q4_K / Q5_K x Q8_K ---------------------------------------------------------
 
 // Shared by Q4_K and Q5_K: the weights differ only in the optional 5th bit.
+// One call computes n_rows x n_cols dot products: each weight block is unpacked
+// once for all columns, and each activation vector is loaded once for all rows.
+template <bool has_high_bit, class Block, int n_rows, int n_cols>
+inline void k4_rows(const Block* const* rows, const BlockQ8K* const* xs, size_t n_blocks, float* y,
+                    size_t y_stride) {
+    const __m256i low_nibble = _mm256_set1_epi8(0x0f);
+    const __m256i bit0 = _mm256_set1_epi8(0x01);
+    // Scale and min terms accumulate separately so the two FMA chains overlap.
+    __m256 acc[n_rows][n_cols], acc_min[n_rows][n_cols];
+    for (int i = 0; i < n_rows; ++i) {
+        for (int c = 0; c < n_cols; ++c) acc[i][c] = acc_min[i][c] = _mm256_setzero_ps();
+    }
+    for (size_t b = 0; b < n_blocks; ++b) {
+        __m256i scales[n_rows], mins_paired[n_rows], high_bits[n_rows];
+        for (int i = 0; i < n_rows; ++i) {
+            const Block& block = rows[i][b];
+            const __m128i scales_mins = unpack_k4_scales(block.scales);
+            // int16 scale[0..7] in both lanes; int16 (min0, min0, min1, min1, ..., min7, min7).
+            scales[i] = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scales_mins));
+            mins_paired[i] = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(
+                scales_mins, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)));
+            if constexpr (has_high_bit) high_bits[i] = load256(block.qh);
+        }
+        __m256i sums[n_rows][n_cols];
+        for (int i = 0; i < n_rows; ++i) {
+            for (int c = 0; c < n_cols; ++c) sums[i][c] = _mm256_setzero_si256();
+        }
+        auto chunk = [&](auto chunk_index) {
+            constexpr int j = decltype(chunk_index)::value;
+            __m256i low[n_rows], high[n_rows], scale_low[n_rows], scale_high[n_rows];
+            for (int i = 0; i < n_rows; ++i) {
+                const __m256i packed = load256(rows[i][b].qs + 32 * j);
+                low[i] = _mm256_and_si256(packed, low_nibble);
+                high[i] = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_nibble);
+                if constexpr (has_high_bit) {
+                    low[i] = _mm256_or_si256(
+                        low[i], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high_bits[i], 2 * j), bit0), 4));
+                    high[i] = _mm256_or_si256(
+                        high[i],
+                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high_bits[i], 2 * j + 1), bit0), 4));
+                }
+                scale_low[i] = broadcast_i16<2 * j>(scales[i]);
+                scale_high[i] = broadcast_i16<2 * j + 1>(scales[i]);
+            }
+            for (int c = 0; c < n_cols; ++c) {
+                const int8_t* q8 = xs[c][b].qs + 64 * j;
+                const __m256i x_low = load256(q8), x_high = load256(q8 + 32);
+                for (int i = 0; i < n_rows; ++i) {
+                    sums[i][c] = _mm256_add_epi32(sums[i][c], dot_u8_s8(low[i], x_low, scale_low[i]));
+                    sums[i][c] = _mm256_add_epi32(sums[i][c], dot_u8_s8(high[i], x_high, scale_high[i]));
+                }
+            }
+        };
+        chunk(std::integral_constant<int, 0>{});
+        chunk(std::integral_constant<int, 1>{});
+        chunk(std::integral_constant<int, 2>{});
+        chunk(std::integral_constant<int, 3>{});
+
+        for (int c = 0; c < n_cols; ++c) {
+            const __m256i x_sums = load256(xs[c][b].bsums);
+            const float dx = xs[c][b].d;
+            for (int i = 0; i < n_rows; ++i) {
+                const __m256i min_terms = _mm256_madd_epi16(x_sums, mins_paired[i]);
+                const float d = half_to_float(rows[i][b].d) * dx;
+                const float dmin = half_to_float(rows[i][b].dmin) * dx;
+                acc[i][c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sums[i][c]), acc[i][c]);
+                acc_min[i][c] = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(min_terms), acc_min[i][c]);
+            }
+        }
+    }
+    for (int i = 0; i < n_rows; ++i) {
+        for (int c = 0; c < n_cols; ++c) y[size_t(c) * y_stride + size_t(i)] = horizontal_sum(_mm256_sub_ps(acc[i][c], acc_min[i][c]));
+    }
+}
+
+// Rows in groups of kRowGroup (one token: several rows share each activation
+// load and their FMA chains overlap); several tokens: one row at a time.
 template <bool has_high_bit, class Block, int n_cols>
 inline void tile_k4(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t* x, size_t x_row_bytes,
                     size_t cols, float* y, size_t y_stride) {
+    constexpr int kRowGroup = 1;
     const size_t n_blocks = cols / QK_K;
-    const __m256i low_nibble = _mm256_set1_epi8(0x0f);
-    const __m256i bit0 = _mm256_set1_epi8(0x01);
     const BlockQ8K* xs[n_cols];
     for (int c = 0; c < n_cols; ++c) xs[c] = block_row<BlockQ8K>(x, x_row_bytes, size_t(c));
-
-    for (size_t r = 0; r < n_rows; ++r) {
-        const Block* row = block_row<Block>(w, w_row_bytes, r);
-        __m256 acc[n_cols];
-        for (int c = 0; c < n_cols; ++c) acc[c] = _mm256_setzero_ps();
-
-        for (size_t b = 0; b < n_blocks; ++b) {
-            const Block& block = row[b];
-            const __m128i scales_mins = unpack_k4_scales(block.scales);
-            // int16 scale[0..7] in both lanes; int16 (min0, min0, min1, min1, ..., min7, min7).
-            const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scales_mins));
-            const __m256i mins_paired = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(
-                scales_mins, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)));
-            __m256i high_bits;
-            if constexpr (has_high_bit) high_bits = load256(block.qh);
-
-            __m256i sums[n_cols];
-            for (int c = 0; c < n_cols; ++c) sums[c] = _mm256_setzero_si256();
-            auto chunk = [&](auto chunk_index) {
-                constexpr int j = decltype(chunk_index)::value;
-                const __m256i packed = load256(block.qs + 32 * j);
-                __m256i low = _mm256_and_si256(packed, low_nibble);
-                __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_nibble);
-                if constexpr (has_high_bit) {
-                    low = _mm256_or_si256(
-                        low, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high_bits, 2 * j), bit0), 4));
-                    high = _mm256_or_si256(
-                        high, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high_bits, 2 * j + 1), bit0), 4));
-                }
-                const __m256i scale_low = broadcast_i16<2 * j>(scales);
-                const __m256i scale_high = broadcast_i16<2 * j + 1>(scales);
-                for (int c = 0; c < n_cols; ++c) {
-                    const int8_t* q8 = xs[c][b].qs + 64 * j;
-                    sums[c] = _mm256_add_epi32(sums[c], dot_u8_s8(low, load256(q8), scale_low));
-                    sums[c] = _mm256_add_epi32(sums[c], dot_u8_s8(high, load256(q8 + 32), scale_high));
-                }
-            };
-            chunk(std::integral_constant<int, 0>{});
-            chunk(std::integral_constant<int, 1>{});
-            chunk(std::integral_constant<int, 2>{});
-            chunk(std::integral_constant<int, 3>{});
-
-            const float d = half_to_float(block.d);
-            const float dmin = half_to_float(block.dmin);
-            for (int c = 0; c < n_cols; ++c) {
-                const __m256i min_terms = _mm256_madd_epi16(load256(xs[c][b].bsums), mins_paired);
-                acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d * xs[c][b].d), _mm256_cvtepi32_ps(sums[c]), acc[c]);
-                acc[c] = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * xs[c][b].d), _mm256_cvtepi32_ps(min_terms), acc[c]);
-            }
-        }
-        for (int c = 0; c < n_cols; ++c) y[size_t(c) * y_stride + r] = horizontal_sum(acc[c]);
+    size_t r = 0;
+    for (; r + kRowGroup <= n_rows; r += kRowGroup) {
+        const Block* rows[kRowGroup];
+        for (int i = 0; i < kRowGroup; ++i) rows[i] = block_row<Block>(w, w_row_bytes, r + size_t(i));
+        k4_rows<has_high_bit, Block, kRowGroup, n_cols>(rows, xs, n_blocks, y + r, y_stride);
+    }
+    for (; r < n_rows; ++r) {
+        const Block* rows[1] = {block_row<Block>(w, w_row_bytes, r)};
+        k4_rows<has_high_bit, Block, 1, n_cols>(rows, xs, n_blocks, y + r, y_stride);
     }
 }
 

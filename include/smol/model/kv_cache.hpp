@@ -1,8 +1,8 @@
 // smol::KVCache: the keys and values of every position a session has run,
 // kept apart from the model so many sessions share one set of weights.
 //
-// Preallocated for n_ctx positions (default min(4096, the model's context
-// length)); memory is reserved up front but pages are only touched as
+// Preallocated for n_ctx positions (KVCache::kDefaultSize picks min(4096, the
+// model's context length); 0 or more than the context length is an error); memory is reserved up front but pages are only touched as
 // positions fill. Elements are F16 by default (half the memory and bandwidth
 // of F32; the reference engine the goldens come from also keeps F16) or F32.
 //
@@ -38,13 +38,15 @@ enum class KVType : uint32_t { f32 = 0, f16 = 1 };
 class KVCache {
 public:
     static constexpr size_t kDefaultContext = 4096;
+    static constexpr size_t kDefaultSize = ~size_t(0);  // "min(4096, context length)"
 
-    // n_ctx 0 picks min(4096, config.context_length); n_ctx > context_length is
-    // ErrorKind::invalid_argument.
-    explicit KVCache(const Config& config, size_t n_ctx = 0, KVType type = KVType::f16)
+    // n_ctx kDefaultSize picks min(4096, config.context_length); 0 or more than
+    // context_length is ErrorKind::invalid_argument.
+    explicit KVCache(const Config& config, size_t n_ctx = kDefaultSize, KVType type = KVType::f16)
         : n_layers_(config.n_layers), n_kv_heads_(config.n_kv_heads), head_dim_(config.head_dim),
           type_(type) {
-        if (n_ctx == 0) n_ctx = std::min(kDefaultContext, config.context_length);
+        if (n_ctx == kDefaultSize) n_ctx = std::min(kDefaultContext, config.context_length);
+        if (n_ctx == 0) detail::fail(ErrorKind::invalid_argument, "KVCache: n_ctx must be positive");
         if (n_ctx > config.context_length)
             detail::fail(ErrorKind::invalid_argument,
                          "KVCache: n_ctx " + std::to_string(n_ctx) +
@@ -164,11 +166,11 @@ public:
     }
 
     // Restores a cache written by serialize() for a model of `config`'s geometry,
-    // into a cache of n_ctx positions (0: the default). Malformed or truncated
+    // into a cache of n_ctx positions (kDefaultSize: the default). Malformed or truncated
     // bytes are ErrorKind::format, another geometry ErrorKind::shape, more
     // positions than n_ctx ErrorKind::out_of_range.
     static KVCache deserialize(const Config& config, const void* data, size_t bytes,
-                               size_t n_ctx = 0) {
+                               size_t n_ctx = kDefaultSize) {
         const uint8_t* p = static_cast<const uint8_t*>(data);
         if (!p || bytes < kHeaderBytes)
             detail::fail(ErrorKind::format, "KVCache: serialized cache is truncated (header)");

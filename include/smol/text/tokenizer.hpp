@@ -31,6 +31,8 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -192,7 +194,11 @@ public:
         int32_t merged;
     };
     void reserve(size_t count) {
-        slots_.assign(table_capacity_for(count), Slot{kEmpty, {0, -1}});
+        // Load factor up to 0.75: the table is probed ~3 times per byte encoded,
+        // so it pays to keep it small enough to stay in cache (8 MiB for 280k).
+        size_t capacity = 16;
+        while (capacity * 3 < count * 4) capacity *= 2;
+        slots_.assign(capacity, Slot{kEmpty, {0, -1}});
         mask_ = slots_.size() - 1;
     }
     // Keeps the first (lowest-rank) merge of a pair.
@@ -235,6 +241,60 @@ private:
     size_t mask_ = 0;
 };
 
+// Pre-token -> ids for the duration of one encode call (keys are views into
+// the caller's text). Open addressing; grows at load 0.5.
+class PieceCache {
+public:
+    size_t size() const noexcept { return count_; }
+
+    // Appends the cached ids of `piece` to out; false if it is not cached.
+    bool append_if_cached(std::string_view piece, uint64_t hash, std::vector<int32_t>& out) const {
+        if (slots_.empty()) return false;
+        for (size_t i = size_t(hash) & mask_;; i = (i + 1) & mask_) {
+            const Slot& s = slots_[i];
+            if (!s.data) return false;
+            if (s.hash == hash && std::string_view(s.data, s.size) == piece) {
+                out.insert(out.end(), ids_.begin() + s.ids_begin,
+                           ids_.begin() + s.ids_begin + s.ids_count);
+                return true;
+            }
+        }
+    }
+
+    void insert(std::string_view piece, uint64_t hash, const int32_t* ids, size_t count) {
+        if ((count_ + 1) * 2 > slots_.size()) grow();
+        size_t i = size_t(hash) & mask_;
+        while (slots_[i].data) i = (i + 1) & mask_;
+        slots_[i] = Slot{piece.data(), uint32_t(piece.size()), uint32_t(ids_.size()),
+                         uint32_t(count), hash};
+        ids_.insert(ids_.end(), ids, ids + count);
+        ++count_;
+    }
+
+private:
+    struct Slot {
+        const char* data;  // nullptr: empty
+        uint32_t size;
+        uint32_t ids_begin, ids_count;
+        uint64_t hash;
+    };
+    void grow() {
+        std::vector<Slot> old = std::move(slots_);
+        slots_.assign(old.empty() ? 1024 : old.size() * 2, Slot{nullptr, 0, 0, 0, 0});
+        mask_ = slots_.size() - 1;
+        for (const Slot& s : old) {
+            if (!s.data) continue;
+            size_t i = size_t(s.hash) & mask_;
+            while (slots_[i].data) i = (i + 1) & mask_;
+            slots_[i] = s;
+        }
+    }
+    std::vector<Slot> slots_;
+    std::vector<int32_t> ids_;
+    size_t mask_ = 0;
+    size_t count_ = 0;
+};
+
 }  // namespace detail
 
 class Tokenizer {
@@ -257,6 +317,7 @@ public:
     // text become single ids; otherwise they are encoded as plain text.
     void encode(std::string_view text, bool parse_special, std::vector<int32_t>& out) const {
         Scratch scratch;
+        scratch.use_cache = text.size() >= kCacheFromTextBytes;
         if (!parse_special || specials_.empty()) {
             encode_plain(text, scratch, out);
             return;
@@ -371,7 +432,15 @@ private:
         std::vector<Symbol> symbols;
         std::vector<Candidate> heap;
         std::string spelled;  // a pre-token in byte-level spelling
+        // Long texts repeat their words: remember each short pre-token's ids
+        // (a span of cached_ids) for the rest of this call. Per call, so
+        // concurrent encodes share nothing and need no lock.
+        bool use_cache = false;
+        detail::PieceCache cache;
     };
+    static constexpr size_t kCacheFromTextBytes = 4096;  // shorter texts: not worth the map
+    static constexpr size_t kCacheMaxPieceBytes = 64;
+    static constexpr size_t kCacheMaxEntries = size_t(1) << 16;
 
     static bool is_special_type(uint8_t type) noexcept {
         return type == uint8_t(TokenType::control) || type == uint8_t(TokenType::user_defined) ||
@@ -488,6 +557,23 @@ private:
         std::stable_sort(specials_.begin(), specials_.end(), [&](int32_t a, int32_t b) {
             return texts_[size_t(a)].size() > texts_[size_t(b)].size();
         });
+        // A byte trie of the special texts finds every occurrence at a
+        // position in one walk.
+        special_trie_.assign(1, TrieNode{});
+        for (size_t order = 0; order < specials_.size(); ++order) {
+            int32_t node = 0;
+            for (unsigned char c : texts_[size_t(specials_[order])]) {
+                int32_t child = trie_child(node, c);
+                if (child < 0) {
+                    child = int32_t(special_trie_.size());
+                    special_trie_[size_t(node)].children.push_back({c, child});
+                    special_trie_.push_back(TrieNode{});
+                }
+                node = child;
+            }
+            // A text listed twice (two ids) keeps its first, longest-first order.
+            if (special_trie_[size_t(node)].order < 0) special_trie_[size_t(node)].order = int32_t(order);
+        }
     }
 
     void load_merges(const std::string& where) {
@@ -560,35 +646,46 @@ private:
         std::vector<Occurrence> found;
         for (size_t pos = 0; pos < text.size(); ++pos) {
             if (!special_first_byte_[static_cast<unsigned char>(text[pos])]) continue;
-            const std::string_view rest = text.substr(pos);
-            for (size_t i = 0; i < specials_.size(); ++i) {
-                const std::string_view s = texts_[size_t(specials_[i])];
-                if (s.size() <= rest.size() && s[0] == rest[0] && rest.compare(0, s.size(), s) == 0)
-                    found.push_back({int32_t(i), pos});
+            int32_t node = 0;
+            for (size_t k = pos; k < text.size(); ++k) {
+                node = trie_child(node, static_cast<unsigned char>(text[k]));
+                if (node < 0) break;
+                if (special_trie_[size_t(node)].order >= 0)
+                    found.push_back({special_trie_[size_t(node)].order, pos});
             }
         }
-        std::vector<std::pair<size_t, int32_t>> chosen;  // (start, id), kept sorted by start
+        std::vector<std::pair<size_t, int32_t>> chosen;  // (start, id) in text order
         if (found.empty()) return chosen;
+        auto length_of = [&](int32_t order) { return texts_[size_t(specials_[size_t(order)])].size(); };
+        // Found in text order. Usually no two occurrences overlap, and then
+        // every one of them is claimed whatever the order of claiming.
+        bool overlap = false;
+        for (size_t i = 1; i < found.size() && !overlap; ++i)
+            overlap = found[i].start < found[i - 1].start + length_of(found[i - 1].order);
+        if (!overlap) {
+            chosen.reserve(found.size());
+            for (const Occurrence& o : found) chosen.push_back({o.start, specials_[size_t(o.order)]});
+            return chosen;
+        }
         std::sort(found.begin(), found.end(), [](const Occurrence& a, const Occurrence& b) {
             return a.order != b.order ? a.order < b.order : a.start < b.start;
         });
+        std::map<size_t, std::pair<size_t, int32_t>> claimed;  // start -> (end, id)
         int32_t current = -1;
         size_t current_end = 0;  // end of the last occurrence this token claimed
         for (const Occurrence& o : found) {
             if (o.order != current) current = o.order, current_end = 0;
-            const int32_t id = specials_[size_t(o.order)];
-            const size_t end = o.start + texts_[size_t(id)].size();
+            const size_t end = o.start + length_of(o.order);
             if (o.start < current_end) continue;
             // Free if it overlaps neither neighbour among the claimed spans.
-            auto next = std::lower_bound(chosen.begin(), chosen.end(), std::make_pair(o.start, INT32_MIN));
-            if (next != chosen.end() && next->first < end) continue;
-            if (next != chosen.begin()) {
-                const auto& before = *(next - 1);
-                if (before.first + texts_[size_t(before.second)].size() > o.start) continue;
-            }
-            chosen.insert(next, {o.start, id});
+            auto next = claimed.lower_bound(o.start);
+            if (next != claimed.end() && next->first < end) continue;
+            if (next != claimed.begin() && std::prev(next)->second.first > o.start) continue;
+            claimed.emplace_hint(next, o.start, std::make_pair(end, specials_[size_t(o.order)]));
             current_end = end;
         }
+        chosen.reserve(claimed.size());
+        for (const auto& [start, span] : claimed) chosen.push_back({start, span.second});
         return chosen;
     }
 
@@ -614,16 +711,28 @@ private:
             out.push_back(byte_token(static_cast<unsigned char>(piece[0])));
             return;
         }
+        const bool cacheable = scratch.use_cache && piece.size() <= kCacheMaxPieceBytes;
+        uint64_t piece_hash = 0;
+        if (cacheable) {
+            piece_hash = detail::hash_bytes(piece);
+            if (scratch.cache.append_if_cached(piece, piece_hash, out)) return;
+        }
+        const size_t out_start = out.size();
+        int32_t whole = -1;
         if (whole_word_first_) {
             const auto& map = detail::ByteLevelMap::get();
             scratch.spelled.clear();
             for (unsigned char c : piece) scratch.spelled += map.byte_to_utf8[c];
-            const int32_t whole = index_.find(scratch.spelled);
-            if (whole >= 0) {
-                out.push_back(whole);
-                return;
-            }
+            whole = index_.find(scratch.spelled);
         }
+        if (whole >= 0) out.push_back(whole);
+        else merge_pairs(piece, scratch, out);
+        if (cacheable && scratch.cache.size() < kCacheMaxEntries)
+            scratch.cache.insert(piece, piece_hash, out.data() + out_start, out.size() - out_start);
+    }
+
+    // The BPE merge loop proper.
+    void merge_pairs(std::string_view piece, Scratch& scratch, std::vector<int32_t>& out) const {
         auto& symbols = scratch.symbols;
         auto& heap = scratch.heap;
         symbols.resize(piece.size());
@@ -679,6 +788,16 @@ private:
     std::array<int32_t, 256> byte_tokens_{};  // byte -> its token, -1 if the vocabulary lacks it
     std::vector<int32_t> specials_;           // special token ids, longest text first
     std::array<bool, 256> special_first_byte_{};
+    struct TrieNode {
+        std::vector<std::pair<unsigned char, int32_t>> children;  // (byte, node)
+        int32_t order = -1;  // index in specials_ of the text ending here, or -1
+    };
+    std::vector<TrieNode> special_trie_;  // node 0 is the root
+    int32_t trie_child(int32_t node, unsigned char c) const noexcept {
+        for (const auto& [byte, child] : special_trie_[size_t(node)].children)
+            if (byte == c) return child;
+        return -1;
+    }
     std::vector<int32_t> end_ids_;
     std::string pre_type_;
     bool whole_word_first_ = false;

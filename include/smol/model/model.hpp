@@ -1,0 +1,165 @@
+// smol::Model: a loaded SmolLM3 GGUF file, the public face of the model layer.
+// One Model (weights mapped once, tokenizer, thread pool) is shared by any
+// number of sessions, each with its own KVCache:
+//
+//   auto model = smol::Model::load("model.gguf");
+//   smol::KVCache kv = model->new_cache();   // n_ctx = min(4096, context length)
+//   std::vector<float> logits(model->config().vocab_size);
+//   auto ids = model->tokenizer().encode("Hello", true);
+//   model->forward(ids.data(), ids.size(), 0, kv, logits.data());
+//
+// Loading: maps the file (or borrows the caller's buffer), reads and validates
+// the Config, binds every tensor by name (zero-copy), builds the tokenizer and
+// starts the thread pool. Errors are smol::Error naming the file, key or
+// tensor; LoadOptions::progress returning false cancels with Error(cancelled).
+// forward() is SmolLM3::forward (model/smollm3.hpp) on the model's pool.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "../core/threadpool.hpp"
+#include "../error.hpp"
+#include "../gguf/gguf.hpp"
+#include "../text/tokenizer.hpp"
+#include "config.hpp"
+#include "kv_cache.hpp"
+#include "smollm3.hpp"
+#include "weights.hpp"
+
+namespace smol {
+
+struct LoadOptions {
+    int n_threads = 0;  // 0 = hardware threads, capped at physical cores
+    std::function<bool(float progress)> progress;  // 0..1; return false cancels the load
+    std::function<void(int level, const std::string& msg)> log;  // level: 0 info, 1 warning
+};
+
+namespace detail {
+
+// Physical cores (hyper-threads share a core's vector units, so more threads
+// than cores rarely helps mat-vecs). Linux: distinct (package, core) pairs in
+// /proc/cpuinfo; elsewhere, or if that fails, the hardware thread count.
+inline int physical_core_count() {
+    const int logical = int(std::max(1u, std::thread::hardware_concurrency()));
+#if defined(__linux__)
+    if (std::FILE* f = std::fopen("/proc/cpuinfo", "r")) {
+        std::set<std::pair<int, int>> cores;
+        char line[512];
+        int package = 0;
+        while (std::fgets(line, sizeof line, f)) {
+            int value = 0;
+            if (std::sscanf(line, "physical id : %d", &value) == 1) package = value;
+            else if (std::sscanf(line, "core id : %d", &value) == 1) cores.insert({package, value});
+        }
+        std::fclose(f);
+        if (!cores.empty()) return std::max(1, std::min(logical, int(cores.size())));
+    }
+#endif
+    return logical;
+}
+
+// FNV-1a, 64-bit.
+inline uint64_t fnv1a(const uint8_t* data, size_t n, uint64_t hash = 0xcbf29ce484222325ull) noexcept {
+    for (size_t i = 0; i < n; ++i) hash = (hash ^ data[i]) * 0x100000001b3ull;
+    return hash;
+}
+
+}  // namespace detail
+
+class Model {
+public:
+    static std::shared_ptr<const Model> load(const std::string& path, const LoadOptions& options = {}) {
+        report(options, 0.0f);
+        std::shared_ptr<const gguf::File> file = gguf::File::open(path);
+        return std::shared_ptr<const Model>(new Model(std::move(file), options));
+    }
+
+    // The caller keeps the buffer alive (and unchanged) as long as the Model lives.
+    static std::shared_ptr<const Model> load_from_memory(const void* data, size_t size,
+                                                         const LoadOptions& options = {}) {
+        report(options, 0.0f);
+        std::shared_ptr<const gguf::File> file = gguf::File::from_buffer(data, size);
+        return std::shared_ptr<const Model>(new Model(std::move(file), options));
+    }
+
+    const Config& config() const noexcept { return net_.config(); }
+    const Tokenizer& tokenizer() const noexcept { return tokenizer_; }
+    const gguf::File& file() const noexcept { return net_.file(); }
+    const Weights& weights() const noexcept { return net_.weights(); }
+    const SmolLM3& network() const noexcept { return net_; }
+
+    // "smollm3-" + 16 hex digits: FNV-1a of the file's header, metadata and
+    // tensor table (everything before the tensor data) and its size. Two files
+    // with the same identity have the same config, vocabulary and tensor layout.
+    const std::string& identity() const noexcept { return identity_; }
+
+    // Shared by every generator on this model; jobs from different callers queue.
+    ThreadPool& thread_pool() const noexcept { return *pool_; }
+
+    // A cache for this model: n_ctx defaults to min(4096, context length); 0 or more
+    // than the context length is Error(invalid_argument).
+    KVCache new_cache(size_t n_ctx = KVCache::kDefaultSize, KVType type = KVType::f16) const {
+        return KVCache(config(), n_ctx, type);
+    }
+
+    // Runs tokens [n] at positions start_pos.. through the model, appending K/V to kv;
+    // writes the logits of the last position ([vocab]) or of all ([n][vocab]) to logits.
+    // Errors and cancellation: see model/smollm3.hpp.
+    void forward(const int32_t* tokens, size_t n, size_t start_pos, KVCache& kv, float* logits,
+                 const ForwardOptions& options = {}) const {
+        net_.forward(tokens, n, start_pos, kv, logits, *pool_, options);
+    }
+
+private:
+    Model(std::shared_ptr<const gguf::File> file, const LoadOptions& options)
+        : net_(bound(file, options)), tokenizer_(Tokenizer::from_gguf(file)) {
+        report(options, 0.8f);
+        if (size_t(tokenizer_.vocab_size()) != net_.config().vocab_size)
+            detail::fail(ErrorKind::shape, "model: " + file->source() + ": the tokenizer has " +
+                                               std::to_string(tokenizer_.vocab_size()) +
+                                               " tokens, the model " +
+                                               std::to_string(net_.config().vocab_size));
+        const uint64_t size = file->size();
+        uint64_t hash = detail::fnv1a(file->bytes(), file->data_offset());
+        hash = detail::fnv1a(reinterpret_cast<const uint8_t*>(&size), sizeof size, hash);
+        char hex[17];
+        std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+        identity_ = "smollm3-" + std::string(hex);
+        const int threads = options.n_threads > 0 ? options.n_threads : detail::physical_core_count();
+        pool_ = std::make_unique<ThreadPool>(threads);
+        if (options.log)
+            options.log(0, "smol: loaded " + file->source() + " (" +
+                               std::to_string(net_.config().n_layers) + " layers, hidden " +
+                               std::to_string(net_.config().hidden) + ", " + std::to_string(threads) +
+                               " threads)");
+        report(options, 1.0f);
+    }
+
+    static SmolLM3 bound(const std::shared_ptr<const gguf::File>& file, const LoadOptions& options) {
+        report(options, 0.2f);
+        SmolLM3 net(file);
+        report(options, 0.6f);
+        return net;
+    }
+
+    static void report(const LoadOptions& options, float progress) {
+        if (options.progress && !options.progress(progress))
+            detail::fail(ErrorKind::cancelled, "model: loading cancelled");
+    }
+
+    SmolLM3 net_;
+    Tokenizer tokenizer_;
+    std::string identity_;
+    std::unique_ptr<ThreadPool> pool_;
+};
+
+}  // namespace smol

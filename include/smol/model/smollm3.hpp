@@ -1,0 +1,344 @@
+// smol::SmolLM3: the forward pass of SmolLM3 over a bound GGUF file, with the
+// quantized kernels. Batched prefill and single-token decode are one code path:
+// a chunk of m tokens runs every layer as mat-mats (m = 1 is the decode
+// mat-vec), K/V go into a KVCache the caller owns.
+//
+// Per chunk (x: residual stream [m][hidden], positions start .. start + m - 1):
+//   x = token_embd rows
+//   for each layer l:
+//     a = rmsnorm(x) * attn_norm                       [m][hidden]
+//     q = Wq a [m][heads][head_dim], k = Wk a, v = Wv a [m][kv_heads][head_dim]
+//     RoPE(q, k) on adjacent pairs, unless l is a NoPE layer ((l + 1) % 4 == 0)
+//     kv[l][pos] = (k, v)
+//     o[t][h] = sum_{p <= pos_t} softmax_p(q[t][h] . K[h / group][p] / sqrt(head_dim)) V[h / group][p]
+//     x += Wo o
+//     f = rmsnorm(x) * ffn_norm;  x += Wdown (silu(Wgate f) * Wup f)
+//   logits = lm_head (rmsnorm(x) * output_norm)  for the last position (or all)
+//
+// Contract of forward(tokens, n, start_pos, kv, logits, pool, options):
+//   - start_pos <= kv.size() (positions from start_pos on are overwritten) and
+//     start_pos + n <= kv.n_ctx(), else smol::Error(out_of_range); n == 0, a
+//     token outside the vocabulary or a cache of another geometry is
+//     Error(invalid_argument). Nothing is changed when these checks fail.
+//   - logits: [vocab] for the last position, or [n][vocab] with all_logits.
+//   - Cancellation: options.cancel is read between layers; once set, forward
+//     throws Error(cancelled). Then, as after any exception, kv.size() covers
+//     exactly the chunks that completed (start_pos + k * chunk_size).
+//   - Results do not depend on the thread count or the chunk size beyond float
+//     rounding of the prefill tiles (the kernels never split a reduction).
+// Many threads may call forward on one SmolLM3 at once with different caches
+// (jobs queue on a shared pool).
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../core/fp16.hpp"
+#include "../core/threadpool.hpp"
+#include "../error.hpp"
+#include "../gguf/gguf.hpp"
+#include "../kernels/kernels.hpp"
+#include "config.hpp"
+#include "kv_cache.hpp"
+#include "weights.hpp"
+
+namespace smol {
+
+struct ForwardOptions {
+    bool all_logits = false;                    // logits of every position, [n][vocab]
+    size_t chunk_size = 0;                      // tokens per prefill pass; 0 = kDefaultChunk
+    const std::atomic<bool>* cancel = nullptr;  // set -> Error(cancelled) at the next layer boundary
+
+    static constexpr size_t kDefaultChunk = 256;
+};
+
+
+// The ISA-specific parts live in the kernels' inline namespace (see
+// kernels/dispatch.hpp): translation units built with different -m flags each
+// get their own copy instead of an ODR clash.
+inline namespace SMOL_KERNEL_NS {
+
+namespace attention_kernels {
+
+// dot(q, k) for a key row stored as F16 or F32.
+inline float attention_dot(const float* q, const void* key_row, KVType type, size_t n) noexcept {
+    if (type == KVType::f32) return dot_f32(q, static_cast<const float*>(key_row), n);
+    const uint16_t* k = static_cast<const uint16_t*>(key_row);
+    size_t i = 0;
+    float sum = 0;
+#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    for (; i + 16 <= n; i += 16) {
+        const __m256 k0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k + i)));
+        const __m256 k1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k + i + 8)));
+        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), k0, acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), k1, acc1);
+    }
+    acc0 = _mm256_add_ps(acc0, acc1);
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc0), _mm256_extractf128_ps(acc0, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    sum = _mm_cvtss_f32(s);
+#endif
+    for (; i < n; ++i) sum += q[i] * fp16_to_fp32(k[i]);
+    return sum;
+}
+
+// out += weight * value_row (F16 or F32).
+inline void attention_accumulate(float* out, float weight, const void* value_row, KVType type,
+                                 size_t n) noexcept {
+    size_t i = 0;
+    if (type == KVType::f32) {
+        const float* v = static_cast<const float*>(value_row);
+        for (; i < n; ++i) out[i] += weight * v[i];
+        return;
+    }
+    const uint16_t* v = static_cast<const uint16_t*>(value_row);
+#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
+    const __m256 w = _mm256_set1_ps(weight);
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v8 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + i)));
+        _mm256_storeu_ps(out + i, _mm256_fmadd_ps(w, v8, _mm256_loadu_ps(out + i)));
+    }
+#endif
+    for (; i < n; ++i) out[i] += weight * fp16_to_fp32(v[i]);
+}
+
+}  // namespace attention_kernels
+
+class SmolLM3 {
+public:
+    // Reads the config and binds the weights of `file` (kept alive by the model).
+    explicit SmolLM3(std::shared_ptr<const gguf::File> file)
+        : file_(std::move(file)), config_(Config::from_gguf(*file_)),
+          weights_(Weights::bind(*file_, config_)) {
+        auto as_matrix = [](const WeightView& v) {
+            return make_weight_matrix(v.type, v.data, v.rows, v.cols, v.name ? *v.name : "");
+        };
+        lm_head_ = as_matrix(weights_.lm_head);
+        for (const LayerWeights& l : weights_.layers) {
+            layers_.push_back({as_matrix(l.attn_q), as_matrix(l.attn_k), as_matrix(l.attn_v),
+                               as_matrix(l.attn_output), as_matrix(l.ffn_gate), as_matrix(l.ffn_up),
+                               as_matrix(l.ffn_down)});
+        }
+        // theta_i = pos * base^(-2i / rope_dims); the per-pair frequencies in double.
+        inverse_frequency_.resize(config_.rope_dims / 2);
+        for (size_t i = 0; i < inverse_frequency_.size(); ++i)
+            inverse_frequency_[i] = std::pow(double(config_.rope_freq_base),
+                                             -2.0 * double(i) / double(config_.rope_dims));
+    }
+
+    const Config& config() const noexcept { return config_; }
+    const Weights& weights() const noexcept { return weights_; }
+    const gguf::File& file() const noexcept { return *file_; }
+    const std::shared_ptr<const gguf::File>& file_ptr() const noexcept { return file_; }
+
+    // See the contract at the top of this file.
+    void forward(const int32_t* tokens, size_t n, size_t start_pos, KVCache& kv, float* logits,
+                 ThreadPool& pool, const ForwardOptions& options = {}) const {
+        if (n == 0 || tokens == nullptr)
+            detail::fail(ErrorKind::invalid_argument, "forward: no tokens");
+        if (logits == nullptr) detail::fail(ErrorKind::invalid_argument, "forward: no logits buffer");
+        if (!kv.compatible(config_))
+            detail::fail(ErrorKind::invalid_argument,
+                         "forward: the KV cache was made for another model geometry");
+        if (start_pos > kv.size())
+            detail::fail(ErrorKind::out_of_range,
+                         "forward: start position " + std::to_string(start_pos) +
+                             " is past the " + std::to_string(kv.size()) + " cached positions");
+        if (n > kv.n_ctx() || start_pos > kv.n_ctx() - n)
+            detail::fail(ErrorKind::out_of_range,
+                         "forward: positions " + std::to_string(start_pos) + ".." +
+                             std::to_string(start_pos + n - 1) + " exceed the context of " +
+                             std::to_string(kv.n_ctx()) + " positions");
+        for (size_t i = 0; i < n; ++i)
+            if (tokens[i] < 0 || size_t(tokens[i]) >= config_.vocab_size)
+                detail::fail(ErrorKind::invalid_argument,
+                             "forward: token id " + std::to_string(tokens[i]) + " at index " +
+                                 std::to_string(i) + " is outside the vocabulary of " +
+                                 std::to_string(config_.vocab_size));
+
+        kv.truncate(start_pos);
+        const size_t chunk = options.chunk_size ? options.chunk_size : ForwardOptions::kDefaultChunk;
+        Scratch scratch;
+        for (size_t done = 0; done < n; done += chunk) {
+            const size_t m = std::min(chunk, n - done);
+            const bool last_chunk = done + m == n;
+            float* chunk_logits = nullptr;
+            if (options.all_logits) chunk_logits = logits + done * config_.vocab_size;
+            else if (last_chunk) chunk_logits = logits;
+            run_chunk(tokens + done, m, start_pos + done, kv, chunk_logits, options.all_logits,
+                      pool, options.cancel, scratch);
+            kv.set_size(start_pos + done + m);
+        }
+    }
+
+private:
+    struct LayerMatrices {
+        WeightMatrix q, k, v, o, gate, up, down;
+    };
+
+    // Work buffers of one forward call, sized for the largest chunk.
+    struct Scratch {
+        std::vector<float> x, normed, q, k, v, attn, out, gate, up, scores, rope_cos, rope_sin;
+        QuantizedInput input;
+    };
+
+    // Quantizes x [m][cols] for weight type `type` unless `input` already holds it in that format.
+    static void prepare(QuantizedInput& input, bool& fresh, GGMLType type, const float* x, size_t m,
+                        size_t cols, ThreadPool& pool) {
+        if (fresh && input.suits(type) && input.cols() == cols && input.n_tokens() == m) return;
+        input.quantize(type, x, m, cols, &pool);
+        fresh = true;
+    }
+
+    void run_chunk(const int32_t* tokens, size_t m, size_t start, KVCache& kv, float* logits,
+                   bool all_logits, ThreadPool& pool, const std::atomic<bool>* cancel,
+                   Scratch& s) const {
+        const Config& c = config_;
+        const size_t hidden = c.hidden, q_dim = c.q_dim(), kv_dim = c.kv_dim(), ffn = c.ffn;
+        s.x.resize(m * hidden);
+        s.normed.resize(m * hidden);
+        s.q.resize(m * q_dim);
+        s.k.resize(m * kv_dim);
+        s.v.resize(m * kv_dim);
+        s.attn.resize(m * q_dim);
+        s.out.resize(m * hidden);
+        s.gate.resize(m * ffn);
+        s.up.resize(m * ffn);
+
+        for (size_t t = 0; t < m; ++t) weights_.embed(tokens[t], &s.x[t * hidden]);
+        rope_table(start, m, s);
+
+        for (size_t li = 0; li < c.n_layers; ++li) {
+            if (cancel && cancel->load(std::memory_order_relaxed))
+                detail::fail(ErrorKind::cancelled, "forward: cancelled");
+            const LayerWeights& lw = weights_.layers[li];
+            const LayerMatrices& lm = layers_[li];
+
+            // --- attention block ---
+            for (size_t t = 0; t < m; ++t)
+                rmsnorm(&s.x[t * hidden], lw.attn_norm.data(), &s.normed[t * hidden], hidden, c.rms_eps);
+            bool fresh = false;
+            prepare(s.input, fresh, lm.q.type, s.normed.data(), m, hidden, pool);
+            matmul(lm.q, s.input, s.q.data(), q_dim, pool);
+            prepare(s.input, fresh, lm.k.type, s.normed.data(), m, hidden, pool);
+            matmul(lm.k, s.input, s.k.data(), kv_dim, pool);
+            prepare(s.input, fresh, lm.v.type, s.normed.data(), m, hidden, pool);
+            matmul(lm.v, s.input, s.v.data(), kv_dim, pool);
+            if (c.layer_uses_rope(li)) {
+                for (size_t t = 0; t < m; ++t) {
+                    for (size_t h = 0; h < c.n_heads; ++h) rope(&s.q[t * q_dim + h * c.head_dim], t, s);
+                    for (size_t h = 0; h < c.n_kv_heads; ++h) rope(&s.k[t * kv_dim + h * c.head_dim], t, s);
+                }
+            }
+            for (size_t t = 0; t < m; ++t) kv.store(li, start + t, &s.k[t * kv_dim], &s.v[t * kv_dim]);
+            attention(li, start, m, kv, pool, s);
+            fresh = false;
+            prepare(s.input, fresh, lm.o.type, s.attn.data(), m, q_dim, pool);
+            matmul(lm.o, s.input, s.out.data(), hidden, pool);
+            for (size_t i = 0; i < m * hidden; ++i) s.x[i] += s.out[i];
+
+            // --- SwiGLU MLP ---
+            for (size_t t = 0; t < m; ++t)
+                rmsnorm(&s.x[t * hidden], lw.ffn_norm.data(), &s.normed[t * hidden], hidden, c.rms_eps);
+            fresh = false;
+            prepare(s.input, fresh, lm.gate.type, s.normed.data(), m, hidden, pool);
+            matmul(lm.gate, s.input, s.gate.data(), ffn, pool);
+            prepare(s.input, fresh, lm.up.type, s.normed.data(), m, hidden, pool);
+            matmul(lm.up, s.input, s.up.data(), ffn, pool);
+            swiglu(s.gate.data(), s.up.data(), s.gate.data(), m * ffn);
+            fresh = false;
+            prepare(s.input, fresh, lm.down.type, s.gate.data(), m, ffn, pool);
+            matmul(lm.down, s.input, s.out.data(), hidden, pool);
+            for (size_t i = 0; i < m * hidden; ++i) s.x[i] += s.out[i];
+        }
+        if (cancel && cancel->load(std::memory_order_relaxed))
+            detail::fail(ErrorKind::cancelled, "forward: cancelled");
+        if (!logits) return;
+
+        // --- LM head over the positions whose logits were asked for ---
+        const size_t first = all_logits ? 0 : m - 1;
+        const size_t rows = m - first;
+        for (size_t t = first; t < m; ++t)
+            rmsnorm(&s.x[t * hidden], weights_.output_norm.data(), &s.normed[(t - first) * hidden],
+                    hidden, c.rms_eps);
+        s.input.quantize(lm_head_.type, s.normed.data(), rows, hidden, &pool);
+        matmul(lm_head_, s.input, logits, c.vocab_size, pool);
+    }
+
+    // cos/sin of pos * inverse_frequency[i] for the chunk's positions: [m][rope_dims / 2].
+    void rope_table(size_t start, size_t m, Scratch& s) const {
+        const size_t pairs = inverse_frequency_.size();
+        s.rope_cos.resize(m * pairs);
+        s.rope_sin.resize(m * pairs);
+        for (size_t t = 0; t < m; ++t) {
+            for (size_t i = 0; i < pairs; ++i) {
+                const double theta = double(start + t) * inverse_frequency_[i];
+                s.rope_cos[t * pairs + i] = float(std::cos(theta));
+                s.rope_sin[t * pairs + i] = float(std::sin(theta));
+            }
+        }
+    }
+
+    // Rotates the pairs (v[2i], v[2i+1]), i < rope_dims / 2, of one head of token t.
+    void rope(float* v, size_t t, const Scratch& s) const noexcept {
+        const size_t pairs = inverse_frequency_.size();
+        const float* cs = &s.rope_cos[t * pairs];
+        const float* sn = &s.rope_sin[t * pairs];
+        for (size_t i = 0; i < pairs; ++i) {
+            const float x0 = v[2 * i], x1 = v[2 * i + 1];
+            v[2 * i] = x0 * cs[i] - x1 * sn[i];
+            v[2 * i + 1] = x0 * sn[i] + x1 * cs[i];
+        }
+    }
+
+    // s.attn[t][h] for the chunk's m tokens; work items (token, query head) split over threads.
+    void attention(size_t layer, size_t start, size_t m, const KVCache& kv, ThreadPool& pool,
+                   Scratch& s) const {
+        const Config& c = config_;
+        const size_t hd = c.head_dim, q_dim = c.q_dim(), group = c.heads_per_kv();
+        const size_t max_positions = start + m;
+        const float scale = 1.0f / std::sqrt(float(hd));
+        const KVType type = kv.type();
+        const size_t row_bytes = hd * kv.element_bytes();
+        s.scores.resize(size_t(pool.size()) * max_positions);
+        std::fill(s.attn.begin(), s.attn.begin() + m * q_dim, 0.0f);
+        auto work = [&](size_t begin, size_t end, int thread) {
+            float* scores = &s.scores[size_t(thread) * max_positions];
+            for (size_t item = begin; item < end; ++item) {
+                const size_t t = item / c.n_heads, h = item % c.n_heads, kv_head = h / group;
+                const size_t positions = start + t + 1;  // causal: this token sees 0..start+t
+                const float* q = &s.q[t * q_dim + h * hd];
+                const uint8_t* keys = static_cast<const uint8_t*>(kv.keys(layer, kv_head));
+                const uint8_t* values = static_cast<const uint8_t*>(kv.values(layer, kv_head));
+                for (size_t p = 0; p < positions; ++p)
+                    scores[p] = attention_kernels::attention_dot(q, keys + p * row_bytes, type, hd) * scale;
+                softmax(scores, positions);
+                float* out = &s.attn[t * q_dim + h * hd];
+                for (size_t p = 0; p < positions; ++p)
+                    attention_kernels::attention_accumulate(out, scores[p], values + p * row_bytes, type, hd);
+            }
+        };
+        const size_t items = m * c.n_heads;
+        if (pool.size() > 1 && items * max_positions * hd >= 32768) pool.parallel_for(items, work);
+        else work(0, items, 0);
+    }
+
+    std::shared_ptr<const gguf::File> file_;
+    Config config_;
+    Weights weights_;
+    WeightMatrix lm_head_;
+    std::vector<LayerMatrices> layers_;
+    std::vector<double> inverse_frequency_;  // [rope_dims / 2]
+};
+
+}  // namespace SMOL_KERNEL_NS
+}  // namespace smol

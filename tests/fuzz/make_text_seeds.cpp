@@ -1,0 +1,69 @@
+// Writes seed corpora for fuzz_tokenizer and fuzz_chat_template from the
+// fixtures' tokenizer test texts and chat conversations, in each target's
+// input format (see the top comment of each target).
+//   make_text_seeds FIXTURES_DIR TARGET OUT_DIR
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+namespace {
+void save(const std::string& path, const std::string& bytes) {
+    std::ofstream(path, std::ios::binary) << bytes;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 4) {
+        std::fprintf(stderr, "usage: make_text_seeds FIXTURES_DIR TARGET OUT_DIR\n");
+        return 2;
+    }
+    const std::string fixtures = argv[1], target = argv[2], out = argv[3];
+    int n = 0;
+    if (target == "fuzz_tokenizer") {
+        int vocab = 0;
+        for (const char* name : {"tiny-q4km.gguf.json", "vocab-llama-bpe.gguf.json"}) {
+            std::ifstream in(fixtures + "/tokenizer/" + name);
+            if (!in) continue;
+            const auto cases = nlohmann::json::parse(in);
+            for (const auto& c : cases) {
+                const bool special = c.value("parse_special", false);
+                const char mode = char(vocab | (special ? 2 : 0));
+                save(out + "/text-" + std::to_string(n++), std::string(1, mode) + c["text"].get<std::string>());
+                // The same case as an id stream for the detokenizer.
+                std::string ids(1, char(mode | 4));
+                for (const auto& id : c["ids"]) {
+                    const uint32_t v = id.get<uint32_t>();
+                    ids.append(reinterpret_cast<const char*>(&v), 4);
+                }
+                save(out + "/ids-" + std::to_string(n++), ids);
+            }
+            vocab = 1;
+        }
+    } else if (target == "fuzz_chat_template") {
+        std::ifstream in(fixtures + "/chat/smollm3-chat.json");
+        if (in) {
+            for (const auto& c : nlohmann::json::parse(in)) {
+                const auto& o = c["options"];
+                char flags = o.value("add_generation_prompt", true) ? 1 : 0;
+                if (o.contains("enable_thinking")) flags |= o["enable_thinking"].get<bool>() ? 2 : 4;
+                std::string bytes(1, flags);
+                for (const auto& m : c["messages"]) {
+                    const std::string role = m["role"].get<std::string>();
+                    const char r = role == "system" ? 0 : role == "user" ? 1 : role == "assistant" ? 2 : 3;
+                    if (bytes.size() > 1) bytes += '\x1e';
+                    bytes += r;
+                    bytes += m["content"].get<std::string>();
+                }
+                save(out + "/chat-" + std::to_string(n++), bytes);
+            }
+        }
+        save(out + "/think-" + std::to_string(n++), std::string("\x01\x02<think>\nhmm\n</think>\n\nanswer"));
+    } else {
+        std::fprintf(stderr, "make_text_seeds: unknown target %s\n", target.c_str());
+        return 2;
+    }
+    std::printf("make_text_seeds: wrote %d seeds for %s\n", n, target.c_str());
+    return 0;
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Cross-compiles the kernel tests (tests/test_kernels.cpp + tests/test_main.cpp)
+# for AArch64 with Debian's g++-aarch64-linux-gnu and runs them under
+# qemu-user, once with the dot-product extension (vdotq_s32) and once for
+# plain ARMv8-A NEON (vmull_s8 path). Installs the cross compiler and qemu
+# with apt-get if they are missing (CI runs this as root).
+#
+#   tools/ci-aarch64.sh [build-dir]      (default: build-aarch64)
+#
+# The compiler sees an include directory holding only symlinks to xsimd and
+# doctest (never the host's /usr/include as a whole, whose headers are for x86).
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${1:-$repo/build-aarch64}"
+cxx=aarch64-linux-gnu-g++
+
+if ! command -v "$cxx" >/dev/null || ! command -v qemu-aarch64 >/dev/null; then
+    echo "ci-aarch64: installing g++-aarch64-linux-gnu and qemu-user"
+    apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y g++-aarch64-linux-gnu qemu-user
+fi
+
+find_header_dir() {  # the directory that holds $1 (e.g. xsimd/xsimd.hpp)
+    for dir in /usr/include /usr/local/include; do
+        if [ -e "$dir/$1" ]; then echo "$dir/${1%%/*}"; return 0; fi
+    done
+    echo "ci-aarch64: cannot find $1" >&2
+    return 1
+}
+
+mkdir -p "$build/include"
+ln -sfn "$(find_header_dir xsimd/xsimd.hpp)" "$build/include/xsimd"
+ln -sfn "$(find_header_dir doctest/doctest.h)" "$build/include/doctest"
+
+run_variant() {  # name, -march
+    local name="$1" march="$2"
+    echo "ci-aarch64: building test_kernels ($name, -march=$march)"
+    "$cxx" -std=c++17 -O2 -Wall -Wextra -march="$march" -static -pthread -DSMOL_TEST_NO_FIXTURES \
+        -I "$repo/include" -I "$repo/tests" -isystem "$build/include" \
+        "$repo/tests/test_kernels.cpp" "$repo/tests/test_main.cpp" \
+        -o "$build/test_kernels-$name"
+    echo "ci-aarch64: running test_kernels-$name under qemu"
+    qemu-aarch64 -L /usr/aarch64-linux-gnu "$build/test_kernels-$name"
+}
+
+run_variant dotprod armv8.2-a+dotprod
+run_variant neon armv8-a
+echo "ci-aarch64: all passed"
