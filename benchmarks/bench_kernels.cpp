@@ -8,6 +8,8 @@
 //       gate up down), input quantized once per matrix group as the model does:
 //       effective GB/s = layer weight bytes / time. Variant 0: attn_v/ffn_down Q4_K;
 //       1: attn_v/ffn_down Q6_K (Q4_K_M gives half the layers the bigger types).
+//   MatVecHot/<type>                     256x2048 kept in L2, 1 thread, CPU time: the
+//       compute ceiling of one core (what the kernel could stream if DRAM kept up).
 //   MatMat/<type>/<rows>x<cols>/tokens/threads   prefill: GOPS = 2 * rows * cols * tokens / time.
 //   Quantize/<cols>                      activation quantization to Q8_K.
 //
@@ -171,6 +173,24 @@ void BM_DecodeLayer(benchmark::State& state) {
     state.counters["MB/layer"] = double(layer_bytes) / 1e6;
 }
 
+// The compute ceiling of one core: a 256-row matrix that stays in L2, one
+// thread, timed in CPU time (insensitive to other load on the machine).
+void BM_MatVecHot(benchmark::State& state, GGMLType type) {
+    const size_t rows = 256, cols = 2048;
+    smol::ThreadPool& pool = pool_of(1);
+    const WeightSet set = make_weight_set(type, rows, cols, 0);
+    const std::vector<float> x = random_activations(cols);
+    smol::QuantizedInput input;
+    input.quantize(type, x.data(), 1, cols);
+    std::vector<float> y(rows);
+    for (auto _ : state) {
+        smol::matmul(set.copies[0], input, y.data(), rows, pool);
+        benchmark::DoNotOptimize(y.data());
+    }
+    state.counters["GB/s"] = benchmark::Counter(double(set.matrix_bytes) * double(state.iterations()) / 1e9,
+                                                benchmark::Counter::kIsRate);
+}
+
 void BM_MatMat(benchmark::State& state, GGMLType type, size_t rows, size_t cols) {
     const size_t n_tokens = size_t(state.range(0));
     smol::ThreadPool& pool = pool_of(int(state.range(1)));
@@ -215,6 +235,11 @@ BENCHMARK_CAPTURE(BM_MatVec, q6k_2048x11008, GGMLType::Q6_K, 2048, 11008)->Apply
 BENCHMARK_CAPTURE(BM_MatVec, q6k_128256x2048, GGMLType::Q6_K, 128256, 2048)->Apply(matvec_args);
 BENCHMARK_CAPTURE(BM_MatVec, q8_0_2048x2048, GGMLType::Q8_0, 2048, 2048)->Apply(matvec_args);
 BENCHMARK_CAPTURE(BM_MatVec, f16_2048x2048, GGMLType::F16, 2048, 2048)->Apply(matvec_args);
+
+BENCHMARK_CAPTURE(BM_MatVecHot, q4k, GGMLType::Q4_K)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, q5k, GGMLType::Q5_K)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, q6k, GGMLType::Q6_K)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, q8_0, GGMLType::Q8_0)->Unit(benchmark::kMicrosecond);
 
 BENCHMARK(BM_DecodeLayer)
     ->ArgsProduct({{0, 1}, {1, 2}})

@@ -8,7 +8,12 @@
 // interval between frame starts), with generation running the whole time.
 // Goal: no frame over 20 ms.
 //
-//   npc-demo [-m MODEL] [--npcs N] [--frames N] [-t THREADS] [-n TOKENS] [--verbose]
+// The generation threads run at a lower priority (GeneratorOptions::
+// on_worker_start; Linux: nice 10) so the game thread wins its core back at
+// once; --no-nice turns that off for comparison.
+//
+//   npc-demo [-m MODEL] [--npcs N] [--frames N] [-t THREADS] [-n TOKENS] [--pause FRAMES]
+//            [--no-nice] [--verbose]
 #include <smol/smol.hpp>
 #include <smol/generator.hpp>
 
@@ -21,6 +26,8 @@
 #include <vector>
 
 #if defined(__linux__)
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #endif
 
@@ -75,7 +82,8 @@ double simulate_world(int frame) {
 
 int main(int argc, char** argv) {
     std::string model_path;
-    int n_npcs = 3, n_frames = 600, max_tokens = 48;
+    int n_npcs = 3, n_frames = 600, max_tokens = 96, pause_frames = 6;
+    bool nice_workers = true;
     int n_threads = std::max(1, int(std::thread::hardware_concurrency()) - 1);  // leave a core to the game
     bool verbose = false;
     for (int i = 1; i < argc; ++i) {
@@ -86,9 +94,13 @@ int main(int argc, char** argv) {
         else if (arg == "--frames") n_frames = std::max(1, std::stoi(value()));
         else if (arg == "-t") n_threads = std::max(1, std::stoi(value()));
         else if (arg == "-n") max_tokens = std::stoi(value());
+        else if (arg == "--pause") pause_frames = std::max(0, std::stoi(value()));
+        else if (arg == "--no-nice") nice_workers = false;
         else if (arg == "--verbose") verbose = true;
         else {
-            std::fprintf(stderr, "usage: npc-demo [-m MODEL] [--npcs N] [--frames N] [-t THREADS] [-n TOKENS] [--verbose]\n");
+            std::fprintf(stderr,
+                         "usage: npc-demo [-m MODEL] [--npcs N] [--frames N] [-t THREADS] [-n TOKENS]\n"
+                         "                [--pause FRAMES] [--no-nice] [--verbose]\n");
             return arg == "-h" || arg == "--help" ? 0 : 2;
         }
     }
@@ -116,12 +128,23 @@ int main(int argc, char** argv) {
         smol::ChatOptions prefill_options = params.chat;
         prefill_options.add_generation_prompt = false;
 
-        smol::Generator base(model);
+        smol::GeneratorOptions options;
+        if (nice_workers) {
+            options.on_worker_start = [] {
+#if defined(__linux__)
+                // Per-thread on Linux: lower this worker's priority only.
+                setpriority(PRIO_PROCESS, id_t(syscall(SYS_gettid)), 10);
+#endif
+            };
+        }
+        smol::Generator base(model, options);
         const auto prefill_start = Clock::now();
         const size_t prefilled = base.prefill_chat(shared, prefill_options);
         const double prefill_ms = std::chrono::duration<double, std::milli>(Clock::now() - prefill_start).count();
-        std::fprintf(stderr, "npc-demo: %s; %d threads; shared prompt %zu tokens prefilled in %.1f ms\n",
-                     smol::build_info_string().c_str(), n_threads, prefilled, prefill_ms);
+        std::fprintf(stderr,
+                     "npc-demo: %s; %d model threads; workers %s; shared prompt %zu tokens prefilled in %.1f ms\n",
+                     smol::build_info_string().c_str(), n_threads, nice_workers ? "niced" : "not niced", prefilled,
+                     prefill_ms);
 
         const char* names[] = {"Blacksmith", "Baker", "Guard", "Innkeeper", "Farmer", "Bard", "Priest", "Merchant"};
         const char* lines[] = {"Good morning! What are you working on?", "Any news from the road?",
@@ -161,7 +184,7 @@ int main(int argc, char** argv) {
                         if (verbose)
                             std::printf("[frame %d] %s: %s\n", frame, npc.name.c_str(), npc.bubble.c_str());
                         npc.speaking = smol::AsyncGeneration();
-                        npc.next_line_frame = frame + 30;
+                        npc.next_line_frame = frame + pause_frames;
                     } else {
                         any_generating = true;
                     }

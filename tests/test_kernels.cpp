@@ -347,21 +347,24 @@ TEST_CASE("matmul equals the scalar reference over odd shapes, and is independen
 
 TEST_CASE("matmul: a token's result does not depend on how many tokens share the call") {
     smol::ThreadPool pool(2);
-    const size_t rows = 9, cols = 512;
-    const std::vector<uint8_t> w_bytes = random_weights(GGMLType::Q4_K, rows, cols);
-    const smol::WeightMatrix w = smol::make_weight_matrix(GGMLType::Q4_K, w_bytes.data(), rows, cols);
-    const size_t n_tokens = 11;
-    const std::vector<float> x = random_floats(n_tokens * cols);
-    smol::QuantizedInput all;
-    all.quantize(GGMLType::Q4_K, x.data(), n_tokens, cols);
-    std::vector<float> y_all(n_tokens * rows);
-    smol::matmul(w, all, y_all.data(), rows, pool);
-    for (size_t t = 0; t < n_tokens; ++t) {
-        smol::QuantizedInput one;
-        one.quantize(GGMLType::Q4_K, x.data() + t * cols, 1, cols);
-        std::vector<float> y(rows);
-        smol::matmul(w, one, y.data(), rows, pool);
-        CHECK(std::memcmp(y.data(), y_all.data() + t * rows, rows * sizeof(float)) == 0);
+    for (GGMLType type : kAllTypes) {
+        CAPTURE(smol::type_name(type));
+        const size_t rows = 9, cols = 512;
+        const std::vector<uint8_t> w_bytes = random_weights(type, rows, cols);
+        const smol::WeightMatrix w = smol::make_weight_matrix(type, w_bytes.data(), rows, cols);
+        const size_t n_tokens = 11;
+        const std::vector<float> x = random_floats(n_tokens * cols);
+        smol::QuantizedInput all;
+        all.quantize(type, x.data(), n_tokens, cols);
+        std::vector<float> y_all(n_tokens * rows);
+        smol::matmul(w, all, y_all.data(), rows, pool);
+        for (size_t t = 0; t < n_tokens; ++t) {
+            smol::QuantizedInput one;
+            one.quantize(type, x.data() + t * cols, 1, cols);
+            std::vector<float> y(rows);
+            smol::matmul(w, one, y.data(), rows, pool);
+            CHECK(std::memcmp(y.data(), y_all.data() + t * rows, rows * sizeof(float)) == 0);
+        }
     }
 }
 

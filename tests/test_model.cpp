@@ -357,3 +357,296 @@ TEST_CASE("fast forward agrees with the reference on generated models") {
         }
     }
 }
+
+TEST_CASE("generated model: same logits with 1 or 2 threads and any chunk size") {
+    smol_test::ModelSpec spec;
+    spec.kv_heads = 2;
+    const auto file = made_file(spec);
+    const smol::SmolLM3 net(file);
+    const size_t vocab = net.config().vocab_size;
+    const auto ids = random_tokens(23, vocab, 99);
+    std::vector<float> baseline(vocab);
+    {
+        smol::ThreadPool pool(1);
+        smol::KVCache kv(net.config());
+        net.forward(ids.data(), ids.size(), 0, kv, baseline.data(), pool);
+    }
+    for (int threads : {1, 2}) {
+        smol::ThreadPool pool(threads);
+        for (size_t chunk : {size_t(1), size_t(3), size_t(8), ids.size()}) {
+            CAPTURE(threads);
+            CAPTURE(chunk);
+            smol::KVCache kv(net.config());
+            std::vector<float> logits(vocab);
+            smol::ForwardOptions options;
+            options.chunk_size = chunk;
+            net.forward(ids.data(), ids.size(), 0, kv, logits.data(), pool, options);
+            const auto cmp = smol_test::compare_logits(logits.data(), baseline.data(), vocab);
+            // The kernels never split a reduction, so the thread count changes nothing;
+            // a column's dot product is the same whichever tile serves it.
+            CHECK(cmp.max_abs_error <= 1e-4f * cmp.range);
+        }
+    }
+}
+
+TEST_CASE("KV cache: fork, truncate, serialize") {
+    smol_test::ModelSpec spec;
+    spec.kv_heads = 2;
+    const auto file = made_file(spec);
+    const smol::SmolLM3 net(file);
+    const size_t vocab = net.config().vocab_size;
+    smol::ThreadPool pool(2);
+    const auto prefix = random_tokens(12, vocab, 1), a = random_tokens(5, vocab, 2),
+               b = random_tokens(7, vocab, 3);
+    auto run = [&](smol::KVCache& kv, const std::vector<int32_t>& ids) {
+        std::vector<float> logits(vocab);
+        net.forward(ids.data(), ids.size(), kv.size(), kv, logits.data(), pool);
+        return logits;
+    };
+    smol::KVCache kv(net.config(), 64);
+    CHECK(kv.n_ctx() == 64);
+    run(kv, prefix);
+    CHECK(kv.size() == 12);
+
+    // fork: two branches continue independently from one prefix.
+    smol::KVCache branch = kv.fork();
+    const auto after_a = run(kv, a);
+    const auto branch_b = run(branch, b);
+    CHECK(kv.size() == 17);
+    CHECK(branch.size() == 19);
+
+    // truncate back to the prefix (prompt-prefix reuse) and run b: same as the branch.
+    kv.truncate(12);
+    CHECK(run(kv, b) == branch_b);
+    CHECK_THROWS_AS(kv.truncate(100), smol::Error);
+
+    // serialize the prefix, restore, continue with a: same as the first run.
+    kv.truncate(12);
+    const std::vector<uint8_t> bytes = kv.serialize();
+    smol::KVCache restored = smol::KVCache::deserialize(net.config(), bytes.data(), bytes.size(), 32);
+    CHECK(restored.size() == 12);
+    CHECK(restored.n_ctx() == 32);
+    CHECK(run(restored, a) == after_a);
+
+    // Damaged or mismatched bytes are errors.
+    std::vector<uint8_t> damaged = bytes;
+    damaged[0] ^= 0xff;
+    CHECK_THROWS_AS(smol::KVCache::deserialize(net.config(), damaged.data(), damaged.size()), smol::Error);
+    CHECK_THROWS_AS(smol::KVCache::deserialize(net.config(), bytes.data(), bytes.size() - 1), smol::Error);
+    smol::Config other = net.config();
+    other.n_kv_heads = 1;
+    try {
+        smol::KVCache::deserialize(other, bytes.data(), bytes.size());
+        FAIL("expected a shape error");
+    } catch (const smol::Error& e) {
+        CHECK(e.kind() == smol::ErrorKind::shape);
+    }
+    try {
+        smol::KVCache::deserialize(net.config(), bytes.data(), bytes.size(), 8);
+        FAIL("expected out_of_range");
+    } catch (const smol::Error& e) {
+        CHECK(e.kind() == smol::ErrorKind::out_of_range);
+    }
+    // F32 caches serialize too.
+    smol::KVCache f32(net.config(), 64, smol::KVType::f32);
+    run(f32, prefix);
+    const auto f32_bytes = f32.serialize();
+    CHECK(smol::KVCache::deserialize(net.config(), f32_bytes.data(), f32_bytes.size()).type() ==
+          smol::KVType::f32);
+}
+
+namespace {
+
+smol::ErrorKind error_kind_of(const std::function<void()>& f, std::string* message = nullptr) {
+    try {
+        f();
+    } catch (const smol::Error& e) {
+        if (message) *message = e.what();
+        return e.kind();
+    }
+    FAIL("expected a smol::Error");
+    return smol::ErrorKind::internal;
+}
+
+}  // namespace
+
+TEST_CASE("positions past the context are errors, not crashes") {
+    smol_test::ModelSpec spec;
+    spec.context = 64;
+    const auto file = made_file(spec);
+    const smol::SmolLM3 net(file);
+    const size_t vocab = net.config().vocab_size;
+    smol::ThreadPool pool(2);
+    std::vector<float> logits(vocab);
+    CHECK(error_kind_of([&] { smol::KVCache kv(net.config(), 0); }) == smol::ErrorKind::invalid_argument);
+    CHECK(error_kind_of([&] { smol::KVCache kv(net.config(), 65); }) == smol::ErrorKind::invalid_argument);
+    smol::KVCache kv(net.config());
+    CHECK(kv.n_ctx() == 64);  // min(4096, context length)
+
+    const auto too_long = random_tokens(65, vocab, 4);
+    CHECK(error_kind_of([&] { net.forward(too_long.data(), too_long.size(), 0, kv, logits.data(), pool); }) ==
+          smol::ErrorKind::out_of_range);
+    CHECK(kv.size() == 0);
+    const auto fits = random_tokens(60, vocab, 5);
+    net.forward(fits.data(), fits.size(), 0, kv, logits.data(), pool);
+    CHECK(error_kind_of([&] { net.forward(fits.data(), 5, 60, kv, logits.data(), pool); }) ==
+          smol::ErrorKind::out_of_range);
+    CHECK(kv.size() == 60);  // a rejected call changes nothing
+    net.forward(fits.data(), 4, 60, kv, logits.data(), pool);  // exactly fills the context
+    CHECK(kv.size() == 64);
+    CHECK(error_kind_of([&] { net.forward(fits.data(), 1, 64, kv, logits.data(), pool); }) ==
+          smol::ErrorKind::out_of_range);
+    // Skipping positions, bad token ids, no tokens.
+    kv.truncate(10);
+    CHECK(error_kind_of([&] { net.forward(fits.data(), 1, 11, kv, logits.data(), pool); }) ==
+          smol::ErrorKind::out_of_range);
+    const int32_t bad[] = {1, int32_t(vocab)};
+    std::string message;
+    CHECK(error_kind_of([&] { net.forward(bad, 2, 10, kv, logits.data(), pool); }, &message) ==
+          smol::ErrorKind::invalid_argument);
+    CHECK(message.find("512") != std::string::npos);
+    const int32_t negative = -1;
+    CHECK(error_kind_of([&] { net.forward(&negative, 1, 10, kv, logits.data(), pool); }) ==
+          smol::ErrorKind::invalid_argument);
+    CHECK(error_kind_of([&] { net.forward(fits.data(), 0, 10, kv, logits.data(), pool); }) ==
+          smol::ErrorKind::invalid_argument);
+    CHECK(kv.size() == 10);
+}
+
+TEST_CASE("cancellation between layers") {
+    smol_test::ModelSpec spec;
+    const auto file = made_file(spec);
+    const smol::SmolLM3 net(file);
+    smol::ThreadPool pool(1);
+    const auto ids = random_tokens(20, net.config().vocab_size, 6);
+    std::vector<float> logits(net.config().vocab_size);
+    smol::KVCache kv(net.config());
+    net.forward(ids.data(), 5, 0, kv, logits.data(), pool);
+    std::atomic<bool> cancel{true};
+    smol::ForwardOptions options;
+    options.cancel = &cancel;
+    options.chunk_size = 4;
+    CHECK(error_kind_of([&] { net.forward(ids.data() + 5, 15, 5, kv, logits.data(), pool, options); }) ==
+          smol::ErrorKind::cancelled);
+    CHECK(kv.size() == 5);  // no chunk completed
+    cancel = false;
+    net.forward(ids.data() + 5, 15, 5, kv, logits.data(), pool, options);
+    CHECK(kv.size() == 20);
+}
+
+TEST_CASE("made models with errors name the key or tensor") {
+    using T = smol::GGMLType;
+    auto load_error = [](const smol_test::ModelSpec& spec, smol::ErrorKind kind, const std::string& needle) {
+        std::string message;
+        const smol::ErrorKind got = error_kind_of([&] { smol::SmolLM3 net(made_file(spec)); }, &message);
+        CHECK_MESSAGE(got == kind, message);
+        CHECK_MESSAGE(message.find(needle) != std::string::npos, message << " should name " << needle);
+    };
+    {
+        smol_test::ModelSpec spec;
+        spec.architecture = "llama";
+        load_error(spec, smol::ErrorKind::unsupported, "llama");
+    }
+    {
+        smol_test::ModelSpec spec;
+        spec.skip_tensor = "blk.1.ffn_up.weight";
+        load_error(spec, smol::ErrorKind::missing, "blk.1.ffn_up.weight");
+    }
+    {
+        smol_test::ModelSpec spec;
+        spec.skip_tensor = "output_norm.weight";
+        load_error(spec, smol::ErrorKind::missing, "output_norm.weight");
+    }
+    {
+        smol_test::ModelSpec spec;
+        spec.reshape_tensor = "blk.3.attn_k.weight";
+        load_error(spec, smol::ErrorKind::shape, "tensor 'blk.3.attn_k.weight': expected [256, 64], found [256, 32, 2]");
+    }
+    {
+        smol_test::ModelSpec spec;
+        spec.reshape_tensor = "blk.0.ffn_norm.weight";
+        load_error(spec, smol::ErrorKind::shape, "blk.0.ffn_norm.weight");
+    }
+    {
+        smol_test::ModelSpec spec;
+        spec.tensor_types["blk.2.attn_q.weight"] = T::Q4_0;
+        load_error(spec, smol::ErrorKind::unsupported, "blk.2.attn_q.weight");
+    }
+    {
+        smol_test::ModelSpec spec;
+        spec.tensor_types["blk.0.attn_norm.weight"] = T::Q8_0;
+        spec.hidden = 256;
+        load_error(spec, smol::ErrorKind::unsupported, "blk.0.attn_norm.weight");
+    }
+    {
+        smol_test::ModelSpec spec;
+        spec.skip_key = "smollm3.embedding_length";
+        load_error(spec, smol::ErrorKind::missing, "smollm3.embedding_length");
+    }
+    {
+        smol_test::ModelSpec spec;
+        spec.skip_key = "smollm3.rope.freq_base";
+        load_error(spec, smol::ErrorKind::missing, "smollm3.rope.freq_base");
+    }
+    {
+        smol_test::ModelSpec spec;
+        spec.skip_key = "general.architecture";
+        load_error(spec, smol::ErrorKind::missing, "general.architecture");
+    }
+    {
+        smol_test::ModelSpec spec;
+        spec.kv_heads = 3;  // does not divide 4 heads
+        load_error(spec, smol::ErrorKind::format, "head_count_kv");
+    }
+    {
+        // The vocabulary key disagrees with token_embd's rows.
+        smol_test::ModelSpec spec;
+        auto bytes = smol_test::make_model(spec);
+        spec.vocab = 256;
+        smol::gguf::Writer w;
+        const auto original = smol::gguf::File::from_bytes(bytes);
+        for (const auto& kv : original->metadata()) w.copy_value(kv.key, kv.value);
+        w.set_u32("smollm3.vocab_size", 256);
+        for (const auto& t : original->tensors()) w.add_tensor(t.name, t.type, t.dims, t.data, t.n_bytes);
+        std::string message;
+        CHECK(error_kind_of([&] { smol::SmolLM3 net(smol::gguf::File::from_bytes(w.to_bytes())); }, &message) ==
+              smol::ErrorKind::shape);
+        CHECK(message.find("token_embd.weight") != std::string::npos);
+    }
+}
+
+TEST_CASE("Model: load, identity, progress, cancelled load") {
+    const auto path = smol_test::fixture("tiny-q4km.gguf");
+    if (!path) return;
+    int calls = 0;
+    smol::LoadOptions options;
+    options.n_threads = 2;
+    options.progress = [&](float) { ++calls; return true; };
+    std::string log;
+    options.log = [&](int, const std::string& m) { log += m; };
+    const auto model = smol::Model::load(*path, options);
+    CHECK(calls >= 2);
+    CHECK(log.find("4 layers") != std::string::npos);
+    CHECK(model->thread_pool().size() == 2);
+    CHECK(model->identity().rfind("smollm3-", 0) == 0);
+    CHECK(model->identity() == smol::Model::load(*path)->identity());
+    CHECK(model->tokenizer().vocab_size() == 128256);
+    // From memory: same identity, same logits.
+    const auto bytes = smol_test::read_file(*path);
+    const auto from_memory = smol::Model::load_from_memory(bytes.data(), bytes.size(), options);
+    CHECK(from_memory->identity() == model->identity());
+    const std::vector<int32_t> ids = {9906, 1917};
+    std::vector<float> a(128256), b(128256);
+    auto kv_a = model->new_cache(128), kv_b = from_memory->new_cache(128);
+    model->forward(ids.data(), ids.size(), 0, kv_a, a.data());
+    from_memory->forward(ids.data(), ids.size(), 0, kv_b, b.data());
+    CHECK(a == b);
+    // Another file has another identity.
+    if (const auto small = smol_test::fixture("small-q4km.gguf"))
+        CHECK(smol::Model::load(*small)->identity() != model->identity());
+    // progress returning false cancels.
+    smol::LoadOptions cancel;
+    cancel.progress = [](float p) { return p < 0.5f; };
+    CHECK(error_kind_of([&] { smol::Model::load(*path, cancel); }) == smol::ErrorKind::cancelled);
+    CHECK(error_kind_of([&] { smol::Model::load("/nonexistent/model.gguf"); }) == smol::ErrorKind::io);
+}

@@ -244,7 +244,9 @@ TEST_CASE("tokenizer: metadata, accessors and special tokens") {
     CHECK(tok->token_to_piece(128011) == "<|im_start|>");
     CHECK(tok->token_to_piece(198) == "\n");
     CHECK(tok->decode({128011, 882, 198, 9906, 0, 128012}) == "<|im_start|>user\nHello!<|im_end|>");
+    CHECK(tok->decode({128011, 882, 198, 9906, 0, 128012}, /*render_special=*/false) == "user\nHello!");
     CHECK_THROWS_AS(tok->decode({0, 128256}), smol::Error);
+    CHECK_THROWS_AS(tok->decode({0, 128256}, false), smol::Error);
     CHECK_THROWS_AS(tok->token_to_piece(-1), smol::Error);
     try {
         tok->decode({-5});

@@ -111,6 +111,10 @@ struct GeneratorOptions {
     size_t prefill_chunk = 0;  // tokens per prefill forward call; 0 = the model's default
     // Silent by default. Called on the generating thread.
     std::function<void(int level, const std::string& message)> log;
+    // Called first thing on each async worker thread (generate_async /
+    // chat_async), e.g. to lower its priority or pin it so that a game's
+    // main thread keeps its core.
+    std::function<void()> on_worker_start;
 };
 
 // How chat() renders a conversation (see text/chat_template.hpp).
@@ -193,11 +197,17 @@ public:
     // False for a default-constructed (or moved-from) handle.
     bool valid() const noexcept { return shared_ != nullptr; }
 
-    // Text produced since the last poll (whole UTF-8; empty if none). Takes a
-    // mutex held only for a string append by the worker: never waits on decode.
+    // Text produced since the last poll (whole UTF-8; empty if none). Never
+    // blocks: while the worker is appending (a few instructions) it returns
+    // nothing and the text comes with the next poll; once done() it always
+    // returns the rest.
     std::string poll() {
         if (!shared_) return {};
-        std::lock_guard<std::mutex> lock(shared_->mutex);
+        std::unique_lock<std::mutex> lock(shared_->mutex, std::try_to_lock);
+        if (!lock.owns_lock()) {
+            if (!done()) return {};
+            lock.lock();  // the worker has finished: at most a moment's wait
+        }
         return std::exchange(shared_->pending_text, std::string());
     }
 
@@ -209,10 +219,12 @@ public:
     // hit is rethrown here (without exceptions: StopReason::error).
     GenerateResult wait() {
         if (!shared_) detail::fail(ErrorKind::invalid_argument, "AsyncGeneration::wait on an empty handle");
-        std::unique_lock<std::mutex> lock(shared_->mutex);
-        shared_->finished.wait(lock, [&] { return shared_->done.load(std::memory_order_acquire); });
+        if (!done()) {
+            std::unique_lock<std::mutex> lock(shared_->mutex);
+            shared_->finished.wait(lock, [&] { return shared_->done.load(std::memory_order_acquire); });
+        }
+        // Written once before `done` was released, never after: no lock needed.
         GenerateResult result = shared_->result;
-        lock.unlock();
 #if SMOL_HAS_EXCEPTIONS
         if (result.stop_reason == StopReason::error) detail::fail(result.error_kind, result.error);
 #endif
@@ -229,8 +241,8 @@ private:
     struct Shared {
         std::mutex mutex;
         std::condition_variable finished;
-        std::string pending_text;
-        GenerateResult result;
+        std::string pending_text;  // guarded by mutex
+        GenerateResult result;     // written by the worker before `done`, then immutable
         std::atomic<bool> done{false};
         std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
     };
@@ -628,6 +640,7 @@ private:
                 shared->pending_text.append(piece.data(), piece.size());
                 return !flag->load(std::memory_order_relaxed);
             };
+            if (state_->options.on_worker_start) state_->options.on_worker_start();
             GenerateResult result;
 #if SMOL_HAS_EXCEPTIONS
             try {
@@ -644,11 +657,11 @@ private:
 #else
             result = run_guarded(prompt_ids, params, on_text, flag, /*exclusive_taken=*/true);
 #endif
-            {
-                std::lock_guard<std::mutex> lock(shared->mutex);
-                shared->result = std::move(result);
-                shared->done.store(true, std::memory_order_release);
-            }
+            shared->result = std::move(result);
+            shared->done.store(true, std::memory_order_release);
+            // Taking the mutex once between setting `done` and notifying means a
+            // waiter that saw done == false under the mutex is already asleep.
+            { std::lock_guard<std::mutex> lock(shared->mutex); }
             shared->finished.notify_all();
         };
         std::thread worker;

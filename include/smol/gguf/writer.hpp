@@ -118,43 +118,42 @@ public:
 
     // The whole file as bytes.
     std::vector<uint8_t> to_bytes() const {
-        std::vector<uint8_t> out;
-        put<uint32_t>(out, kMagic);
-        put<uint32_t>(out, 3);
-        put<uint64_t>(out, tensors_.size());
-        put<uint64_t>(out, metadata_.size());
-        for (const auto& kv : metadata_) {
-            put_string(out, kv.key);
-            put<uint32_t>(out, uint32_t(kv.type));
-            out.insert(out.end(), kv.bytes.begin(), kv.bytes.end());
-        }
-        uint64_t offset = 0;
-        std::vector<uint64_t> offsets;
+        std::vector<uint8_t> out = header_bytes();
+        out.reserve(out.size() + size_t(data_bytes()));
         for (const auto& t : tensors_) {
-            put_string(out, t.name);
-            put<uint32_t>(out, uint32_t(t.dims.size()));
-            for (uint64_t d : t.dims) put<uint64_t>(out, d);
-            put<uint32_t>(out, uint32_t(t.type));
-            put<uint64_t>(out, offset);
-            offsets.push_back(offset);
-            offset = align(offset + t.bytes.size());
+            out.insert(out.end(), t.bytes.begin(), t.bytes.end());
+            out.resize(size_t(align(out.size())), 0);
         }
-        if (!tensors_.empty()) out.resize(size_t(align(out.size())), 0);
-        const size_t data_start = out.size();
-        for (size_t i = 0; i < tensors_.size(); ++i) {
-            out.resize(data_start + size_t(offsets[i]), 0);
-            out.insert(out.end(), tensors_[i].bytes.begin(), tensors_[i].bytes.end());
-        }
+        if (!tensors_.empty()) out.resize(out.size() - size_t(align(tensors_.back().bytes.size()) - tensors_.back().bytes.size()));
         return out;
     }
 
+    // Streams the file to disk: the header, then each tensor, so a multi-GB
+    // model is never held twice in memory.
     void write_file(const std::string& path) const {
-        const std::vector<uint8_t> bytes = to_bytes();
         std::FILE* f = std::fopen(path.c_str(), "wb");
         if (!f) smol::detail::fail(ErrorKind::io, "gguf writer: cannot create '" + path + "'");
-        const size_t written = std::fwrite(bytes.data(), 1, bytes.size(), f);
+        bool ok = true;
+        auto write = [&](const void* p, size_t n) {
+            if (ok && n) ok = std::fwrite(p, 1, n, f) == n;
+        };
+        const std::vector<uint8_t> header = header_bytes();
+        write(header.data(), header.size());
+        static const uint8_t zeros[64] = {};
+        for (size_t i = 0; i < tensors_.size(); ++i) {
+            const auto& bytes = tensors_[i].bytes;
+            write(bytes.data(), bytes.size());
+            if (i + 1 < tensors_.size()) {
+                size_t pad = size_t(align(bytes.size()) - bytes.size());
+                while (pad > 0) {
+                    const size_t n = pad < sizeof zeros ? pad : sizeof zeros;
+                    write(zeros, n);
+                    pad -= n;
+                }
+            }
+        }
         const bool closed = std::fclose(f) == 0;
-        if (written != bytes.size() || !closed)
+        if (!ok || !closed)
             smol::detail::fail(ErrorKind::io, "gguf writer: cannot write '" + path + "'");
     }
 
@@ -211,6 +210,35 @@ private:
             }
         }
         metadata_.push_back({std::string(k), t, std::move(bytes)});
+    }
+    // Header, metadata, tensor table and the padding up to the data section.
+    std::vector<uint8_t> header_bytes() const {
+        std::vector<uint8_t> out;
+        put<uint32_t>(out, kMagic);
+        put<uint32_t>(out, 3);
+        put<uint64_t>(out, tensors_.size());
+        put<uint64_t>(out, metadata_.size());
+        for (const auto& kv : metadata_) {
+            put_string(out, kv.key);
+            put<uint32_t>(out, uint32_t(kv.type));
+            out.insert(out.end(), kv.bytes.begin(), kv.bytes.end());
+        }
+        uint64_t offset = 0;
+        for (const auto& t : tensors_) {
+            put_string(out, t.name);
+            put<uint32_t>(out, uint32_t(t.dims.size()));
+            for (uint64_t d : t.dims) put<uint64_t>(out, d);
+            put<uint32_t>(out, uint32_t(t.type));
+            put<uint64_t>(out, offset);
+            offset = align(offset + t.bytes.size());
+        }
+        if (!tensors_.empty()) out.resize(size_t(align(out.size())), 0);
+        return out;
+    }
+    uint64_t data_bytes() const {
+        uint64_t n = 0;
+        for (const auto& t : tensors_) n = align(n + t.bytes.size());
+        return n;
     }
     uint64_t align(uint64_t x) const { return (x + alignment_ - 1) / alignment_ * alignment_; }
 

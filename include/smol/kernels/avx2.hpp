@@ -30,6 +30,16 @@
 
 #if defined(SMOL_KERNELS_AVX2)
 
+// Fully unroll the short compile-time loops over rows/columns/chunks so that
+// per-column accumulators live in registers (GCC at -O2 keeps them in memory).
+#if defined(__clang__)
+#define SMOL_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#define SMOL_UNROLL _Pragma("GCC unroll 8")
+#else
+#define SMOL_UNROLL
+#endif
+
 namespace smol {
 inline namespace SMOL_KERNEL_NS {
 namespace kernels {
@@ -97,6 +107,7 @@ inline void quantize_row_q8_k(const float* x, BlockQ8K* y, size_t n) noexcept {
         const __m256 scale = _mm256_set1_ps(inverse_scale);
         for (int i = 0; i < QK_K; i += 32) {
             __m256i q[4];
+            SMOL_UNROLL
             for (int k = 0; k < 4; ++k) {
                 q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(scale, _mm256_loadu_ps(x + i + 8 * k)));
                 q[k] = _mm256_max_epi32(_mm256_min_epi32(q[k], limit), neg_limit);
@@ -115,6 +126,7 @@ inline void quantize_row_q8_0(const float* x, BlockQ8_0* y, size_t n) noexcept {
     for (size_t b = 0; b < n / QK8_0; ++b, x += QK8_0) {
         __m256 v[4];
         __m256 max_abs_lanes = _mm256_setzero_ps();
+        SMOL_UNROLL
         for (int k = 0; k < 4; ++k) {
             v[k] = _mm256_loadu_ps(x + 8 * k);
             max_abs_lanes = _mm256_max_ps(max_abs_lanes, _mm256_andnot_ps(sign_bit, v[k]));
@@ -127,6 +139,7 @@ inline void quantize_row_q8_0(const float* x, BlockQ8_0* y, size_t n) noexcept {
         y[b].d = fp32_to_fp16(d);
         const __m256 scale = _mm256_set1_ps(inverse_d);
         __m256i q[4];
+        SMOL_UNROLL
         for (int k = 0; k < 4; ++k) {
             q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], scale));
             q[k] = _mm256_max_epi32(_mm256_min_epi32(q[k], limit), neg_limit);
@@ -186,13 +199,17 @@ inline void k4_rows(const Block* const* rows, const BlockQ8K* const* xs, size_t 
                     size_t y_stride) {
     const __m256i low_nibble = _mm256_set1_epi8(0x0f);
     const __m256i bit0 = _mm256_set1_epi8(0x01);
-    // Scale and min terms accumulate separately so the two FMA chains overlap.
-    __m256 acc[n_rows][n_cols], acc_min[n_rows][n_cols];
+    // The same float operations in the same order for every n_rows/n_cols, so
+    // a token's result never depends on how many tokens share the call.
+    __m256 acc[n_rows][n_cols];
+    SMOL_UNROLL
     for (int i = 0; i < n_rows; ++i) {
-        for (int c = 0; c < n_cols; ++c) acc[i][c] = acc_min[i][c] = _mm256_setzero_ps();
+        SMOL_UNROLL
+        for (int c = 0; c < n_cols; ++c) acc[i][c] = _mm256_setzero_ps();
     }
     for (size_t b = 0; b < n_blocks; ++b) {
         __m256i scales[n_rows], mins_paired[n_rows], high_bits[n_rows];
+        SMOL_UNROLL
         for (int i = 0; i < n_rows; ++i) {
             const Block& block = rows[i][b];
             const __m128i scales_mins = unpack_k4_scales(block.scales);
@@ -203,12 +220,15 @@ inline void k4_rows(const Block* const* rows, const BlockQ8K* const* xs, size_t 
             if constexpr (has_high_bit) high_bits[i] = load256(block.qh);
         }
         __m256i sums[n_rows][n_cols];
+        SMOL_UNROLL
         for (int i = 0; i < n_rows; ++i) {
+            SMOL_UNROLL
             for (int c = 0; c < n_cols; ++c) sums[i][c] = _mm256_setzero_si256();
         }
         auto chunk = [&](auto chunk_index) {
             constexpr int j = decltype(chunk_index)::value;
             __m256i low[n_rows], high[n_rows], scale_low[n_rows], scale_high[n_rows];
+            SMOL_UNROLL
             for (int i = 0; i < n_rows; ++i) {
                 const __m256i packed = load256(rows[i][b].qs + 32 * j);
                 low[i] = _mm256_and_si256(packed, low_nibble);
@@ -223,9 +243,11 @@ inline void k4_rows(const Block* const* rows, const BlockQ8K* const* xs, size_t 
                 scale_low[i] = broadcast_i16<2 * j>(scales[i]);
                 scale_high[i] = broadcast_i16<2 * j + 1>(scales[i]);
             }
+            SMOL_UNROLL
             for (int c = 0; c < n_cols; ++c) {
                 const int8_t* q8 = xs[c][b].qs + 64 * j;
                 const __m256i x_low = load256(q8), x_high = load256(q8 + 32);
+                SMOL_UNROLL
                 for (int i = 0; i < n_rows; ++i) {
                     sums[i][c] = _mm256_add_epi32(sums[i][c], dot_u8_s8(low[i], x_low, scale_low[i]));
                     sums[i][c] = _mm256_add_epi32(sums[i][c], dot_u8_s8(high[i], x_high, scale_high[i]));
@@ -237,20 +259,24 @@ inline void k4_rows(const Block* const* rows, const BlockQ8K* const* xs, size_t 
         chunk(std::integral_constant<int, 2>{});
         chunk(std::integral_constant<int, 3>{});
 
+        SMOL_UNROLL
         for (int c = 0; c < n_cols; ++c) {
             const __m256i x_sums = load256(xs[c][b].bsums);
             const float dx = xs[c][b].d;
+            SMOL_UNROLL
             for (int i = 0; i < n_rows; ++i) {
                 const __m256i min_terms = _mm256_madd_epi16(x_sums, mins_paired[i]);
                 const float d = half_to_float(rows[i][b].d) * dx;
                 const float dmin = half_to_float(rows[i][b].dmin) * dx;
                 acc[i][c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sums[i][c]), acc[i][c]);
-                acc_min[i][c] = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(min_terms), acc_min[i][c]);
+                acc[i][c] = _mm256_fnmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(min_terms), acc[i][c]);
             }
         }
     }
+    SMOL_UNROLL
     for (int i = 0; i < n_rows; ++i) {
-        for (int c = 0; c < n_cols; ++c) y[size_t(c) * y_stride + size_t(i)] = horizontal_sum(_mm256_sub_ps(acc[i][c], acc_min[i][c]));
+        SMOL_UNROLL
+        for (int c = 0; c < n_cols; ++c) y[size_t(c) * y_stride + size_t(i)] = horizontal_sum(acc[i][c]);
     }
 }
 
@@ -262,6 +288,7 @@ inline void tile_k4(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const u
     constexpr int kRowGroup = 1;
     const size_t n_blocks = cols / QK_K;
     const BlockQ8K* xs[n_cols];
+    SMOL_UNROLL
     for (int c = 0; c < n_cols; ++c) xs[c] = block_row<BlockQ8K>(x, x_row_bytes, size_t(c));
     size_t r = 0;
     for (; r + kRowGroup <= n_rows; r += kRowGroup) {
@@ -299,17 +326,20 @@ void tile_q6k(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t
     const __m256i bits01 = _mm256_set1_epi8(0x03), bits23 = _mm256_set1_epi8(0x0c);
     const __m256i bits45 = _mm256_set1_epi8(0x30), bits67 = _mm256_set1_epi8(char(0xc0));
     const BlockQ8K* xs[n_cols];
+    SMOL_UNROLL
     for (int c = 0; c < n_cols; ++c) xs[c] = block_row<BlockQ8K>(x, x_row_bytes, size_t(c));
 
     for (size_t r = 0; r < n_rows; ++r) {
         const BlockQ6K* row = block_row<BlockQ6K>(w, w_row_bytes, r);
         __m256 acc[n_cols];
+        SMOL_UNROLL
         for (int c = 0; c < n_cols; ++c) acc[c] = _mm256_setzero_ps();
 
         for (size_t b = 0; b < n_blocks; ++b) {
             const BlockQ6K& block = row[b];
             const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block.scales)));
             __m256i sums[n_cols];
+            SMOL_UNROLL
             for (int c = 0; c < n_cols; ++c) {
                 // 32 * sum_g scale[g] * bsums[g], as 8 int32 partial sums, subtracted up front.
                 sums[c] = _mm256_sub_epi32(_mm256_setzero_si256(),
@@ -334,8 +364,10 @@ void tile_q6k(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t
                                        _mm256_srli_epi16(_mm256_and_si256(high, bits67), 2));
                 const __m256i scale[4] = {broadcast_i16_pair<0>(lane_scales), broadcast_i16_pair<2>(lane_scales),
                                           broadcast_i16_pair<4>(lane_scales), broadcast_i16_pair<6>(lane_scales)};
+                SMOL_UNROLL
                 for (int c = 0; c < n_cols; ++c) {
                     const int8_t* q8 = xs[c][b].qs + 128 * h;
+                    SMOL_UNROLL
                     for (int k = 0; k < 4; ++k) {
                         sums[c] = _mm256_add_epi32(sums[c], dot_u8_s8(q[k], load256(q8 + 32 * k), scale[k]));
                     }
@@ -345,10 +377,12 @@ void tile_q6k(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t
             half(std::integral_constant<int, 1>{});
 
             const float d = half_to_float(block.d);
+            SMOL_UNROLL
             for (int c = 0; c < n_cols; ++c) {
                 acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d * xs[c][b].d), _mm256_cvtepi32_ps(sums[c]), acc[c]);
             }
         }
+        SMOL_UNROLL
         for (int c = 0; c < n_cols; ++c) y[size_t(c) * y_stride + r] = horizontal_sum(acc[c]);
     }
 }
@@ -361,22 +395,26 @@ void tile_q8_0(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_
     const size_t n_blocks = cols / QK8_0;
     const __m256i ones16 = _mm256_set1_epi16(1);
     const BlockQ8_0* xs[n_cols];
+    SMOL_UNROLL
     for (int c = 0; c < n_cols; ++c) xs[c] = block_row<BlockQ8_0>(x, x_row_bytes, size_t(c));
 
     for (size_t r = 0; r < n_rows; ++r) {
         const BlockQ8_0* row = block_row<BlockQ8_0>(w, w_row_bytes, r);
         __m256 acc[n_cols];
+        SMOL_UNROLL
         for (int c = 0; c < n_cols; ++c) acc[c] = _mm256_setzero_ps();
         for (size_t b = 0; b < n_blocks; ++b) {
             const __m256i weights = load256(row[b].qs);
             const __m256i magnitude = _mm256_sign_epi8(weights, weights);  // |w|, -128 -> 128 as u8
             const float d = half_to_float(row[b].d);
+            SMOL_UNROLL
             for (int c = 0; c < n_cols; ++c) {
                 const __m256i signed_x = _mm256_sign_epi8(load256(xs[c][b].qs), weights);
                 const __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, signed_x), ones16);
                 acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d * half_to_float(xs[c][b].d)), _mm256_cvtepi32_ps(dot), acc[c]);
             }
         }
+        SMOL_UNROLL
         for (int c = 0; c < n_cols; ++c) y[size_t(c) * y_stride + r] = horizontal_sum(acc[c]);
     }
 }

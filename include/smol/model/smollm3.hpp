@@ -300,7 +300,9 @@ private:
         }
     }
 
-    // s.attn[t][h] for the chunk's m tokens; work items (token, query head) split over threads.
+    // s.attn[t][h] for the chunk's m tokens. Work items are (token, kv head): the
+    // `group` query heads that share a KV head are scored together, so each key
+    // and value row is read once per group (GQA), not once per query head.
     void attention(size_t layer, size_t start, size_t m, const KVCache& kv, ThreadPool& pool,
                    Scratch& s) const {
         const Config& c = config_;
@@ -309,26 +311,35 @@ private:
         const float scale = 1.0f / std::sqrt(float(hd));
         const KVType type = kv.type();
         const size_t row_bytes = hd * kv.element_bytes();
-        s.scores.resize(size_t(pool.size()) * max_positions);
+        const size_t per_thread = group * max_positions;  // scores [group][positions]
+        s.scores.resize(size_t(pool.size()) * per_thread);
         std::fill(s.attn.begin(), s.attn.begin() + m * q_dim, 0.0f);
         auto work = [&](size_t begin, size_t end, int thread) {
-            float* scores = &s.scores[size_t(thread) * max_positions];
+            float* scores = &s.scores[size_t(thread) * per_thread];
             for (size_t item = begin; item < end; ++item) {
-                const size_t t = item / c.n_heads, h = item % c.n_heads, kv_head = h / group;
+                const size_t t = item / c.n_kv_heads, kv_head = item % c.n_kv_heads;
                 const size_t positions = start + t + 1;  // causal: this token sees 0..start+t
-                const float* q = &s.q[t * q_dim + h * hd];
+                const float* q = &s.q[t * q_dim + kv_head * group * hd];  // [group][hd]
+                float* out = &s.attn[t * q_dim + kv_head * group * hd];   // [group][hd]
                 const uint8_t* keys = static_cast<const uint8_t*>(kv.keys(layer, kv_head));
                 const uint8_t* values = static_cast<const uint8_t*>(kv.values(layer, kv_head));
-                for (size_t p = 0; p < positions; ++p)
-                    scores[p] = attention_kernels::attention_dot(q, keys + p * row_bytes, type, hd) * scale;
-                softmax(scores, positions);
-                float* out = &s.attn[t * q_dim + h * hd];
-                for (size_t p = 0; p < positions; ++p)
-                    attention_kernels::attention_accumulate(out, scores[p], values + p * row_bytes, type, hd);
+                for (size_t p = 0; p < positions; ++p) {
+                    const uint8_t* key = keys + p * row_bytes;
+                    for (size_t g = 0; g < group; ++g)
+                        scores[g * positions + p] =
+                            attention_kernels::attention_dot(q + g * hd, key, type, hd) * scale;
+                }
+                for (size_t g = 0; g < group; ++g) softmax(scores + g * positions, positions);
+                for (size_t p = 0; p < positions; ++p) {
+                    const uint8_t* value = values + p * row_bytes;
+                    for (size_t g = 0; g < group; ++g)
+                        attention_kernels::attention_accumulate(out + g * hd, scores[g * positions + p],
+                                                                value, type, hd);
+                }
             }
         };
-        const size_t items = m * c.n_heads;
-        if (pool.size() > 1 && items * max_positions * hd >= 32768) pool.parallel_for(items, work);
+        const size_t items = m * c.n_kv_heads;
+        if (pool.size() > 1 && items * max_positions * hd * group >= 32768) pool.parallel_for(items, work);
         else work(0, items, 0);
     }
 

@@ -313,17 +313,19 @@ public:
     }
 
     // Text -> ids, appended to `out`. No BOS is added (see add_bos()).
-    // parse_special: control / user-defined / unknown tokens written in the
-    // text become single ids; otherwise they are encoded as plain text.
+    // parse_special: control / unknown tokens written in the text become
+    // single ids; otherwise they are encoded as plain text. User-defined tokens
+    // (added vocabulary that is not a control token) are matched either way,
+    // as the reference engine does.
     void encode(std::string_view text, bool parse_special, std::vector<int32_t>& out) const {
         Scratch scratch;
         scratch.use_cache = text.size() >= kCacheFromTextBytes;
-        if (!parse_special || specials_.empty()) {
+        if (specials_.empty() || (!parse_special && !has_user_defined_)) {
             encode_plain(text, scratch, out);
             return;
         }
         size_t done = 0;
-        for (const auto& [start, id] : find_specials(text)) {
+        for (const auto& [start, id] : find_specials(text, parse_special)) {
             encode_plain(text.substr(done, start - done), scratch, out);
             out.push_back(id);
             done = start + texts_[size_t(id)].size();
@@ -338,12 +340,17 @@ public:
     }
 
     // Ids -> bytes (not necessarily valid UTF-8: a sequence may stop inside a
-    // character; see StreamDecoder for streaming). Throws invalid_argument on
-    // an id outside [0, vocab_size()).
-    std::string decode(const std::vector<int32_t>& ids) const {
+    // character; see StreamDecoder for streaming). Special tokens (control,
+    // user-defined, unknown) appear as their text, or not at all when
+    // render_special is false. Throws invalid_argument on an id outside
+    // [0, vocab_size()).
+    std::string decode(const std::vector<int32_t>& ids, bool render_special = true) const {
         std::string out;
         out.reserve(ids.size() * 4);
-        for (int32_t id : ids) append_piece(id, out);
+        for (int32_t id : ids) {
+            if (!render_special && is_special(id)) continue;
+            append_piece(id, out);
+        }
         return out;
     }
 
@@ -549,8 +556,10 @@ private:
         // Special tokens, longest first (ties by id), for step 1 of encode.
         specials_.clear();
         special_first_byte_.fill(false);
+        has_user_defined_ = false;
         for (size_t id = 0; id < n; ++id) {
             if (!is_special_type(types_[id]) || texts_[id].empty()) continue;
+            has_user_defined_ |= types_[id] == uint8_t(TokenType::user_defined);
             specials_.push_back(int32_t(id));
             special_first_byte_[static_cast<unsigned char>(texts_[id][0])] = true;
         }
@@ -638,7 +647,9 @@ private:
     // The special tokens in `text` as (byte offset, id), in text order, chosen
     // as llama.cpp does: each token, longest first, claims its leftmost
     // non-overlapping occurrences within the text no longer token has claimed.
-    std::vector<std::pair<size_t, int32_t>> find_specials(std::string_view text) const {
+    // Without parse_special only user-defined tokens are candidates.
+    std::vector<std::pair<size_t, int32_t>> find_specials(std::string_view text,
+                                                          bool parse_special) const {
         struct Occurrence {
             int32_t order;  // index in specials_ (longest first)
             size_t start;
@@ -650,8 +661,11 @@ private:
             for (size_t k = pos; k < text.size(); ++k) {
                 node = trie_child(node, static_cast<unsigned char>(text[k]));
                 if (node < 0) break;
-                if (special_trie_[size_t(node)].order >= 0)
-                    found.push_back({special_trie_[size_t(node)].order, pos});
+                const int32_t order = special_trie_[size_t(node)].order;
+                if (order >= 0 &&
+                    (parse_special || types_[size_t(specials_[size_t(order)])] ==
+                                          uint8_t(TokenType::user_defined)))
+                    found.push_back({order, pos});
             }
         }
         std::vector<std::pair<size_t, int32_t>> chosen;  // (start, id) in text order
@@ -802,6 +816,7 @@ private:
     std::string pre_type_;
     bool whole_word_first_ = false;
     bool add_bos_ = false;
+    bool has_user_defined_ = false;  // any user-defined token (matched even without parse_special)
     std::optional<int32_t> bos_, eos_, eot_, pad_;
 };
 
