@@ -80,9 +80,10 @@ inline int32_t argmax(const float* v, size_t n) {
 }
 
 // Every reference top-8 logit within 2% of our range. Returns false (and reports) on failure.
-inline bool top8_matches(const float* ours, size_t vocab, const TopList& ref, const std::string& where) {
+inline bool top8_matches(const float* ours, size_t vocab, const TopList& ref, const std::string& where,
+                         float fraction = 0.02f) {
     const auto [lo, hi] = min_max(ours, vocab);
-    const float tolerance = 0.02f * (hi - lo);
+    const float tolerance = fraction * (hi - lo);
     bool ok = hi > lo;
     for (const auto& [id, logit] : ref) {
         const float diff = std::fabs(ours[id] - logit);
@@ -119,7 +120,7 @@ inline LogitsComparison compare_logits(const float* ours, const float* ref, size
 // (vocab floats). Returns the number of identical steps.
 inline size_t check_greedy(const GoldenPrompt& g, const float* first_logits, size_t vocab,
                            const std::function<const float*(int32_t)>& step,
-                           const std::string& where) {
+                           const std::string& where, float fraction = 0.02f) {
     const float* logits = first_logits;
     for (size_t s = 0; s < g.greedy_ids.size(); ++s) {
         const int32_t ours = argmax(logits, vocab);
@@ -137,18 +138,18 @@ inline size_t check_greedy(const GoldenPrompt& g, const float* first_logits, siz
             const auto [lo, hi] = min_max(logits, vocab);
             const float our_gap = logits[ours] - logits[g.greedy_ids[s]];
             const bool ambiguous = gap < 0.25f;
-            const bool within_tolerance = our_gap <= 0.02f * (hi - lo);
+            const bool within_tolerance = our_gap <= fraction * (hi - lo);
             const char* strict = std::getenv("SMOL_STRICT_GREEDY");
             const bool strict_mode = strict && std::string(strict) == "1";
             MESSAGE(where << ": greedy step " << s << " chose " << ours << ", reference "
                           << g.greedy_ids[s] << " (reference gap " << gap << ", our gap " << our_gap
-                          << ", tolerance " << 0.02f * (hi - lo) << ")");
+                          << ", tolerance " << fraction * (hi - lo) << ")");
             CHECK_MESSAGE((ambiguous || (!strict_mode && within_tolerance)),
                           where << ": greedy diverged at an unambiguous step " << s);
             return s;
         }
         logits = step(ours);
-        CHECK_MESSAGE(top8_matches(logits, vocab, g.greedy_top[s], where + " greedy step " + std::to_string(s)),
+        CHECK_MESSAGE(top8_matches(logits, vocab, g.greedy_top[s], where + " greedy step " + std::to_string(s), fraction),
                       where << ": greedy step " << s << " top-8");
     }
     return g.greedy_ids.size();

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #if SMOL_HAS_EXCEPTIONS
 #error "noexcept_consumer.cpp must be compiled with -fno-exceptions"
@@ -118,6 +119,17 @@ int main(int argc, char** argv) {
     // Still usable after the errors, and deterministic.
     smol::GenerateResult again = gen->generate("Hello there", params);
     check(again.tokens == r.tokens, "same tokens after errors");
+
+    // Sessions: a round trip, and malformed bytes rejected as a value.
+    const std::vector<uint8_t> session = gen->save_session();
+    auto other = smol::Generator::try_create(model, options, &create_error);
+    check(other && other->try_restore_session(session.data(), session.size()), "session restores");
+    check(other && other->history() == gen->history(), "restored history matches");
+    const std::vector<uint8_t> junk_session = {'n', 'o', 'p', 'e'};
+    smol::ErrorInfo session_error;
+    check(other && !other->try_restore_session(junk_session.data(), junk_session.size(), &session_error),
+          "junk session is rejected");
+    check(session_error.kind == smol::ErrorKind::format, "junk session is ErrorKind::format");
 
     if (failures) return 1;
     std::printf("noexcept consumer ok\n");

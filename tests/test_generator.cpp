@@ -5,6 +5,7 @@
 
 #include <smol/build_info.hpp>
 #include <smol/detail/stop_strings.hpp>
+#include <smol/detail/text_queue.hpp>
 #include <smol/detail/utf8.hpp>
 #include <smol/error.hpp>
 #include <smol/generator.hpp>
@@ -125,6 +126,21 @@ TEST_CASE("stop strings: property: any split of the text gives the same result")
         CHECK(got == expected);
         CHECK(m.matched() == (cut != std::string::npos));
     }
+}
+
+TEST_CASE("text queue: one producer, one consumer, nothing lost or reordered") {
+    smol::detail::TextQueue queue;
+    std::string expected;
+    for (int i = 0; i < 20000; ++i) expected += std::to_string(i) + ",";
+    std::thread producer([&] {
+        for (int i = 0; i < 20000; ++i) queue.push(std::to_string(i) + ",");
+    });
+    std::string got;
+    while (got.size() < expected.size()) got += queue.pop_all();
+    producer.join();
+    got += queue.pop_all();
+    CHECK(got == expected);
+    CHECK(queue.pop_all().empty());
 }
 
 TEST_CASE("utf8: validation finds the first bad byte") {
@@ -470,6 +486,37 @@ TEST_CASE("cancel from another thread during a 2000+ token prefill") {
     // cancel() with nothing running has no effect on the next run.
     gen.cancel();
     CHECK(gen.generate("Once upon a time", greedy(12)).tokens == expected.tokens);
+}
+
+TEST_CASE("overlapping calls on one generator are rejected; a throwing callback leaves it usable") {
+    auto model = made_model();
+    smol::GeneratorOptions options;
+    std::atomic<bool> prefill_started{false};
+    options.log = [&](int, const std::string& message) {
+        if (message.rfind("prompt ", 0) == 0) prefill_started = true;
+    };
+    smol::Generator gen(model, options);
+    const std::vector<int32_t> prompt = smol_test::script_ids(*model, {long_prompt(400)});
+    smol::GenerateResult r;
+    std::thread worker([&] { r = gen.generate_tokens(prompt, greedy(4)); });
+    while (!prefill_started) std::this_thread::yield();
+    const smol::Error e = expect_error([&] { gen.generate("Hello", greedy(2)); });
+    CHECK(e.kind() == smol::ErrorKind::invalid_argument);
+    CHECK(std::string(e.what()).find("one thread at a time") != std::string::npos);
+    gen.cancel();
+    worker.join();
+
+    struct Thrown {};
+    bool caught = false;
+    try {
+        gen.generate("Hello", greedy(8), [](std::string_view) -> bool { throw Thrown{}; });
+    } catch (const Thrown&) {
+        caught = true;
+    }
+    CHECK(caught);
+    CHECK(gen.n_cached() <= gen.history().size());
+    smol::Generator fresh(model);
+    CHECK(gen.generate("Hello", greedy(8)).tokens == fresh.generate("Hello", greedy(8)).tokens);
 }
 
 TEST_CASE("chat: multi-turn prefills exactly the rendered conversation minus the reused prefix") {

@@ -142,7 +142,7 @@ const GGMLType kAllTypes[] = {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GG
 TEST_CASE("kernels: an instruction set is selected") {
     MESSAGE("kernels: " << std::string(kernels::isa_name()));
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && !defined(SMOL_KERNELS_FORCE_SCALAR)
-    CHECK(std::string(kernels::isa_name()) == "avx2");
+    CHECK(std::string(kernels::isa_name()).rfind("avx2", 0) == 0);
 #endif
 }
 
@@ -275,9 +275,14 @@ TEST_CASE("tile kernels: integer parts equal the reference exactly") {
                     }
                 }
             }
+            std::vector<uint8_t> x_kernel(x.size());
+            for (int c = 0; c < n_cols; ++c) {
+                kernels::kernel_layout_row(act, x.data() + size_t(c) * x_row_bytes,
+                                           x_kernel.data() + size_t(c) * x_row_bytes, cols);
+            }
             std::vector<float> fast(size_t(n_cols) * rows, -1.0f);
-            kernels::select_tile(type, n_cols)(w.data(), w_row_bytes, rows, x.data(), x_row_bytes, cols, fast.data(),
-                                               rows);
+            kernels::select_tile(type, n_cols)(w.data(), w_row_bytes, rows, x_kernel.data(), x_row_bytes, cols,
+                                               fast.data(), rows);
             for (int c = 0; c < n_cols; ++c) {
                 for (size_t r = 0; r < rows; ++r) {
                     const float ref = kernels::scalar::dot_row(type, w.data() + r * w_row_bytes,

@@ -33,8 +33,9 @@
 // Thread-safety contract:
 //   - smol::Model is immutable after load: share one (std::shared_ptr) between
 //     any number of generators on any threads. Their forward passes share the
-//     model's thread pool, which runs one job at a time (calls queue), so N
-//     busy generators split the machine rather than oversubscribe it.
+//     model's thread pool (LoadOptions::n_threads), which runs one job at a
+//     time (calls queue), so busy generators split the machine rather than
+//     oversubscribe it. (A 1-thread pool runs each job on its caller's thread.)
 //   - A Generator is used by one thread at a time. The exceptions: cancel()
 //     may be called from any thread at any moment (also during a prefill), and
 //     an AsyncGeneration's methods may be called from any one thread while its
@@ -42,10 +43,18 @@
 //     two threads) are detected and rejected with smol::Error(invalid_argument);
 //     a run started while an async run is still going first waits for it.
 //   - fork() and save_session() need a generator that is not running.
+//   - Async runs execute on one persistent worker thread per generator
+//     (started by the first generate_async / chat_async; on_worker_start runs
+//     there first). Starting a run only queues it; AsyncGeneration::poll() and
+//     done() are lock-free, so a game loop never waits for a decode step.
 //
 // Without exceptions (-fno-exceptions): generate()/chat() report failures as
-// StopReason::error with GenerateResult::error; use try_load_model() and
-// Generator::try_create(); smol::try_call() wraps anything else (error.hpp).
+// StopReason::error with GenerateResult::error; use try_load_model(),
+// Generator::try_create() and try_restore_session(); smol::try_call() wraps
+// anything else (error.hpp explains the mechanism and its cost: an error that
+// is not checked up front unwinds by longjmp and may leak). Cancellation is
+// then checked between prefill chunks (GeneratorOptions::prefill_chunk)
+// rather than between layers.
 #pragma once
 
 #include <atomic>
@@ -66,6 +75,7 @@
 
 #include "build_info.hpp"
 #include "detail/stop_strings.hpp"
+#include "detail/text_queue.hpp"
 #include "detail/utf8.hpp"
 #include "error.hpp"
 #include "model/kv_cache.hpp"
@@ -197,19 +207,10 @@ public:
     // False for a default-constructed (or moved-from) handle.
     bool valid() const noexcept { return shared_ != nullptr; }
 
-    // Text produced since the last poll (whole UTF-8; empty if none). Never
-    // blocks: while the worker is appending (a few instructions) it returns
-    // nothing and the text comes with the next poll; once done() it always
-    // returns the rest.
-    std::string poll() {
-        if (!shared_) return {};
-        std::unique_lock<std::mutex> lock(shared_->mutex, std::try_to_lock);
-        if (!lock.owns_lock()) {
-            if (!done()) return {};
-            lock.lock();  // the worker has finished: at most a moment's wait
-        }
-        return std::exchange(shared_->pending_text, std::string());
-    }
+    // Text produced since the last poll (whole UTF-8; empty if none). Lock-free:
+    // never waits for the worker. Once done() is true, one more poll() returns
+    // all the rest.
+    std::string poll() { return shared_ ? shared_->text.pop_all() : std::string(); }
 
     // True once the run has finished (the result is ready; poll() may still
     // hold the last text).
@@ -239,10 +240,10 @@ public:
 private:
     friend class Generator;
     struct Shared {
-        std::mutex mutex;
+        std::mutex mutex;  // only for wait()'s sleep
         std::condition_variable finished;
-        std::string pending_text;  // guarded by mutex
-        GenerateResult result;     // written by the worker before `done`, then immutable
+        detail::TextQueue text;  // worker -> poll()
+        GenerateResult result;   // written by the worker before `done`, then immutable
         std::atomic<bool> done{false};
         std::shared_ptr<std::atomic<bool>> cancel = std::make_shared<std::atomic<bool>>(false);
     };
@@ -288,16 +289,17 @@ public:
         return out;
     }
 
-    // Moving waits for an async run of `other` to finish (its worker refers
-    // to the generator it was started on).
+    // Moving waits for an async run of `other` to finish (the run refers to
+    // the generator it was started on). A moved-from generator may only be
+    // destroyed or assigned to.
     Generator(Generator&& other) noexcept {
-        other.wait_worker();
+        other.wait_async_idle();
         state_ = std::move(other.state_);
     }
     Generator& operator=(Generator&& other) noexcept {
         if (this != &other) {
             shutdown();
-            other.wait_worker();
+            other.wait_async_idle();
             state_ = std::move(other.state_);
         }
         return *this;
@@ -420,11 +422,15 @@ public:
     // On error the generator keeps its previous state.
     void restore_session(const std::vector<uint8_t>& bytes) { restore_session(bytes.data(), bytes.size()); }
     void restore_session(const uint8_t* data, size_t size) {
-        begin_exclusive("restore_session");
         ErrorInfo error;
-        const bool ok = try_call([&] { restore_unlocked(data, size); }, &error);
+        if (!try_restore_session(data, size, &error)) detail::fail(error.kind, error.message);
+    }
+    // The non-throwing variant: false (and *error) on failure.
+    bool try_restore_session(const uint8_t* data, size_t size, ErrorInfo* error = nullptr) {
+        begin_exclusive("restore_session");
+        const bool ok = try_call([&] { restore_unlocked(data, size); }, error);
         end_exclusive();
-        if (!ok) detail::fail(error.kind, error.message);
+        return ok;
     }
 
     // --- inspection ---
@@ -468,11 +474,35 @@ private:
         std::vector<float> logits;     // [vocab]
         ChatFormat chat_format = ChatFormat::chatml;
 
-        std::mutex run_mutex;  // guards busy / current_cancel / worker
-        bool busy = false;
-        std::shared_ptr<std::atomic<bool>> current_cancel;
-        std::thread worker;  // the last async run's thread (joined before the next run)
+        // Run state, all guarded by run_mutex.
+        std::mutex run_mutex;
+        bool busy = false;                                   // a run (sync or async) holds the generator
+        std::shared_ptr<std::atomic<bool>> current_cancel;  // the running run's flag
+        // The async worker: one persistent thread per generator, started on
+        // first use, so starting a run costs a notify (no thread creation or
+        // join on the caller's thread).
+        std::thread worker;
+        std::condition_variable worker_wake;  // a job was queued, or stop
+        std::condition_variable async_idle;   // an async run finished
+        std::function<void()> queued_job;
+        bool async_running = false;  // an async run is queued or running
+        bool stop_worker = false;
     };
+
+    static void worker_loop(State* state) {
+        if (state->options.on_worker_start) state->options.on_worker_start();
+        std::unique_lock<std::mutex> lock(state->run_mutex);
+        while (true) {
+            state->worker_wake.wait(lock, [&] { return state->queued_job || state->stop_worker; });
+            if (!state->queued_job) return;  // stop requested and nothing queued
+            std::function<void()> job = std::move(state->queued_job);
+            state->queued_job = nullptr;
+            lock.unlock();
+            job();
+            job = nullptr;
+            lock.lock();
+        }
+    }
 
     struct PrivateTag {};
     struct ExclusiveScope {
@@ -550,36 +580,50 @@ private:
         return smol::render_chat(state_->chat_format, messages, template_options);
     }
 
-    // Waits for a previous async worker, then marks the generator busy.
+    bool on_worker_thread() const noexcept {
+        return state_->worker.joinable() && state_->worker.get_id() == std::this_thread::get_id();
+    }
+
+    // Waits for an async run in flight, then marks the generator busy (or
+    // fails if a synchronous run on another thread holds it).
     void begin_exclusive(const char* what) {
-        wait_worker();
-        std::lock_guard<std::mutex> lock(state_->run_mutex);
-        if (state_->busy)
+        bool already_busy = false;
+        {
+            std::unique_lock<std::mutex> lock(state_->run_mutex);
+            if (!on_worker_thread()) state_->async_idle.wait(lock, [&] { return !state_->async_running; });
+            already_busy = state_->busy;
+            if (!already_busy) state_->busy = true;
+        }
+        if (already_busy)  // failed outside the lock (without exceptions fail() may longjmp)
             detail::fail(ErrorKind::invalid_argument,
                          std::string("Generator::") + what +
                              " while another call is running on this generator (a Generator is "
                              "used by one thread at a time; fork() one per thread)");
-        state_->busy = true;
     }
     void end_exclusive() noexcept {
         std::lock_guard<std::mutex> lock(state_->run_mutex);
         state_->busy = false;
         state_->current_cancel.reset();
     }
-    // Joins the last async run's thread (unless called from it).
-    void wait_worker() noexcept {
+    // Waits until no async run is queued or running.
+    void wait_async_idle() noexcept {
         if (!state_) return;
-        std::thread finished;
+        std::unique_lock<std::mutex> lock(state_->run_mutex);
+        if (on_worker_thread()) return;
+        state_->async_idle.wait(lock, [&] { return !state_->async_running; });
+    }
+    // Cancels what runs and stops the worker thread.
+    void shutdown() noexcept {
+        if (!state_) return;
+        cancel();
+        std::thread worker;
         {
             std::lock_guard<std::mutex> lock(state_->run_mutex);
-            if (state_->worker.joinable() && state_->worker.get_id() != std::this_thread::get_id())
-                finished = std::move(state_->worker);
+            state_->stop_worker = true;
+            worker = std::move(state_->worker);
         }
-        if (finished.joinable()) finished.join();
-    }
-    void shutdown() noexcept {
-        cancel();
-        wait_worker();
+        state_->worker_wake.notify_all();
+        if (worker.joinable()) worker.join();
     }
 
     // One run: marks the generator busy, gets the prompt ids, generates. Errors
@@ -594,6 +638,19 @@ private:
             std::lock_guard<std::mutex> lock(state_->run_mutex);
             state_->current_cancel = cancel_flag;
         }
+        // Ends the run however it leaves (including an exception thrown by the
+        // caller's callback or hook): the session stays consistent (history
+        // trimmed to what the cache holds, which is only ever extended after a
+        // forward pass completes) and the generator is free again.
+        struct RunScope {
+            Generator& generator;
+            bool completed = false;
+            ~RunScope() {
+                State& state = *generator.state_;
+                if (!completed && state.history.size() > state.kv->size()) state.history.resize(state.kv->size());
+                generator.end_exclusive();
+            }
+        } scope{*this};
         GenerateResult result;
         ErrorInfo error;
         std::vector<int32_t> ids;
@@ -605,14 +662,9 @@ private:
             error = std::move(*input_error);
         }
         if (ok) ok = try_call([&] { result = run(std::move(ids), params, on_text, *cancel_flag); }, &error);
+        scope.completed = ok;
         if (!ok) {
-            // The cache is only ever extended after a forward pass completes, so
-            // what it holds is valid; drop history it does not back.
-            if (state_->history.size() > state_->kv->size()) state_->history.resize(state_->kv->size());
             log(log_error, error.message);
-        }
-        end_exclusive();
-        if (!ok) {
 #if SMOL_HAS_EXCEPTIONS
             detail::fail(error.kind, error.message);
 #else
@@ -636,11 +688,9 @@ private:
         }
         auto body = [this, shared, flag, prompt_ids = std::move(prompt_ids), params = std::move(params)]() mutable {
             const TokenCallback on_text = [&shared, &flag](std::string_view piece) {
-                std::lock_guard<std::mutex> lock(shared->mutex);
-                shared->pending_text.append(piece.data(), piece.size());
+                shared->text.push(piece);
                 return !flag->load(std::memory_order_relaxed);
             };
-            if (state_->options.on_worker_start) state_->options.on_worker_start();
             GenerateResult result;
 #if SMOL_HAS_EXCEPTIONS
             try {
@@ -653,10 +703,21 @@ private:
                 result.stop_reason = StopReason::error;
                 result.error = e.what();
                 result.error_kind = ErrorKind::internal;
+            } catch (...) {
+                result.stop_reason = StopReason::error;
+                result.error = "unknown exception in an async generation";
+                result.error_kind = ErrorKind::internal;
             }
 #else
             result = run_guarded(prompt_ids, params, on_text, flag, /*exclusive_taken=*/true);
 #endif
+            // Free the generator before reporting done, so that a caller who sees
+            // done() and starts the next run never waits on this thread.
+            {
+                std::lock_guard<std::mutex> lock(state_->run_mutex);
+                state_->async_running = false;
+            }
+            state_->async_idle.notify_all();
             shared->result = std::move(result);
             shared->done.store(true, std::memory_order_release);
             // Taking the mutex once between setting `done` and notifying means a
@@ -664,21 +725,27 @@ private:
             { std::lock_guard<std::mutex> lock(shared->mutex); }
             shared->finished.notify_all();
         };
-        std::thread worker;
-#if SMOL_HAS_EXCEPTIONS
-        try {
-            worker = std::thread(std::move(body));
-        } catch (...) {
-            end_exclusive();
-            throw;
-        }
-#else
-        worker = std::thread(std::move(body));
-#endif
         {
-            std::lock_guard<std::mutex> lock(state_->run_mutex);
-            state_->worker = std::move(worker);
+            std::unique_lock<std::mutex> lock(state_->run_mutex);
+            state_->queued_job = std::move(body);
+            state_->async_running = true;
+            if (!state_->worker.joinable()) {
+#if SMOL_HAS_EXCEPTIONS
+                try {
+                    state_->worker = std::thread(worker_loop, state_.get());
+                } catch (...) {
+                    state_->queued_job = nullptr;
+                    state_->async_running = false;
+                    lock.unlock();
+                    end_exclusive();
+                    throw;
+                }
+#else
+                state_->worker = std::thread(worker_loop, state_.get());
+#endif
+            }
         }
+        state_->worker_wake.notify_one();
         return AsyncGeneration(std::move(shared));
     }
 
@@ -691,6 +758,7 @@ private:
     // longjmp that leaks the forward pass's buffers on every cancel, so the
     // prefill is split into chunks here and the flag checked between them.
     bool run_forward(const int32_t* tokens, size_t n, size_t start, const std::atomic<bool>& cancel_flag) {
+        if (cancel_flag.load(std::memory_order_relaxed)) return false;
         ForwardOptions options;
         if (state_->options.prefill_chunk) options.chunk_size = state_->options.prefill_chunk;
 #if SMOL_HAS_EXCEPTIONS

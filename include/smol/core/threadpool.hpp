@@ -63,12 +63,16 @@ public:
         }
         size_ = n_threads;
         workers_.reserve(size_t(n_threads - 1));
+#if SMOL_HAS_EXCEPTIONS
         try {
             for (int t = 1; t < n_threads; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
         } catch (...) {
             shutdown();
             throw;
         }
+#else
+        for (int t = 1; t < n_threads; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
+#endif
     }
 
     ~ThreadPool() { shutdown(); }
@@ -95,11 +99,15 @@ public:
         }
         wake_.notify_all();
 
+#if SMOL_HAS_EXCEPTIONS
         try {
             job(0, size_);
         } catch (...) {
             record_error(std::current_exception());
         }
+#else
+        job(0, size_);
+#endif
 
         for (uint32_t spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
             if (spins < kCallerSpins) {
@@ -109,11 +117,13 @@ public:
             }
         }
         job_ = nullptr;
+#if SMOL_HAS_EXCEPTIONS
         if (first_error_) {
             std::exception_ptr error = first_error_;
             first_error_ = nullptr;
             std::rethrow_exception(error);
         }
+#endif
     }
 
     // Splits [0, n) into one contiguous range per thread (sizes differ by at
@@ -151,11 +161,15 @@ private:
             }
             if (stop_flag_.load(std::memory_order_acquire)) return;
             seen = current;
+#if SMOL_HAS_EXCEPTIONS
             try {
                 (*job_)(thread, size_);
             } catch (...) {
                 record_error(std::current_exception());
             }
+#else
+            (*job_)(thread, size_);
+#endif
             pending_.fetch_sub(1, std::memory_order_acq_rel);
         }
     }

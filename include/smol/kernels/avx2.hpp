@@ -1,21 +1,30 @@
-// AVX2 kernels: activation quantization (Q8_K, Q8_0) and the integer tile
-// kernels Q4_K/Q5_K/Q6_K x Q8_K and Q8_0 x Q8_0. Compiled only when
-// dispatch.hpp selected AVX2 (-mavx2 -mfma -mf16c); the float kernels come
-// from detail/float_simd.hpp (xsimd).
+// AVX2 kernels: activation quantization (Q8_K, Q8_0), the Q8_K permutation
+// the K-quant kernels read (interleave_q8k), and the integer tile kernels
+// Q4_K/Q5_K/Q6_K x Q8_K and Q8_0 x Q8_0. Compiled only when dispatch.hpp
+// selected AVX2 (-mavx2 -mfma -mf16c); the float kernels come from
+// detail/float_simd.hpp (xsimd).
 //
 // The u8 x s8 products use _mm256_maddubs_epi16 (32 byte pairs -> 16 int16
 // pair sums) and _mm256_madd_epi16 (int16 pairs -> int32, here also applying
-// the sub-block scale). Neither saturates for these formats: the largest pair
-// sum is 2 * 63 * 127 (6-bit weights) and Q8_0 uses |w| <= 128 against
-// activations in [-127, 127] (the sign trick moves w's sign onto x). So every
-// block's integer sum equals the scalar reference exactly; only the float
-// accumulation order differs (8 lanes, summed once per row).
+// the sub-block scales). Nothing saturates or overflows: a maddubs pair sum is
+// at most 2 * 63 * 127, the int16 sums of several maddubs results stay below
+// 32,767 (bounds at each kernel), and Q8_0 uses |w| <= 128 against activations
+// in [-127, 127] (the sign trick moves w's sign onto x). So every block's
+// integer sum equals the scalar reference exactly; only the float
+// accumulation order differs (8 lanes, summed once per row). The float
+// operations are the same for every column count, so a token's result does not
+// depend on how many tokens share the call.
+//
+// With AVX-512 VNNI (+VL) or AVX-VNNI in the flags (e.g. -march=native on Zen 4
+// or Sapphire Rapids; dispatch.hpp defines SMOL_KERNELS_VNNI), the K-quant
+// kernels use vpdpbusd (u8 x s8 sums of 4 into int32 in one instruction) and
+// one int32 multiply by the scales: the same integer sums, fewer instructions.
 //
 // Tile layout (kernels::TileKernel): one weight row at a time against n_cols
 // activation rows. A weight block is loaded and unpacked once, then multiplied
-// with the matching block of every column, so prefill reads weights once per
-// n_cols tokens; per-column int32 sums stay in registers within a block and
-// float accumulators across blocks (one horizontal sum per row and column).
+// with the matching block of every column, so prefill reads and unpacks
+// weights once per n_cols tokens; per-column integer sums stay in registers
+// within a block and float accumulators across blocks.
 #pragma once
 
 #include <cstddef>
@@ -148,40 +157,36 @@ inline void quantize_row_q8_0(const float* x, BlockQ8_0* y, size_t n) noexcept {
     }
 }
 
+#if defined(SMOL_KERNELS_VNNI)
+namespace detail {
+// acc + sums of 4 adjacent u8 x s8 products per int32 lane, in one instruction.
+inline __m256i dot_u8_s8_accumulate(__m256i acc, __m256i u8, __m256i s8) noexcept {
+#if defined(__AVX512VNNI__) && defined(__AVX512VL__)
+    return _mm256_dpbusd_epi32(acc, u8, s8);
+#else
+    return _mm256_dpbusd_avx_epi32(acc, u8, s8);
+#endif
+}
+}  // namespace detail
+#endif
+
 // ---- K-quant scale unpacking ---------------------------------------------------
 
 // The 12 packed bytes of a Q4_K/Q5_K block -> 16 bytes: scale[0..7], min[0..7]
-// (see kernels::detail::k4_scale_min for the bit layout).
+// (see kernels::detail::k4_scale_min for the bit layout). Reads 16 bytes: the
+// 4 after the scales are the block's own qs/qh and are ignored.
 inline __m128i unpack_k4_scales(const uint8_t* packed) noexcept {
-    uint32_t word[3];
-    std::memcpy(word, packed, sizeof word);
-    const uint32_t low6 = 0x3f3f3f3fu, low4 = 0x0f0f0f0fu, low2 = 0x03030303u;
-    const uint32_t scales_0_3 = word[0] & low6;
-    const uint32_t mins_0_3 = word[1] & low6;
-    const uint32_t scales_4_7 = (word[2] & low4) | (((word[0] >> 6) & low2) << 4);
-    const uint32_t mins_4_7 = ((word[2] >> 4) & low4) | (((word[1] >> 6) & low2) << 4);
-    return _mm_setr_epi32(int(scales_0_3), int(scales_4_7), int(mins_0_3), int(mins_4_7));
-}
-
-// Broadcast int16 element k of each 128-bit lane to the whole lane.
-template <int k>
-inline __m256i broadcast_i16(__m256i v) noexcept {
-    return _mm256_shuffle_epi8(v, _mm256_set1_epi16(short((2 * k + 1) << 8 | (2 * k))));
-}
-
-// Low lane: int16 element k of the lane everywhere; high lane: element k + 1.
-template <int k>
-inline __m256i broadcast_i16_pair(__m256i v) noexcept {
-    return _mm256_shuffle_epi8(
-        v, _mm256_setr_epi8(2 * k, 2 * k + 1, 2 * k, 2 * k + 1, 2 * k, 2 * k + 1, 2 * k, 2 * k + 1, 2 * k,
-                            2 * k + 1, 2 * k, 2 * k + 1, 2 * k, 2 * k + 1, 2 * k, 2 * k + 1, 2 * k + 2,
-                            2 * k + 3, 2 * k + 2, 2 * k + 3, 2 * k + 2, 2 * k + 3, 2 * k + 2, 2 * k + 3,
-                            2 * k + 2, 2 * k + 3, 2 * k + 2, 2 * k + 3, 2 * k + 2, 2 * k + 3, 2 * k + 2,
-                            2 * k + 3));
-}
-
-inline __m256i dot_u8_s8(__m256i weights_u8, __m256i x_s8, __m256i scale_i16) noexcept {
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(weights_u8, x_s8), scale_i16);
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed));
+    // Low bits: scale[0..3] = b[0..3] & 63, scale[4..7] = b[8..11] & 15,
+    //           min[0..3] = b[4..7] & 63,   min[4..7] = b[8..11] >> 4.
+    const __m128i low_source = _mm_shuffle_epi8(bytes, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+    const __m128i low_source_high_nibble = _mm_srli_epi16(low_source, 4);
+    const __m128i low = _mm_and_si128(_mm_blend_epi16(low_source, low_source_high_nibble, 0xc0),
+                                      _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 15, 15, 15, 15));
+    // High bits 4-5 of scale[4..7] / min[4..7]: bits 6-7 of b[0..3] / b[4..7].
+    const __m128i high_source = _mm_shuffle_epi8(bytes, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+    const __m128i high = _mm_and_si128(_mm_srli_epi16(high_source, 2), _mm_set1_epi8(0x30));
+    return _mm_or_si128(low, high);
 }
 
 template <class Block>
@@ -189,116 +194,248 @@ inline const Block* block_row(const uint8_t* base, size_t row_bytes, size_t row)
     return reinterpret_cast<const Block*>(base + row * row_bytes);
 }
 
-// ---- Q4_K / Q5_K x Q8_K ---------------------------------------------------------
+// ---- K-quant kernels (Q4_K, Q5_K, Q6_K x Q8_K) --------------------------------------
+//
+// Multiplying one 32-weight sub-block per vector would need one madd per vector
+// to apply that sub-block's scale to apply its sub-block's scale: per 256 weights and token,
+// 8 maddubs + 8 madd + 8 add. The kernels below first transpose the weights in
+// registers so that every vector holds 4 weights of each of 4 sub-blocks (one per
+// 32-bit element): then int16 maddubs results of several vectors can be summed
+// before a single madd applies all the scales (per-lane scale vector), giving
+// 8 maddubs + 6 add16 + 2 madd + 1 add per block and token. The activations are
+// permuted the same way once, when they are quantized (interleave_q8k), so
+// each weight still meets its own activation.
+//
+// The transposition of 4 vectors S0..S3 (32 bytes each; Sk[d] = 4-byte group d):
+//   T_v, v = 0..3: low 128-bit lane = S0[v] S1[v] S2[v] S3[v],
+//                  high lane        = S0[v+4] S1[v+4] S2[v+4] S3[v+4].
+inline void transpose_4x8(const __m256i s[4], __m256i t[4]) noexcept {
+    const __m256i s01_low = _mm256_unpacklo_epi32(s[0], s[1]);   // S0[0] S1[0] S0[1] S1[1] | [4] [5]
+    const __m256i s01_high = _mm256_unpackhi_epi32(s[0], s[1]);  // S0[2] S1[2] S0[3] S1[3] | [6] [7]
+    const __m256i s23_low = _mm256_unpacklo_epi32(s[2], s[3]);
+    const __m256i s23_high = _mm256_unpackhi_epi32(s[2], s[3]);
+    t[0] = _mm256_unpacklo_epi64(s01_low, s23_low);
+    t[1] = _mm256_unpackhi_epi64(s01_low, s23_low);
+    t[2] = _mm256_unpacklo_epi64(s01_high, s23_high);
+    t[3] = _mm256_unpackhi_epi64(s01_high, s23_high);
+}
 
-// Shared by Q4_K and Q5_K: the weights differ only in the optional 5th bit.
-// One call computes n_rows x n_cols dot products: each weight block is unpacked
-// once for all columns, and each activation vector is loaded once for all rows.
-template <bool has_high_bit, class Block, int n_rows, int n_cols>
-inline void k4_rows(const Block* const* rows, const BlockQ8K* const* xs, size_t n_blocks, float* y,
-                    size_t y_stride) {
-    const __m256i low_nibble = _mm256_set1_epi8(0x0f);
-    const __m256i bit0 = _mm256_set1_epi8(0x01);
-    // The same float operations in the same order for every n_rows/n_cols, so
-    // a token's result never depends on how many tokens share the call.
-    __m256 acc[n_rows][n_cols];
-    SMOL_UNROLL
-    for (int i = 0; i < n_rows; ++i) {
-        SMOL_UNROLL
-        for (int c = 0; c < n_cols; ++c) acc[i][c] = _mm256_setzero_ps();
-    }
+// Q8_K activations in the order the interleaved kernels read: the 8 natural
+// 32-value sub-blocks, transposed four at a time like the weights (d and bsums
+// unchanged). n_blocks blocks from `natural` to `interleaved`.
+inline void interleave_q8k(const BlockQ8K* natural, BlockQ8K* interleaved, size_t n_blocks) noexcept {
     for (size_t b = 0; b < n_blocks; ++b) {
-        __m256i scales[n_rows], mins_paired[n_rows], high_bits[n_rows];
-        SMOL_UNROLL
-        for (int i = 0; i < n_rows; ++i) {
-            const Block& block = rows[i][b];
-            const __m128i scales_mins = unpack_k4_scales(block.scales);
-            // int16 scale[0..7] in both lanes; int16 (min0, min0, min1, min1, ..., min7, min7).
-            scales[i] = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scales_mins));
-            mins_paired[i] = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(
-                scales_mins, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)));
-            if constexpr (has_high_bit) high_bits[i] = load256(block.qh);
-        }
-        __m256i sums[n_rows][n_cols];
-        SMOL_UNROLL
-        for (int i = 0; i < n_rows; ++i) {
-            SMOL_UNROLL
-            for (int c = 0; c < n_cols; ++c) sums[i][c] = _mm256_setzero_si256();
-        }
-        auto chunk = [&](auto chunk_index) {
-            constexpr int j = decltype(chunk_index)::value;
-            __m256i low[n_rows], high[n_rows], scale_low[n_rows], scale_high[n_rows];
-            SMOL_UNROLL
-            for (int i = 0; i < n_rows; ++i) {
-                const __m256i packed = load256(rows[i][b].qs + 32 * j);
-                low[i] = _mm256_and_si256(packed, low_nibble);
-                high[i] = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_nibble);
-                if constexpr (has_high_bit) {
-                    low[i] = _mm256_or_si256(
-                        low[i], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high_bits[i], 2 * j), bit0), 4));
-                    high[i] = _mm256_or_si256(
-                        high[i],
-                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high_bits[i], 2 * j + 1), bit0), 4));
-                }
-                scale_low[i] = broadcast_i16<2 * j>(scales[i]);
-                scale_high[i] = broadcast_i16<2 * j + 1>(scales[i]);
-            }
-            SMOL_UNROLL
-            for (int c = 0; c < n_cols; ++c) {
-                const int8_t* q8 = xs[c][b].qs + 64 * j;
-                const __m256i x_low = load256(q8), x_high = load256(q8 + 32);
-                SMOL_UNROLL
-                for (int i = 0; i < n_rows; ++i) {
-                    sums[i][c] = _mm256_add_epi32(sums[i][c], dot_u8_s8(low[i], x_low, scale_low[i]));
-                    sums[i][c] = _mm256_add_epi32(sums[i][c], dot_u8_s8(high[i], x_high, scale_high[i]));
-                }
-            }
-        };
-        chunk(std::integral_constant<int, 0>{});
-        chunk(std::integral_constant<int, 1>{});
-        chunk(std::integral_constant<int, 2>{});
-        chunk(std::integral_constant<int, 3>{});
-
-        SMOL_UNROLL
-        for (int c = 0; c < n_cols; ++c) {
-            const __m256i x_sums = load256(xs[c][b].bsums);
-            const float dx = xs[c][b].d;
-            SMOL_UNROLL
-            for (int i = 0; i < n_rows; ++i) {
-                const __m256i min_terms = _mm256_madd_epi16(x_sums, mins_paired[i]);
-                const float d = half_to_float(rows[i][b].d) * dx;
-                const float dmin = half_to_float(rows[i][b].dmin) * dx;
-                acc[i][c] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sums[i][c]), acc[i][c]);
-                acc[i][c] = _mm256_fnmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(min_terms), acc[i][c]);
+        interleaved[b].d = natural[b].d;
+        std::memcpy(interleaved[b].bsums, natural[b].bsums, sizeof natural[b].bsums);
+        for (int half = 0; half < 2; ++half) {
+            __m256i s[4], t[4];
+            for (int k = 0; k < 4; ++k) s[k] = load256(natural[b].qs + 128 * half + 32 * k);
+            transpose_4x8(s, t);
+            for (int v = 0; v < 4; ++v) {
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(interleaved[b].qs + 128 * half + 32 * v), t[v]);
             }
         }
-    }
-    SMOL_UNROLL
-    for (int i = 0; i < n_rows; ++i) {
-        SMOL_UNROLL
-        for (int c = 0; c < n_cols; ++c) y[size_t(c) * y_stride + size_t(i)] = horizontal_sum(acc[i][c]);
     }
 }
 
-// Rows in groups of kRowGroup (one token: several rows share each activation
-// load and their FMA chains overlap); several tokens: one row at a time.
+// Q4_K / Q5_K against interleaved Q8_K. Weights <= 31, so an int16 lane can sum
+// 4 maddubs results (8 products of at most 31 * 127 = 31,496).
 template <bool has_high_bit, class Block, int n_cols>
-inline void tile_k4(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t* x, size_t x_row_bytes,
-                    size_t cols, float* y, size_t y_stride) {
-    constexpr int kRowGroup = 1;
+void tile_k4(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t* x,
+                         size_t x_row_bytes, size_t cols, float* y, size_t y_stride) {
     const size_t n_blocks = cols / QK_K;
+    const __m256i low_nibble = _mm256_set1_epi8(0x0f);
+    const __m256i bit0 = _mm256_set1_epi8(0x01);
+#if !defined(SMOL_KERNELS_VNNI)
+    // int16 scale per lane after the transposition: 32-bit element e of a vector
+    // holds sub-block e (first half) or 4 + e (second half).
+    const __m256i first_half_scales = _mm256_setr_epi8(0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7, 0, 1, 0, 1,
+                                                       2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7);
+    const __m256i second_half_scales = _mm256_setr_epi8(8, 9, 8, 9, 10, 11, 10, 11, 12, 13, 12, 13, 14, 15, 14, 15,
+                                                        8, 9, 8, 9, 10, 11, 10, 11, 12, 13, 12, 13, 14, 15, 14, 15);
+#endif
     const BlockQ8K* xs[n_cols];
     SMOL_UNROLL
     for (int c = 0; c < n_cols; ++c) xs[c] = block_row<BlockQ8K>(x, x_row_bytes, size_t(c));
-    size_t r = 0;
-    for (; r + kRowGroup <= n_rows; r += kRowGroup) {
-        const Block* rows[kRowGroup];
-        for (int i = 0; i < kRowGroup; ++i) rows[i] = block_row<Block>(w, w_row_bytes, r + size_t(i));
-        k4_rows<has_high_bit, Block, kRowGroup, n_cols>(rows, xs, n_blocks, y + r, y_stride);
+
+    for (size_t r = 0; r < n_rows; ++r) {
+        const Block* row = block_row<Block>(w, w_row_bytes, r);
+        __m256 acc[n_cols];
+        SMOL_UNROLL
+        for (int c = 0; c < n_cols; ++c) acc[c] = _mm256_setzero_ps();
+        for (size_t b = 0; b < n_blocks; ++b) {
+            const Block& block = row[b];
+            const __m128i scales_mins = unpack_k4_scales(block.scales);
+#if !defined(SMOL_KERNELS_VNNI)
+            const __m256i scales = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scales_mins));
+#endif
+            const __m256i mins_paired = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(
+                scales_mins, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)));
+            __m256i high_bits;
+            if constexpr (has_high_bit) high_bits = load256(block.qh);
+            __m256i sums[n_cols];
+            SMOL_UNROLL
+            for (int c = 0; c < n_cols; ++c) sums[c] = _mm256_setzero_si256();
+
+            auto half = [&](auto half_index) {
+                constexpr int h = decltype(half_index)::value;
+                // Sub-blocks 4h .. 4h + 3: the two nibbles of chunks 2h and 2h + 1.
+                __m256i s[4], t[4];
+                SMOL_UNROLL
+                for (int k = 0; k < 2; ++k) {
+                    constexpr int first_chunk = 2 * h;
+                    const int j = first_chunk + k;
+                    const __m256i packed = load256(block.qs + 32 * j);
+                    s[2 * k] = _mm256_and_si256(packed, low_nibble);
+                    s[2 * k + 1] = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_nibble);
+                    if constexpr (has_high_bit) {
+                        s[2 * k] = _mm256_or_si256(
+                            s[2 * k], _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high_bits, 2 * j), bit0), 4));
+                        s[2 * k + 1] = _mm256_or_si256(
+                            s[2 * k + 1],
+                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high_bits, 2 * j + 1), bit0), 4));
+                    }
+                }
+                transpose_4x8(s, t);
+#if defined(SMOL_KERNELS_VNNI)
+                // int32 element e sums sub-block 4h + e directly: one multiply by its scale.
+                const __m256i lane_scales = _mm256_permutevar8x32_epi32(
+                    _mm256_cvtepu8_epi32(scales_mins),
+                    h == 0 ? _mm256_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3) : _mm256_setr_epi32(4, 5, 6, 7, 4, 5, 6, 7));
+                SMOL_UNROLL
+                for (int c = 0; c < n_cols; ++c) {
+                    const int8_t* q8 = xs[c][b].qs + 128 * h;
+                    __m256i dot32 = detail::dot_u8_s8_accumulate(_mm256_setzero_si256(), t[0], load256(q8));
+                    dot32 = detail::dot_u8_s8_accumulate(dot32, t[1], load256(q8 + 32));
+                    dot32 = detail::dot_u8_s8_accumulate(dot32, t[2], load256(q8 + 64));
+                    dot32 = detail::dot_u8_s8_accumulate(dot32, t[3], load256(q8 + 96));
+                    sums[c] = _mm256_add_epi32(sums[c], _mm256_mullo_epi32(dot32, lane_scales));
+                }
+#else
+                const __m256i lane_scales = _mm256_shuffle_epi8(scales, h == 0 ? first_half_scales : second_half_scales);
+                SMOL_UNROLL
+                for (int c = 0; c < n_cols; ++c) {
+                    const int8_t* q8 = xs[c][b].qs + 128 * h;
+                    __m256i dot16 = _mm256_maddubs_epi16(t[0], load256(q8));
+                    dot16 = _mm256_add_epi16(dot16, _mm256_maddubs_epi16(t[1], load256(q8 + 32)));
+                    dot16 = _mm256_add_epi16(dot16, _mm256_maddubs_epi16(t[2], load256(q8 + 64)));
+                    dot16 = _mm256_add_epi16(dot16, _mm256_maddubs_epi16(t[3], load256(q8 + 96)));
+                    sums[c] = _mm256_add_epi32(sums[c], _mm256_madd_epi16(dot16, lane_scales));
+                }
+#endif
+            };
+            half(std::integral_constant<int, 0>{});
+            half(std::integral_constant<int, 1>{});
+
+            const float d = half_to_float(block.d);
+            const float dmin = half_to_float(block.dmin);
+            SMOL_UNROLL
+            for (int c = 0; c < n_cols; ++c) {
+                const __m256i min_terms = _mm256_madd_epi16(load256(xs[c][b].bsums), mins_paired);
+                acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d * xs[c][b].d), _mm256_cvtepi32_ps(sums[c]), acc[c]);
+                acc[c] = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * xs[c][b].d), _mm256_cvtepi32_ps(min_terms), acc[c]);
+            }
+        }
+        SMOL_UNROLL
+        for (int c = 0; c < n_cols; ++c) y[size_t(c) * y_stride + r] = horizontal_sum(acc[c]);
     }
-    for (; r < n_rows; ++r) {
-        const Block* rows[1] = {block_row<Block>(w, w_row_bytes, r)};
-        k4_rows<has_high_bit, Block, 1, n_cols>(rows, xs, n_blocks, y + r, y_stride);
+}
+
+// Q6_K against interleaved Q8_K. Weights <= 63: an int16 lane sums 2 maddubs
+// results (4 products, at most 4 * 63 * 127 = 32,004).
+template <int n_cols>
+void tile_q6k(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t* x,
+                          size_t x_row_bytes, size_t cols, float* y, size_t y_stride) {
+    const size_t n_blocks = cols / QK_K;
+    const __m256i low_nibble = _mm256_set1_epi8(0x0f);
+    const __m256i bits01 = _mm256_set1_epi8(0x03), bits23 = _mm256_set1_epi8(0x0c);
+    const __m256i bits45 = _mm256_set1_epi8(0x30), bits67 = _mm256_set1_epi8(char(0xc0));
+#if !defined(SMOL_KERNELS_VNNI)
+    // After the transposition, 32-bit element e of the low lane holds 16-group
+    // 8h + 2e and of the high lane 8h + 2e + 1 (lanes hold scale[8h .. 8h + 7]).
+    const __m256i group_scales = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 2, 3, 2, 3, 6,
+                                                  7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
+#endif
+    const BlockQ8K* xs[n_cols];
+    SMOL_UNROLL
+    for (int c = 0; c < n_cols; ++c) xs[c] = block_row<BlockQ8K>(x, x_row_bytes, size_t(c));
+
+    for (size_t r = 0; r < n_rows; ++r) {
+        const BlockQ6K* row = block_row<BlockQ6K>(w, w_row_bytes, r);
+        __m256 acc[n_cols];
+        SMOL_UNROLL
+        for (int c = 0; c < n_cols; ++c) acc[c] = _mm256_setzero_ps();
+        for (size_t b = 0; b < n_blocks; ++b) {
+            const BlockQ6K& block = row[b];
+            const __m256i scales16 =
+                _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block.scales)));
+            __m256i sums[n_cols];
+            SMOL_UNROLL
+            for (int c = 0; c < n_cols; ++c) {
+                // 32 * sum_g scale[g] * bsums[g], subtracted up front (q - 32 = q, then the offset).
+                sums[c] = _mm256_sub_epi32(_mm256_setzero_si256(),
+                                           _mm256_slli_epi32(_mm256_madd_epi16(load256(xs[c][b].bsums), scales16), 5));
+            }
+            auto half = [&](auto half_index) {
+                constexpr int h = decltype(half_index)::value;
+#if defined(SMOL_KERNELS_VNNI)
+                // int32 element e: group 8h + 2e (low lane), 8h + 2e + 1 (high lane).
+                const __m256i lane_scales = _mm256_cvtepi8_epi32(_mm_shuffle_epi8(
+                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(block.scales)),
+                    _mm_setr_epi8(8 * h, 8 * h + 2, 8 * h + 4, 8 * h + 6, 8 * h + 1, 8 * h + 3, 8 * h + 5, 8 * h + 7, 0,
+                                  0, 0, 0, 0, 0, 0, 0)));
+#else
+                const __m256i lane_scales = _mm256_shuffle_epi8(
+                    h == 0 ? _mm256_permute2x128_si256(scales16, scales16, 0x00)
+                           : _mm256_permute2x128_si256(scales16, scales16, 0x11),
+                    group_scales);
+#endif
+                const __m256i high = load256(block.qh + 32 * h);
+                const __m256i low0 = load256(block.ql + 64 * h);
+                const __m256i low1 = load256(block.ql + 64 * h + 32);
+                __m256i s[4], t[4];
+                s[0] = _mm256_or_si256(_mm256_and_si256(low0, low_nibble),
+                                       _mm256_slli_epi16(_mm256_and_si256(high, bits01), 4));
+                s[1] = _mm256_or_si256(_mm256_and_si256(low1, low_nibble),
+                                       _mm256_slli_epi16(_mm256_and_si256(high, bits23), 2));
+                s[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(low0, 4), low_nibble),
+                                       _mm256_and_si256(high, bits45));
+                s[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(low1, 4), low_nibble),
+                                       _mm256_srli_epi16(_mm256_and_si256(high, bits67), 2));
+                transpose_4x8(s, t);
+#if defined(SMOL_KERNELS_VNNI)
+                SMOL_UNROLL
+                for (int c = 0; c < n_cols; ++c) {
+                    const int8_t* q8 = xs[c][b].qs + 128 * h;
+                    __m256i dot32 = detail::dot_u8_s8_accumulate(_mm256_setzero_si256(), t[0], load256(q8));
+                    dot32 = detail::dot_u8_s8_accumulate(dot32, t[1], load256(q8 + 32));
+                    dot32 = detail::dot_u8_s8_accumulate(dot32, t[2], load256(q8 + 64));
+                    dot32 = detail::dot_u8_s8_accumulate(dot32, t[3], load256(q8 + 96));
+                    sums[c] = _mm256_add_epi32(sums[c], _mm256_mullo_epi32(dot32, lane_scales));
+                }
+#else
+                SMOL_UNROLL
+                for (int c = 0; c < n_cols; ++c) {
+                    const int8_t* q8 = xs[c][b].qs + 128 * h;
+                    const __m256i dot01 = _mm256_add_epi16(_mm256_maddubs_epi16(t[0], load256(q8)),
+                                                           _mm256_maddubs_epi16(t[1], load256(q8 + 32)));
+                    const __m256i dot23 = _mm256_add_epi16(_mm256_maddubs_epi16(t[2], load256(q8 + 64)),
+                                                           _mm256_maddubs_epi16(t[3], load256(q8 + 96)));
+                    sums[c] = _mm256_add_epi32(sums[c], _mm256_add_epi32(_mm256_madd_epi16(dot01, lane_scales),
+                                                                         _mm256_madd_epi16(dot23, lane_scales)));
+                }
+#endif
+            };
+            half(std::integral_constant<int, 0>{});
+            half(std::integral_constant<int, 1>{});
+            const float d = half_to_float(block.d);
+            SMOL_UNROLL
+            for (int c = 0; c < n_cols; ++c) {
+                acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d * xs[c][b].d), _mm256_cvtepi32_ps(sums[c]), acc[c]);
+            }
+        }
+        SMOL_UNROLL
+        for (int c = 0; c < n_cols; ++c) y[size_t(c) * y_stride + r] = horizontal_sum(acc[c]);
     }
 }
 
@@ -312,79 +449,6 @@ template <int n_cols>
 void tile_q5k(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t* x, size_t x_row_bytes,
               size_t cols, float* y, size_t y_stride) {
     tile_k4<true, BlockQ5K, n_cols>(w, w_row_bytes, n_rows, x, x_row_bytes, cols, y, y_stride);
-}
-
-// ---- Q6_K x Q8_K ----------------------------------------------------------------
-
-// sum (q - 32) * x = sum q * x - 32 * sum x: the unsigned 6-bit q goes through
-// maddubs, and 32 * scale[g] * bsums[g] is subtracted once per block.
-template <int n_cols>
-void tile_q6k(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t* x, size_t x_row_bytes,
-              size_t cols, float* y, size_t y_stride) {
-    const size_t n_blocks = cols / QK_K;
-    const __m256i low_nibble = _mm256_set1_epi8(0x0f);
-    const __m256i bits01 = _mm256_set1_epi8(0x03), bits23 = _mm256_set1_epi8(0x0c);
-    const __m256i bits45 = _mm256_set1_epi8(0x30), bits67 = _mm256_set1_epi8(char(0xc0));
-    const BlockQ8K* xs[n_cols];
-    SMOL_UNROLL
-    for (int c = 0; c < n_cols; ++c) xs[c] = block_row<BlockQ8K>(x, x_row_bytes, size_t(c));
-
-    for (size_t r = 0; r < n_rows; ++r) {
-        const BlockQ6K* row = block_row<BlockQ6K>(w, w_row_bytes, r);
-        __m256 acc[n_cols];
-        SMOL_UNROLL
-        for (int c = 0; c < n_cols; ++c) acc[c] = _mm256_setzero_ps();
-
-        for (size_t b = 0; b < n_blocks; ++b) {
-            const BlockQ6K& block = row[b];
-            const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block.scales)));
-            __m256i sums[n_cols];
-            SMOL_UNROLL
-            for (int c = 0; c < n_cols; ++c) {
-                // 32 * sum_g scale[g] * bsums[g], as 8 int32 partial sums, subtracted up front.
-                sums[c] = _mm256_sub_epi32(_mm256_setzero_si256(),
-                                           _mm256_slli_epi32(_mm256_madd_epi16(load256(xs[c][b].bsums), scales16), 5));
-            }
-            auto half = [&](auto half_index) {
-                constexpr int h = decltype(half_index)::value;
-                // scale[8h .. 8h + 7] as int16 in both lanes.
-                const __m256i lane_scales = h == 0 ? _mm256_permute2x128_si256(scales16, scales16, 0x00)
-                                                   : _mm256_permute2x128_si256(scales16, scales16, 0x11);
-                const __m256i high = load256(block.qh + 32 * h);
-                const __m256i low0 = load256(block.ql + 64 * h);
-                const __m256i low1 = load256(block.ql + 64 * h + 32);
-                __m256i q[4];
-                q[0] = _mm256_or_si256(_mm256_and_si256(low0, low_nibble),
-                                       _mm256_slli_epi16(_mm256_and_si256(high, bits01), 4));
-                q[1] = _mm256_or_si256(_mm256_and_si256(low1, low_nibble),
-                                       _mm256_slli_epi16(_mm256_and_si256(high, bits23), 2));
-                q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(low0, 4), low_nibble),
-                                       _mm256_and_si256(high, bits45));
-                q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(low1, 4), low_nibble),
-                                       _mm256_srli_epi16(_mm256_and_si256(high, bits67), 2));
-                const __m256i scale[4] = {broadcast_i16_pair<0>(lane_scales), broadcast_i16_pair<2>(lane_scales),
-                                          broadcast_i16_pair<4>(lane_scales), broadcast_i16_pair<6>(lane_scales)};
-                SMOL_UNROLL
-                for (int c = 0; c < n_cols; ++c) {
-                    const int8_t* q8 = xs[c][b].qs + 128 * h;
-                    SMOL_UNROLL
-                    for (int k = 0; k < 4; ++k) {
-                        sums[c] = _mm256_add_epi32(sums[c], dot_u8_s8(q[k], load256(q8 + 32 * k), scale[k]));
-                    }
-                }
-            };
-            half(std::integral_constant<int, 0>{});
-            half(std::integral_constant<int, 1>{});
-
-            const float d = half_to_float(block.d);
-            SMOL_UNROLL
-            for (int c = 0; c < n_cols; ++c) {
-                acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d * xs[c][b].d), _mm256_cvtepi32_ps(sums[c]), acc[c]);
-            }
-        }
-        SMOL_UNROLL
-        for (int c = 0; c < n_cols; ++c) y[size_t(c) * y_stride + r] = horizontal_sum(acc[c]);
-    }
 }
 
 // ---- Q8_0 x Q8_0 ----------------------------------------------------------------

@@ -1,7 +1,9 @@
 // Compile-time kernel selection: which instruction set the kernels in this
 // translation unit use, decided once from the consumer's compiler flags.
 //
-//   SMOL_KERNELS_AVX2  AVX2 + FMA + F16C (x86-64 built with -mavx2 -mfma -mf16c or better)
+//   SMOL_KERNELS_AVX2  AVX2 + FMA + F16C (x86-64 built with -mavx2 -mfma -mf16c or better);
+//                      with SMOL_KERNELS_VNNI too when AVX-512 VNNI+VL or AVX-VNNI is
+//                      enabled (the K-quant kernels then use vpdpbusd)
 //   SMOL_KERNELS_NEON  AArch64 Advanced SIMD (dot-product instructions used when
 //                      __ARM_FEATURE_DOTPROD, e.g. -march=armv8.2-a+dotprod)
 //   neither            the portable scalar reference kernels
@@ -22,7 +24,12 @@
 
 #if !defined(SMOL_KERNELS_FORCE_SCALAR) && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 #define SMOL_KERNELS_AVX2 1
+#if (defined(__AVX512VNNI__) && defined(__AVX512VL__)) || defined(__AVXVNNI__)
+#define SMOL_KERNELS_VNNI 1
+#define SMOL_KERNEL_NS kernels_avx2_vnni
+#else
 #define SMOL_KERNEL_NS kernels_avx2
+#endif
 #elif !defined(SMOL_KERNELS_FORCE_SCALAR) && defined(__aarch64__) && defined(__ARM_NEON)
 #define SMOL_KERNELS_NEON 1
 #if defined(__ARM_FEATURE_DOTPROD)
@@ -58,7 +65,9 @@ using FloatArch = xsimd::neon64;
 
 // Name of the selected kernel set ("avx2", "neon-dotprod", "neon", "scalar").
 inline const char* isa_name() noexcept {
-#if defined(SMOL_KERNELS_AVX2)
+#if defined(SMOL_KERNELS_VNNI)
+    return "avx2-vnni";
+#elif defined(SMOL_KERNELS_AVX2)
     return "avx2";
 #elif defined(SMOL_KERNELS_NEON) && defined(__ARM_FEATURE_DOTPROD)
     return "neon-dotprod";

@@ -22,13 +22,14 @@
 //         Stores them in activation_type_for(weight_type). The buffer is reused.
 //     bool suits(GGMLType weight_type) const;   // already in the format that type wants
 //     GGMLType type() const; size_t n_tokens() const; size_t cols() const;
-//     size_t row_bytes() const; const uint8_t* row(size_t token) const;
+//     size_t row_bytes() const; const uint8_t* row(size_t token) const;   // natural layout
+//     const uint8_t* kernel_row(size_t token) const;   // what the selected kernels read
 //
 //   void matmul(const WeightMatrix& w, const QuantizedInput& x, float* y, size_t y_stride,
 //               ThreadPool& pool);
 //       y[t * y_stride + r] = dot(row r of w, token t of x) for t < x.n_tokens(), r < w.rows.
 //       One token: a mat-vec, rows split over threads, each weight byte read once.
-//       Several: tiles of rows x up to 4 tokens, each weight block unpacked once per 4 tokens.
+//       Several: tiles of rows x up to 8 tokens, each weight block unpacked once per 8 tokens.
 //       Results do not depend on the pool size (rows are never split).
 //   struct MatmulJob { WeightMatrix w; float* y; size_t y_stride; };
 //   void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedInput& x,
@@ -46,7 +47,17 @@
 //   void rmsnorm(const float* x, const float* weight, float* out, size_t n, float eps);
 //   void swiglu(const float* gate, const float* up, float* out, size_t n);  // silu(gate) * up
 //   void softmax(float* x, size_t n);                                       // in place
-//   const char* kernels::isa_name();   // "avx2", "neon-dotprod", "neon" or "scalar"
+//   const char* kernels::isa_name();   // "avx2-vnni", "avx2", "neon-dotprod", "neon", "scalar"
+//   bool kernels::has_kernel_layout(GGMLType activation_type);
+//   void kernels::kernel_layout_row(GGMLType activation_type, const uint8_t* natural,
+//                                   uint8_t* out, size_t cols);
+//       the AVX2 K-quant kernels read Q8_K activations with each block's values
+//       permuted (QuantizedInput keeps both); these convert a natural row for callers
+//       that drive kernels::select_tile directly (tests).
+//
+// Everything ISA-dependent lives in the inline namespace smol::SMOL_KERNEL_NS
+// (dispatch.hpp), so translation units built with different -m flags do not
+// share symbols; WeightMatrix and MatmulJob are plain data outside it.
 //
 // The per-ISA functions are also reachable for tests and runtime dispatch:
 // smol::kernels::scalar::*, smol::kernels::avx2::*, smol::kernels::neon::*.
@@ -196,6 +207,29 @@ inline void quantize_row_q8_0(const float* x, BlockQ8_0* y, size_t n) noexcept {
 #endif
 }
 
+// True when this build's kernels read `activation_type` rows in a permuted
+// layout (AVX2 Q8_K), which kernel_layout_row produces from a natural row.
+inline bool has_kernel_layout(GGMLType activation_type) noexcept {
+#if defined(SMOL_KERNELS_AVX2)
+    return activation_type == GGMLType::Q8_K;
+#else
+    (void)activation_type;
+    return false;
+#endif
+}
+
+// One activation row (cols values of activation_type, natural layout as the
+// quantizers write it) -> the layout the tile kernels read.
+inline void kernel_layout_row(GGMLType activation_type, const uint8_t* natural, uint8_t* out, size_t cols) noexcept {
+#if defined(SMOL_KERNELS_AVX2)
+    if (activation_type == GGMLType::Q8_K) {
+        avx2::interleave_q8k(reinterpret_cast<const BlockQ8K*>(natural), reinterpret_cast<BlockQ8K*>(out), cols / QK_K);
+        return;
+    }
+#endif
+    std::memmove(out, natural, smol::row_bytes(activation_type, cols));
+}
+
 }  // namespace kernels
 
 // ---- quantized activations --------------------------------------------------------
@@ -235,10 +269,23 @@ public:
                 }
             }
         };
+        // Some kernels read a permuted copy (AVX2 Q8_K, see
+        // kernels::avx2::interleave_q8k); row() keeps the natural order.
+        const bool permuted = kernels::has_kernel_layout(type_);
+        if (permuted && kernel_buffer_.size() < bytes) kernel_buffer_.resize(bytes);
+        kernel_layout_ = permuted ? kernel_buffer_.data() : buffer_.data();
+        auto quantize_range = [&](size_t begin, size_t end) {
+            quantize_tokens(begin, end);
+            if (!permuted) return;
+            for (size_t t = begin; t < end; ++t) {
+                kernels::kernel_layout_row(type_, buffer_.data() + t * row_bytes_,
+                                           kernel_buffer_.data() + t * row_bytes_, cols);
+            }
+        };
         if (pool && pool->size() > 1 && n_tokens > 1) {
-            pool->parallel_for(n_tokens, [&](size_t begin, size_t end, int) { quantize_tokens(begin, end); });
+            pool->parallel_for(n_tokens, [&](size_t begin, size_t end, int) { quantize_range(begin, end); });
         } else {
-            quantize_tokens(0, n_tokens);
+            quantize_range(0, n_tokens);
         }
     }
 
@@ -252,9 +299,14 @@ public:
     size_t row_bytes() const noexcept { return row_bytes_; }
     const uint8_t* row(size_t token) const noexcept { return buffer_.data() + token * row_bytes_; }
     const uint8_t* data() const noexcept { return buffer_.data(); }
+    // Row `token` in the layout this build's kernels read (row_bytes() apart):
+    // the same bytes as row() except for AVX2 Q8_K, whose values are permuted.
+    const uint8_t* kernel_row(size_t token) const noexcept { return kernel_layout_ + token * row_bytes_; }
 
 private:
-    AlignedBuffer buffer_;  // n_tokens rows of row_bytes_, grows only
+    AlignedBuffer buffer_;         // n_tokens rows of row_bytes_, natural layout, grows only
+    AlignedBuffer kernel_buffer_;  // the permuted copy, when the kernels want one
+    const uint8_t* kernel_layout_ = nullptr;
     GGMLType type_ = GGMLType::F32;
     size_t n_tokens_ = 0;
     size_t cols_ = 0;
@@ -333,17 +385,21 @@ TileKernel select_tile(GGMLType type) {
     }
 }
 
-// Most tokens one tile serves: each weight block is unpacked once per this many
-// tokens. 4 measured faster than 8 with AVX2 (8 columns of int32 sums plus
-// float accumulators no longer fit the 16 ymm registers).
-constexpr int kMaxTileCols = 4;
+// Most tokens one tile serves: each weight block is unpacked (and, with AVX2,
+// transposed) once per this many tokens. Measured with the AVX2 Q4_K tile:
+// 4 columns 145 GOPS per core, 6: 146-162, 8: 169-172.
+constexpr int kMaxTileCols = 8;
 
 inline TileKernel select_tile(GGMLType type, int n_cols) {
     switch (n_cols) {
         case 1: return select_tile<1>(type);
         case 2: return select_tile<2>(type);
         case 3: return select_tile<3>(type);
-        default: return select_tile<4>(type);
+        case 4: return select_tile<4>(type);
+        case 5: return select_tile<5>(type);
+        case 6: return select_tile<6>(type);
+        case 7: return select_tile<7>(type);
+        default: return select_tile<8>(type);
     }
 }
 
@@ -433,12 +489,12 @@ inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedIn
             const uint8_t* w_rows = plan.weights + row0 * w.row_bytes;
             for (size_t g = 0; g < full_groups; ++g) {
                 const size_t token0 = g * kernels::kMaxTileCols;
-                plan.full_tile(w_rows, w.row_bytes, n_rows, x.row(token0), x.row_bytes(), w.cols,
+                plan.full_tile(w_rows, w.row_bytes, n_rows, x.kernel_row(token0), x.row_bytes(), w.cols,
                                y + token0 * y_stride + row0, y_stride);
             }
             if (plan.tail_tile) {
                 const size_t token0 = full_groups * kernels::kMaxTileCols;
-                plan.tail_tile(w_rows, w.row_bytes, n_rows, x.row(token0), x.row_bytes(), w.cols,
+                plan.tail_tile(w_rows, w.row_bytes, n_rows, x.kernel_row(token0), x.row_bytes(), w.cols,
                                y + token0 * y_stride + row0, y_stride);
             }
         }
