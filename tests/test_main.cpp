@@ -10,6 +10,11 @@
 
 int main(int argc, char** argv) {
     doctest::Context context(argc, argv);
+    // CI's sanitizer stage skips the slowest reference-only cases with this
+    // (a doctest test-case-exclude pattern list, e.g. "*[slow]*").
+    if (const char* exclude = std::getenv("SMOL_TEST_EXCLUDE")) {
+        if (*exclude) context.addFilter("test-case-exclude", exclude);
+    }
     const int rc = context.run();
     if (context.shouldExit()) return rc;
     std::printf("smol: golden cases checked: %ld, fixture tests skipped: %ld\n",

@@ -332,6 +332,18 @@ TEST_CASE("model: load errors, cancelled loads and impossible contexts") {
     cancel.progress = [](float) { return false; };
     expect_error([&] { smol::Model::load(*path, cancel); }, ErrorKind::cancelled, {});
 
+    {
+        // Another architecture, from memory: refused before any tensor is bound.
+        const auto real = File::open(*path);
+        const Bytes llama = rebuild(*real, [](Writer& w, const KeyValue& kv) {
+            if (kv.key != "general.architecture") return false;
+            w.set_string(kv.key, "llama");
+            return true;
+        }, [](Writer&, const TensorInfo&) { return true; });
+        expect_error([&] { smol::Model::load_from_memory(llama.data(), llama.size(), options); },
+                     ErrorKind::unsupported, {"'llama'"});
+    }
+
     const auto model = smol::Model::load(*path, options);
     REQUIRE(model->config().context_length == 4096);
     expect_error([&] { model->new_cache(4097); }, ErrorKind::invalid_argument, {"4097", "4096"});
@@ -353,6 +365,8 @@ TEST_CASE("generator: n_ctx past the model's limit, prompts past the context, ba
     too_long.n_ctx = 1 << 20;
     expect_error([&] { smol::Generator gen(model, too_long); }, ErrorKind::invalid_argument,
                  {std::to_string(1 << 20), "4096"});
+
+    CHECK(smol::Generator(model).n_ctx() == 4096);  // n_ctx 0: min(4096, the model's limit)
 
     smol::GeneratorOptions small;
     small.n_ctx = 8;

@@ -13,7 +13,9 @@
 //                                   const std::string& name = "");
 //       checks the type is supported and cols fits its block size (Error names `name`).
 //   bool is_supported_weight_type(GGMLType);   // F32 F16 BF16 Q8_0 Q4_K Q5_K Q6_K
-//   GGMLType activation_type_for(GGMLType weight_type);  // Q8_K, Q8_0 or F32
+//   ActivationType activation_type_for(GGMLType weight_type);
+//       Q8_K32 for Q4_K/Q5_K/Q6_K, Q8_0 for Q8_0, F32 for F32/F16/BF16
+//       (formats and the BlockQ8K32 layout: activations.hpp).
 //
 //   class QuantizedInput   activations quantized once, read by every matrix using them
 //     void quantize(GGMLType weight_type, const float* x, size_t n_tokens, size_t cols,
@@ -21,7 +23,7 @@
 //         x: n_tokens rows of cols floats, row t at x + t * x_stride (0 = cols).
 //         Stores them in activation_type_for(weight_type). The buffer is reused.
 //     bool suits(GGMLType weight_type) const;   // already in the format that type wants
-//     GGMLType type() const; size_t n_tokens() const; size_t cols() const;
+//     ActivationType type() const; size_t n_tokens() const; size_t cols() const;
 //     size_t row_bytes() const; const uint8_t* row(size_t token) const;   // natural layout
 //     const uint8_t* kernel_row(size_t token) const;   // what the selected kernels read
 //
@@ -39,19 +41,18 @@
 //   void matmul_reference(const WeightMatrix& w, const QuantizedInput& x, float* y,
 //                         size_t y_stride);   // scalar kernels, one thread: the spec
 //
-//   void kernels::quantize_row_q8_k(const float* x, BlockQ8K* y, size_t n);   // n % 256 == 0
-//   void kernels::quantize_row_q8_0(const float* x, BlockQ8_0* y, size_t n);  // n % 32 == 0
-//       (the activation formats matmul uses; see scalar.hpp for the exact rule. Not
-//       smol::quantize_row_q8_k of quant/reference.hpp, which keeps d positive.)
+//   void kernels::quantize_row_q8_k32(const float* x, BlockQ8K32* y, size_t n); // n % 256 == 0
+//   void kernels::quantize_row_q8_0(const float* x, BlockQ8_0* y, size_t n);    // n % 32 == 0
+//       (the activation formats matmul uses; exact rules in activations.hpp and scalar.hpp).
 //   float dot_f32(const float* a, const float* b, size_t n);
 //   void rmsnorm(const float* x, const float* weight, float* out, size_t n, float eps);
 //   void swiglu(const float* gate, const float* up, float* out, size_t n);  // silu(gate) * up
 //   void softmax(float* x, size_t n);                                       // in place
 //   const char* kernels::isa_name();   // "avx2-vnni", "avx2", "neon-dotprod", "neon", "scalar"
-//   bool kernels::has_kernel_layout(GGMLType activation_type);
-//   void kernels::kernel_layout_row(GGMLType activation_type, const uint8_t* natural,
+//   bool kernels::has_kernel_layout(ActivationType activation_type);
+//   void kernels::kernel_layout_row(ActivationType activation_type, const uint8_t* natural,
 //                                   uint8_t* out, size_t cols);
-//       the AVX2 K-quant kernels read Q8_K activations with each block's values
+//       the AVX2 K-quant kernels read Q8_K32 activations with each block's values
 //       permuted (QuantizedInput keeps both); these convert a natural row for callers
 //       that drive kernels::select_tile directly (tests).
 //
@@ -75,6 +76,7 @@
 #include "../error.hpp"
 #include "../quant/blocks.hpp"
 #include "../quant/types.hpp"
+#include "activations.hpp"
 #include "dispatch.hpp"
 #include "scalar.hpp"
 #if defined(SMOL_KERNELS_AVX2)
@@ -109,15 +111,15 @@ inline bool is_supported_weight_type(GGMLType type) noexcept {
 }
 
 // The format activations must be in to meet a weight of this type.
-inline GGMLType activation_type_for(GGMLType weight_type) {
+inline ActivationType activation_type_for(GGMLType weight_type) {
     switch (weight_type) {
         case GGMLType::Q4_K:
         case GGMLType::Q5_K:
-        case GGMLType::Q6_K: return GGMLType::Q8_K;
-        case GGMLType::Q8_0: return GGMLType::Q8_0;
+        case GGMLType::Q6_K: return ActivationType::Q8_K32;
+        case GGMLType::Q8_0: return ActivationType::Q8_0;
         case GGMLType::F32:
         case GGMLType::F16:
-        case GGMLType::BF16: return GGMLType::F32;
+        case GGMLType::BF16: return ActivationType::F32;
         default:
             smol::detail::fail(ErrorKind::unsupported,
                          "matmul: weight type " + type_name(weight_type) + " is not supported");
@@ -187,13 +189,13 @@ inline void softmax(float* x, size_t n) noexcept {
 namespace kernels {
 
 // Activation quantization with the selected ISA (bit-identical to scalar::).
-inline void quantize_row_q8_k(const float* x, BlockQ8K* y, size_t n) noexcept {
+inline void quantize_row_q8_k32(const float* x, BlockQ8K32* y, size_t n) noexcept {
 #if defined(SMOL_KERNELS_AVX2)
-    avx2::quantize_row_q8_k(x, y, n);
+    avx2::quantize_row_q8_k32(x, y, n);
 #elif defined(SMOL_KERNELS_NEON)
-    neon::quantize_row_q8_k(x, y, n);
+    neon::quantize_row_q8_k32(x, y, n);
 #else
-    scalar::quantize_row_q8_k(x, y, n);
+    scalar::quantize_row_q8_k32(x, y, n);
 #endif
 }
 
@@ -208,10 +210,10 @@ inline void quantize_row_q8_0(const float* x, BlockQ8_0* y, size_t n) noexcept {
 }
 
 // True when this build's kernels read `activation_type` rows in a permuted
-// layout (AVX2 Q8_K), which kernel_layout_row produces from a natural row.
-inline bool has_kernel_layout(GGMLType activation_type) noexcept {
+// layout (AVX2 Q8_K32), which kernel_layout_row produces from a natural row.
+inline bool has_kernel_layout(ActivationType activation_type) noexcept {
 #if defined(SMOL_KERNELS_AVX2)
-    return activation_type == GGMLType::Q8_K;
+    return activation_type == ActivationType::Q8_K32;
 #else
     (void)activation_type;
     return false;
@@ -220,14 +222,16 @@ inline bool has_kernel_layout(GGMLType activation_type) noexcept {
 
 // One activation row (cols values of activation_type, natural layout as the
 // quantizers write it) -> the layout the tile kernels read.
-inline void kernel_layout_row(GGMLType activation_type, const uint8_t* natural, uint8_t* out, size_t cols) noexcept {
+inline void kernel_layout_row(ActivationType activation_type, const uint8_t* natural, uint8_t* out,
+                              size_t cols) noexcept {
 #if defined(SMOL_KERNELS_AVX2)
-    if (activation_type == GGMLType::Q8_K) {
-        avx2::interleave_q8k(reinterpret_cast<const BlockQ8K*>(natural), reinterpret_cast<BlockQ8K*>(out), cols / QK_K);
+    if (activation_type == ActivationType::Q8_K32) {
+        avx2::interleave_q8k32(reinterpret_cast<const BlockQ8K32*>(natural), reinterpret_cast<BlockQ8K32*>(out),
+                               cols / QK_K);
         return;
     }
 #endif
-    std::memmove(out, natural, smol::row_bytes(activation_type, cols));
+    std::memmove(out, natural, activation_row_bytes(activation_type, cols));
 }
 
 }  // namespace kernels
@@ -238,18 +242,18 @@ class QuantizedInput {
 public:
     void quantize(GGMLType weight_type, const float* x, size_t n_tokens, size_t cols,
                   ThreadPool* pool = nullptr, size_t x_stride = 0) {
-        const GGMLType type = activation_type_for(weight_type);
-        const size_t block = type_traits(type).block_size;
+        const ActivationType type = activation_type_for(weight_type);
+        const size_t block = activation_block_size(type);
         if (cols % block != 0) {
             smol::detail::fail(ErrorKind::shape, "QuantizedInput: " + std::to_string(cols) +
                                                " values per token is not a multiple of the " +
-                                               type_name(type) + " block size");
+                                               activation_type_name(type) + " block size");
         }
         if (x_stride == 0) x_stride = cols;
         type_ = type;
         n_tokens_ = n_tokens;
         cols_ = cols;
-        row_bytes_ = smol::row_bytes(type, cols);
+        row_bytes_ = activation_row_bytes(type, cols);
         const size_t bytes = n_tokens * row_bytes_;
         if (buffer_.size() < bytes) buffer_.resize(bytes);
 
@@ -258,19 +262,18 @@ public:
                 const float* src = x + t * x_stride;
                 uint8_t* dst = buffer_.data() + t * row_bytes_;
                 switch (type_) {
-                    case GGMLType::Q8_K:
-                        kernels::quantize_row_q8_k(src, reinterpret_cast<BlockQ8K*>(dst), cols);
+                    case ActivationType::Q8_K32:
+                        kernels::quantize_row_q8_k32(src, reinterpret_cast<BlockQ8K32*>(dst), cols);
                         break;
-                    case GGMLType::Q8_0:
+                    case ActivationType::Q8_0:
                         kernels::quantize_row_q8_0(src, reinterpret_cast<BlockQ8_0*>(dst), cols);
                         break;
-                    case GGMLType::F32: std::memcpy(dst, src, cols * sizeof(float)); break;
-                    default: break;
+                    case ActivationType::F32: std::memcpy(dst, src, cols * sizeof(float)); break;
                 }
             }
         };
-        // Some kernels read a permuted copy (AVX2 Q8_K, see
-        // kernels::avx2::interleave_q8k); row() keeps the natural order.
+        // Some kernels read a permuted copy (AVX2 Q8_K32, see
+        // kernels::avx2::interleave_q8k32); row() keeps the natural order.
         const bool permuted = kernels::has_kernel_layout(type_);
         if (permuted && kernel_buffer_.size() < bytes) kernel_buffer_.resize(bytes);
         kernel_layout_ = permuted ? kernel_buffer_.data() : buffer_.data();
@@ -293,21 +296,21 @@ public:
         return is_supported_weight_type(weight_type) && n_tokens_ > 0 &&
                activation_type_for(weight_type) == type_;
     }
-    GGMLType type() const noexcept { return type_; }
+    ActivationType type() const noexcept { return type_; }
     size_t n_tokens() const noexcept { return n_tokens_; }
     size_t cols() const noexcept { return cols_; }
     size_t row_bytes() const noexcept { return row_bytes_; }
     const uint8_t* row(size_t token) const noexcept { return buffer_.data() + token * row_bytes_; }
     const uint8_t* data() const noexcept { return buffer_.data(); }
     // Row `token` in the layout this build's kernels read (row_bytes() apart):
-    // the same bytes as row() except for AVX2 Q8_K, whose values are permuted.
+    // the same bytes as row() except for AVX2 Q8_K32, whose values are permuted.
     const uint8_t* kernel_row(size_t token) const noexcept { return kernel_layout_ + token * row_bytes_; }
 
 private:
     AlignedBuffer buffer_;         // n_tokens rows of row_bytes_, natural layout, grows only
     AlignedBuffer kernel_buffer_;  // the permuted copy, when the kernels want one
     const uint8_t* kernel_layout_ = nullptr;
-    GGMLType type_ = GGMLType::F32;
+    ActivationType type_ = ActivationType::F32;
     size_t n_tokens_ = 0;
     size_t cols_ = 0;
     size_t row_bytes_ = 0;
@@ -327,14 +330,14 @@ namespace scalar {
 inline float dot_row(GGMLType type, const uint8_t* w, const uint8_t* x, size_t cols) noexcept {
     switch (type) {
         case GGMLType::Q4_K:
-            return dot_q4k_q8k(reinterpret_cast<const BlockQ4K*>(w), reinterpret_cast<const BlockQ8K*>(x),
-                               cols / QK_K);
+            return dot_q4k_q8k32(reinterpret_cast<const BlockQ4K*>(w), reinterpret_cast<const BlockQ8K32*>(x),
+                                 cols / QK_K);
         case GGMLType::Q5_K:
-            return dot_q5k_q8k(reinterpret_cast<const BlockQ5K*>(w), reinterpret_cast<const BlockQ8K*>(x),
-                               cols / QK_K);
+            return dot_q5k_q8k32(reinterpret_cast<const BlockQ5K*>(w), reinterpret_cast<const BlockQ8K32*>(x),
+                                 cols / QK_K);
         case GGMLType::Q6_K:
-            return dot_q6k_q8k(reinterpret_cast<const BlockQ6K*>(w), reinterpret_cast<const BlockQ8K*>(x),
-                               cols / QK_K);
+            return dot_q6k_q8k32(reinterpret_cast<const BlockQ6K*>(w), reinterpret_cast<const BlockQ8K32*>(x),
+                                 cols / QK_K);
         case GGMLType::Q8_0:
             return dot_q8_0_q8_0(reinterpret_cast<const BlockQ8_0*>(w),
                                  reinterpret_cast<const BlockQ8_0*>(x), cols / QK8_0);
@@ -415,8 +418,8 @@ inline void check_matmul_args(const WeightMatrix& w, const QuantizedInput& x, fl
     if (x.n_tokens() > 0 && !x.suits(w.type)) {
         smol::detail::fail(ErrorKind::invalid_argument,
                      "matmul: " + type_name(w.type) + " weights need " +
-                         type_name(activation_type_for(w.type)) + " activations, the input holds " +
-                         type_name(x.type()));
+                         activation_type_name(activation_type_for(w.type)) + " activations, the input holds " +
+                         activation_type_name(x.type()));
     }
     if (w.row_bytes < smol::row_bytes(w.type, w.cols)) {
         smol::detail::fail(ErrorKind::shape, "matmul: row_bytes " + std::to_string(w.row_bytes) +

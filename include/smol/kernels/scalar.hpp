@@ -2,26 +2,25 @@
 // against, and the fallback on CPUs without AVX2/NEON.
 //
 // Quantized dot products never dequantize to float: a weight block and the
-// matching block of the quantized activation are multiplied as integers, and
-// the block's float scales are applied once to the integer sum.
+// matching block of the quantized activation are multiplied as integers per
+// 32-value sub-block (the activation's scale granularity), and the float scales
+// are applied once per sub-block to that integer sum.
 //
-//   Q4_K x Q8_K, per 256-weight block:
-//     sum_s scale[s] * sum_{i in s} q4[i] * q8[i]              (integer, 8 sub-blocks of 32)
-//     sum_s min[s] * (bsums[2s] + bsums[2s+1])                 (integer, no weights touched)
-//     result += d(w) * d(x) * first - dmin(w) * d(x) * second
-//   Q5_K x Q8_K: as Q4_K with q5 = q4 + 16 * high_bit.
-//   Q6_K x Q8_K: sum_g scale[g] * sum_{i in g} (q6[i] - 32) * q8[i] over 16 groups of 16,
-//     result += d(w) * d(x) * that.
+//   Q4_K x Q8_K32, per 256-weight block, per sub-block s of 32:
+//     dot_s = scale[s] * sum_{i in s} q4[i] * q8[i]              (integer)
+//     sum8_s = bsums[2s] + bsums[2s+1]                           (integer, no weights touched)
+//     result += (d(w) * d_s(x)) * dot_s - (dmin(w) * d_s(x)) * (min[s] * sum8_s)
+//   Q5_K x Q8_K32: as Q4_K with q5 = q4 + 16 * high_bit.
+//   Q6_K x Q8_K32: per sub-block s, over its two 16-groups g = 2s, 2s + 1 (one scale each):
+//     dot_s = sum_g scale[g] * (sum_{i in g} q6[i] * q8[i] - 32 * bsums[g])   (integer)
+//     result += (d(w) * d_s(x)) * dot_s
 //   Q8_0 x Q8_0, per 32: result += d(w) * d(x) * sum q(w) * q(x).
 //   F32/F16/BF16 x F32: plain float dot (F16/BF16 widened exactly to float first).
 //
-// Activation quantization (Q8_K, per 256 values): with m the element of largest
-// magnitude (keeping its sign), d = -m / 127 and q = round_half_even(x * (-127 / m)),
-// so the element m maps to -127 (the sign convention of ggml's Q8_K); bsums[g] is the
-// sum of q over the 16 values of group g. Q8_0, per 32: d = max|x| / 127 stored as
-// fp16, q = round_half_even(x / d). An all-zero block gives d = 0 and q = 0.
-// Quantized activations stay within [-127, 127] (never -128), which the SIMD
-// sign tricks rely on.
+// Activation quantization: Q8_K32 as specified in activations.hpp. Q8_0, per
+// 32: d = max|x| / 127 stored as fp16, q = round_half_even(x / d). An all-zero
+// block gives d = 0 and q = 0. Quantized activations stay within [-127, 127]
+// (never -128), which the SIMD sign tricks rely on.
 #pragma once
 
 #include <cmath>
@@ -31,6 +30,7 @@
 
 #include "../core/fp16.hpp"
 #include "../quant/blocks.hpp"
+#include "activations.hpp"
 #include "dispatch.hpp"
 
 namespace smol {
@@ -63,34 +63,25 @@ namespace scalar {
 // ---- activation quantization ------------------------------------------------
 
 // n a multiple of 256.
-inline void quantize_row_q8_k(const float* x, BlockQ8K* y, size_t n) noexcept {
-    for (size_t b = 0; b < n / QK_K; ++b, x += QK_K) {
-        float max_abs = 0.0f, max_value = 0.0f;
-        for (int i = 0; i < QK_K; ++i) {
-            const float a = std::fabs(x[i]);
-            if (a > max_abs) {
-                max_abs = a;
-                max_value = x[i];
+inline void quantize_row_q8_k32(const float* x, BlockQ8K32* y, size_t n) noexcept {
+    for (size_t b = 0; b < n / QK_K; ++b) {
+        BlockQ8K32& block = y[b];
+        for (int s = 0; s < QK_K / 32; ++s, x += 32) {
+            float max_abs = 0.0f;
+            for (int i = 0; i < 32; ++i) max_abs = std::fmax(max_abs, std::fabs(x[i]));
+            const float d = q8k32_scale(max_abs);
+            const float inverse_d = d != 0.0f ? 1.0f / d : 0.0f;
+            block.d[s] = d;
+            for (int i = 0; i < 32; ++i) {
+                const int q = detail::round_even(x[i] * inverse_d);
+                block.qs[32 * s + i] = int8_t(q > 127 ? 127 : (q < -127 ? -127 : q));
             }
-        }
-        BlockQ8K& block = y[b];
-        if (max_abs == 0.0f) {
-            block.d = 0.0f;
-            std::memset(block.qs, 0, sizeof block.qs);
-            std::memset(block.bsums, 0, sizeof block.bsums);
-            continue;
-        }
-        const float inverse_scale = -127.0f / max_value;
-        for (int i = 0; i < QK_K; ++i) {
-            const int q = detail::round_even(inverse_scale * x[i]);
-            block.qs[i] = int8_t(q > 127 ? 127 : (q < -127 ? -127 : q));
         }
         for (int g = 0; g < QK_K / 16; ++g) {
             int sum = 0;
             for (int i = 0; i < 16; ++i) sum += block.qs[16 * g + i];
             block.bsums[g] = int16_t(sum);
         }
-        block.d = 1.0f / inverse_scale;
     }
 }
 
@@ -111,11 +102,13 @@ inline void quantize_row_q8_0(const float* x, BlockQ8_0* y, size_t n) noexcept {
 
 // ---- quantized dot products (n_blocks super-blocks / blocks) ------------------
 
-inline float dot_q4k_q8k(const BlockQ4K* w, const BlockQ8K* x, size_t n_blocks) noexcept {
+// Q4_K and Q5_K (has_high_bit): weight i of sub-block s is the low or high
+// nibble of qs[32 * (s / 2) + i], plus 16 * bit s of qh[i] for Q5_K.
+template <bool has_high_bit, class Block>
+inline float dot_k4_q8k32(const Block* w, const BlockQ8K32* x, size_t n_blocks) noexcept {
     float sum = 0.0f;
     for (size_t b = 0; b < n_blocks; ++b) {
-        int32_t scaled_dot = 0;  // sum_s scale[s] * (q4 . q8 over sub-block s)
-        int32_t min_term = 0;    // sum_s min[s] * (sum of q8 over sub-block s)
+        const float d = fp16_to_fp32(w[b].d), dmin = fp16_to_fp32(w[b].dmin);
         for (int s = 0; s < 8; ++s) {
             int scale, min;
             detail::k4_scale_min(w[b].scales, s, scale, min);
@@ -123,43 +116,23 @@ inline float dot_q4k_q8k(const BlockQ4K* w, const BlockQ8K* x, size_t n_blocks) 
             const int8_t* q8 = x[b].qs + 32 * s;
             int32_t dot = 0;
             for (int i = 0; i < 32; ++i) {
-                const int q4 = (s % 2 == 0) ? (bytes[i] & 0x0f) : (bytes[i] >> 4);
-                dot += q4 * q8[i];
+                int q = (s % 2 == 0) ? (bytes[i] & 0x0f) : (bytes[i] >> 4);
+                if constexpr (has_high_bit) q += 16 * ((w[b].qh[i] >> s) & 1);
+                dot += q * q8[i];
             }
-            scaled_dot += scale * dot;
-            min_term += min * (x[b].bsums[2 * s] + x[b].bsums[2 * s + 1]);
+            const int32_t min_term = min * (x[b].bsums[2 * s] + x[b].bsums[2 * s + 1]);
+            sum += (d * x[b].d[s]) * float(scale * dot) - (dmin * x[b].d[s]) * float(min_term);
         }
-        const float d = fp16_to_fp32(w[b].d) * x[b].d;
-        const float dmin = fp16_to_fp32(w[b].dmin) * x[b].d;
-        sum += d * float(scaled_dot) - dmin * float(min_term);
     }
     return sum;
 }
 
-inline float dot_q5k_q8k(const BlockQ5K* w, const BlockQ8K* x, size_t n_blocks) noexcept {
-    float sum = 0.0f;
-    for (size_t b = 0; b < n_blocks; ++b) {
-        int32_t scaled_dot = 0;
-        int32_t min_term = 0;
-        for (int s = 0; s < 8; ++s) {
-            int scale, min;
-            detail::k4_scale_min(w[b].scales, s, scale, min);
-            const uint8_t* bytes = w[b].qs + 32 * (s / 2);
-            const int8_t* q8 = x[b].qs + 32 * s;
-            int32_t dot = 0;
-            for (int i = 0; i < 32; ++i) {
-                const int low = (s % 2 == 0) ? (bytes[i] & 0x0f) : (bytes[i] >> 4);
-                const int high = (w[b].qh[i] >> s) & 1;
-                dot += (low + 16 * high) * q8[i];
-            }
-            scaled_dot += scale * dot;
-            min_term += min * (x[b].bsums[2 * s] + x[b].bsums[2 * s + 1]);
-        }
-        const float d = fp16_to_fp32(w[b].d) * x[b].d;
-        const float dmin = fp16_to_fp32(w[b].dmin) * x[b].d;
-        sum += d * float(scaled_dot) - dmin * float(min_term);
-    }
-    return sum;
+inline float dot_q4k_q8k32(const BlockQ4K* w, const BlockQ8K32* x, size_t n_blocks) noexcept {
+    return dot_k4_q8k32<false>(w, x, n_blocks);
+}
+
+inline float dot_q5k_q8k32(const BlockQ5K* w, const BlockQ8K32* x, size_t n_blocks) noexcept {
+    return dot_k4_q8k32<true>(w, x, n_blocks);
 }
 
 // The 6-bit value of Q6_K weight i (0..255) of a block, 0..63 (subtract 32 for the signed value).
@@ -172,16 +145,19 @@ inline int q6k_value(const BlockQ6K& block, int i) noexcept {
     return low | (high << 4);
 }
 
-inline float dot_q6k_q8k(const BlockQ6K* w, const BlockQ8K* x, size_t n_blocks) noexcept {
+inline float dot_q6k_q8k32(const BlockQ6K* w, const BlockQ8K32* x, size_t n_blocks) noexcept {
     float sum = 0.0f;
     for (size_t b = 0; b < n_blocks; ++b) {
-        int32_t scaled_dot = 0;
-        for (int g = 0; g < 16; ++g) {
+        const float d = fp16_to_fp32(w[b].d);
+        for (int s = 0; s < 8; ++s) {
             int32_t dot = 0;
-            for (int i = 16 * g; i < 16 * g + 16; ++i) dot += (q6k_value(w[b], i) - 32) * x[b].qs[i];
-            scaled_dot += w[b].scales[g] * dot;
+            for (int g = 2 * s; g < 2 * s + 2; ++g) {
+                int32_t group_dot = 0;
+                for (int i = 16 * g; i < 16 * g + 16; ++i) group_dot += q6k_value(w[b], i) * x[b].qs[i];
+                dot += w[b].scales[g] * (group_dot - 32 * x[b].bsums[g]);
+            }
+            sum += (d * x[b].d[s]) * float(dot);
         }
-        sum += fp16_to_fp32(w[b].d) * x[b].d * float(scaled_dot);
     }
     return sum;
 }
