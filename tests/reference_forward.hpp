@@ -14,13 +14,13 @@
 // logits = lm_head (rmsnorm(x) * output_norm)
 //
 // Activation rounding: a quantized-weight engine feeds each matrix its input
-// quantized to 8 bits (ours: Q8_K for Q4_K/Q5_K/Q6_K, Q8_0 for Q8_0). By
-// default the reference stays in float (measured: it is the closest to the
-// goldens, cosine >= 0.9997 on every fixture prompt, because the golden
-// engine's rounding differs from ours and cannot be replayed). With
-// round_activations = true it rounds each matrix input the way our kernels do
-// (quantize_row then dequantize_row, the reference quantizer), which makes it
-// a tight cross-check of the fast path's arithmetic on generated models.
+// quantized to 8 bits (ours: Q8_K32 for Q4_K/Q5_K/Q6_K, i.e. per 32 values a
+// bf16-rounded scale max|x| / 127; Q8_0 for Q8_0). By default the reference
+// stays in float (it meets the goldens' tolerances). With round_activations =
+// true it rounds each matrix input the way our kernels do (written out here
+// for the K-quants, following the rule in kernels/activations.hpp; the
+// reference quantizer for Q8_0), which makes it a tight cross-check of the
+// fast path's arithmetic on generated models.
 #pragma once
 
 #include <Eigen/Dense>
@@ -29,6 +29,7 @@
 #include <smol/model/config.hpp>
 #include <smol/quant/reference.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -181,19 +182,32 @@ private:
 
     // x [n][cols] times w^T: [n][rows], x first rounded to w's activation format.
     RowMatrix apply(const RowMatrix& x, const Matrix& w) const {
-        smol::GGMLType activation = smol::GGMLType::F32;
-        if (w.type == smol::GGMLType::Q4_K || w.type == smol::GGMLType::Q5_K ||
-            w.type == smol::GGMLType::Q6_K)
-            activation = smol::GGMLType::Q8_K;
-        else if (w.type == smol::GGMLType::Q8_0)
-            activation = smol::GGMLType::Q8_0;
-        if (!round_activations_ || activation == smol::GGMLType::F32) return x * w.values.transpose();
+        const bool k_quant = w.type == smol::GGMLType::Q4_K || w.type == smol::GGMLType::Q5_K ||
+                             w.type == smol::GGMLType::Q6_K;
+        const bool q8_0 = w.type == smol::GGMLType::Q8_0;
+        if (!round_activations_ || (!k_quant && !q8_0)) return x * w.values.transpose();
         RowMatrix rounded(x.rows(), x.cols());
-        std::vector<uint8_t> packed(smol::row_bytes(activation, size_t(x.cols())));
+        const size_t cols = size_t(x.cols());
+        std::vector<uint8_t> packed(smol::row_bytes(smol::GGMLType::Q8_0, cols));
         for (Eigen::Index t = 0; t < x.rows(); ++t) {
             const Eigen::RowVectorXf row = x.row(t);
-            smol::quantize_row(activation, row.data(), packed.data(), size_t(x.cols()));
-            smol::dequantize_row(activation, packed.data(), rounded.row(t).data(), size_t(x.cols()));
+            float* out = rounded.row(t).data();
+            if (q8_0) {
+                smol::quantize_row(smol::GGMLType::Q8_0, row.data(), packed.data(), cols);
+                smol::dequantize_row(smol::GGMLType::Q8_0, packed.data(), out, cols);
+                continue;
+            }
+            // Q8_K32: per 32 values d = bf16(max|x| / 127), q = round_half_even(x / d) in [-127, 127].
+            for (size_t b = 0; b < cols; b += 32) {
+                float max_abs = 0.0f;
+                for (size_t i = b; i < b + 32; ++i) max_abs = std::max(max_abs, std::fabs(row[Eigen::Index(i)]));
+                const float d = smol::bf16_to_fp32(smol::fp32_to_bf16(max_abs / 127.0f));
+                const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+                for (size_t i = b; i < b + 32; ++i) {
+                    const float q = std::nearbyint(row[Eigen::Index(i)] * inverse);
+                    out[i] = d * std::min(127.0f, std::max(-127.0f, q));
+                }
+            }
         }
         return rounded * w.values.transpose();
     }

@@ -31,6 +31,7 @@
 
 namespace {
 
+using smol::ActivationType;
 using smol::GGMLType;
 namespace kernels = smol::kernels;
 
@@ -107,14 +108,14 @@ std::vector<uint8_t> random_weights(GGMLType type, size_t rows, size_t cols) {
 // The quantized activation rows the scalar reference produces for x.
 std::vector<uint8_t> reference_activations(GGMLType weight_type, const std::vector<float>& x, size_t n_tokens,
                                            size_t cols) {
-    const GGMLType act = smol::activation_type_for(weight_type);
-    const size_t row_bytes = smol::row_bytes(act, cols);
+    const ActivationType act = smol::activation_type_for(weight_type);
+    const size_t row_bytes = smol::activation_row_bytes(act, cols);
     std::vector<uint8_t> out(n_tokens * row_bytes);
     for (size_t t = 0; t < n_tokens; ++t) {
         uint8_t* dst = out.data() + t * row_bytes;
-        if (act == GGMLType::Q8_K) {
-            kernels::scalar::quantize_row_q8_k(x.data() + t * cols, reinterpret_cast<smol::BlockQ8K*>(dst), cols);
-        } else if (act == GGMLType::Q8_0) {
+        if (act == ActivationType::Q8_K32) {
+            kernels::scalar::quantize_row_q8_k32(x.data() + t * cols, reinterpret_cast<smol::BlockQ8K32*>(dst), cols);
+        } else if (act == ActivationType::Q8_0) {
             kernels::scalar::quantize_row_q8_0(x.data() + t * cols, reinterpret_cast<smol::BlockQ8_0*>(dst), cols);
         } else {
             std::memcpy(dst, x.data() + t * cols, cols * sizeof(float));
@@ -125,10 +126,10 @@ std::vector<uint8_t> reference_activations(GGMLType weight_type, const std::vect
 
 // Sum of |w_i x_i| of the dequantized operands: the scale float-rounding
 // differences are measured against.
-double magnitude(GGMLType type, const uint8_t* w_row, GGMLType act, const uint8_t* x_row, size_t cols) {
+double magnitude(GGMLType type, const uint8_t* w_row, ActivationType act, const uint8_t* x_row, size_t cols) {
     std::vector<float> w(cols), x(cols);
     smol::dequantize_row(type, w_row, w.data(), cols);
-    smol::dequantize_row(act, x_row, x.data(), cols);
+    smol::dequantize_activation_row(act, x_row, x.data(), cols);
     double sum = 0.0;
     for (size_t i = 0; i < cols; ++i) sum += std::fabs(double(w[i]) * double(x[i]));
     return sum;
@@ -146,38 +147,47 @@ TEST_CASE("kernels: an instruction set is selected") {
 #endif
 }
 
-TEST_CASE("quantize_row_q8_k: fast path is bit-identical to the reference, which meets the spec") {
+TEST_CASE("quantize_row_q8_k32: fast path is bit-identical to the reference, which meets the spec") {
     const size_t n = 4 * 256;
     std::vector<float> x = random_floats(n, 2.0f);
     for (size_t i = 256; i < 512; ++i) x[i] = 0.0f;  // an all-zero block
-    x[600] = -9.0f;                                      // a negative extreme
-    x[610] = 9.0f;                                       // same magnitude later: the first one wins
+    for (size_t i = 544; i < 576; ++i) x[i] = 0.0f;  // an all-zero sub-block
+    x[600] = -900.0f;                                    // one huge value: coarsens its own 32 values only
     for (size_t i = 768; i < 1024; ++i) x[i] = float(int(i % 7) - 3) * 0.5f;  // many ties
-    std::vector<smol::BlockQ8K> fast(n / 256), ref(n / 256);
-    kernels::quantize_row_q8_k(x.data(), fast.data(), n);
-    kernels::scalar::quantize_row_q8_k(x.data(), ref.data(), n);
-    CHECK(std::memcmp(fast.data(), ref.data(), sizeof(smol::BlockQ8K) * ref.size()) == 0);
+    x[1000] = 127.0f * 1.00390625f * 0.999f;  // max / 127 just below a bf16 step: q clamps to 127
+    std::vector<smol::BlockQ8K32> fast(n / 256), ref(n / 256);
+    kernels::quantize_row_q8_k32(x.data(), fast.data(), n);
+    kernels::scalar::quantize_row_q8_k32(x.data(), ref.data(), n);
+    CHECK(std::memcmp(fast.data(), ref.data(), sizeof(smol::BlockQ8K32) * ref.size()) == 0);
 
     for (size_t b = 0; b < ref.size(); ++b) {
-        const smol::BlockQ8K& block = ref[b];
-        const float* xb = x.data() + 256 * b;
-        float max_abs = 0.0f;
-        for (int i = 0; i < 256; ++i) max_abs = std::max(max_abs, std::fabs(xb[i]));
-        CHECK(std::fabs(block.d) == doctest::Approx(max_abs / 127.0f).epsilon(1e-6));
+        const smol::BlockQ8K32& block = ref[b];
+        for (int s = 0; s < 8; ++s) {
+            const float* xs = x.data() + 256 * b + 32 * s;
+            float max_abs = 0.0f;
+            for (int i = 0; i < 32; ++i) max_abs = std::max(max_abs, std::fabs(xs[i]));
+            const float d = block.d[s];
+            // d is max / 127 rounded to bf16 (8 significant bits).
+            CHECK(d == smol::bf16_to_fp32(smol::fp32_to_bf16(d)));
+            CHECK(std::fabs(d - max_abs / 127.0f) <= max_abs / 127.0f / 256.0f);
+            for (int i = 0; i < 32; ++i) {
+                const int q = block.qs[32 * s + i];
+                CHECK(q >= -127);
+                CHECK(q <= 127);
+                CHECK(std::fabs(d * float(q) - xs[i]) <= d * 0.5001f + max_abs / 256.0f + 1e-7f);
+            }
+        }
         for (int g = 0; g < 16; ++g) {
             int sum = 0;
             for (int i = 0; i < 16; ++i) sum += block.qs[16 * g + i];
             CHECK(block.bsums[g] == sum);
         }
-        for (int i = 0; i < 256; ++i) {
-            CHECK(block.qs[i] >= -127);
-            CHECK(std::fabs(block.d * float(block.qs[i]) - xb[i]) <= std::fabs(block.d) * 0.5001f + 1e-7f);
-        }
     }
-    CHECK(ref[1].d == 0.0f);
-    CHECK(ref[2].qs[600 - 512] == -127);  // the extreme element maps to -127 (ggml's sign convention)
-    CHECK(ref[2].qs[610 - 512] == 127);
-    CHECK(ref[2].d > 0.0f);  // max element -9: d = -(-9) / 127
+    for (int s = 0; s < 8; ++s) CHECK(ref[1].d[s] == 0.0f);
+    CHECK(ref[2].d[1] == 0.0f);
+    CHECK(ref[2].qs[600 - 512] == -127);  // the extreme element maps to -127
+    CHECK(ref[2].d[2] > ref[2].d[0] * 50.0f);  // its sub-block (values 576..607) only
+    CHECK(ref[3].qs[1000 - 768] == 127);
 }
 
 TEST_CASE("quantize_row_q8_0: fast path is bit-identical to the reference, which meets the spec") {
@@ -207,9 +217,9 @@ TEST_CASE("scalar reference dots equal a double-precision dot of the dequantized
         const std::vector<uint8_t> w = random_weights(type, rows, cols);
         const std::vector<float> x = random_floats(cols);
         const std::vector<uint8_t> xq = reference_activations(type, x, 1, cols);
-        const GGMLType act = smol::activation_type_for(type);
+        const ActivationType act = smol::activation_type_for(type);
         std::vector<float> wd(cols), xd(cols);
-        smol::dequantize_row(act, xq.data(), xd.data(), cols);
+        smol::dequantize_activation_row(act, xq.data(), xd.data(), cols);
         for (size_t r = 0; r < rows; ++r) {
             const uint8_t* row = w.data() + r * smol::row_bytes(type, cols);
             smol::dequantize_row(type, row, wd.data(), cols);
@@ -225,8 +235,10 @@ TEST_CASE("scalar reference dots equal a double-precision dot of the dequantized
 }
 
 TEST_CASE("tile kernels: integer parts equal the reference exactly") {
-    // With unit scales and small activations every partial sum is an integer
-    // below 2^24, so float rounding cannot hide a wrong integer.
+    // With unit weight scales, activation scales of 1/2, 1 or 2 per 32 values
+    // and small activations every partial sum is exact in float (a multiple
+    // of 1/2 far below 2^23), so float rounding cannot hide a wrong integer
+    // nor a sub-block meeting another sub-block's scale.
     const size_t cols = 512, rows = 6;
     for (GGMLType type : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q8_0}) {
         CAPTURE(smol::type_name(type));
@@ -251,15 +263,15 @@ TEST_CASE("tile kernels: integer parts equal the reference exactly") {
             }
         }
         for (int n_cols = 1; n_cols <= kernels::kMaxTileCols; ++n_cols) {
-            const GGMLType act = smol::activation_type_for(type);
-            const size_t x_row_bytes = smol::row_bytes(act, cols);
+            const ActivationType act = smol::activation_type_for(type);
+            const size_t x_row_bytes = smol::activation_row_bytes(act, cols);
             std::vector<uint8_t> x(size_t(n_cols) * x_row_bytes);
             for (int c = 0; c < n_cols; ++c) {
                 uint8_t* xr = x.data() + size_t(c) * x_row_bytes;
-                if (act == GGMLType::Q8_K) {
+                if (act == ActivationType::Q8_K32) {
                     for (size_t b = 0; b < cols / 256; ++b) {
-                        smol::BlockQ8K& block = reinterpret_cast<smol::BlockQ8K*>(xr)[b];
-                        block.d = 1.0f;
+                        smol::BlockQ8K32& block = reinterpret_cast<smol::BlockQ8K32*>(xr)[b];
+                        for (int s = 0; s < 8; ++s) block.d[s] = float(1 << uniform_int(0, 2)) * 0.5f;
                         for (int i = 0; i < 256; ++i) block.qs[i] = int8_t(uniform_int(-3, 3));
                         for (int g = 0; g < 16; ++g) {
                             int sum = 0;
@@ -502,7 +514,7 @@ TEST_CASE("golden: matmul over real fixture tensors matches independently dequan
         smol::matmul(w, input, y.data(), rows, pool);
         std::vector<float> x_dequantized(cols);
         for (size_t t = 0; t < n_tokens; ++t) {
-            smol::dequantize_row(input.type(), input.row(t), x_dequantized.data(), cols);
+            smol::dequantize_activation_row(input.type(), input.row(t), x_dequantized.data(), cols);
             for (size_t k = 0; k < row_ids.size(); ++k) {
                 double exact = 0.0, scale = 0.0;
                 for (size_t i = 0; i < cols; ++i) {

@@ -32,7 +32,10 @@ void check_reference_golden(const std::string& model) {
     const auto golden = smol_test::load_golden(model);
     if (!golden) return;
     const auto file = smol::gguf::File::open(*path);
-    const smol_test::ReferenceModel ref(*file);
+    // Activations rounded as the fast path (and, per 32 values with bf16 scales, the
+    // golden engine) rounds them: the float reference diverges from the golden greedy
+    // path at an unambiguous step (tiny-q8_0 prompt 2, gap 0.38), this one does not.
+    const smol_test::ReferenceModel ref(*file, true);
     const size_t vocab = ref.config().vocab_size;
     for (size_t pi = 0; pi < golden->size(); ++pi) {
         const smol_test::GoldenPrompt& g = (*golden)[pi];
@@ -127,6 +130,7 @@ using ForwardFn = std::function<void(const int32_t* tokens, size_t n, size_t sta
 struct Tolerance {
     float fraction = 0.02f;
     double cosine = 0.999;
+    float ambiguous_gap = 0.25f;  // greedy: the reference's top-1/top-2 gap below which ours may differ
 };
 
 std::vector<float> check_prompt(const smol_test::GoldenPrompt& g, const std::vector<float>& expected,
@@ -176,7 +180,7 @@ std::vector<float> check_prompt(const smol_test::GoldenPrompt& g, const std::vec
                 forward(&id, 1, pos++, branch, step_logits.data(), options);
                 return step_logits.data();
             },
-            where, tolerance.fraction);
+            where, tolerance.fraction, tolerance.ambiguous_gap);
         MESSAGE(where << ": greedy identical for " << same << " of " << g.greedy_ids.size() << " steps");
         smol_test::count_golden();
     }
@@ -184,7 +188,7 @@ std::vector<float> check_prompt(const smol_test::GoldenPrompt& g, const std::vec
 }
 
 void check_fast_golden(const std::string& model_name, const FastRun& run, bool per_position,
-                       bool greedy, size_t max_prompts = 99) {
+                       bool greedy, size_t max_prompts = 99, const Tolerance& tolerance = {}) {
     const auto path = smol_test::fixture(model_name);
     if (!path) return;
     const auto golden = smol_test::load_golden(model_name);
@@ -206,7 +210,7 @@ void check_fast_golden(const std::string& model_name, const FastRun& run, bool p
                                   std::to_string(run.chunk) + ")";
         smol::KVCache kv = model->new_cache(smol::KVCache::kDefaultSize, run.kv_type);
         check_prompt(g, smol_test::read_f32(g.logits_path), vocab, forward, kv, options,
-                     per_position, greedy, where);
+                     per_position, greedy, where, tolerance);
     }
 }
 
@@ -242,7 +246,13 @@ TEST_CASE("fast forward: 1 or 2 threads, prompt in one chunk or several") {
 }
 
 TEST_CASE("fast forward with an F32 KV cache matches the goldens") {
-    check_fast_golden("tiny-q4km.gguf", FastRun{2, 0, smol::KVType::f32}, false, true, 3);
+    // The goldens come from an F16 cache; with F32 keys and values our arithmetic is
+    // no longer the golden engine's (with F16 it reproduces tiny-q4km prompts 0 and 2
+    // to 4e-6), and greedy paths part at gaps up to 0.27 (prompt 1, step 12). So the
+    // greedy rule's ambiguity gap is 0.5 here; the logit tolerances are the goldens'.
+    Tolerance tolerance;
+    tolerance.ambiguous_gap = 0.5f;
+    check_fast_golden("tiny-q4km.gguf", FastRun{2, 0, smol::KVType::f32}, false, true, 3, tolerance);
 }
 
 // ---------------------------------------------------------------------------
@@ -336,24 +346,26 @@ TEST_CASE("fast forward agrees with the reference on generated models") {
                                       float* logits, const smol::ForwardOptions& o) {
             net.forward(tokens, n, start, kv, logits, pool, o);
         };
-        // Against the reference that rounds every matrix input as our kernels do (Q8_K /
-        // Q8_0): the same arithmetic. Not bit-exact: where float summation order moves a
-        // value across a rounding boundary one 8-bit code differs, and the re-rounding
-        // in later layers amplifies that to the activation-rounding noise level, measured
-        // at up to 2.6% of the logit range on these 40-token prompts (Q5_K). So the
-        // goldens' 2% becomes 3% here and the cosine 0.998 (see the report); the F16,
-        // F32 and BF16 models agree to ~1e-4 of the range.
+        // Against the reference that rounds every matrix input as our kernels do (Q8_K32 /
+        // Q8_0), with an F32 KV cache as it has: the same arithmetic. Not bit-exact:
+        // where float summation order moves a value across a rounding boundary one 8-bit
+        // code differs, and the re-rounding in later layers amplifies that towards the
+        // activation-rounding noise level, measured at up to 1.0% of the logit range
+        // (cosine >= 0.99986) on these 40-token prompts; the F16, F32 and BF16 models
+        // agree to ~1e-6 of the range. So the goldens' tolerances apply, with the greedy
+        // rule's ambiguity gap scaled to these models' logit range (up to 130 where the
+        // fixtures have 70-110): 1% of it.
         {
             const smol_test::ReferenceModel ref(*file, true);
             std::vector<float> expected;
             const auto g = reference_golden(ref, ids, 8, expected);
-            smol::KVCache kv(net.config());
+            const auto [lo, hi] = std::minmax_element(expected.begin(), expected.end());
+            smol::KVCache kv(net.config(), smol::KVCache::kDefaultSize, smol::KVType::f32);
             check_prompt(g, expected, vocab, forward, kv, options, true, true, where + " vs rounded reference",
-                         Tolerance{0.03f, 0.998});
+                         Tolerance{0.02f, 0.999, 0.01f * (*hi - *lo)});
         }
-        // Against the float reference: reported, with a looser sanity bound. Q8_K
-        // activations (256 values per scale) alone move logits by up to ~3% of the
-        // range on these models (see the report in tests/reference_forward.hpp).
+        // Against the float reference (no activation rounding), F32 KV: the rounding
+        // noise of 8-bit activations alone, measured at up to 1.7% of the range.
         {
             const smol_test::ReferenceModel ref(*file, false);
             auto cache = ref.new_cache();
@@ -364,8 +376,8 @@ TEST_CASE("fast forward agrees with the reference on generated models") {
             const auto cmp = smol_test::compare_logits(ours.data(), expected.data(), vocab);
             MESSAGE(where << " vs float reference: cosine " << cmp.cosine << " max abs error "
                           << cmp.max_abs_error << " range " << cmp.range);
-            CHECK(cmp.cosine >= 0.995);
-            CHECK(cmp.max_abs_error <= 0.05f * cmp.range);
+            CHECK(cmp.cosine >= 0.999);
+            CHECK(cmp.max_abs_error <= 0.025f * cmp.range);
         }
     }
 }

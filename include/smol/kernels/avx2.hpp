@@ -1,6 +1,6 @@
-// AVX2 kernels: activation quantization (Q8_K, Q8_0), the Q8_K permutation
-// the K-quant kernels read (interleave_q8k), and the integer tile kernels
-// Q4_K/Q5_K/Q6_K x Q8_K and Q8_0 x Q8_0. Compiled only when dispatch.hpp
+// AVX2 kernels: activation quantization (Q8_K32, Q8_0), the Q8_K32 permutation
+// the K-quant kernels read (interleave_q8k32), and the integer tile kernels
+// Q4_K/Q5_K/Q6_K x Q8_K32 and Q8_0 x Q8_0. Compiled only when dispatch.hpp
 // selected AVX2 (-mavx2 -mfma -mf16c); the float kernels come from
 // detail/float_simd.hpp (xsimd).
 //
@@ -9,9 +9,9 @@
 // the sub-block scales). Nothing saturates or overflows: a maddubs pair sum is
 // at most 2 * 63 * 127, the int16 sums of several maddubs results stay below
 // 32,767 (bounds at each kernel), and Q8_0 uses |w| <= 128 against activations
-// in [-127, 127] (the sign trick moves w's sign onto x). So every block's
-// integer sum equals the scalar reference exactly; only the float
-// accumulation order differs (8 lanes, summed once per row). The float
+// in [-127, 127] (the sign trick moves w's sign onto x). So every 32-value
+// sub-block's integer sum equals the scalar reference exactly; only the float
+// accumulation order differs (8 lanes, one per sub-block, summed once per row). The float
 // operations are the same for every column count, so a token's result does not
 // depend on how many tokens share the call.
 //
@@ -34,6 +34,7 @@
 
 #include "../core/fp16.hpp"
 #include "../quant/blocks.hpp"
+#include "activations.hpp"
 #include "detail/float_simd.hpp"
 #include "dispatch.hpp"
 
@@ -84,48 +85,36 @@ inline __m256i pack_32(__m256i a, __m256i b, __m256i c, __m256i d) noexcept {
 
 // ---- activation quantization (bit-identical to kernels::scalar) ----------------
 
-inline void quantize_row_q8_k(const float* x, BlockQ8K* y, size_t n) noexcept {
+inline void quantize_row_q8_k32(const float* x, BlockQ8K32* y, size_t n) noexcept {
     const __m256 sign_bit = _mm256_set1_ps(-0.0f);
     const __m256i limit = _mm256_set1_epi32(127), neg_limit = _mm256_set1_epi32(-127);
-    for (size_t b = 0; b < n / QK_K; ++b, x += QK_K) {
-        __m256 max_abs_lanes = _mm256_setzero_ps();
-        for (int i = 0; i < QK_K; i += 8) {
-            max_abs_lanes = _mm256_max_ps(max_abs_lanes, _mm256_andnot_ps(sign_bit, _mm256_loadu_ps(x + i)));
-        }
-        __m128 m = _mm_max_ps(_mm256_castps256_ps128(max_abs_lanes), _mm256_extractf128_ps(max_abs_lanes, 1));
-        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-        m = _mm_max_ss(m, _mm_movehdup_ps(m));
-        const float max_abs = _mm_cvtss_f32(m);
-        BlockQ8K& block = y[b];
-        if (max_abs == 0.0f) {
-            std::memset(&block, 0, sizeof block);
-            continue;
-        }
-        // The first element of largest magnitude gives the sign, as in the reference.
-        const __m256 max_abs_batch = _mm256_set1_ps(max_abs);
-        float max_value = max_abs;
-        for (int i = 0; i < QK_K; i += 8) {
-            const int hits = _mm256_movemask_ps(
-                _mm256_cmp_ps(_mm256_andnot_ps(sign_bit, _mm256_loadu_ps(x + i)), max_abs_batch, _CMP_EQ_OQ));
-            if (hits) {
-                max_value = x[i + __builtin_ctz(unsigned(hits))];
-                break;
+    for (size_t b = 0; b < n / QK_K; ++b) {
+        BlockQ8K32& block = y[b];
+        for (int s = 0; s < QK_K / 32; ++s, x += 32) {
+            __m256 v[4];
+            __m256 max_abs_lanes = _mm256_setzero_ps();
+            SMOL_UNROLL
+            for (int k = 0; k < 4; ++k) {
+                v[k] = _mm256_loadu_ps(x + 8 * k);
+                max_abs_lanes = _mm256_max_ps(max_abs_lanes, _mm256_andnot_ps(sign_bit, v[k]));
             }
-        }
-        const float inverse_scale = -127.0f / max_value;
-        const __m256 scale = _mm256_set1_ps(inverse_scale);
-        for (int i = 0; i < QK_K; i += 32) {
+            __m128 m = _mm_max_ps(_mm256_castps256_ps128(max_abs_lanes), _mm256_extractf128_ps(max_abs_lanes, 1));
+            m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+            m = _mm_max_ss(m, _mm_movehdup_ps(m));
+            const float d = q8k32_scale(_mm_cvtss_f32(m));
+            const float inverse_d = d != 0.0f ? 1.0f / d : 0.0f;
+            block.d[s] = d;
+            const __m256 scale = _mm256_set1_ps(inverse_d);
             __m256i q[4];
             SMOL_UNROLL
             for (int k = 0; k < 4; ++k) {
-                q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(scale, _mm256_loadu_ps(x + i + 8 * k)));
+                q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], scale));  // round half to even
                 q[k] = _mm256_max_epi32(_mm256_min_epi32(q[k], limit), neg_limit);
             }
-            block.bsums[i / 16] = int16_t(horizontal_sum_i32(_mm256_add_epi32(q[0], q[1])));
-            block.bsums[i / 16 + 1] = int16_t(horizontal_sum_i32(_mm256_add_epi32(q[2], q[3])));
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(block.qs + i), pack_32(q[0], q[1], q[2], q[3]));
+            block.bsums[2 * s] = int16_t(horizontal_sum_i32(_mm256_add_epi32(q[0], q[1])));
+            block.bsums[2 * s + 1] = int16_t(horizontal_sum_i32(_mm256_add_epi32(q[2], q[3])));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(block.qs + 32 * s), pack_32(q[0], q[1], q[2], q[3]));
         }
-        block.d = 1.0f / inverse_scale;
     }
 }
 
@@ -194,7 +183,7 @@ inline const Block* block_row(const uint8_t* base, size_t row_bytes, size_t row)
     return reinterpret_cast<const Block*>(base + row * row_bytes);
 }
 
-// ---- K-quant kernels (Q4_K, Q5_K, Q6_K x Q8_K) --------------------------------------
+// ---- K-quant kernels (Q4_K, Q5_K, Q6_K x Q8_K32) ------------------------------------
 //
 // Multiplying one 32-weight sub-block per vector needs one madd per vector to
 // apply that sub-block's scale: per 256 weights and token, 8 maddubs + 8 madd +
@@ -203,8 +192,15 @@ inline const Block* block_row(const uint8_t* base, size_t row_bytes, size_t row)
 // 32-bit element): then int16 maddubs results of several vectors can be summed
 // before a single madd applies all the scales (per-lane scale vector), giving
 // 8 maddubs + 6 add16 + 2 madd + 1 add per block and token. The activations are
-// permuted the same way once, when they are quantized (interleave_q8k), so
+// permuted the same way once, when they are quantized (interleave_q8k32), so
 // each weight still meets its own activation.
+//
+// After the transposition, int32 element e of each 128-bit lane of a half's
+// sums belongs to sub-block 4h + e (h = 0 for weights 0-127, 1 for 128-255);
+// combine_halves adds the two 128-bit lanes and puts the halves side by side,
+// giving one int32 per sub-block in natural order. Then each sub-block gets
+// its float scales (weight d times the activation's d[s]) in one FMA per 8
+// sub-blocks: the float work is per 32 values, not per value.
 //
 // The transposition of 4 vectors S0..S3 (32 bytes each; Sk[d] = 4-byte group d):
 //   T_v, v = 0..3: low 128-bit lane = S0[v] S1[v] S2[v] S3[v],
@@ -220,12 +216,12 @@ inline void transpose_4x8(const __m256i s[4], __m256i t[4]) noexcept {
     t[3] = _mm256_unpackhi_epi64(s01_high, s23_high);
 }
 
-// Q8_K activations in the order the interleaved kernels read: the 8 natural
+// Q8_K32 activations in the order the interleaved kernels read: the 8 natural
 // 32-value sub-blocks, transposed four at a time like the weights (d and bsums
 // unchanged). n_blocks blocks from `natural` to `interleaved`.
-inline void interleave_q8k(const BlockQ8K* natural, BlockQ8K* interleaved, size_t n_blocks) noexcept {
+inline void interleave_q8k32(const BlockQ8K32* natural, BlockQ8K32* interleaved, size_t n_blocks) noexcept {
     for (size_t b = 0; b < n_blocks; ++b) {
-        interleaved[b].d = natural[b].d;
+        std::memcpy(interleaved[b].d, natural[b].d, sizeof natural[b].d);
         std::memcpy(interleaved[b].bsums, natural[b].bsums, sizeof natural[b].bsums);
         for (int half = 0; half < 2; ++half) {
             __m256i s[4], t[4];
@@ -238,7 +234,14 @@ inline void interleave_q8k(const BlockQ8K* natural, BlockQ8K* interleaved, size_
     }
 }
 
-// Q4_K / Q5_K against interleaved Q8_K. Weights <= 31, so an int16 lane can sum
+// first: sums of half 0 ([sub-blocks 0-3 | 0-3] partial sums), second: of half 1
+// ([4-7 | 4-7]) -> one int32 per sub-block, [0-3 | 4-7].
+inline __m256i combine_halves(__m256i first, __m256i second) noexcept {
+    return _mm256_add_epi32(_mm256_permute2x128_si256(first, second, 0x20),
+                            _mm256_permute2x128_si256(first, second, 0x31));
+}
+
+// Q4_K / Q5_K against interleaved Q8_K32. Weights <= 31, so an int16 lane can sum
 // 4 maddubs results (8 products of at most 31 * 127 = 31,496).
 template <bool has_high_bit, class Block, int n_cols>
 void tile_k4(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t* x, size_t x_row_bytes,
@@ -254,9 +257,9 @@ void tile_k4(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t*
     const __m256i second_half_scales = _mm256_setr_epi8(8, 9, 8, 9, 10, 11, 10, 11, 12, 13, 12, 13, 14, 15, 14, 15,
                                                         8, 9, 8, 9, 10, 11, 10, 11, 12, 13, 12, 13, 14, 15, 14, 15);
 #endif
-    const BlockQ8K* xs[n_cols];
+    const BlockQ8K32* xs[n_cols];
     SMOL_UNROLL
-    for (int c = 0; c < n_cols; ++c) xs[c] = block_row<BlockQ8K>(x, x_row_bytes, size_t(c));
+    for (int c = 0; c < n_cols; ++c) xs[c] = block_row<BlockQ8K32>(x, x_row_bytes, size_t(c));
 
     for (size_t r = 0; r < n_rows; ++r) {
         const Block* row = block_row<Block>(w, w_row_bytes, r);
@@ -273,9 +276,7 @@ void tile_k4(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t*
                 scales_mins, _mm_setr_epi8(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15)));
             __m256i high_bits;
             if constexpr (has_high_bit) high_bits = load256(block.qh);
-            __m256i sums[n_cols];
-            SMOL_UNROLL
-            for (int c = 0; c < n_cols; ++c) sums[c] = _mm256_setzero_si256();
+            __m256i sums[n_cols];  // per sub-block: scale[s] * (q . q8 over s)
 
             auto half = [&](auto half_index) {
                 constexpr int h = decltype(half_index)::value;
@@ -309,7 +310,9 @@ void tile_k4(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t*
                     dot32 = detail::dot_u8_s8_accumulate(dot32, t[1], load256(q8 + 32));
                     dot32 = detail::dot_u8_s8_accumulate(dot32, t[2], load256(q8 + 64));
                     dot32 = detail::dot_u8_s8_accumulate(dot32, t[3], load256(q8 + 96));
-                    sums[c] = _mm256_add_epi32(sums[c], _mm256_mullo_epi32(dot32, lane_scales));
+                    const __m256i scaled = _mm256_mullo_epi32(dot32, lane_scales);
+                    if constexpr (h == 0) sums[c] = scaled;
+                    else sums[c] = combine_halves(sums[c], scaled);
                 }
 #else
                 const __m256i lane_scales = _mm256_shuffle_epi8(scales, h == 0 ? first_half_scales : second_half_scales);
@@ -320,20 +323,25 @@ void tile_k4(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t*
                     dot16 = _mm256_add_epi16(dot16, _mm256_maddubs_epi16(t[1], load256(q8 + 32)));
                     dot16 = _mm256_add_epi16(dot16, _mm256_maddubs_epi16(t[2], load256(q8 + 64)));
                     dot16 = _mm256_add_epi16(dot16, _mm256_maddubs_epi16(t[3], load256(q8 + 96)));
-                    sums[c] = _mm256_add_epi32(sums[c], _mm256_madd_epi16(dot16, lane_scales));
+                    const __m256i scaled = _mm256_madd_epi16(dot16, lane_scales);
+                    if constexpr (h == 0) sums[c] = scaled;
+                    else sums[c] = combine_halves(sums[c], scaled);
                 }
 #endif
             };
             half(std::integral_constant<int, 0>{});
             half(std::integral_constant<int, 1>{});
 
-            const float d = half_to_float(block.d);
-            const float dmin = half_to_float(block.dmin);
+            const __m256 d = _mm256_set1_ps(half_to_float(block.d));
+            const __m256 dmin = _mm256_set1_ps(half_to_float(block.dmin));
             SMOL_UNROLL
             for (int c = 0; c < n_cols; ++c) {
+                // Per sub-block s: min[s] * (sum of q8 over s), then
+                // acc[s] += (d * x.d[s]) * sums[s] - (dmin * x.d[s]) * min_terms[s].
                 const __m256i min_terms = _mm256_madd_epi16(load256(xs[c][b].bsums), mins_paired);
-                acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d * xs[c][b].d), _mm256_cvtepi32_ps(sums[c]), acc[c]);
-                acc[c] = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * xs[c][b].d), _mm256_cvtepi32_ps(min_terms), acc[c]);
+                const __m256 x_scales = _mm256_loadu_ps(xs[c][b].d);
+                acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(d, x_scales), _mm256_cvtepi32_ps(sums[c]), acc[c]);
+                acc[c] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, x_scales), _mm256_cvtepi32_ps(min_terms), acc[c]);
             }
         }
         SMOL_UNROLL
@@ -341,7 +349,7 @@ void tile_k4(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t*
     }
 }
 
-// Q6_K against interleaved Q8_K. Weights <= 63: an int16 lane sums 2 maddubs
+// Q6_K against interleaved Q8_K32. Weights <= 63: an int16 lane sums 2 maddubs
 // results (4 products, at most 4 * 63 * 127 = 32,004).
 template <int n_cols>
 void tile_q6k(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t* x, size_t x_row_bytes,
@@ -356,9 +364,9 @@ void tile_q6k(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t
     const __m256i group_scales = _mm256_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13, 2, 3, 2, 3, 6,
                                                   7, 6, 7, 10, 11, 10, 11, 14, 15, 14, 15);
 #endif
-    const BlockQ8K* xs[n_cols];
+    const BlockQ8K32* xs[n_cols];
     SMOL_UNROLL
-    for (int c = 0; c < n_cols; ++c) xs[c] = block_row<BlockQ8K>(x, x_row_bytes, size_t(c));
+    for (int c = 0; c < n_cols; ++c) xs[c] = block_row<BlockQ8K32>(x, x_row_bytes, size_t(c));
 
     for (size_t r = 0; r < n_rows; ++r) {
         const BlockQ6K* row = block_row<BlockQ6K>(w, w_row_bytes, r);
@@ -369,13 +377,7 @@ void tile_q6k(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t
             const BlockQ6K& block = row[b];
             const __m256i scales16 =
                 _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block.scales)));
-            __m256i sums[n_cols];
-            SMOL_UNROLL
-            for (int c = 0; c < n_cols; ++c) {
-                // 32 * sum_g scale[g] * bsums[g], subtracted up front (q - 32 = q, then the offset).
-                sums[c] = _mm256_sub_epi32(_mm256_setzero_si256(),
-                                           _mm256_slli_epi32(_mm256_madd_epi16(load256(xs[c][b].bsums), scales16), 5));
-            }
+            __m256i sums[n_cols];  // per sub-block: sum_g scale[g] * (q . q8 over g), q in 0..63
             auto half = [&](auto half_index) {
                 constexpr int h = decltype(half_index)::value;
 #if defined(SMOL_KERNELS_VNNI)
@@ -411,7 +413,9 @@ void tile_q6k(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t
                     dot32 = detail::dot_u8_s8_accumulate(dot32, t[1], load256(q8 + 32));
                     dot32 = detail::dot_u8_s8_accumulate(dot32, t[2], load256(q8 + 64));
                     dot32 = detail::dot_u8_s8_accumulate(dot32, t[3], load256(q8 + 96));
-                    sums[c] = _mm256_add_epi32(sums[c], _mm256_mullo_epi32(dot32, lane_scales));
+                    const __m256i scaled = _mm256_mullo_epi32(dot32, lane_scales);
+                    if constexpr (h == 0) sums[c] = scaled;
+                    else sums[c] = combine_halves(sums[c], scaled);
                 }
 #else
                 SMOL_UNROLL
@@ -421,17 +425,22 @@ void tile_q6k(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t
                                                            _mm256_maddubs_epi16(t[1], load256(q8 + 32)));
                     const __m256i dot23 = _mm256_add_epi16(_mm256_maddubs_epi16(t[2], load256(q8 + 64)),
                                                            _mm256_maddubs_epi16(t[3], load256(q8 + 96)));
-                    sums[c] = _mm256_add_epi32(sums[c], _mm256_add_epi32(_mm256_madd_epi16(dot01, lane_scales),
-                                                                         _mm256_madd_epi16(dot23, lane_scales)));
+                    const __m256i scaled =
+                        _mm256_add_epi32(_mm256_madd_epi16(dot01, lane_scales), _mm256_madd_epi16(dot23, lane_scales));
+                    if constexpr (h == 0) sums[c] = scaled;
+                    else sums[c] = combine_halves(sums[c], scaled);
                 }
 #endif
             };
             half(std::integral_constant<int, 0>{});
             half(std::integral_constant<int, 1>{});
-            const float d = half_to_float(block.d);
+            const __m256 d = _mm256_set1_ps(half_to_float(block.d));
             SMOL_UNROLL
             for (int c = 0; c < n_cols; ++c) {
-                acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d * xs[c][b].d), _mm256_cvtepi32_ps(sums[c]), acc[c]);
+                // q - 32 instead of q: per sub-block, 32 * sum_g scale[g] * bsums[g] (its two 16-groups).
+                const __m256i offsets = _mm256_slli_epi32(_mm256_madd_epi16(load256(xs[c][b].bsums), scales16), 5);
+                const __m256i dots = _mm256_sub_epi32(sums[c], offsets);
+                acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_loadu_ps(xs[c][b].d)), _mm256_cvtepi32_ps(dots), acc[c]);
             }
         }
         SMOL_UNROLL

@@ -1,5 +1,5 @@
-// NEON (AArch64) kernels: activation quantization (Q8_K, Q8_0) and the
-// integer tile kernels Q4_K/Q5_K/Q6_K x Q8_K and Q8_0 x Q8_0. Compiled only
+// NEON (AArch64) kernels: activation quantization (Q8_K32, Q8_0) and the
+// integer tile kernels Q4_K/Q5_K/Q6_K x Q8_K32 and Q8_0 x Q8_0. Compiled only
 // when dispatch.hpp selected NEON; float kernels come from
 // detail/float_simd.hpp (xsimd).
 //
@@ -7,11 +7,14 @@
 // has the dot-product extension (__ARM_FEATURE_DOTPROD, e.g.
 // -march=armv8.2-a+dotprod), else by vmull_s8 + vpadalq_s16 (the products,
 // at most 128 * 127, fit int16). All weights are unpacked to values that fit
-// int8 (0..63 for the k-quants), so both paths are exact.
+// int8 (0..31 for Q4_K/Q5_K, q - 32 in -32..31 for Q6_K), so both paths are
+// exact.
 //
-// Each block's integer sums are reduced to scalars and the float scales are
-// applied exactly as the scalar reference does, so NEON results equal the
-// reference bit for bit.
+// K-quants: the integer sums of each 32-value sub-block (the activation's
+// scale granularity) are gathered four at a time into one int32x4 with
+// pairwise adds, and the float scales (weight d times activation d[s]) are
+// applied per sub-block with one FMA per four sub-blocks. Each sub-block's
+// integer equals the scalar reference's; the float summation order differs.
 #pragma once
 
 #include <cstddef>
@@ -20,6 +23,7 @@
 
 #include "../core/fp16.hpp"
 #include "../quant/blocks.hpp"
+#include "activations.hpp"
 #include "detail/float_simd.hpp"
 #include "dispatch.hpp"
 #include "scalar.hpp"
@@ -55,31 +59,22 @@ inline int32x4_t quantize_4(const float* x, float scale) noexcept {
     return vmaxq_s32(vminq_s32(q, vdupq_n_s32(127)), vdupq_n_s32(-127));
 }
 
-inline void quantize_row_q8_k(const float* x, BlockQ8K* y, size_t n) noexcept {
-    for (size_t b = 0; b < n / QK_K; ++b, x += QK_K) {
-        float32x4_t max_lanes = vdupq_n_f32(0.0f);
-        for (int i = 0; i < QK_K; i += 4) max_lanes = vmaxq_f32(max_lanes, vabsq_f32(vld1q_f32(x + i)));
-        const float max_abs = vmaxvq_f32(max_lanes);
-        BlockQ8K& block = y[b];
-        if (max_abs == 0.0f) {
-            std::memset(&block, 0, sizeof block);
-            continue;
-        }
-        float max_value = max_abs;
-        for (int i = 0; i < QK_K; ++i) {
-            if (std::fabs(x[i]) == max_abs) {
-                max_value = x[i];
-                break;
+inline void quantize_row_q8_k32(const float* x, BlockQ8K32* y, size_t n) noexcept {
+    for (size_t b = 0; b < n / QK_K; ++b) {
+        BlockQ8K32& block = y[b];
+        for (int s = 0; s < QK_K / 32; ++s, x += 32) {
+            float32x4_t max_lanes = vdupq_n_f32(0.0f);
+            for (int i = 0; i < 32; i += 4) max_lanes = vmaxq_f32(max_lanes, vabsq_f32(vld1q_f32(x + i)));
+            const float d = q8k32_scale(vmaxvq_f32(max_lanes));
+            const float inverse_d = d != 0.0f ? 1.0f / d : 0.0f;
+            block.d[s] = d;
+            for (int i = 0; i < 32; i += 16) {
+                const int32x4_t q0 = quantize_4(x + i, inverse_d), q1 = quantize_4(x + i + 4, inverse_d);
+                const int32x4_t q2 = quantize_4(x + i + 8, inverse_d), q3 = quantize_4(x + i + 12, inverse_d);
+                block.bsums[2 * s + i / 16] = int16_t(vaddvq_s32(vaddq_s32(vaddq_s32(q0, q1), vaddq_s32(q2, q3))));
+                vst1q_s8(block.qs + 32 * s + i, narrow_16(q0, q1, q2, q3));
             }
         }
-        const float inverse_scale = -127.0f / max_value;
-        for (int i = 0; i < QK_K; i += 16) {
-            const int32x4_t q0 = quantize_4(x + i, inverse_scale), q1 = quantize_4(x + i + 4, inverse_scale);
-            const int32x4_t q2 = quantize_4(x + i + 8, inverse_scale), q3 = quantize_4(x + i + 12, inverse_scale);
-            block.bsums[i / 16] = int16_t(vaddvq_s32(vaddq_s32(vaddq_s32(q0, q1), vaddq_s32(q2, q3))));
-            vst1q_s8(block.qs + i, narrow_16(q0, q1, q2, q3));
-        }
-        block.d = 1.0f / inverse_scale;
     }
 }
 
@@ -102,35 +97,41 @@ inline const Block* block_row(const uint8_t* base, size_t row_bytes, size_t row)
     return reinterpret_cast<const Block*>(base + row * row_bytes);
 }
 
-// ---- Q4_K / Q5_K x Q8_K ---------------------------------------------------------
+// ---- Q4_K / Q5_K x Q8_K32 -------------------------------------------------------
 
 template <bool has_high_bit, class Block, int n_cols>
 inline void tile_k4(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t* x, size_t x_row_bytes,
                     size_t cols, float* y, size_t y_stride) {
     const size_t n_blocks = cols / QK_K;
     const uint8x16_t low_nibble = vdupq_n_u8(0x0f);
-    const BlockQ8K* xs[n_cols];
-    for (int c = 0; c < n_cols; ++c) xs[c] = block_row<BlockQ8K>(x, x_row_bytes, size_t(c));
+    const BlockQ8K32* xs[n_cols];
+    for (int c = 0; c < n_cols; ++c) xs[c] = block_row<BlockQ8K32>(x, x_row_bytes, size_t(c));
 
     for (size_t r = 0; r < n_rows; ++r) {
         const Block* row = block_row<Block>(w, w_row_bytes, r);
-        float acc[n_cols] = {};
+        float32x4_t acc[n_cols];
+        for (int c = 0; c < n_cols; ++c) acc[c] = vdupq_n_f32(0.0f);
         for (size_t b = 0; b < n_blocks; ++b) {
             const Block& block = row[b];
-            int scales[8], mins[8];
-            for (int s = 0; s < 8; ++s) detail::k4_scale_min(block.scales, s, scales[s], mins[s]);
-            int16_t mins16[8];
-            for (int s = 0; s < 8; ++s) mins16[s] = int16_t(mins[s]);
-            const int16x8_t min_vector = vld1q_s16(mins16);
+            int32_t scales[8];
+            int16_t mins[8];
+            for (int s = 0; s < 8; ++s) {
+                int scale, min;
+                detail::k4_scale_min(block.scales, s, scale, min);
+                scales[s] = scale;
+                mins[s] = int16_t(min);
+            }
+            const int16x8_t min_vector = vld1q_s16(mins);
+            const float d = fp16_to_fp32(block.d);
+            const float dmin = fp16_to_fp32(block.dmin);
 
-            int32x4_t sums[n_cols];
-            for (int c = 0; c < n_cols; ++c) sums[c] = vdupq_n_s32(0);
+            int32x4_t pair[n_cols];  // sub-blocks 4q, 4q + 1 as [a, a, b, b] partial sums
             uint8x16_t high_bits[2];
             if constexpr (has_high_bit) {
                 high_bits[0] = vld1q_u8(block.qh);
                 high_bits[1] = vld1q_u8(block.qh + 16);
             }
-            for (int j = 0; j < 4; ++j) {
+            for (int j = 0; j < 4; ++j) {  // 64 weights: sub-blocks 2j (low nibbles), 2j + 1 (high)
                 const uint8x16_t packed0 = vld1q_u8(block.qs + 32 * j);
                 const uint8x16_t packed1 = vld1q_u8(block.qs + 32 * j + 16);
                 uint8x16_t low0 = vandq_u8(packed0, low_nibble), low1 = vandq_u8(packed1, low_nibble);
@@ -145,30 +146,33 @@ inline void tile_k4(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const u
                     high0 = vorrq_u8(high0, vandq_u8(vtstq_u8(high_bits[0], bit_high), sixteen));
                     high1 = vorrq_u8(high1, vandq_u8(vtstq_u8(high_bits[1], bit_high), sixteen));
                 }
+                const int quad = j / 2;  // sub-blocks 4 * quad .. 4 * quad + 3
+                const int32x4_t quad_scales = vld1q_s32(scales + 4 * quad);
                 for (int c = 0; c < n_cols; ++c) {
                     const int8_t* q8 = xs[c][b].qs + 64 * j;
                     int32x4_t low_dot = dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(low0), vld1q_s8(q8));
                     low_dot = dot16(low_dot, vreinterpretq_s8_u8(low1), vld1q_s8(q8 + 16));
                     int32x4_t high_dot = dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(high0), vld1q_s8(q8 + 32));
                     high_dot = dot16(high_dot, vreinterpretq_s8_u8(high1), vld1q_s8(q8 + 48));
-                    sums[c] = vmlaq_n_s32(sums[c], low_dot, scales[2 * j]);
-                    sums[c] = vmlaq_n_s32(sums[c], high_dot, scales[2 * j + 1]);
+                    if (j % 2 == 0) {
+                        pair[c] = vpaddq_s32(low_dot, high_dot);
+                        continue;
+                    }
+                    // [sub-block 4q, 4q + 1, 4q + 2, 4q + 3] sums, times their scales.
+                    const int32x4_t dots =
+                        vmulq_s32(vpaddq_s32(pair[c], vpaddq_s32(low_dot, high_dot)), quad_scales);
+                    // Sums of q8 per sub-block: adjacent pairs of the 8 bsums of this quad.
+                    const int16x8_t group_sums = vld1q_s16(xs[c][b].bsums + 8 * quad);
+                    const int16x4_t sub_sums = vmovn_s32(vpaddlq_s16(group_sums));
+                    const int32x4_t min_terms =
+                        vmull_s16(sub_sums, quad == 0 ? vget_low_s16(min_vector) : vget_high_s16(min_vector));
+                    const float32x4_t x_scales = vld1q_f32(xs[c][b].d + 4 * quad);
+                    acc[c] = vfmaq_f32(acc[c], vmulq_n_f32(x_scales, d), vcvtq_f32_s32(dots));
+                    acc[c] = vfmsq_f32(acc[c], vmulq_n_f32(x_scales, dmin), vcvtq_f32_s32(min_terms));
                 }
             }
-            const float d = fp16_to_fp32(block.d);
-            const float dmin = fp16_to_fp32(block.dmin);
-            for (int c = 0; c < n_cols; ++c) {
-                // Per sub-block sums of q8: adjacent pairs of the 16 bsums.
-                const int16x8_t sub_sums = vpaddq_s16(vld1q_s16(xs[c][b].bsums), vld1q_s16(xs[c][b].bsums + 8));
-                const int32x4_t min_products = vmlal_s16(vmull_s16(vget_low_s16(sub_sums), vget_low_s16(min_vector)),
-                                                         vget_high_s16(sub_sums), vget_high_s16(min_vector));
-                const int32_t scaled_dot = vaddvq_s32(sums[c]);
-                const int32_t min_term = vaddvq_s32(min_products);
-                const float dx = xs[c][b].d;
-                acc[c] += (d * dx) * float(scaled_dot) - (dmin * dx) * float(min_term);
-            }
         }
-        for (int c = 0; c < n_cols; ++c) y[size_t(c) * y_stride + r] = acc[c];
+        for (int c = 0; c < n_cols; ++c) y[size_t(c) * y_stride + r] = vaddvq_f32(acc[c]);
     }
 }
 
@@ -184,61 +188,60 @@ void tile_q5k(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t
     tile_k4<true, BlockQ5K, n_cols>(w, w_row_bytes, n_rows, x, x_row_bytes, cols, y, y_stride);
 }
 
-// ---- Q6_K x Q8_K ----------------------------------------------------------------
+// ---- Q6_K x Q8_K32 ---------------------------------------------------------------
+//
+// The 6-bit weights minus 32 fit int8 (-32..31), so the products are signed
+// int8 x int8 and the bsums are not needed.
 
 template <int n_cols>
 void tile_q6k(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t* x, size_t x_row_bytes,
               size_t cols, float* y, size_t y_stride) {
     const size_t n_blocks = cols / QK_K;
     const uint8x16_t low_nibble = vdupq_n_u8(0x0f);
-    const uint8x16_t bits01 = vdupq_n_u8(0x03), bits23 = vdupq_n_u8(0x0c);
-    const uint8x16_t bits45 = vdupq_n_u8(0x30), bits67 = vdupq_n_u8(0xc0);
-    const BlockQ8K* xs[n_cols];
-    for (int c = 0; c < n_cols; ++c) xs[c] = block_row<BlockQ8K>(x, x_row_bytes, size_t(c));
+    const int8x16_t offset = vdupq_n_s8(32);
+    const BlockQ8K32* xs[n_cols];
+    for (int c = 0; c < n_cols; ++c) xs[c] = block_row<BlockQ8K32>(x, x_row_bytes, size_t(c));
 
     for (size_t r = 0; r < n_rows; ++r) {
         const BlockQ6K* row = block_row<BlockQ6K>(w, w_row_bytes, r);
-        float acc[n_cols] = {};
+        float32x4_t acc[n_cols];
+        for (int c = 0; c < n_cols; ++c) acc[c] = vdupq_n_f32(0.0f);
         for (size_t b = 0; b < n_blocks; ++b) {
             const BlockQ6K& block = row[b];
-            const int8x16_t scales8 = vld1q_s8(block.scales);
-            const int16x8_t scales_low = vmovl_s8(vget_low_s8(scales8)), scales_high = vmovl_s8(vget_high_s8(scales8));
-            int32x4_t sums[n_cols];
-            for (int c = 0; c < n_cols; ++c) sums[c] = vdupq_n_s32(0);
+            const float d = fp16_to_fp32(block.d);
+            int32x4_t previous[n_cols], pair[n_cols];
             for (int h = 0; h < 2; ++h) {
-                for (int part = 0; part < 2; ++part) {  // 16 of the 32 columns of each quarter
-                    const int offset = 16 * part;
-                    const uint8x16_t high = vld1q_u8(block.qh + 32 * h + offset);
-                    const uint8x16_t low0 = vld1q_u8(block.ql + 64 * h + offset);
-                    const uint8x16_t low1 = vld1q_u8(block.ql + 64 * h + 32 + offset);
-                    int8x16_t q[4];
-                    q[0] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(low0, low_nibble), vshlq_n_u8(vandq_u8(high, bits01), 4)));
-                    q[1] = vreinterpretq_s8_u8(vorrq_u8(vandq_u8(low1, low_nibble), vshlq_n_u8(vandq_u8(high, bits23), 2)));
-                    q[2] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(low0, 4), vandq_u8(high, bits45)));
-                    q[3] = vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8(low1, 4), vshrq_n_u8(vandq_u8(high, bits67), 2)));
-                    for (int k = 0; k < 4; ++k) {
-                        const int group = 8 * h + 2 * k + part;  // 16 weights per scale
-                        const int scale = block.scales[group];
-                        for (int c = 0; c < n_cols; ++c) {
-                            const int32x4_t dot = dot16(vdupq_n_s32(0), q[k], vld1q_s8(xs[c][b].qs + 16 * group));
-                            sums[c] = vmlaq_n_s32(sums[c], dot, scale);
+                for (int k = 0; k < 4; ++k) {  // sub-block 4h + k: weights 128h + 32k .. + 31
+                    int8x16_t q[2];
+                    for (int part = 0; part < 2; ++part) {  // 16 weights each, one scale each
+                        const uint8x16_t high = vld1q_u8(block.qh + 32 * h + 16 * part);
+                        const uint8x16_t low = vld1q_u8(block.ql + 64 * h + 32 * (k & 1) + 16 * part);
+                        const uint8x16_t low4 = k < 2 ? vandq_u8(low, low_nibble) : vshrq_n_u8(low, 4);
+                        // bits 2k, 2k + 1 of qh: a variable shift (negative = right).
+                        const uint8x16_t high2 = vandq_u8(vshlq_u8(high, vdupq_n_s8(int8_t(-2 * k))), vdupq_n_u8(3));
+                        q[part] = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(low4, vshlq_n_u8(high2, 4))), offset);
+                    }
+                    const int sub = 4 * h + k;
+                    const int scale0 = block.scales[2 * sub], scale1 = block.scales[2 * sub + 1];
+                    for (int c = 0; c < n_cols; ++c) {
+                        const int8_t* q8 = xs[c][b].qs + 32 * sub;
+                        int32x4_t dot = vmulq_n_s32(dot16(vdupq_n_s32(0), q[0], vld1q_s8(q8)), scale0);
+                        dot = vmlaq_n_s32(dot, dot16(vdupq_n_s32(0), q[1], vld1q_s8(q8 + 16)), scale1);
+                        if (k % 2 == 0) {
+                            previous[c] = dot;
+                        } else if (k == 1) {
+                            pair[c] = vpaddq_s32(previous[c], dot);
+                        } else {
+                            // [sub-block 4h .. 4h + 3] sums.
+                            const int32x4_t dots = vpaddq_s32(pair[c], vpaddq_s32(previous[c], dot));
+                            acc[c] = vfmaq_f32(acc[c], vmulq_n_f32(vld1q_f32(xs[c][b].d + 4 * h), d),
+                                               vcvtq_f32_s32(dots));
                         }
                     }
                 }
             }
-            const float d = fp16_to_fp32(block.d);
-            for (int c = 0; c < n_cols; ++c) {
-                // sum (q - 32) * x = sum q * x - 32 * sum_g scale[g] * bsums[g].
-                const int16x8_t bsums_low = vld1q_s16(xs[c][b].bsums), bsums_high = vld1q_s16(xs[c][b].bsums + 8);
-                int32x4_t bias = vmull_s16(vget_low_s16(bsums_low), vget_low_s16(scales_low));
-                bias = vmlal_s16(bias, vget_high_s16(bsums_low), vget_high_s16(scales_low));
-                bias = vmlal_s16(bias, vget_low_s16(bsums_high), vget_low_s16(scales_high));
-                bias = vmlal_s16(bias, vget_high_s16(bsums_high), vget_high_s16(scales_high));
-                const int32_t scaled_dot = vaddvq_s32(sums[c]) - 32 * vaddvq_s32(bias);
-                acc[c] += d * xs[c][b].d * float(scaled_dot);
-            }
         }
-        for (int c = 0; c < n_cols; ++c) y[size_t(c) * y_stride + r] = acc[c];
+        for (int c = 0; c < n_cols; ++c) y[size_t(c) * y_stride + r] = vaddvq_f32(acc[c]);
     }
 }
 

@@ -73,7 +73,7 @@ inline float attention_dot(const float* q, const void* key_row, KVType type, siz
     const uint16_t* k = static_cast<const uint16_t*>(key_row);
     size_t i = 0;
     float sum = 0;
-#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
+#if defined(SMOL_KERNELS_AVX2)
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     for (; i + 16 <= n; i += 16) {
         const __m256 k0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k + i)));
@@ -101,7 +101,7 @@ inline void attention_accumulate(float* out, float weight, const void* value_row
         return;
     }
     const uint16_t* v = static_cast<const uint16_t*>(value_row);
-#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
+#if defined(SMOL_KERNELS_AVX2)
     const __m256 w = _mm256_set1_ps(weight);
     for (; i + 8 <= n; i += 8) {
         const __m256 v8 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + i)));
@@ -191,12 +191,27 @@ private:
         QuantizedInput input;
     };
 
-    // Quantizes x [m][cols] for weight type `type` unless `input` already holds it in that format.
-    static void prepare(QuantizedInput& input, bool& fresh, GGMLType type, const float* x, size_t m,
-                        size_t cols, ThreadPool& pool) {
-        if (fresh && input.suits(type) && input.cols() == cols && input.n_tokens() == m) return;
-        input.quantize(type, x, m, cols, &pool);
-        fresh = true;
+    // y_j = W_j x for matrices that read the same input x [m][cols] (q/k/v, gate/up):
+    // x is quantized once per activation format and the matrices wanting that format
+    // run as one matmul_batch (one pool wake-up and barrier for all of them). With
+    // the K-quants sharing Q8_K32, a Q4_K_M layer's q, k and v are one batch.
+    static void matmul_shared_input(const MatmulJob* jobs, size_t n_jobs, const float* x, size_t m, size_t cols,
+                                    QuantizedInput& input, ThreadPool& pool) {
+        constexpr size_t kMaxJobs = 4;
+        bool done[kMaxJobs] = {};
+        for (size_t i = 0; i < n_jobs; ++i) {
+            if (done[i]) continue;
+            const ActivationType format = activation_type_for(jobs[i].w.type);
+            MatmulJob batch[kMaxJobs];
+            size_t n_batch = 0;
+            for (size_t j = i; j < n_jobs; ++j) {
+                if (done[j] || activation_type_for(jobs[j].w.type) != format) continue;
+                batch[n_batch++] = jobs[j];
+                done[j] = true;
+            }
+            input.quantize(jobs[i].w.type, x, m, cols, &pool);
+            matmul_batch(batch, n_batch, input, pool);
+        }
     }
 
     void run_chunk(const int32_t* tokens, size_t m, size_t start, KVCache& kv, float* logits,
@@ -226,13 +241,8 @@ private:
             // --- attention block ---
             for (size_t t = 0; t < m; ++t)
                 rmsnorm(&s.x[t * hidden], lw.attn_norm.data(), &s.normed[t * hidden], hidden, c.rms_eps);
-            bool fresh = false;
-            prepare(s.input, fresh, lm.q.type, s.normed.data(), m, hidden, pool);
-            matmul(lm.q, s.input, s.q.data(), q_dim, pool);
-            prepare(s.input, fresh, lm.k.type, s.normed.data(), m, hidden, pool);
-            matmul(lm.k, s.input, s.k.data(), kv_dim, pool);
-            prepare(s.input, fresh, lm.v.type, s.normed.data(), m, hidden, pool);
-            matmul(lm.v, s.input, s.v.data(), kv_dim, pool);
+            const MatmulJob qkv[3] = {{lm.q, s.q.data(), q_dim}, {lm.k, s.k.data(), kv_dim}, {lm.v, s.v.data(), kv_dim}};
+            matmul_shared_input(qkv, 3, s.normed.data(), m, hidden, s.input, pool);
             if (c.layer_uses_rope(li)) {
                 for (size_t t = 0; t < m; ++t) {
                     for (size_t h = 0; h < c.n_heads; ++h) rope(&s.q[t * q_dim + h * c.head_dim], t, s);
@@ -241,22 +251,17 @@ private:
             }
             for (size_t t = 0; t < m; ++t) kv.store(li, start + t, &s.k[t * kv_dim], &s.v[t * kv_dim]);
             attention(li, start, m, kv, pool, s);
-            fresh = false;
-            prepare(s.input, fresh, lm.o.type, s.attn.data(), m, q_dim, pool);
+            s.input.quantize(lm.o.type, s.attn.data(), m, q_dim, &pool);
             matmul(lm.o, s.input, s.out.data(), hidden, pool);
             for (size_t i = 0; i < m * hidden; ++i) s.x[i] += s.out[i];
 
             // --- SwiGLU MLP ---
             for (size_t t = 0; t < m; ++t)
                 rmsnorm(&s.x[t * hidden], lw.ffn_norm.data(), &s.normed[t * hidden], hidden, c.rms_eps);
-            fresh = false;
-            prepare(s.input, fresh, lm.gate.type, s.normed.data(), m, hidden, pool);
-            matmul(lm.gate, s.input, s.gate.data(), ffn, pool);
-            prepare(s.input, fresh, lm.up.type, s.normed.data(), m, hidden, pool);
-            matmul(lm.up, s.input, s.up.data(), ffn, pool);
+            const MatmulJob gate_up[2] = {{lm.gate, s.gate.data(), ffn}, {lm.up, s.up.data(), ffn}};
+            matmul_shared_input(gate_up, 2, s.normed.data(), m, hidden, s.input, pool);
             swiglu(s.gate.data(), s.up.data(), s.gate.data(), m * ffn);
-            fresh = false;
-            prepare(s.input, fresh, lm.down.type, s.gate.data(), m, ffn, pool);
+            s.input.quantize(lm.down.type, s.gate.data(), m, ffn, &pool);
             matmul(lm.down, s.input, s.out.data(), hidden, pool);
             for (size_t i = 0; i < m * hidden; ++i) s.x[i] += s.out[i];
         }

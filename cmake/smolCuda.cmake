@@ -1,0 +1,65 @@
+# The optional CUDA backend (SMOL_CUDA=ON): the static library smol::cuda built
+# from src/cuda/*.cu, its install/export (export set smolCudaTargets), and its
+# test (tests/test_cuda.cpp, which skips its GPU cases when no device exists).
+# The header-only CPU library never needs any of this.
+#
+# Architectures: CMAKE_CUDA_ARCHITECTURES if given, else 80 and 90 (each as
+# SASS + PTX, so newer GPUs JIT the PTX). For quick iteration pass
+# -DCMAKE_CUDA_ARCHITECTURES=90.
+include(CheckLanguage)
+if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+  set(CMAKE_CUDA_ARCHITECTURES 80 90)
+endif()
+if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+  set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+endif()
+check_language(CUDA)
+if(NOT CMAKE_CUDA_COMPILER)
+  message(FATAL_ERROR "SMOL_CUDA=ON but no CUDA compiler was found: install the CUDA toolkit, "
+                      "put nvcc on PATH or set CMAKE_CUDA_COMPILER")
+endif()
+enable_language(CUDA)
+find_package(CUDAToolkit REQUIRED)
+
+file(GLOB SMOL_CUDA_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/*.cu)
+add_library(smol_cuda STATIC ${SMOL_CUDA_SOURCES})
+add_library(smol::cuda ALIAS smol_cuda)
+set_target_properties(smol_cuda PROPERTIES
+  EXPORT_NAME cuda
+  OUTPUT_NAME smol_cuda
+  CUDA_STANDARD 17
+  CUDA_STANDARD_REQUIRED ON
+  CUDA_EXTENSIONS OFF
+  POSITION_INDEPENDENT_CODE ON)
+# smol::smol brings the public headers (include/smol/cuda/backend.hpp among them).
+target_link_libraries(smol_cuda PUBLIC smol CUDA::cudart)
+# Consumers of smol::cuda get the real entry points instead of the "built
+# without CUDA" stubs in backend.hpp.
+target_compile_definitions(smol_cuda PUBLIC SMOL_CUDA_ENABLED=1)
+target_compile_options(smol_cuda PRIVATE
+  $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra --expt-relaxed-constexpr>)
+
+if(SMOL_INSTALL)
+  install(TARGETS smol_cuda EXPORT smolCudaTargets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(EXPORT smolCudaTargets NAMESPACE smol:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/smol)
+endif()
+
+# The test: its own executable (tests/CMakeLists.txt is processed later and only
+# knows the CPU components). Without a GPU it runs the host emulation checks and
+# skips the rest with a message.
+if(SMOL_BUILD_TESTS AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/tests/test_cuda.cpp)
+  find_package(doctest REQUIRED)
+  find_package(nlohmann_json REQUIRED)
+  set(SMOL_FIXTURES_DIR "${PROJECT_SOURCE_DIR}/../shared/fixtures" CACHE PATH "Fixture directory")
+  add_executable(test_cuda ${CMAKE_CURRENT_SOURCE_DIR}/tests/test_cuda.cpp
+                           ${CMAKE_CURRENT_SOURCE_DIR}/tests/test_main.cpp)
+  # smol_internal_flags is defined later in the top CMakeLists; names resolve at generate time.
+  target_link_libraries(test_cuda PRIVATE smol::cuda smol_internal_flags doctest::doctest
+                                          nlohmann_json::nlohmann_json)
+  target_include_directories(test_cuda PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/tests)
+  target_compile_definitions(test_cuda PRIVATE SMOL_FIXTURES_DEFAULT="${SMOL_FIXTURES_DIR}")
+  enable_testing()
+  add_test(NAME test_cuda COMMAND test_cuda)
+  set_tests_properties(test_cuda PROPERTIES TIMEOUT 1200)
+endif()

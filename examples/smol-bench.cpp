@@ -1,0 +1,619 @@
+// smol-bench: end-to-end speed of a GGUF model, in the spirit of llama-bench.
+//
+//   smol-bench -m MODEL [-p 512] [-n 128] [-d DEPTH] [-t THREADS] [-r 3] [-c CTX]
+//              [--chunk N] [--ttft-tokens 16] [--no-bandwidth] [--ops STEPS] [--json]
+//   smol-bench -m MODEL --check-prompt TEXT [-n N] [-t THREADS] [--json]
+//
+// What it measures (each test repeated -r times: mean and standard deviation):
+//   pp<P>  prefill of P random token ids (fixed seed) from an empty cache, one
+//          Model::forward call with the default chunking: P / seconds.
+//   tg<N>  N tokens generated one at a time, greedy argmax over the full
+//          vocabulary logits each step, after a 1-token prompt or after DEPTH
+//          tokens of context (-d; that prefill is done once and not timed):
+//          N / seconds.
+// Also: load time (Model::load), time to first token for a 16-token prompt in
+// a fresh process (load + prefill + argmax; the first forward pass also pages
+// the mapped weights in), peak RSS (VmHWM, read before the bandwidth test,
+// which allocates 1 GiB of its own), file and KV cache sizes, and the
+// roofline: a memory-read bandwidth test (1 GiB, the same thread count, best
+// of 3) against the bytes one decode step must read (weights + KV cache).
+//
+// --check-prompt TEXT runs TEXT (special tokens parsed; BOS only when the file
+// asks, like smol-generate) through the model, then greedy decoding for -n
+// tokens (stopping after an end-of-generation token, like smol-generate), and
+// prints the prompt and generated ids; with --json one line
+// {"prompt_ids": [...], "generated_ids": [...]}, comparable with
+// `smol-generate -m MODEL -p TEXT -n N --temp 0 --json`.
+//
+// --ops N adds an op-by-op profile of N decode steps (see profile_ops).
+//
+// --json (benchmark mode) prints one JSON object on the last line:
+// pp_tokens_per_s, pp_stddev, tg_tokens_per_s, tg_stddev, load_ms, peak_rss_mb,
+// ttft_ms, threads, n_prompt, n_gen, depth (and a few more fields).
+#include <smol/smol.hpp>
+#include <smol/model/model.hpp>
+#include <smol/sampling/sampler.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#if defined(__linux__)
+#include <sys/resource.h>
+#endif
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+void usage() {
+    std::fprintf(stderr,
+                 "usage: smol-bench -m MODEL [-p 512] [-n 128] [-d DEPTH] [-t THREADS] [-r 3]\n"
+                 "                  [-c CTX] [--chunk N] [--ttft-tokens 16] [--no-bandwidth] [--json]\n"
+                 "       smol-bench -m MODEL --check-prompt TEXT [-n N] [-t THREADS] [--json]\n"
+                 "  -p N   prompt tokens for the prefill test (0: skip)\n"
+                 "  -n N   tokens for the generation test (0: skip)\n"
+                 "  -d N   context depth before the generation test (prefilled once, not timed)\n"
+                 "  -t N   threads (default: physical cores)\n"
+                 "  -r N   repetitions of each test\n"
+                 "  -c N   KV cache positions (default: enough for the tests, at least 4096)\n"
+                 "  --chunk N  prefill tokens per pass (default: the model's)\n"
+                 "  --ops N    also time each op of N decode-shaped passes (op profile)\n");
+}
+
+struct Stats {
+    double mean = 0, stddev = 0;
+};
+
+Stats stats_of(const std::vector<double>& values) {
+    Stats s;
+    if (values.empty()) return s;
+    for (double v : values) s.mean += v;
+    s.mean /= double(values.size());
+    if (values.size() > 1) {
+        double sq = 0;
+        for (double v : values) sq += (v - s.mean) * (v - s.mean);
+        s.stddev = std::sqrt(sq / double(values.size() - 1));
+    }
+    return s;
+}
+
+// Peak resident set in MiB: VmHWM where /proc has it, else getrusage.
+double peak_rss_mib() {
+#if defined(__linux__)
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+        if (line.rfind("VmHWM:", 0) == 0) return double(std::strtoull(line.c_str() + 6, nullptr, 10)) / 1024.0;
+    }
+    struct rusage usage {};
+    if (getrusage(RUSAGE_SELF, &usage) == 0) return double(usage.ru_maxrss) / 1024.0;  // KiB on Linux
+#endif
+    return 0;
+}
+
+double current_rss_mib() {
+#if defined(__linux__)
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+        if (line.rfind("VmRSS:", 0) == 0) return double(std::strtoull(line.c_str() + 6, nullptr, 10)) / 1024.0;
+    }
+#endif
+    return 0;
+}
+
+std::string load_average() {
+#if defined(__linux__)
+    std::ifstream in("/proc/loadavg");
+    std::string a, b, c;
+    if (in >> a >> b >> c) return a + " " + b + " " + c;
+#endif
+    return "?";
+}
+
+// Sums [begin, end) in 64-bit lanes so that no load can be elided.
+uint64_t read_range(const uint8_t* begin, const uint8_t* end) {
+#if defined(__AVX2__)
+    __m256i acc0 = _mm256_setzero_si256(), acc1 = _mm256_setzero_si256();
+    __m256i acc2 = _mm256_setzero_si256(), acc3 = _mm256_setzero_si256();
+    for (const uint8_t* p = begin; p + 128 <= end; p += 128) {
+        acc0 = _mm256_add_epi64(acc0, _mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
+        acc1 = _mm256_add_epi64(acc1, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 32)));
+        acc2 = _mm256_add_epi64(acc2, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 64)));
+        acc3 = _mm256_add_epi64(acc3, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 96)));
+    }
+    const __m256i acc = _mm256_add_epi64(_mm256_add_epi64(acc0, acc1), _mm256_add_epi64(acc2, acc3));
+    alignas(32) uint64_t lanes[4];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc);
+    return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+#else
+    uint64_t sum = 0;
+    for (const uint8_t* p = begin; p + 8 <= end; p += 8) {
+        uint64_t v;
+        std::memcpy(&v, p, 8);
+        sum += v;
+    }
+    return sum;
+#endif
+}
+
+// Read bandwidth in GB/s (1e9 bytes/s) of `threads` threads streaming one
+// 1 GiB buffer (a contiguous 4 KiB-aligned slice each), best of `repeats`.
+double memory_read_bandwidth(int threads, int repeats) {
+    constexpr size_t kBytes = size_t(1) << 30;
+    smol::AlignedBuffer buffer(kBytes);
+    uint64_t* words = buffer.as<uint64_t>();
+    for (size_t i = 0; i < kBytes / 8; ++i) words[i] = i * 0x9e3779b97f4a7c15ull;  // no zero pages
+    const uint8_t* data = buffer.data();
+    smol::ThreadPool pool(threads);
+    std::vector<uint64_t> sums(size_t(threads) * 8, 0);
+    double best = 0;
+    for (int r = 0; r < repeats; ++r) {
+        const auto start = Clock::now();
+        pool.run([&](int thread, int n) {
+            const size_t slice = kBytes / size_t(n) / 4096 * 4096;
+            const uint8_t* begin = data + slice * size_t(thread);
+            sums[size_t(thread) * 8] += read_range(begin, begin + slice);
+        });
+        const double seconds = ms_since(start) / 1000.0;
+        best = std::max(best, double(kBytes / size_t(threads) / 4096 * 4096 * size_t(threads)) / seconds / 1e9);
+    }
+    volatile uint64_t sink = 0;
+    for (uint64_t s : sums) sink = sink + s;
+    (void)sink;
+    return best;
+}
+
+std::string human_bytes(double bytes) {
+    char buf[64];
+    if (bytes >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
+    else std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / (1024.0 * 1024));
+    return buf;
+}
+
+// Bytes a decode step reads from weights: every tensor except the token
+// embedding, which contributes one row, unless it is also the (tied) LM head.
+double weight_bytes_per_token(const smol::gguf::File& file) {
+    bool separate_head = false;
+    for (const auto& t : file.tensors())
+        if (t.name == "output.weight") separate_head = true;
+    double bytes = 0;
+    for (const auto& t : file.tensors()) {
+        if (t.name == "token_embd.weight" && separate_head) bytes += double(t.n_bytes) / double(std::max<uint64_t>(1, t.rows()));
+        else bytes += double(t.n_bytes);
+    }
+    return bytes;
+}
+
+double parameter_count(const smol::gguf::File& file) {
+    double n = 0;
+    for (const auto& t : file.tensors()) n += double(t.n_elements);
+    return n;
+}
+
+int32_t argmax(const std::vector<float>& logits) { return smol::greedy_token(logits.data(), logits.size()); }
+
+std::string join_ids(const std::vector<int32_t>& ids) {
+    std::string out;
+    for (size_t i = 0; i < ids.size(); ++i) {
+        if (i) out += ' ';
+        out += std::to_string(ids[i]);
+    }
+    return out;
+}
+
+// --- --ops: where a decode step's time goes, op by op ---------------------------
+//
+// Runs `steps` decode-shaped passes over every layer with the model's own
+// weights, pool and kernels (random activations, so no attention), timing each
+// op on its own: activation quantization, each weight matrix kind, rmsnorm,
+// SwiGLU, the LM head. All layers are walked in order, so every matrix is read
+// from DRAM as in a real decode step (the weights are far larger than the
+// caches). Then times whole forward() decode steps at the same depth; the
+// difference is attention, RoPE, KV stores and the pool's barriers between ops.
+struct OpTime {
+    std::string name;
+    double ms = 0;      // per step
+    double bytes = 0;   // weight bytes read per step
+};
+
+void profile_ops(const smol::Model& model, smol::KVCache& kv, size_t depth, int steps,
+                 const smol::ForwardOptions& forward_options) {
+    const smol::Config& c = model.config();
+    const smol::Weights& weights = model.weights();
+    smol::ThreadPool& pool = model.thread_pool();
+    auto as_matrix = [](const smol::WeightView& v) {
+        return smol::make_weight_matrix(v.type, v.data, v.rows, v.cols, v.name ? *v.name : "");
+    };
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    auto random_vector = [&](size_t n) {
+        std::vector<float> v(n);
+        for (auto& x : v) x = normal(rng);
+        return v;
+    };
+    const std::vector<float> hidden_in = random_vector(c.hidden), q_in = random_vector(c.q_dim()),
+                             ffn_in = random_vector(c.ffn);
+    std::vector<float> normed(c.hidden), out(std::max({c.q_dim(), c.ffn, c.vocab_size, c.hidden})),
+        out2(c.ffn), out3(c.ffn);
+    smol::QuantizedInput input;
+
+    enum { quantize, rmsnorm, q, k, v, o, gate, up, down, swiglu, lm_head, n_ops };
+    std::vector<OpTime> ops(n_ops);
+    const char* names[n_ops] = {"quantize activations (4/layer + head)", "rmsnorm (2/layer + head)",
+                                "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up",
+                                "ffn_down", "swiglu", "LM head"};
+    for (int i = 0; i < n_ops; ++i) ops[size_t(i)].name = names[i];
+    OpTime qkv_batch{"attn_q+k+v as one matmul_batch", 0, 0}, gate_up_batch{"ffn_gate+up as one matmul_batch", 0, 0};
+
+    auto timed = [](auto&& f) {
+        const auto start = Clock::now();
+        f();
+        return ms_since(start);
+    };
+    auto time_matmul = [&](OpTime& op, const smol::WeightView& view, const std::vector<float>& x) {
+        const smol::WeightMatrix w = as_matrix(view);
+        input.quantize(w.type, x.data(), 1, w.cols, &pool);
+        op.ms += timed([&] { smol::matmul(w, input, out.data(), w.rows, pool); });
+        op.bytes += double(view.row_bytes) * double(view.rows);
+    };
+    for (int step = 0; step < steps; ++step) {
+        for (size_t l = 0; l < c.n_layers; ++l) {
+            const smol::LayerWeights& lw = weights.layers[l];
+            ops[rmsnorm].ms += timed([&] { smol::rmsnorm(hidden_in.data(), lw.attn_norm.data(), normed.data(), c.hidden, c.rms_eps); });
+            ops[quantize].ms += timed([&] { input.quantize(lw.attn_q.type, normed.data(), 1, c.hidden, &pool); });
+            if (step % 2 == 0) {
+                time_matmul(ops[q], lw.attn_q, normed);
+                time_matmul(ops[k], lw.attn_k, normed);
+                time_matmul(ops[v], lw.attn_v, normed);
+            } else {
+                const smol::WeightMatrix wq = as_matrix(lw.attn_q), wk = as_matrix(lw.attn_k), wv = as_matrix(lw.attn_v);
+                if (smol::activation_type_for(wq.type) == smol::activation_type_for(wk.type) &&
+                    smol::activation_type_for(wq.type) == smol::activation_type_for(wv.type)) {
+                    input.quantize(wq.type, normed.data(), 1, c.hidden, &pool);
+                    const smol::MatmulJob jobs[3] = {{wq, out.data(), wq.rows}, {wk, out2.data(), wk.rows}, {wv, out3.data(), wv.rows}};
+                    qkv_batch.ms += timed([&] { smol::matmul_batch(jobs, 3, input, pool); });
+                    qkv_batch.bytes += double(wq.row_bytes * wq.rows + wk.row_bytes * wk.rows + wv.row_bytes * wv.rows);
+                }
+            }
+            ops[quantize].ms += timed([&] { input.quantize(lw.attn_output.type, q_in.data(), 1, c.q_dim(), &pool); });
+            time_matmul(ops[o], lw.attn_output, q_in);
+            ops[rmsnorm].ms += timed([&] { smol::rmsnorm(hidden_in.data(), lw.ffn_norm.data(), normed.data(), c.hidden, c.rms_eps); });
+            ops[quantize].ms += timed([&] { input.quantize(lw.ffn_gate.type, normed.data(), 1, c.hidden, &pool); });
+            if (step % 2 == 0) {
+                time_matmul(ops[gate], lw.ffn_gate, normed);
+                time_matmul(ops[up], lw.ffn_up, normed);
+            } else {
+                const smol::WeightMatrix wg = as_matrix(lw.ffn_gate), wu = as_matrix(lw.ffn_up);
+                if (smol::activation_type_for(wg.type) == smol::activation_type_for(wu.type)) {
+                    input.quantize(wg.type, normed.data(), 1, c.hidden, &pool);
+                    const smol::MatmulJob jobs[2] = {{wg, out2.data(), wg.rows}, {wu, out3.data(), wu.rows}};
+                    gate_up_batch.ms += timed([&] { smol::matmul_batch(jobs, 2, input, pool); });
+                    gate_up_batch.bytes += double(wg.row_bytes * wg.rows + wu.row_bytes * wu.rows);
+                }
+            }
+            ops[swiglu].ms += timed([&] { smol::swiglu(out2.data(), out3.data(), out2.data(), c.ffn); });
+            ops[quantize].ms += timed([&] { input.quantize(lw.ffn_down.type, ffn_in.data(), 1, c.ffn, &pool); });
+            time_matmul(ops[down], lw.ffn_down, ffn_in);
+        }
+        ops[rmsnorm].ms += timed([&] { smol::rmsnorm(hidden_in.data(), weights.output_norm.data(), normed.data(), c.hidden, c.rms_eps); });
+        ops[quantize].ms += timed([&] { input.quantize(weights.lm_head.type, normed.data(), 1, c.hidden, &pool); });
+        time_matmul(ops[lm_head], weights.lm_head, normed);
+    }
+
+    // Whole decode steps at the same depth, for the remainder.
+    std::vector<float> logits(c.vocab_size);
+    kv.truncate(std::min(kv.size(), depth));
+    const size_t base = kv.size();
+    int32_t token = 1;
+    const auto start = Clock::now();
+    for (int step = 0; step < steps; ++step) {
+        model.forward(&token, 1, base + size_t(step), kv, logits.data(), forward_options);
+        token = smol::greedy_token(logits.data(), logits.size());
+    }
+    const double step_ms = ms_since(start) / steps;
+    kv.truncate(base);
+
+    // q/k/v and gate/up were timed separately on even steps only (batched on odd ones).
+    const int even_steps = (steps + 1) / 2, odd_steps = steps / 2;
+    double parts_ms = 0;
+    std::printf("\nop profile (%d decode steps, %d threads, context %zu; per step):\n", steps, pool.size(), base);
+    std::printf("| op | ms/step | %% of forward | GB/s |\n|---|---|---|---|\n");
+    for (int i = 0; i < n_ops; ++i) {
+        OpTime& op = ops[size_t(i)];
+        const bool split = i == q || i == k || i == v || i == gate || i == up;
+        const int n = split ? even_steps : steps;
+        if (n == 0) continue;
+        op.ms /= n;
+        op.bytes /= n;
+        parts_ms += op.ms;
+        if (op.bytes > 0)
+            std::printf("| %s | %.2f | %.1f | %.1f |\n", op.name.c_str(), op.ms, 100.0 * op.ms / step_ms,
+                        op.bytes / (op.ms / 1000.0) / 1e9);
+        else
+            std::printf("| %s | %.2f | %.1f | |\n", op.name.c_str(), op.ms, 100.0 * op.ms / step_ms);
+    }
+    std::printf("| sum of the ops above | %.2f | %.1f | |\n", parts_ms, 100.0 * parts_ms / step_ms);
+    std::printf("| forward() decode step (measured) | %.2f | 100 | |\n", step_ms);
+    std::printf("| remainder: attention, RoPE, KV store, embedding, barriers | %.2f | %.1f | |\n",
+                step_ms - parts_ms, 100.0 * (step_ms - parts_ms) / step_ms);
+    for (OpTime* op : {&qkv_batch, &gate_up_batch}) {
+        if (odd_steps == 0 || op->bytes == 0) continue;
+        op->ms /= odd_steps;
+        op->bytes /= odd_steps;
+        std::printf("| (alternative) %s | %.2f | %.1f | %.1f |\n", op->name.c_str(), op->ms,
+                    100.0 * op->ms / step_ms, op->bytes / (op->ms / 1000.0) / 1e9);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string model_path, check_prompt;
+    bool have_check = false, json = false, bandwidth = true;
+    long op_steps = 0;
+    long n_prompt = 512, n_gen = 128, depth = 0, repeats = 3, n_ctx_arg = 0, chunk = 0, ttft_tokens = 16;
+    int n_threads = 0;
+
+    try {
+        for (int i = 1; i < argc; ++i) {
+            const std::string arg = argv[i];
+            auto value = [&]() -> std::string {
+                if (i + 1 >= argc) throw std::invalid_argument("missing value for " + arg);
+                return argv[++i];
+            };
+            auto count = [&]() -> long {
+                const long v = std::stol(value());
+                if (v < 0) throw std::invalid_argument(arg + " must not be negative");
+                return v;
+            };
+            if (arg == "-m" || arg == "--model") model_path = value();
+            else if (arg == "-p" || arg == "--n-prompt") n_prompt = count();
+            else if (arg == "-n" || arg == "--n-gen") n_gen = count();
+            else if (arg == "-d" || arg == "--depth") depth = count();
+            else if (arg == "-t" || arg == "--threads") n_threads = int(count());
+            else if (arg == "-r" || arg == "--repetitions") repeats = std::max(1L, count());
+            else if (arg == "-c" || arg == "--ctx") n_ctx_arg = count();
+            else if (arg == "--chunk") chunk = count();
+            else if (arg == "--ttft-tokens") ttft_tokens = std::max(1L, count());
+            else if (arg == "--no-bandwidth") bandwidth = false;
+            else if (arg == "--ops") op_steps = count();
+            else if (arg == "--check-prompt") check_prompt = value(), have_check = true;
+            else if (arg == "--json") json = true;
+            else if (arg == "-h" || arg == "--help") {
+                usage();
+                return 0;
+            } else {
+                std::fprintf(stderr, "smol-bench: unknown argument '%s'\n", arg.c_str());
+                usage();
+                return 2;
+            }
+        }
+        if (model_path.empty()) throw std::invalid_argument("-m MODEL is required");
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "smol-bench: %s\n", e.what());
+        usage();
+        return 2;
+    }
+
+    try {
+        smol::LoadOptions load_options;
+        load_options.n_threads = n_threads;
+        smol::ForwardOptions forward_options;
+        forward_options.chunk_size = size_t(chunk);
+
+        // --- greedy check mode: the ids smol-generate --temp 0 would produce ---
+        if (have_check) {
+            auto model = smol::Model::load(model_path, load_options);
+            const smol::Tokenizer& tokenizer = model->tokenizer();
+            std::vector<int32_t> prompt;
+            if (tokenizer.add_bos() && tokenizer.bos_id()) prompt.push_back(*tokenizer.bos_id());
+            tokenizer.encode(check_prompt, /*parse_special=*/true, prompt);
+            if (prompt.empty()) throw std::invalid_argument("--check-prompt: the text has no tokens");
+            const size_t need = prompt.size() + size_t(n_gen);
+            smol::KVCache kv = model->new_cache(
+                n_ctx_arg ? size_t(n_ctx_arg)
+                          : std::min(model->config().context_length,
+                                     std::max(std::min<size_t>(4096, model->config().context_length), need)));
+            std::vector<float> logits(model->config().vocab_size);
+            model->forward(prompt.data(), prompt.size(), 0, kv, logits.data(), forward_options);
+            std::vector<int32_t> generated;
+            while (generated.size() < size_t(n_gen)) {
+                const int32_t token = argmax(logits);
+                generated.push_back(token);
+                if (tokenizer.is_end_of_generation(token) || kv.size() >= kv.n_ctx()) break;
+                if (generated.size() >= size_t(n_gen)) break;
+                model->forward(&token, 1, kv.size(), kv, logits.data(), forward_options);
+            }
+            if (json) {
+                nlohmann::json out;
+                out["prompt_ids"] = prompt;
+                out["generated_ids"] = generated;
+                std::printf("%s\n", out.dump().c_str());
+            } else {
+                std::printf("prompt ids (%zu): %s\n", prompt.size(), join_ids(prompt).c_str());
+                std::printf("generated ids (%zu): %s\n", generated.size(), join_ids(generated).c_str());
+            }
+            return 0;
+        }
+
+        const std::string load_before = load_average();
+
+        // --- load + time to first token (fresh process: the first forward pass pages the weights in) ---
+        const auto t_load = Clock::now();
+        auto model = smol::Model::load(model_path, load_options);
+        const double load_ms = ms_since(t_load);
+        const smol::Config& config = model->config();
+        const size_t vocab = config.vocab_size;
+        const int threads = model->thread_pool().size();
+
+        const size_t tg_context = size_t(std::max(depth, 1L)) + size_t(n_gen);
+        size_t needed = std::max({size_t(n_prompt), tg_context, size_t(ttft_tokens)});
+        size_t n_ctx = n_ctx_arg ? size_t(n_ctx_arg)
+                                 : std::max(std::min<size_t>(4096, config.context_length), needed);
+        n_ctx = std::min(n_ctx, config.context_length);
+        if (needed > n_ctx)
+            throw std::invalid_argument("the tests need " + std::to_string(needed) + " positions, the cache has " +
+                                        std::to_string(n_ctx) + " (model context " +
+                                        std::to_string(config.context_length) + ")");
+        smol::KVCache kv = model->new_cache(n_ctx);
+        std::vector<float> logits(vocab);
+
+        std::mt19937_64 rng(1234);
+        std::uniform_int_distribution<int32_t> pick(0, int32_t(vocab) - 1);
+        auto random_ids = [&](size_t n) {
+            std::vector<int32_t> ids(n);
+            for (auto& id : ids) id = pick(rng);
+            return ids;
+        };
+
+        const std::vector<int32_t> ttft_prompt = random_ids(size_t(ttft_tokens));
+        const auto t_first = Clock::now();
+        model->forward(ttft_prompt.data(), ttft_prompt.size(), 0, kv, logits.data(), forward_options);
+        const int32_t first_token = argmax(logits);
+        const double first_ms = ms_since(t_first);
+        const double ttft_ms = load_ms + first_ms;
+        // Warm-up: one decode step, so the tests below start from a warm pool.
+        model->forward(&first_token, 1, kv.size(), kv, logits.data(), forward_options);
+
+        // --- pp: prefill from an empty cache ---
+        std::vector<double> pp_rates;
+        if (n_prompt > 0) {
+            const std::vector<int32_t> prompt = random_ids(size_t(n_prompt));
+            for (long r = 0; r < repeats; ++r) {
+                const auto start = Clock::now();
+                model->forward(prompt.data(), prompt.size(), 0, kv, logits.data(), forward_options);
+                (void)argmax(logits);
+                pp_rates.push_back(double(n_prompt) / (ms_since(start) / 1000.0));
+            }
+        }
+
+        // --- tg: greedy decode after a 1-token prompt or DEPTH tokens (prefilled once) ---
+        std::vector<double> tg_rates;
+        double depth_prefill_ms = 0;
+        const size_t context = size_t(std::max(depth, 1L));
+        if (n_gen > 0) {
+            const std::vector<int32_t> prefix = random_ids(context);
+            const auto start = Clock::now();
+            model->forward(prefix.data(), prefix.size(), 0, kv, logits.data(), forward_options);
+            depth_prefill_ms = ms_since(start);
+            const int32_t after_prefix = argmax(logits);
+            for (long r = 0; r < repeats; ++r) {
+                kv.truncate(context);
+                int32_t token = after_prefix;
+                const auto t0 = Clock::now();
+                for (long i = 0; i < n_gen; ++i) {
+                    model->forward(&token, 1, kv.size(), kv, logits.data(), forward_options);
+                    token = argmax(logits);
+                }
+                tg_rates.push_back(double(n_gen) / (ms_since(t0) / 1000.0));
+            }
+        }
+
+        const double peak_mib = peak_rss_mib();
+        const double rss_mib = current_rss_mib();
+        const std::string load_after = load_average();
+
+        const Stats pp = stats_of(pp_rates), tg = stats_of(tg_rates);
+        const double file_bytes = double(model->file().size());
+        const double kv_bytes = double(kv.bytes());
+        const double kv_bytes_per_position = kv_bytes / double(kv.n_ctx());
+        const double weight_bytes = weight_bytes_per_token(model->file());
+        // KV read per step at the middle of the generation test.
+        const double kv_read = kv_bytes_per_position * (double(context) + double(n_gen) / 2.0);
+        const double bytes_per_token = weight_bytes + kv_read;
+
+        double bandwidth_gbs = 0;
+        if (bandwidth && n_gen > 0) bandwidth_gbs = memory_read_bandwidth(threads, 3);
+        const double roofline_tps = bandwidth_gbs > 0 ? bandwidth_gbs * 1e9 / bytes_per_token : 0;
+
+        // --- human output ---
+        const std::string model_name = model_path.substr(model_path.find_last_of('/') + 1);
+        const double params = parameter_count(model->file());
+        std::printf("model: %s (%s, %.2f %s params, %zu layers, hidden %zu, vocab %zu)\n", model_name.c_str(),
+                    human_bytes(file_bytes).c_str(), params >= 1e9 ? params / 1e9 : params / 1e6,
+                    params >= 1e9 ? "B" : "M", config.n_layers, config.hidden, vocab);
+        std::printf("threads: %d | repetitions: %ld | KV cache: %zu positions F16, %s | load average %s -> %s\n",
+                    threads, repeats, kv.n_ctx(), human_bytes(kv_bytes).c_str(), load_before.c_str(),
+                    load_after.c_str());
+        std::printf("\n| model | size | threads | test | t/s |\n|---|---|---|---|---|\n");
+        char test[64];
+        if (!pp_rates.empty()) {
+            std::snprintf(test, sizeof test, "pp%ld", n_prompt);
+            std::printf("| %s | %s | %d | %s | %.2f ± %.2f |\n", model_name.c_str(), human_bytes(file_bytes).c_str(),
+                        threads, test, pp.mean, pp.stddev);
+        }
+        if (!tg_rates.empty()) {
+            if (depth > 0) std::snprintf(test, sizeof test, "tg%ld @ d%ld", n_gen, depth);
+            else std::snprintf(test, sizeof test, "tg%ld", n_gen);
+            std::printf("| %s | %s | %d | %s | %.2f ± %.2f |\n", model_name.c_str(), human_bytes(file_bytes).c_str(),
+                        threads, test, tg.mean, tg.stddev);
+        }
+        std::printf("\nload: %.1f ms | time to first token (%ld-token prompt, incl. load): %.1f ms "
+                    "(prefill + argmax %.1f ms)\n",
+                    load_ms, ttft_tokens, ttft_ms, first_ms);
+        if (depth > 0) std::printf("depth prefill (%ld tokens, untimed in tg): %.1f ms = %.2f tok/s\n", depth,
+                                   depth_prefill_ms, double(depth) / (depth_prefill_ms / 1000.0));
+        std::printf("memory: peak RSS %.1f MiB (now %.1f MiB) | file %.1f MiB + KV %.1f MiB (allocated; touched "
+                    "only as filled) = %.1f MiB\n",
+                    peak_mib, rss_mib, file_bytes / 1048576.0, kv_bytes / 1048576.0,
+                    (file_bytes + kv_bytes) / 1048576.0);
+        if (bandwidth_gbs > 0) {
+            std::printf("roofline: read bandwidth %.1f GB/s (%d threads, 1 GiB, best of 3) / %.1f MB per token "
+                        "(weights %.1f + KV %.1f) = %.2f tok/s; tg = %.0f%% of it\n",
+                        bandwidth_gbs, threads, bytes_per_token / 1e6, weight_bytes / 1e6, kv_read / 1e6,
+                        roofline_tps, 100.0 * tg.mean / roofline_tps);
+        }
+        if (op_steps > 0) profile_ops(*model, kv, context, int(op_steps), forward_options);
+        std::fflush(stdout);
+
+        if (json) {
+            nlohmann::json out;
+            out["pp_tokens_per_s"] = pp.mean;
+            out["pp_stddev"] = pp.stddev;
+            out["tg_tokens_per_s"] = tg.mean;
+            out["tg_stddev"] = tg.stddev;
+            out["load_ms"] = load_ms;
+            out["peak_rss_mb"] = peak_mib;
+            out["ttft_ms"] = ttft_ms;
+            out["threads"] = threads;
+            out["n_prompt"] = n_prompt;
+            out["n_gen"] = n_gen;
+            out["depth"] = depth;
+            out["repetitions"] = repeats;
+            out["file_mb"] = file_bytes / 1048576.0;
+            out["kv_cache_mb"] = kv_bytes / 1048576.0;
+            out["bandwidth_gb_per_s"] = bandwidth_gbs;
+            out["bytes_per_token"] = bytes_per_token;
+            out["roofline_tokens_per_s"] = roofline_tps;
+            std::printf("%s\n", out.dump().c_str());
+        }
+        return 0;
+    } catch (const smol::Error& e) {
+        std::fprintf(stderr, "smol-bench: error (%s): %s\n", smol::to_string(e.kind()), e.what());
+        return 1;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "smol-bench: %s\n", e.what());
+        return 1;
+    }
+}

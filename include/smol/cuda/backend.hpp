@@ -1,0 +1,275 @@
+// smol's optional CUDA backend: the narrow host seam (the only header a
+// program using the GPU includes besides smol.hpp). Compiles with any C++17
+// compiler and no CUDA headers: it holds declarations and plain C++ only; the
+// kernels and their host glue live in src/cuda/*.cu, compiled into the static
+// library smol::cuda (CMake option SMOL_CUDA=ON), which defines
+// SMOL_CUDA_ENABLED=1 for whoever links it.
+//
+//   auto model = smol::Model::load("model.gguf");
+//   smol::CudaModel gpu(*model);                  // uploads the weights once
+//   smol::CudaKVCache kv = gpu.new_cache();       // one per session (F16, on the GPU)
+//   std::vector<float> logits(gpu.vocab_size());
+//   gpu.forward(ids.data(), ids.size(), 0, kv, logits.data());   // prefill
+//   gpu.forward(&next, 1, ids.size(), kv, logits.data());        // decode (a CUDA graph)
+//
+// What lives on the GPU: every weight matrix packed exactly as in the file
+// (Q4_K, Q5_K, Q6_K, Q8_0; other matrix types are Error(unsupported) naming the
+// tensor), norms as F32, the KV cache as F16 in the CPU KVCache's layout
+// (one [n_ctx][head_dim] block per (layer, K or V, kv head)), and the work
+// buffers of one chunk. Only the logits come back to the host.
+//
+// forward() follows the CPU contract of model/smollm3.hpp: start_pos <=
+// kv.size() and start_pos + n <= kv.n_ctx() (else Error(out_of_range)); n == 0
+// or a token outside the vocabulary is Error(invalid_argument); logits are
+// [vocab] for the last position or [n][vocab] with all_logits. A CudaModel may
+// be shared by threads that each use their own CudaKVCache (each cache owns a
+// CUDA stream, its work buffers and its decode graph); a cache keeps its
+// model's device state alive.
+//
+// Errors: smol::Error. No device (or a build without SMOL_CUDA_ENABLED) is
+// ErrorKind::unsupported with the reason; a failing CUDA call is
+// ErrorKind::internal naming the call and CUDA's message.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../error.hpp"
+#include "../quant/types.hpp"
+
+namespace smol {
+
+namespace cuda_detail {
+
+// A weight matrix in host memory (the mapped file): `rows` rows of `cols`
+// elements of `type`, each row `row_bytes` bytes, rows contiguous.
+struct MatrixUpload {
+    const void* data = nullptr;
+    GGMLType type = GGMLType::F32;
+    size_t rows = 0, cols = 0, row_bytes = 0;
+    std::string name;
+};
+
+struct LayerUpload {
+    const float* attn_norm = nullptr;  // [hidden]
+    const float* ffn_norm = nullptr;   // [hidden]
+    MatrixUpload q, k, v, o, gate, up, down;
+};
+
+// Everything CudaModel copies to the device, as plain data (so the .cu files
+// never see the CPU model's headers).
+struct ModelUpload {
+    std::string source;  // names the model in messages
+    size_t n_layers = 0, hidden = 0, ffn = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
+    size_t rope_dims = 0, vocab_size = 0, context_length = 0, nope_interval = 4;
+    float rope_freq_base = 0, rms_eps = 0;
+    MatrixUpload token_embd, lm_head;
+    const float* output_norm = nullptr;  // [hidden]
+    std::vector<LayerUpload> layers;
+};
+
+// Reads a loaded model (smol::Model or smol::SmolLM3: anything with config(),
+// weights() and file()) into a ModelUpload. A template so this header needs none of the
+// CPU model's headers; the caller has included them.
+template <class CpuModel>
+ModelUpload describe(const CpuModel& model) {
+    const auto& c = model.config();
+    const auto& w = model.weights();
+    ModelUpload m;
+    m.source = model.file().source();
+    m.n_layers = c.n_layers;
+    m.hidden = c.hidden;
+    m.ffn = c.ffn;
+    m.n_heads = c.n_heads;
+    m.n_kv_heads = c.n_kv_heads;
+    m.head_dim = c.head_dim;
+    m.rope_dims = c.rope_dims;
+    m.vocab_size = c.vocab_size;
+    m.context_length = c.context_length;
+    m.nope_interval = c.nope_interval;
+    m.rope_freq_base = c.rope_freq_base;
+    m.rms_eps = c.rms_eps;
+    auto matrix = [](const auto& view) {
+        MatrixUpload u;
+        u.data = view.data;
+        u.type = view.type;
+        u.rows = view.rows;
+        u.cols = view.cols;
+        u.row_bytes = view.row_bytes;
+        u.name = view.name ? *view.name : std::string("<unnamed>");
+        return u;
+    };
+    m.token_embd = matrix(w.token_embd);
+    m.lm_head = matrix(w.lm_head);
+    m.output_norm = w.output_norm.data();
+    for (const auto& l : w.layers) {
+        LayerUpload u;
+        u.attn_norm = l.attn_norm.data();
+        u.ffn_norm = l.ffn_norm.data();
+        u.q = matrix(l.attn_q);
+        u.k = matrix(l.attn_k);
+        u.v = matrix(l.attn_v);
+        u.o = matrix(l.attn_output);
+        u.gate = matrix(l.ffn_gate);
+        u.up = matrix(l.ffn_up);
+        u.down = matrix(l.ffn_down);
+        m.layers.push_back(std::move(u));
+    }
+    return m;
+}
+
+struct ModelState;  // device weights (src/cuda/backend.cu)
+struct CacheState;  // device KV cache, stream, work buffers, decode graph
+
+}  // namespace cuda_detail
+
+// True when a CUDA device can be used; otherwise false with the reason in *why
+// (no driver, no device, a build without SMOL_CUDA_ENABLED).
+bool cuda_available(std::string* why = nullptr);
+
+class CudaKVCache;
+
+class CudaModel {
+public:
+    // Uploads the weights of `model` (a smol::Model or smol::SmolLM3) to device
+    // `device`. The CPU model may be dropped afterwards.
+    template <class CpuModel, class = decltype(std::declval<const CpuModel&>().weights())>
+    explicit CudaModel(const CpuModel& model, int device = 0)
+        : CudaModel(cuda_detail::describe(model), device) {}
+    explicit CudaModel(const cuda_detail::ModelUpload& upload, int device = 0);
+    ~CudaModel();
+    CudaModel(CudaModel&&) noexcept;
+    CudaModel& operator=(CudaModel&&) noexcept;
+    CudaModel(const CudaModel&) = delete;
+    CudaModel& operator=(const CudaModel&) = delete;
+
+    size_t vocab_size() const noexcept;
+    size_t context_length() const noexcept;
+    int device() const noexcept;
+    std::string device_name() const;
+    size_t weight_bytes() const noexcept;  // device memory held by the weights
+
+    // A cache for this model: n_ctx 0 picks min(4096, context length).
+    CudaKVCache new_cache(size_t n_ctx = 0) const;
+
+    // See the contract at the top of this file.
+    void forward(const int32_t* tokens, size_t n, size_t start_pos, CudaKVCache& kv,
+                 float* logits_host, bool all_logits = false) const;
+
+private:
+    friend class CudaKVCache;
+    std::shared_ptr<cuda_detail::ModelState> state_;
+};
+
+class CudaKVCache {
+public:
+    // n_ctx 0 picks min(4096, the model's context length); more than the context
+    // length is Error(invalid_argument).
+    explicit CudaKVCache(const CudaModel& model, size_t n_ctx = 0);
+    ~CudaKVCache();
+    CudaKVCache(CudaKVCache&&) noexcept;
+    CudaKVCache& operator=(CudaKVCache&&) noexcept;
+    CudaKVCache(const CudaKVCache&) = delete;
+    CudaKVCache& operator=(const CudaKVCache&) = delete;
+
+    size_t n_ctx() const noexcept;
+    size_t size() const noexcept;     // leading positions that hold valid entries
+    size_t bytes() const noexcept;    // device memory of the K/V entries
+    void truncate(size_t n);          // drops positions >= n (n <= size())
+    void clear() noexcept;
+
+    // Reads one stored row back as float: kind 0 keys (after RoPE), 1 values;
+    // out[head_dim]. For tests (compare with the CPU KVCache::load_row).
+    void load_row(size_t layer, int kind, size_t kv_head, size_t pos, float* out) const;
+
+private:
+    friend class CudaModel;
+    std::shared_ptr<cuda_detail::CacheState> state_;  // shared_ptr: the type may stay incomplete here
+};
+
+inline CudaKVCache CudaModel::new_cache(size_t n_ctx) const { return CudaKVCache(*this, n_ctx); }
+
+namespace cuda_detail {
+
+// ---- Test hooks: each runs one GPU kernel on host data (tests/test_cuda.cpp
+// compares them with the CPU reference). All need a device. ----
+
+// y[t][r] = W[r] . x[t] for n_tokens tokens (1: the decode mat-vec, more: the
+// prefill mat-mat), with x quantized to int8 blocks of 32 on the device.
+// W: rows x cols of `type` (Q4_K, Q5_K, Q6_K, Q8_0), x: [n_tokens][cols].
+void run_matmul(GGMLType type, const void* weights, size_t rows, size_t cols, const float* x,
+                size_t n_tokens, float* y);
+// out[t] = dequantized row tokens[t] of the table (any type dequantize_row_device handles).
+void run_embed(GGMLType type, const void* table, size_t rows, size_t cols, const int32_t* tokens,
+               size_t n_tokens, float* out);
+// out[t] = rmsnorm(x[t]) * weight, and the int8 blocks of that dequantized into out_quantized.
+void run_rmsnorm(const float* x, const float* weight, size_t n_tokens, size_t cols, float eps,
+                 float* out, float* out_quantized);
+// out = silu(gate) * up elementwise over n values (n a multiple of 32).
+void run_swiglu(const float* gate, const float* up, size_t n, float* out);
+// RoPE (adjacent pairs, theta = pos * base^(-2i/rope_dims)) on q [n][heads][head_dim] and
+// k [n][kv_heads][head_dim] in place for positions start_pos.. (use_rope false: only copies).
+void run_rope(float* q, float* k, size_t n_tokens, size_t n_heads, size_t n_kv_heads,
+              size_t head_dim, size_t rope_dims, float freq_base, size_t start_pos, bool use_rope);
+// Causal GQA attention of n_tokens queries at positions start_pos.. over keys/values
+// [n_kv_heads][start_pos + n_tokens][head_dim] (rounded to F16 as the cache stores them):
+// out [n_tokens][n_heads][head_dim].
+void run_attention(const float* q, const float* keys, const float* values, size_t n_tokens,
+                   size_t start_pos, size_t n_heads, size_t n_kv_heads, size_t head_dim,
+                   float* out);
+
+// ---- Host emulation (no device needed): the very per-thread code the matmul
+// and embedding kernels run, executed on the CPU, so the block decoding can be
+// checked on any machine. ----
+
+// W_row . x with x quantized to int8 blocks of 32 as the GPU does (cols % 256 == 0
+// for the k-quants, % 32 for Q8_0).
+float emulate_dot(GGMLType type, const void* row, size_t cols, const float* x);
+// The device's dequantization of one row.
+void emulate_dequantize_row(GGMLType type, const void* row, size_t cols, float* out);
+
+}  // namespace cuda_detail
+
+#if !defined(SMOL_CUDA_ENABLED)
+// A build that does not link smol::cuda: the seam still compiles and reports why
+// nothing runs (every entry point is Error(unsupported)).
+namespace cuda_detail {
+[[noreturn]] inline void not_built() {
+    detail::fail(ErrorKind::unsupported,
+                 "cuda: smol was built without its CUDA backend (configure with -DSMOL_CUDA=ON "
+                 "and link smol::cuda)");
+}
+}  // namespace cuda_detail
+inline bool cuda_available(std::string* why) {
+    if (why) *why = "smol was built without its CUDA backend (SMOL_CUDA=OFF)";
+    return false;
+}
+inline CudaModel::CudaModel(const cuda_detail::ModelUpload&, int) { cuda_detail::not_built(); }
+inline CudaModel::~CudaModel() = default;
+inline CudaModel::CudaModel(CudaModel&&) noexcept = default;
+inline CudaModel& CudaModel::operator=(CudaModel&&) noexcept = default;
+inline size_t CudaModel::vocab_size() const noexcept { return 0; }
+inline size_t CudaModel::context_length() const noexcept { return 0; }
+inline int CudaModel::device() const noexcept { return -1; }
+inline std::string CudaModel::device_name() const { return "none"; }
+inline size_t CudaModel::weight_bytes() const noexcept { return 0; }
+inline void CudaModel::forward(const int32_t*, size_t, size_t, CudaKVCache&, float*, bool) const {
+    cuda_detail::not_built();
+}
+inline CudaKVCache::CudaKVCache(const CudaModel&, size_t) { cuda_detail::not_built(); }
+inline CudaKVCache::~CudaKVCache() = default;
+inline CudaKVCache::CudaKVCache(CudaKVCache&&) noexcept = default;
+inline CudaKVCache& CudaKVCache::operator=(CudaKVCache&&) noexcept = default;
+inline size_t CudaKVCache::n_ctx() const noexcept { return 0; }
+inline size_t CudaKVCache::size() const noexcept { return 0; }
+inline size_t CudaKVCache::bytes() const noexcept { return 0; }
+inline void CudaKVCache::truncate(size_t) { cuda_detail::not_built(); }
+inline void CudaKVCache::clear() noexcept {}
+inline void CudaKVCache::load_row(size_t, int, size_t, size_t, float*) const { cuda_detail::not_built(); }
+#endif
+
+}  // namespace smol

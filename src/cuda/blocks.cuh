@@ -1,0 +1,343 @@
+// The per-thread block code of the CUDA backend, written once as
+// __host__ __device__ functions: the kernels run it on the GPU, and the host
+// emulation (cuda_detail::emulate_dot / emulate_dequantize_row) runs the very
+// same code on the CPU so the block decoding is testable without a device.
+//
+// Activations are quantized to ActBlock: 32 int8 values with a float scale d
+// and s = d * sum(q) (the sum lets Q4_K/Q5_K apply their per-sub-block "min"
+// without touching the weights again). Every weight format is cut into
+// "units" that line up with activation blocks:
+//   Q4_K / Q5_K: 4 units per 256-weight super-block; unit c covers the 64
+//     weights of chunk c (sub-blocks 2c and 2c + 1 = activation blocks 8b + 2c,
+//     8b + 2c + 1) and reads the chunk's 32 quant bytes once.
+//   Q6_K: 8 units per super-block; unit g = 4h + k covers weights 128h + 32k + i,
+//     i < 32 (activation block 8b + g) with two int8 scales (i < 16, i >= 16).
+//   Q8_0: 1 unit per 32-weight block.
+// A unit decodes to 8 or 16 int32 words of 4 signed bytes each, so the dot
+// product with an activation block is 8 __dp4a per 32 weights.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include <cuda_fp16.h>
+
+#include <smol/core/fp16.hpp>
+
+namespace smol {
+namespace cuda_detail {
+
+#define SMOL_HD __host__ __device__ __forceinline__
+
+constexpr int kActBlock = 32;  // activation quantization block
+
+struct ActBlock {
+    float d;              // scale: x ~= d * q
+    float s;              // d * sum(q)
+    int8_t q[kActBlock];
+};
+static_assert(sizeof(ActBlock) == 40, "ActBlock layout");
+
+// ---- portable primitives (device intrinsics, host emulation) ----
+
+SMOL_HD int dot4(int a, int b, int acc) {
+#if defined(__CUDA_ARCH__)
+    return __dp4a(a, b, acc);
+#else
+    for (int i = 0; i < 4; ++i)
+        acc += int(int8_t(uint32_t(a) >> (8 * i))) * int(int8_t(uint32_t(b) >> (8 * i)));
+    return acc;
+#endif
+}
+
+// Per-byte a - b, modulo 256 (no borrow between bytes).
+SMOL_HD int sub_bytes(int a, int b) {
+#if defined(__CUDA_ARCH__)
+    return int(__vsub4(unsigned(a), unsigned(b)));
+#else
+    uint32_t out = 0;
+    for (int i = 0; i < 4; ++i) {
+        const uint32_t x = (uint32_t(a) >> (8 * i)) & 0xff, y = (uint32_t(b) >> (8 * i)) & 0xff;
+        out |= ((x - y) & 0xff) << (8 * i);
+    }
+    return int(out);
+#endif
+}
+
+SMOL_HD float half_bits_to_float(uint16_t bits) {
+#if defined(__CUDA_ARCH__)
+    return __half2float(__ushort_as_half(bits));
+#else
+    return fp16_to_fp32(bits);
+#endif
+}
+
+// Loads of little-endian words from packed blocks. The device reads them
+// directly (aligned as noted); the host emulation uses memcpy (no aliasing UB).
+SMOL_HD uint16_t load_u16(const uint8_t* p) {  // p 2-byte aligned
+#if defined(__CUDA_ARCH__)
+    return *reinterpret_cast<const uint16_t*>(p);
+#else
+    uint16_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+#endif
+}
+// Four bytes from a 2-byte aligned address (Q6_K and Q8_0 blocks are 210 and 34 bytes).
+SMOL_HD int load_i32_a2(const uint8_t* p) {
+#if defined(__CUDA_ARCH__)
+    const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
+    return int(uint32_t(h[0]) | (uint32_t(h[1]) << 16));
+#else
+    int v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+#endif
+}
+// Four bytes from a 4-byte aligned address (Q4_K 144-byte and Q5_K 176-byte blocks,
+// ActBlock quants).
+SMOL_HD int load_i32_a4(const uint8_t* p) {
+#if defined(__CUDA_ARCH__)
+    return *reinterpret_cast<const int*>(p);
+#else
+    int v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+#endif
+}
+
+// Q4_K / Q5_K: 6-bit scale and min of sub-block j from the 12 packed bytes.
+SMOL_HD void scale_min_k4(const uint8_t* packed, int j, int& scale, int& min) {
+    if (j < 4) {
+        scale = packed[j] & 63;
+        min = packed[j + 4] & 63;
+    } else {
+        scale = (packed[j + 4] & 0x0F) | ((packed[j - 4] >> 6) << 4);
+        min = (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
+    }
+}
+
+// ---- weight formats ----
+// Each format: kBlockWeights weights per block of kBlockBytes bytes, kUnits units
+// per block; Unit = one unit's decoded quants and factors; load(row, unit);
+// dot(unit, act) with `act` the activation blocks of the whole row (one token).
+
+struct FormatQ4K {
+    static constexpr int kBlockWeights = 256, kBlockBytes = 144, kUnits = 4;
+    struct Unit {
+        int lo[8], hi[8];  // sub-block 2c (low nibbles) and 2c + 1 (high nibbles)
+        float d_scale_lo, d_scale_hi, dmin_min_lo, dmin_min_hi;
+        int act;           // index of the first activation block
+    };
+    SMOL_HD static Unit load(const uint8_t* row, int unit) {
+        const int b = unit / kUnits, c = unit % kUnits;
+        const uint8_t* block = row + size_t(b) * kBlockBytes;
+        const float d = half_bits_to_float(load_u16(block));
+        const float dmin = half_bits_to_float(load_u16(block + 2));
+        int sc_lo, m_lo, sc_hi, m_hi;
+        scale_min_k4(block + 4, 2 * c, sc_lo, m_lo);
+        scale_min_k4(block + 4, 2 * c + 1, sc_hi, m_hi);
+        Unit u;
+        const uint8_t* qs = block + 16 + 32 * c;
+        for (int k = 0; k < 8; ++k) {
+            const int v = load_i32_a4(qs + 4 * k);
+            u.lo[k] = v & 0x0F0F0F0F;
+            u.hi[k] = (v >> 4) & 0x0F0F0F0F;
+        }
+        u.d_scale_lo = d * float(sc_lo);
+        u.d_scale_hi = d * float(sc_hi);
+        u.dmin_min_lo = dmin * float(m_lo);
+        u.dmin_min_hi = dmin * float(m_hi);
+        u.act = 8 * b + 2 * c;
+        return u;
+    }
+    SMOL_HD static float dot(const Unit& u, const ActBlock* act) {
+        const ActBlock& a0 = act[u.act];
+        const ActBlock& a1 = act[u.act + 1];
+        int sum_lo = 0, sum_hi = 0;
+        for (int k = 0; k < 8; ++k) {
+            sum_lo = dot4(u.lo[k], load_i32_a4(reinterpret_cast<const uint8_t*>(a0.q) + 4 * k), sum_lo);
+            sum_hi = dot4(u.hi[k], load_i32_a4(reinterpret_cast<const uint8_t*>(a1.q) + 4 * k), sum_hi);
+        }
+        return u.d_scale_lo * a0.d * float(sum_lo) + u.d_scale_hi * a1.d * float(sum_hi) -
+               u.dmin_min_lo * a0.s - u.dmin_min_hi * a1.s;
+    }
+    SMOL_HD static float element(const uint8_t* row, size_t i) {
+        const uint8_t* block = row + (i / 256) * kBlockBytes;
+        const int r = int(i % 256), c = r / 64, within = r % 64, sub = 2 * c + within / 32;
+        int sc, m;
+        scale_min_k4(block + 4, sub, sc, m);
+        const uint8_t byte = block[16 + 32 * c + within % 32];
+        const int q = within < 32 ? (byte & 0x0F) : (byte >> 4);
+        return half_bits_to_float(load_u16(block)) * float(sc) * float(q) -
+               half_bits_to_float(load_u16(block + 2)) * float(m);
+    }
+};
+
+struct FormatQ5K {
+    static constexpr int kBlockWeights = 256, kBlockBytes = 176, kUnits = 4;
+    using Unit = FormatQ4K::Unit;  // quants 0..31 instead of 0..15, same arithmetic
+    SMOL_HD static Unit load(const uint8_t* row, int unit) {
+        const int b = unit / kUnits, c = unit % kUnits;
+        const uint8_t* block = row + size_t(b) * kBlockBytes;
+        const float d = half_bits_to_float(load_u16(block));
+        const float dmin = half_bits_to_float(load_u16(block + 2));
+        int sc_lo, m_lo, sc_hi, m_hi;
+        scale_min_k4(block + 4, 2 * c, sc_lo, m_lo);
+        scale_min_k4(block + 4, 2 * c + 1, sc_hi, m_hi);
+        Unit u;
+        const uint8_t* qh = block + 16;
+        const uint8_t* qs = block + 48 + 32 * c;
+        for (int k = 0; k < 8; ++k) {
+            const int v = load_i32_a4(qs + 4 * k);
+            const int h = load_i32_a4(qh + 4 * k);
+            // Bit 2c (low) / 2c + 1 (high) of each qh byte is the 5th bit.
+            u.lo[k] = (v & 0x0F0F0F0F) | (((h >> (2 * c)) & 0x01010101) << 4);
+            u.hi[k] = ((v >> 4) & 0x0F0F0F0F) | (((h >> (2 * c + 1)) & 0x01010101) << 4);
+        }
+        u.d_scale_lo = d * float(sc_lo);
+        u.d_scale_hi = d * float(sc_hi);
+        u.dmin_min_lo = dmin * float(m_lo);
+        u.dmin_min_hi = dmin * float(m_hi);
+        u.act = 8 * b + 2 * c;
+        return u;
+    }
+    SMOL_HD static float dot(const Unit& u, const ActBlock* act) { return FormatQ4K::dot(u, act); }
+    SMOL_HD static float element(const uint8_t* row, size_t i) {
+        const uint8_t* block = row + (i / 256) * kBlockBytes;
+        const int r = int(i % 256), c = r / 64, within = r % 64, sub = 2 * c + within / 32;
+        int sc, m;
+        scale_min_k4(block + 4, sub, sc, m);
+        const uint8_t byte = block[48 + 32 * c + within % 32];
+        const int low = within < 32 ? (byte & 0x0F) : (byte >> 4);
+        const int high = (block[16 + within % 32] >> sub) & 1;
+        return half_bits_to_float(load_u16(block)) * float(sc) * float(low | (high << 4)) -
+               half_bits_to_float(load_u16(block + 2)) * float(m);
+    }
+};
+
+struct FormatQ6K {
+    static constexpr int kBlockWeights = 256, kBlockBytes = 210, kUnits = 8;
+    struct Unit {
+        int q[8];                      // (quant - 32) as signed bytes, weights i = 4k..4k+3
+        float d_scale_lo, d_scale_hi;  // d * scale for i < 16 and i >= 16
+        int act;
+    };
+    SMOL_HD static Unit load(const uint8_t* row, int unit) {
+        const int b = unit / kUnits, g = unit % kUnits, h = g / 4, k = g % 4;
+        const uint8_t* block = row + size_t(b) * kBlockBytes;
+        const uint8_t* ql = block + 64 * h + 32 * (k & 1);
+        const uint8_t* qh = block + 128 + 32 * h;
+        const int8_t* scales = reinterpret_cast<const int8_t*>(block + 192);
+        const float d = half_bits_to_float(load_u16(block + 208));
+        Unit u;
+        for (int j = 0; j < 8; ++j) {
+            int low = load_i32_a2(ql + 4 * j);
+            low = k >= 2 ? (low >> 4) & 0x0F0F0F0F : low & 0x0F0F0F0F;
+            const int high = (load_i32_a2(qh + 4 * j) >> (2 * k)) & 0x03030303;
+            u.q[j] = sub_bytes(low | (high << 4), 0x20202020);
+        }
+        u.d_scale_lo = d * float(scales[8 * h + 2 * k]);
+        u.d_scale_hi = d * float(scales[8 * h + 2 * k + 1]);
+        u.act = 8 * b + g;
+        return u;
+    }
+    SMOL_HD static float dot(const Unit& u, const ActBlock* act) {
+        const ActBlock& a = act[u.act];
+        const uint8_t* aq = reinterpret_cast<const uint8_t*>(a.q);
+        int sum_lo = 0, sum_hi = 0;
+        for (int j = 0; j < 4; ++j) sum_lo = dot4(u.q[j], load_i32_a4(aq + 4 * j), sum_lo);
+        for (int j = 4; j < 8; ++j) sum_hi = dot4(u.q[j], load_i32_a4(aq + 4 * j), sum_hi);
+        return a.d * (u.d_scale_lo * float(sum_lo) + u.d_scale_hi * float(sum_hi));
+    }
+    SMOL_HD static float element(const uint8_t* row, size_t i) {
+        const uint8_t* block = row + (i / 256) * kBlockBytes;
+        const int r = int(i % 256), h = r / 128, k = (r % 128) / 32, ii = r % 32;
+        const uint8_t l = block[64 * h + 32 * (k & 1) + ii];
+        const int low = k >= 2 ? (l >> 4) : (l & 0x0F);
+        const int high = (block[128 + 32 * h + ii] >> (2 * k)) & 3;
+        const int8_t scale = reinterpret_cast<const int8_t*>(block + 192)[r / 16];
+        return half_bits_to_float(load_u16(block + 208)) * float(scale) *
+               float((low | (high << 4)) - 32);
+    }
+};
+
+struct FormatQ8_0 {
+    static constexpr int kBlockWeights = 32, kBlockBytes = 34, kUnits = 1;
+    struct Unit {
+        int q[8];
+        float d;
+        int act;
+    };
+    SMOL_HD static Unit load(const uint8_t* row, int unit) {
+        const uint8_t* block = row + size_t(unit) * kBlockBytes;
+        Unit u;
+        u.d = half_bits_to_float(load_u16(block));
+        for (int j = 0; j < 8; ++j) u.q[j] = load_i32_a2(block + 2 + 4 * j);
+        u.act = unit;
+        return u;
+    }
+    SMOL_HD static float dot(const Unit& u, const ActBlock* act) {
+        const ActBlock& a = act[u.act];
+        const uint8_t* aq = reinterpret_cast<const uint8_t*>(a.q);
+        int sum = 0;
+        for (int j = 0; j < 8; ++j) sum = dot4(u.q[j], load_i32_a4(aq + 4 * j), sum);
+        return u.d * a.d * float(sum);
+    }
+    SMOL_HD static float element(const uint8_t* row, size_t i) {
+        const uint8_t* block = row + (i / 32) * kBlockBytes;
+        return half_bits_to_float(load_u16(block)) * float(int8_t(block[2 + i % 32]));
+    }
+};
+
+// Plain float formats, for embedding tables only (matrices must be quantized).
+struct FormatF32 {
+    SMOL_HD static float element(const uint8_t* row, size_t i) {
+#if defined(__CUDA_ARCH__)
+        return reinterpret_cast<const float*>(row)[i];
+#else
+        float f;
+        std::memcpy(&f, row + 4 * i, sizeof f);
+        return f;
+#endif
+    }
+};
+struct FormatF16 {
+    SMOL_HD static float element(const uint8_t* row, size_t i) {
+        return half_bits_to_float(load_u16(row + 2 * i));
+    }
+};
+struct FormatBF16 {
+    SMOL_HD static float element(const uint8_t* row, size_t i) {
+        const uint32_t bits = uint32_t(load_u16(row + 2 * i)) << 16;
+#if defined(__CUDA_ARCH__)
+        return __uint_as_float(bits);
+#else
+        float f;
+        std::memcpy(&f, &bits, sizeof f);
+        return f;
+#endif
+    }
+};
+
+// Quantization of one activation block on the host (the device does the same
+// with one lane per element): d = max|x| / 127, q = round-half-even(x / d).
+inline void quantize_act_block_host(const float* x, ActBlock& out) {
+    float amax = 0;
+    for (int i = 0; i < kActBlock; ++i) amax = x[i] < 0 ? (amax > -x[i] ? amax : -x[i]) : (amax > x[i] ? amax : x[i]);
+    const float d = amax / 127.0f;
+    int sum = 0;
+    for (int i = 0; i < kActBlock; ++i) {
+        float v = d > 0 ? x[i] / d : 0.0f;
+        // Round half to even without <cmath>'s rounding mode: the 1.5 * 2^23 trick.
+        v = (v + 12582912.0f) - 12582912.0f;
+        out.q[i] = int8_t(int(v));
+        sum += out.q[i];
+    }
+    out.d = d;
+    out.s = d * float(sum);
+}
+
+}  // namespace cuda_detail
+}  // namespace smol

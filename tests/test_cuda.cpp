@@ -1,0 +1,589 @@
+// Tests of the optional CUDA backend (built only with SMOL_CUDA=ON).
+//
+// Without a GPU: the host emulation of the kernels' block decoding and int8 dot
+// products is checked against the reference dequantization (and the fixtures'
+// independent dequantized rows), and constructing a CudaModel must fail with
+// Error(unsupported); every GPU case skips with a message naming the reason.
+// With a GPU: every kernel against the CPU reference, the whole forward pass
+// against the CPU model on generated files (prefill, graph decode, KV rows),
+// the fixture goldens (per-position top-8, last-position logits, greedy), and,
+// when SMOL_CUDA_BENCH_MODEL names a GGUF file, a pp512 / tg128 throughput run
+// (printed, never asserted).
+#include <doctest/doctest.h>
+
+#include <smol/cuda/backend.hpp>
+#include <smol/smol.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fixtures.hpp"
+#include "model_testutil.hpp"
+
+namespace {
+
+using smol::GGMLType;
+
+// True when a CUDA device is usable; otherwise reports the skip once per call site.
+bool have_gpu() {
+    std::string why;
+    if (smol::cuda_available(&why)) return true;
+    MESSAGE("skipping GPU checks: " << why);
+    return false;
+}
+
+std::vector<float> random_floats(size_t n, uint64_t seed, float sd = 1.0f) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> normal(0.0f, sd);
+    std::vector<float> v(n);
+    for (float& x : v) x = normal(rng);
+    return v;
+}
+
+// rows x cols random weights quantized to `type`.
+std::vector<uint8_t> random_matrix(GGMLType type, size_t rows, size_t cols, uint64_t seed) {
+    const auto values = random_floats(rows * cols, seed, 1.0f / std::sqrt(float(cols)));
+    const size_t row_bytes = smol::row_bytes(type, cols);
+    std::vector<uint8_t> packed(rows * row_bytes);
+    for (size_t r = 0; r < rows; ++r)
+        smol::quantize_row(type, &values[r * cols], &packed[r * row_bytes], cols, smol::QuantizeEffort::fast);
+    return packed;
+}
+
+std::vector<float> dequantized(GGMLType type, const std::vector<uint8_t>& packed, size_t rows, size_t cols) {
+    std::vector<float> out(rows * cols);
+    const size_t row_bytes = smol::row_bytes(type, cols);
+    for (size_t r = 0; r < rows; ++r) smol::dequantize_row(type, &packed[r * row_bytes], &out[r * cols], cols);
+    return out;
+}
+
+// The error bound of w . x when x is rounded to int8 blocks of 32 (scale max|x| / 127,
+// at most half a step per element) plus float rounding.
+double act_rounding_bound(const float* w, const float* x, size_t cols) {
+    double bound = 0;
+    for (size_t b = 0; b < cols / 32; ++b) {
+        float amax = 0, wsum = 0;
+        for (size_t i = 0; i < 32; ++i) {
+            amax = std::max(amax, std::fabs(x[b * 32 + i]));
+            wsum += std::fabs(w[b * 32 + i]);
+        }
+        bound += double(wsum) * amax / 127.0 * 0.5;
+    }
+    double magnitude = 0;
+    for (size_t i = 0; i < cols; ++i) magnitude += std::fabs(double(w[i]) * x[i]);
+    return bound * 1.001 + 1e-5 * magnitude + 1e-6;
+}
+
+double dot_double(const float* a, const float* b, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; ++i) s += double(a[i]) * b[i];
+    return s;
+}
+
+float max_abs(const std::vector<float>& v) {
+    float m = 0;
+    for (float x : v) m = std::max(m, std::fabs(x));
+    return m;
+}
+
+const GGMLType kMatrixTypes[] = {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q8_0};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Host emulation (runs everywhere)
+
+TEST_CASE("cuda emulation: the device's block dequantization matches the reference") {
+    const GGMLType types[] = {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q8_0,
+                              GGMLType::F16, GGMLType::BF16, GGMLType::F32};
+    const size_t rows = 6, cols = 512;
+    for (GGMLType type : types) {
+        CAPTURE(smol::type_name(type));
+        const auto packed = random_matrix(type, rows, cols, 11 + uint64_t(type));
+        const auto reference = dequantized(type, packed, rows, cols);
+        std::vector<float> ours(rows * cols);
+        const size_t row_bytes = smol::row_bytes(type, cols);
+        for (size_t r = 0; r < rows; ++r)
+            smol::cuda_detail::emulate_dequantize_row(type, &packed[r * row_bytes], cols, &ours[r * cols]);
+        const float tolerance = 1e-6f * max_abs(reference);
+        size_t bad = 0;
+        for (size_t i = 0; i < ours.size(); ++i)
+            if (!(std::fabs(ours[i] - reference[i]) <= tolerance)) ++bad;
+        CHECK_MESSAGE(bad == 0, bad << " elements differ from dequantize_row");
+    }
+}
+
+TEST_CASE("cuda emulation: dequantization matches the fixtures' independent rows") {
+    const auto index_path = smol_test::fixture("dequant/index.json");
+    if (!index_path) return;
+    std::ifstream in(*index_path);
+    const nlohmann::json index = nlohmann::json::parse(in);
+    for (const auto& entry : index) {
+        const std::string model = entry["model"].get<std::string>();
+        const std::string tensor = entry["tensor"].get<std::string>();
+        CAPTURE(model);
+        CAPTURE(tensor);
+        const auto model_path = smol_test::fixture(model);
+        const auto rows_path = smol_test::fixture("dequant/" + entry["file"].get<std::string>());
+        if (!model_path || !rows_path) continue;
+        const auto file = smol::gguf::File::open(*model_path);
+        const smol::gguf::TensorInfo* info = file->find_tensor(tensor);
+        REQUIRE(info != nullptr);
+        const size_t cols = entry["row_length"].get<size_t>();
+        const auto expected = smol_test::read_f32(*rows_path);
+        const auto row_ids = entry["rows"].get<std::vector<size_t>>();
+        REQUIRE(expected.size() == row_ids.size() * cols);
+        const size_t row_bytes = smol::row_bytes(info->type, cols);
+        std::vector<float> ours(cols);
+        for (size_t k = 0; k < row_ids.size(); ++k) {
+            smol::cuda_detail::emulate_dequantize_row(info->type, info->data + row_ids[k] * row_bytes, cols,
+                                                      ours.data());
+            size_t bad = 0;
+            for (size_t i = 0; i < cols; ++i) {
+                const float want = expected[k * cols + i];
+                if (!(std::fabs(ours[i] - want) <= 1e-6f * std::max(1.0f, std::fabs(want)))) ++bad;
+            }
+            CHECK_MESSAGE(bad == 0, "row " << row_ids[k] << ": " << bad << " elements differ");
+            smol_test::count_golden();
+        }
+    }
+}
+
+TEST_CASE("cuda emulation: the int8 block dot products match float math") {
+    const size_t rows = 8, cols = 1024;
+    for (GGMLType type : kMatrixTypes) {
+        CAPTURE(smol::type_name(type));
+        const auto packed = random_matrix(type, rows, cols, 101 + uint64_t(type));
+        const auto weights = dequantized(type, packed, rows, cols);
+        const size_t row_bytes = smol::row_bytes(type, cols);
+        for (uint64_t seed = 0; seed < 3; ++seed) {
+            auto x = random_floats(cols, 1000 + seed);
+            if (seed == 2)  // uneven magnitudes across blocks
+                for (size_t i = 0; i < cols; ++i) x[i] *= float(1 + (i / 32) % 5) * (i % 7 == 0 ? 10.0f : 1.0f);
+            for (size_t r = 0; r < rows; ++r) {
+                const double reference = dot_double(&weights[r * cols], x.data(), cols);
+                const float ours = smol::cuda_detail::emulate_dot(type, &packed[r * row_bytes], cols, x.data());
+                const double bound = act_rounding_bound(&weights[r * cols], x.data(), cols);
+                CHECK_MESSAGE(std::fabs(ours - reference) <= bound,
+                              "row " << r << " seed " << seed << ": " << ours << " vs " << reference
+                                     << " (bound " << bound << ")");
+            }
+        }
+    }
+}
+
+TEST_CASE("cuda: without a usable device, the backend reports unsupported") {
+    std::string why;
+    if (smol::cuda_available(&why)) {
+        MESSAGE("a CUDA device is present: the no-device path is not exercised");
+        return;
+    }
+    CHECK(!why.empty());
+    smol_test::ModelSpec spec;
+    const auto file = smol::gguf::File::from_bytes(smol_test::make_model(spec), "made-model");
+    const smol::SmolLM3 net(file);
+    bool threw = false;
+    try {
+        smol::CudaModel gpu(net);
+    } catch (const smol::Error& e) {
+        threw = true;
+        CHECK(e.kind() == smol::ErrorKind::unsupported);
+        CHECK(std::string(e.what()).find("cuda") != std::string::npos);
+    }
+    CHECK(threw);
+}
+
+// ---------------------------------------------------------------------------
+// Kernels against the CPU reference (need a device)
+
+TEST_CASE("cuda kernels: quantized mat-vec and mat-mat") {
+    if (!have_gpu()) return;
+    const size_t rows = 67;  // not a multiple of the 4 rows per thread block
+    for (GGMLType type : kMatrixTypes) {
+        for (size_t cols : {size_t(256), size_t(1024)}) {
+            const auto packed = random_matrix(type, rows, cols, 7 + cols + uint64_t(type));
+            const auto weights = dequantized(type, packed, rows, cols);
+            for (size_t n_tokens : {size_t(1), size_t(3), size_t(8), size_t(13)}) {
+                CAPTURE(smol::type_name(type));
+                CAPTURE(cols);
+                CAPTURE(n_tokens);
+                const auto x = random_floats(n_tokens * cols, 5 + n_tokens);
+                std::vector<float> y(n_tokens * rows, NAN);
+                smol::cuda_detail::run_matmul(type, packed.data(), rows, cols, x.data(), n_tokens, y.data());
+                size_t bad = 0;
+                for (size_t t = 0; t < n_tokens; ++t)
+                    for (size_t r = 0; r < rows; ++r) {
+                        const double reference = dot_double(&weights[r * cols], &x[t * cols], cols);
+                        const double bound = act_rounding_bound(&weights[r * cols], &x[t * cols], cols);
+                        if (!(std::fabs(y[t * rows + r] - reference) <= bound)) ++bad;
+                    }
+                CHECK_MESSAGE(bad == 0, bad << " outputs outside the activation-rounding bound");
+            }
+        }
+    }
+}
+
+TEST_CASE("cuda kernels: embedding rows") {
+    if (!have_gpu()) return;
+    const GGMLType types[] = {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q8_0,
+                              GGMLType::F16, GGMLType::BF16, GGMLType::F32};
+    const size_t rows = 40, cols = 512;
+    for (GGMLType type : types) {
+        CAPTURE(smol::type_name(type));
+        const auto packed = random_matrix(type, rows, cols, 3 + uint64_t(type));
+        const auto reference = dequantized(type, packed, rows, cols);
+        const std::vector<int32_t> tokens = {0, 39, 7, 7, 21};
+        std::vector<float> out(tokens.size() * cols);
+        smol::cuda_detail::run_embed(type, packed.data(), rows, cols, tokens.data(), tokens.size(), out.data());
+        const float tolerance = 1e-6f * max_abs(reference);
+        size_t bad = 0;
+        for (size_t t = 0; t < tokens.size(); ++t)
+            for (size_t i = 0; i < cols; ++i)
+                if (!(std::fabs(out[t * cols + i] - reference[size_t(tokens[t]) * cols + i]) <= tolerance)) ++bad;
+        CHECK(bad == 0);
+    }
+}
+
+TEST_CASE("cuda kernels: rmsnorm + activation quantization, swiglu") {
+    if (!have_gpu()) return;
+    const size_t n_tokens = 5, cols = 768;
+    auto x = random_floats(n_tokens * cols, 21, 3.0f);
+    const auto weight = random_floats(cols, 22, 1.0f);
+    std::vector<float> out(n_tokens * cols), quantized(n_tokens * cols), reference(cols);
+    smol::cuda_detail::run_rmsnorm(x.data(), weight.data(), n_tokens, cols, 1e-6f, out.data(), quantized.data());
+    for (size_t t = 0; t < n_tokens; ++t) {
+        smol::kernels::scalar::rmsnorm(&x[t * cols], weight.data(), reference.data(), cols, 1e-6f);
+        for (size_t b = 0; b < cols / 32; ++b) {
+            float amax = 0;
+            for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(reference[b * 32 + i]));
+            for (size_t i = b * 32; i < b * 32 + 32; ++i) {
+                CHECK(out[t * cols + i] == doctest::Approx(reference[i]).epsilon(1e-4).scale(1.0));
+                CHECK(std::fabs(quantized[t * cols + i] - reference[i]) <= amax / 127.0f * 0.5f * 1.01f + 1e-5f);
+            }
+        }
+    }
+    const size_t n = 1024;
+    const auto gate = random_floats(n, 31, 3.0f), up = random_floats(n, 32, 1.0f);
+    std::vector<float> ours(n), expected(n);
+    smol::cuda_detail::run_swiglu(gate.data(), up.data(), n, ours.data());
+    smol::kernels::scalar::swiglu(gate.data(), up.data(), expected.data(), n);
+    for (size_t i = 0; i < n; ++i) CHECK(ours[i] == doctest::Approx(expected[i]).epsilon(1e-5).scale(1e-3));
+}
+
+TEST_CASE("cuda kernels: RoPE on adjacent pairs and NoPE") {
+    if (!have_gpu()) return;
+    const size_t n_tokens = 3, heads = 4, kv_heads = 2, head_dim = 64, start = 1000;
+    const float base = 5e6f;
+    for (bool use_rope : {true, false}) {
+        for (size_t rope_dims : {head_dim, size_t(32)}) {
+            CAPTURE(use_rope);
+            CAPTURE(rope_dims);
+            auto q = random_floats(n_tokens * heads * head_dim, 41), k = random_floats(n_tokens * kv_heads * head_dim, 42);
+            auto q_gpu = q, k_gpu = k;
+            smol::cuda_detail::run_rope(q_gpu.data(), k_gpu.data(), n_tokens, heads, kv_heads, head_dim, rope_dims,
+                                        base, start, use_rope);
+            auto rotate = [&](std::vector<float>& v, size_t n_heads) {
+                if (!use_rope) return;
+                for (size_t t = 0; t < n_tokens; ++t)
+                    for (size_t h = 0; h < n_heads; ++h)
+                        for (size_t i = 0; i < rope_dims / 2; ++i) {
+                            const double theta = double(start + t) *
+                                                 std::pow(double(base), -2.0 * double(i) / double(rope_dims));
+                            const float c = float(std::cos(theta)), s = float(std::sin(theta));
+                            float* p = &v[(t * n_heads + h) * head_dim + 2 * i];
+                            const float x0 = p[0], x1 = p[1];
+                            p[0] = x0 * c - x1 * s;
+                            p[1] = x0 * s + x1 * c;
+                        }
+            };
+            rotate(q, heads);
+            rotate(k, kv_heads);
+            for (size_t i = 0; i < q.size(); ++i) CHECK(q_gpu[i] == doctest::Approx(q[i]).epsilon(1e-5).scale(1e-5));
+            for (size_t i = 0; i < k.size(); ++i) CHECK(k_gpu[i] == doctest::Approx(k[i]).epsilon(1e-5).scale(1e-5));
+        }
+    }
+}
+
+TEST_CASE("cuda kernels: causal GQA attention over the F16 cache") {
+    if (!have_gpu()) return;
+    struct Case {
+        size_t n_tokens, start, heads, kv_heads, head_dim;
+    };
+    const Case cases[] = {{1, 0, 4, 1, 64}, {1, 37, 16, 4, 128}, {5, 11, 8, 2, 32}, {3, 600, 4, 4, 256}, {9, 0, 4, 2, 64}};
+    for (const Case& c : cases) {
+        CAPTURE(c.n_tokens);
+        CAPTURE(c.start);
+        CAPTURE(c.head_dim);
+        const size_t positions = c.start + c.n_tokens, hd = c.head_dim;
+        const auto q = random_floats(c.n_tokens * c.heads * hd, 51, 1.0f);
+        auto keys = random_floats(c.kv_heads * positions * hd, 52, 1.0f);
+        auto values = random_floats(c.kv_heads * positions * hd, 53, 1.0f);
+        std::vector<float> out(c.n_tokens * c.heads * hd);
+        smol::cuda_detail::run_attention(q.data(), keys.data(), values.data(), c.n_tokens, c.start, c.heads,
+                                         c.kv_heads, hd, out.data());
+        for (float& v : keys) v = smol::fp16_to_fp32(smol::fp32_to_fp16(v));  // as the cache stores them
+        for (float& v : values) v = smol::fp16_to_fp32(smol::fp32_to_fp16(v));
+        const size_t group = c.heads / c.kv_heads;
+        size_t bad = 0;
+        for (size_t t = 0; t < c.n_tokens; ++t)
+            for (size_t h = 0; h < c.heads; ++h) {
+                const size_t kvh = h / group, seen = c.start + t + 1;
+                const float* qh = &q[(t * c.heads + h) * hd];
+                std::vector<double> scores(seen);
+                double top = -1e300;
+                for (size_t p = 0; p < seen; ++p) {
+                    scores[p] = dot_double(qh, &keys[(kvh * positions + p) * hd], hd) / std::sqrt(double(hd));
+                    top = std::max(top, scores[p]);
+                }
+                double total = 0;
+                for (double& s : scores) total += (s = std::exp(s - top));
+                for (size_t d = 0; d < hd; ++d) {
+                    double o = 0;
+                    for (size_t p = 0; p < seen; ++p) o += scores[p] / total * values[(kvh * positions + p) * hd + d];
+                    if (!(std::fabs(out[(t * c.heads + h) * hd + d] - o) <= 1e-4 + 1e-4 * std::fabs(o))) ++bad;
+                }
+            }
+        CHECK_MESSAGE(bad == 0, bad << " outputs differ");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The whole forward pass (need a device)
+
+namespace {
+
+void check_logits_close(const float* ours, const float* ref, size_t vocab, const std::string& where) {
+    const auto cmp = smol_test::compare_logits(ours, ref, vocab);
+    CHECK_MESSAGE(cmp.cosine >= 0.999, where << ": cosine " << cmp.cosine);
+    CHECK_MESSAGE(cmp.max_abs_error <= 0.02f * cmp.range,
+                  where << ": max abs error " << cmp.max_abs_error << ", range " << cmp.range);
+}
+
+}  // namespace
+
+TEST_CASE("cuda forward agrees with the CPU forward on generated models") {
+    if (!have_gpu()) return;
+    struct Case {
+        GGMLType matrices, embedding;
+        bool tied;
+        size_t heads, kv_heads, head_dim;
+    };
+    const Case cases[] = {{GGMLType::Q4_K, GGMLType::Q6_K, true, 4, 1, 64},
+                          {GGMLType::Q5_K, GGMLType::Q5_K, false, 4, 2, 64},
+                          {GGMLType::Q6_K, GGMLType::Q6_K, true, 4, 4, 64},
+                          {GGMLType::Q8_0, GGMLType::Q8_0, false, 8, 2, 32}};
+    smol::ThreadPool pool(2);
+    for (const Case& c : cases) {
+        smol_test::ModelSpec spec;
+        spec.matrix_type = c.matrices;
+        spec.embedding_type = c.embedding;
+        spec.tied = c.tied;
+        spec.heads = c.heads;
+        spec.kv_heads = c.kv_heads;
+        spec.head_dim = c.head_dim;
+        spec.write_key_length = c.head_dim != spec.hidden / c.heads;
+        spec.seed = uint64_t(c.matrices) * 17 + c.heads;
+        const std::string where = smol::type_name(c.matrices) + " model";
+        CAPTURE(where);
+        const auto file = smol::gguf::File::from_bytes(smol_test::make_model(spec), "made-model");
+        const smol::SmolLM3 net(file);
+        const size_t vocab = net.config().vocab_size;
+        smol::CudaModel gpu(net);
+        REQUIRE(gpu.vocab_size() == vocab);
+
+        std::mt19937 rng(unsigned(spec.seed));
+        std::vector<int32_t> ids(30);
+        for (int32_t& id : ids) id = int32_t(rng() % vocab);
+
+        // Prefill with every position's logits.
+        smol::KVCache kv(net.config(), 256);
+        smol::CudaKVCache gkv = gpu.new_cache(256);
+        std::vector<float> cpu(ids.size() * vocab), ours(ids.size() * vocab);
+        smol::ForwardOptions all;
+        all.all_logits = true;
+        net.forward(ids.data(), ids.size(), 0, kv, cpu.data(), pool, all);
+        gpu.forward(ids.data(), ids.size(), 0, gkv, ours.data(), true);
+        CHECK(gkv.size() == ids.size());
+        for (size_t t = 0; t < ids.size(); ++t)
+            check_logits_close(&ours[t * vocab], &cpu[t * vocab], vocab, where + " position " + std::to_string(t));
+
+        // KV rows as the CPU cache holds them.
+        std::vector<float> row_cpu(c.head_dim), row_gpu(c.head_dim);
+        for (size_t layer : {size_t(0), net.config().n_layers - 1})
+            for (int kind : {0, 1})
+                for (size_t pos : {size_t(0), ids.size() - 1}) {
+                    kv.load_row(layer, kind, c.kv_heads - 1, pos, row_cpu.data());
+                    gkv.load_row(layer, kind, c.kv_heads - 1, pos, row_gpu.data());
+                    float scale = 0, diff = 0;
+                    for (size_t d = 0; d < c.head_dim; ++d) {
+                        scale = std::max(scale, std::fabs(row_cpu[d]));
+                        diff = std::max(diff, std::fabs(row_cpu[d] - row_gpu[d]));
+                    }
+                    CHECK_MESSAGE(diff <= 0.05f * scale + 1e-3f, "layer " << layer << " kind " << kind << " pos " << pos);
+                }
+
+        // Decode steps (the graph path) after a last-logits prefill.
+        std::vector<float> cpu_step(vocab), gpu_step(vocab);
+        gpu.forward(ids.data(), 20, 0, gkv, gpu_step.data());
+        net.forward(ids.data(), 20, 0, kv, cpu_step.data(), pool);
+        check_logits_close(gpu_step.data(), cpu_step.data(), vocab, where + " prefill 20");
+        for (size_t s = 20; s < ids.size(); ++s) {
+            gpu.forward(&ids[s], 1, s, gkv, gpu_step.data());
+            net.forward(&ids[s], 1, s, kv, cpu_step.data(), pool);
+            check_logits_close(gpu_step.data(), cpu_step.data(), vocab, where + " decode " + std::to_string(s));
+            // The decode logits equal the prefill's logits at that position (same math).
+            check_logits_close(gpu_step.data(), &ours[s * vocab], vocab, where + " decode vs prefill");
+        }
+        // Re-running from an earlier position overwrites the cache (prompt-prefix reuse).
+        gpu.forward(&ids[10], 1, 10, gkv, gpu_step.data());
+        CHECK(gkv.size() == 11);
+        check_logits_close(gpu_step.data(), &ours[10 * vocab], vocab, where + " rewind");
+
+        // Contract errors.
+        auto kind_of = [](auto&& f) {
+            try {
+                f();
+            } catch (const smol::Error& e) {
+                return e.kind();
+            }
+            return smol::ErrorKind::internal;
+        };
+        const int32_t bad_token = int32_t(vocab);
+        CHECK(kind_of([&] { gpu.forward(&bad_token, 1, 0, gkv, gpu_step.data()); }) == smol::ErrorKind::invalid_argument);
+        CHECK(kind_of([&] { gpu.forward(ids.data(), 1, 12, gkv, gpu_step.data()); }) == smol::ErrorKind::out_of_range);
+        CHECK(kind_of([&] { gpu.forward(ids.data(), 2, 255, gkv, gpu_step.data()); }) == smol::ErrorKind::out_of_range);
+        CHECK(kind_of([&] { gpu.forward(ids.data(), 0, 0, gkv, gpu_step.data()); }) == smol::ErrorKind::invalid_argument);
+        CHECK(kind_of([&] { gpu.new_cache(net.config().context_length + 1); }) == smol::ErrorKind::invalid_argument);
+        smol::CudaModel other(net);
+        CHECK(kind_of([&] { other.forward(ids.data(), 1, 0, gkv, gpu_step.data()); }) == smol::ErrorKind::invalid_argument);
+    }
+}
+
+TEST_CASE("cuda forward: unsupported matrix types are named") {
+    if (!have_gpu()) return;
+    smol_test::ModelSpec spec;
+    spec.matrix_type = GGMLType::F16;
+    const auto file = smol::gguf::File::from_bytes(smol_test::make_model(spec), "made-model");
+    const smol::SmolLM3 net(file);
+    try {
+        smol::CudaModel gpu(net);
+        FAIL("an F16 model was accepted");
+    } catch (const smol::Error& e) {
+        CHECK(e.kind() == smol::ErrorKind::unsupported);
+        CHECK(std::string(e.what()).find("blk.0.attn_q.weight") != std::string::npos);
+    }
+}
+
+TEST_CASE("cuda forward matches the fixture goldens") {
+    if (!have_gpu()) return;
+    for (const std::string name : {"tiny-q4km.gguf", "small-q4km.gguf", "tiny-q8_0.gguf"}) {
+        CAPTURE(name);
+        const auto path = smol_test::fixture(name);
+        const auto goldens = smol_test::load_golden(name);
+        if (!path || !goldens) continue;
+        const auto model = smol::Model::load(*path);
+        smol::CudaModel gpu(*model);
+        const size_t vocab = gpu.vocab_size();
+        for (size_t i = 0; i < goldens->size(); ++i) {
+            const smol_test::GoldenPrompt& g = (*goldens)[i];
+            const std::string where = name + " prompt " + std::to_string(i);
+            smol::CudaKVCache kv = gpu.new_cache(1024);
+            std::vector<float> all(g.ids.size() * vocab);
+            gpu.forward(g.ids.data(), g.ids.size(), 0, kv, all.data(), true);
+            for (size_t t = 0; t < g.ids.size(); ++t)
+                CHECK_MESSAGE(smol_test::top8_matches(&all[t * vocab], vocab, g.prompt_top[t],
+                                                      where + " position " + std::to_string(t)),
+                              where << " position " << t << " top-8");
+            smol_test::count_golden();
+            const auto reference = smol_test::read_f32(g.logits_path);
+            REQUIRE(reference.size() == vocab);
+            const float* last = &all[(g.ids.size() - 1) * vocab];
+            check_logits_close(last, reference.data(), vocab, where + " last position");
+            smol_test::count_golden();
+            std::vector<float> step(vocab);
+            size_t pos = g.ids.size();
+            const size_t same = smol_test::check_greedy(
+                g, last, vocab,
+                [&](int32_t id) -> const float* {
+                    gpu.forward(&id, 1, pos++, kv, step.data());
+                    return step.data();
+                },
+                where);
+            MESSAGE(where << ": " << same << " greedy steps identical");
+            smol_test::count_golden();
+        }
+    }
+}
+
+TEST_CASE("cuda forward agrees with the CPU on the GQA Q5_K_M fixture") {
+    if (!have_gpu()) return;
+    const auto path = smol_test::fixture("tiny-gqa-q5km.gguf");
+    if (!path) return;
+    const auto model = smol::Model::load(*path);
+    smol::CudaModel gpu(*model);
+    const auto ids = model->tokenizer().encode("The quick brown fox jumps over the lazy dog, twice.", false);
+    const size_t vocab = gpu.vocab_size();
+    smol::KVCache kv = model->new_cache(256);
+    smol::CudaKVCache gkv = gpu.new_cache(256);
+    std::vector<float> cpu(vocab), ours(vocab);
+    model->forward(ids.data(), ids.size(), 0, kv, cpu.data());
+    gpu.forward(ids.data(), ids.size(), 0, gkv, ours.data());
+    check_logits_close(ours.data(), cpu.data(), vocab, "tiny-gqa-q5km prefill");
+    for (int s = 0; s < 8; ++s) {
+        const int32_t next = smol_test::argmax(cpu.data(), vocab);
+        const size_t pos = ids.size() + size_t(s);
+        model->forward(&next, 1, pos, kv, cpu.data());
+        gpu.forward(&next, 1, pos, gkv, ours.data());
+        check_logits_close(ours.data(), cpu.data(), vocab, "tiny-gqa-q5km decode " + std::to_string(s));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Throughput (printed only): SMOL_CUDA_BENCH_MODEL=path/to/SmolLM3-3B-Q4_K_M.gguf
+
+TEST_CASE("cuda throughput: pp512 and tg128 [bench]") {
+    const char* model_path = std::getenv("SMOL_CUDA_BENCH_MODEL");
+    if (!model_path || !*model_path) {
+        MESSAGE("skipping the throughput run: set SMOL_CUDA_BENCH_MODEL to a GGUF file");
+        return;
+    }
+    if (!have_gpu()) return;
+    const auto model = smol::Model::load(model_path);
+    smol::CudaModel gpu(*model);
+    const size_t vocab = gpu.vocab_size();
+    smol::CudaKVCache kv = gpu.new_cache(1024);
+    std::vector<int32_t> prompt(512);
+    std::mt19937 rng(7);
+    for (int32_t& id : prompt) id = int32_t(rng() % vocab);
+    std::vector<float> logits(vocab);
+    using clock = std::chrono::steady_clock;
+    gpu.forward(prompt.data(), prompt.size(), 0, kv, logits.data());  // warm-up (and graph-free)
+    double best_pp = 0;
+    for (int rep = 0; rep < 3; ++rep) {
+        const auto t0 = clock::now();
+        gpu.forward(prompt.data(), prompt.size(), 0, kv, logits.data());
+        const double s = std::chrono::duration<double>(clock::now() - t0).count();
+        best_pp = std::max(best_pp, 512.0 / s);
+    }
+    int32_t next = 0;
+    gpu.forward(&next, 1, 512, kv, logits.data());  // captures the decode graph
+    const auto t0 = clock::now();
+    for (size_t i = 0; i < 128; ++i) {
+        next = smol_test::argmax(logits.data(), vocab);
+        gpu.forward(&next, 1, 513 + i, kv, logits.data());
+    }
+    const double tg = 128.0 / std::chrono::duration<double>(clock::now() - t0).count();
+    MESSAGE("cuda " << gpu.device_name() << ": " << model_path << ": pp512 " << best_pp << " tok/s, tg128 " << tg
+                    << " tok/s (weights " << gpu.weight_bytes() / 1048576.0 << " MiB)");
+    std::printf("smol-cuda-bench: device=\"%s\" pp512=%.1f tok/s tg128=%.1f tok/s\n", gpu.device_name().c_str(),
+                best_pp, tg);
+}

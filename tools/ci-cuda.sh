@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# CI stage: the optional CUDA backend. If nvcc exists, configures build-cuda
+# with -DSMOL_CUDA=ON (CUDA architectures 80 and 90), builds only smol::cuda and
+# test_cuda, and runs test_cuda: on a machine without a GPU it checks the host
+# emulation of the kernels' block code and that the backend reports
+# "unsupported", and skips the GPU cases with a message; with a GPU it runs the
+# kernel checks, the CPU comparison and the fixture goldens. If nvcc is absent
+# it says so and exits 0. Prints its time. Run from anywhere:
+#   tools/ci-cuda.sh
+# Environment: SMOL_FIXTURES (default ../shared/fixtures beside the repo),
+# SMOL_JOBS (default 2), SMOL_CUDA_ARCHITECTURES (default "80;90"),
+# SMOL_CUDA_BENCH_MODEL (a GGUF file: also print pp512 / tg128 throughput).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+START=$(date +%s)
+say() { echo "=== [cuda] $* ($(( $(date +%s) - START )) s)"; }
+
+NVCC=""
+if command -v nvcc >/dev/null 2>&1; then
+  NVCC=$(command -v nvcc)
+elif [ -x /usr/local/cuda/bin/nvcc ]; then
+  NVCC=/usr/local/cuda/bin/nvcc
+fi
+if [ -z "$NVCC" ]; then
+  say "nvcc not found: skipping the CUDA backend build (nothing to check)"
+  exit 0
+fi
+
+JOBS=${SMOL_JOBS:-2}
+ARCHS=${SMOL_CUDA_ARCHITECTURES:-"80;90"}
+export SMOL_FIXTURES=${SMOL_FIXTURES:-$ROOT/../shared/fixtures}
+export SMOL_REQUIRE_FIXTURES=${SMOL_REQUIRE_FIXTURES:-1}
+# The main CI stage sums golden cases from this log before this stage runs.
+unset SMOL_GOLDEN_LOG
+
+say "configure build-cuda ($("$NVCC" --version | tail -n 2 | head -n 1), architectures $ARCHS)"
+cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DSMOL_CUDA=ON \
+  -DCMAKE_CUDA_COMPILER="$NVCC" "-DCMAKE_CUDA_ARCHITECTURES=$ARCHS" \
+  -DSMOL_BUILD_TESTS=ON -DSMOL_BUILD_EXAMPLES=OFF -DSMOL_BUILD_BENCHMARKS=OFF \
+  -DSMOL_BUILD_TOOLS=OFF >/dev/null
+
+say "build smol::cuda and test_cuda"
+cmake --build build-cuda -j"$JOBS" --target smol_cuda test_cuda
+
+say "run test_cuda"
+./build-cuda/test_cuda
+
+say "done"
