@@ -122,6 +122,17 @@ double current_rss_mib() {
     return 0;
 }
 
+// CPU seconds (user + system) this process has used so far.
+double process_cpu_seconds() {
+#if defined(__linux__)
+    struct rusage usage {};
+    if (getrusage(RUSAGE_SELF, &usage) == 0)
+        return double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+               double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+#endif
+    return 0;
+}
+
 std::string load_average() {
 #if defined(__linux__)
     std::ifstream in("/proc/loadavg");
@@ -277,7 +288,11 @@ void profile_ops(const smol::Model& model, smol::KVCache& kv, size_t depth, int 
         op.ms += timed([&] { smol::matmul(w, input, out.data(), w.rows, pool); });
         op.bytes += double(view.row_bytes) * double(view.rows);
     };
-    for (int step = 0; step < steps; ++step) {
+    for (int step = -1; step < steps; ++step) {  // step -1: an untimed warm-up pass
+        if (step == 0) {
+            for (OpTime& op : ops) op.ms = op.bytes = 0;
+            qkv_batch.ms = qkv_batch.bytes = gate_up_batch.ms = gate_up_batch.bytes = 0;
+        }
         for (size_t l = 0; l < c.n_layers; ++l) {
             const smol::LayerWeights& lw = weights.layers[l];
             ops[rmsnorm].ms += timed([&] { smol::rmsnorm(hidden_in.data(), lw.attn_norm.data(), normed.data(), c.hidden, c.rms_eps); });
@@ -326,6 +341,7 @@ void profile_ops(const smol::Model& model, smol::KVCache& kv, size_t depth, int 
     kv.truncate(std::min(kv.size(), depth));
     const size_t base = kv.size();
     int32_t token = 1;
+    model.forward(&token, 1, base, kv, logits.data(), forward_options);  // warm-up
     const auto start = Clock::now();
     for (int step = 0; step < steps; ++step) {
         model.forward(&token, 1, base + size_t(step), kv, logits.data(), forward_options);
@@ -497,14 +513,22 @@ int main(int argc, char** argv) {
         model->forward(&first_token, 1, kv.size(), kv, logits.data(), forward_options);
 
         // --- pp: prefill from an empty cache ---
+        // CPU share: process CPU time / (wall time x threads). Below ~100% the OS
+        // gave our threads less than their cores (a shared machine); spinning
+        // workers count as busy, so 100% does not mean useful work.
         std::vector<double> pp_rates;
+        double pp_cpu = 0, pp_wall = 0, tg_cpu = 0, tg_wall = 0;
         if (n_prompt > 0) {
             const std::vector<int32_t> prompt = random_ids(size_t(n_prompt));
             for (long r = 0; r < repeats; ++r) {
+                const double cpu0 = process_cpu_seconds();
                 const auto start = Clock::now();
                 model->forward(prompt.data(), prompt.size(), 0, kv, logits.data(), forward_options);
                 (void)argmax(logits);
-                pp_rates.push_back(double(n_prompt) / (ms_since(start) / 1000.0));
+                const double seconds = ms_since(start) / 1000.0;
+                pp_rates.push_back(double(n_prompt) / seconds);
+                pp_wall += seconds;
+                pp_cpu += process_cpu_seconds() - cpu0;
             }
         }
 
@@ -521,12 +545,16 @@ int main(int argc, char** argv) {
             for (long r = 0; r < repeats; ++r) {
                 kv.truncate(context);
                 int32_t token = after_prefix;
+                const double cpu0 = process_cpu_seconds();
                 const auto t0 = Clock::now();
                 for (long i = 0; i < n_gen; ++i) {
                     model->forward(&token, 1, kv.size(), kv, logits.data(), forward_options);
                     token = argmax(logits);
                 }
-                tg_rates.push_back(double(n_gen) / (ms_since(t0) / 1000.0));
+                const double seconds = ms_since(t0) / 1000.0;
+                tg_rates.push_back(double(n_gen) / seconds);
+                tg_wall += seconds;
+                tg_cpu += process_cpu_seconds() - cpu0;
             }
         }
 
@@ -556,18 +584,19 @@ int main(int argc, char** argv) {
         std::printf("threads: %d | repetitions: %ld | KV cache: %zu positions F16, %s | load average %s -> %s\n",
                     threads, repeats, kv.n_ctx(), human_bytes(kv_bytes).c_str(), load_before.c_str(),
                     load_after.c_str());
-        std::printf("\n| model | size | threads | test | t/s |\n|---|---|---|---|---|\n");
+        auto cpu_share = [&](double cpu, double wall) { return wall > 0 ? 100.0 * cpu / (wall * threads) : 0.0; };
+        std::printf("\n| model | size | threads | test | t/s | CPU share |\n|---|---|---|---|---|---|\n");
         char test[64];
         if (!pp_rates.empty()) {
             std::snprintf(test, sizeof test, "pp%ld", n_prompt);
-            std::printf("| %s | %s | %d | %s | %.2f ± %.2f |\n", model_name.c_str(), human_bytes(file_bytes).c_str(),
-                        threads, test, pp.mean, pp.stddev);
+            std::printf("| %s | %s | %d | %s | %.2f ± %.2f | %.0f%% |\n", model_name.c_str(),
+                        human_bytes(file_bytes).c_str(), threads, test, pp.mean, pp.stddev, cpu_share(pp_cpu, pp_wall));
         }
         if (!tg_rates.empty()) {
             if (depth > 0) std::snprintf(test, sizeof test, "tg%ld @ d%ld", n_gen, depth);
             else std::snprintf(test, sizeof test, "tg%ld", n_gen);
-            std::printf("| %s | %s | %d | %s | %.2f ± %.2f |\n", model_name.c_str(), human_bytes(file_bytes).c_str(),
-                        threads, test, tg.mean, tg.stddev);
+            std::printf("| %s | %s | %d | %s | %.2f ± %.2f | %.0f%% |\n", model_name.c_str(),
+                        human_bytes(file_bytes).c_str(), threads, test, tg.mean, tg.stddev, cpu_share(tg_cpu, tg_wall));
         }
         std::printf("\nload: %.1f ms | time to first token (%ld-token prompt, incl. load): %.1f ms "
                     "(prefill + argmax %.1f ms)\n",
@@ -606,6 +635,8 @@ int main(int argc, char** argv) {
             out["bandwidth_gb_per_s"] = bandwidth_gbs;
             out["bytes_per_token"] = bytes_per_token;
             out["roofline_tokens_per_s"] = roofline_tps;
+            out["pp_cpu_share"] = cpu_share(pp_cpu, pp_wall) / 100.0;
+            out["tg_cpu_share"] = cpu_share(tg_cpu, tg_wall) / 100.0;
             std::printf("%s\n", out.dump().c_str());
         }
         return 0;
