@@ -11,7 +11,7 @@
 //   MatVecHot/<type>                     256x2048 kept in L2, 1 thread, CPU time: the
 //       compute ceiling of one core (what the kernel could stream if DRAM kept up).
 //   MatMat/<type>/<rows>x<cols>/tokens/threads   prefill: GOPS = 2 * rows * cols * tokens / time.
-//   Quantize/<cols>                      activation quantization to Q8_K.
+//   Quantize/<cols>                      activation quantization to Q8_K32 (with the permuted copy).
 //
 // Compare GB/s with bench_memory's read bandwidth (the roofline).
 #include <benchmark/benchmark.h>

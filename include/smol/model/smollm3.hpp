@@ -14,6 +14,9 @@
 //     x += Wo o
 //     f = rmsnorm(x) * ffn_norm;  x += Wdown (silu(Wgate f) * Wup f)
 //   logits = lm_head (rmsnorm(x) * output_norm)  for the last position (or all)
+// Each matrix input is quantized once (Q8_K32 for the K-quants, see
+// kernels/activations.hpp); q/k/v and gate/up, which read the same input, each
+// run as one matmul_batch.
 //
 // Contract of forward(tokens, n, start_pos, kv, logits, pool, options):
 //   - start_pos <= kv.size() (positions from start_pos on are overwritten) and
