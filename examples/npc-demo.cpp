@@ -18,6 +18,8 @@
 #include <smol/smol.hpp>
 #include <smol/generator.hpp>
 
+#include "demo_model.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -37,23 +39,6 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string demo_model_path() {
-#ifdef SMOL_DEMO_MODEL_PATH
-    return SMOL_DEMO_MODEL_PATH;
-#else
-#if defined(__linux__)
-    char buf[4096];
-    const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n > 0) {
-        std::string exe(buf, size_t(n));
-        const size_t slash = exe.rfind('/');
-        if (slash != std::string::npos) return exe.substr(0, slash) + "/../demo/smol-demo.gguf";
-    }
-#endif
-    return "demo/smol-demo.gguf";
-#endif
-}
 
 struct Npc {
     std::string name;
@@ -111,7 +96,7 @@ int main(int argc, char** argv) {
     }
     try {
         if (model_path.empty()) {
-            model_path = demo_model_path();
+            model_path = smol_examples::demo_model_path();
             std::fprintf(stderr, "npc-demo: using the demo model %s (RANDOM weights: NPC lines are gibberish)\n",
                          model_path.c_str());
         }

@@ -9,35 +9,12 @@
 #include <smol/smol.hpp>
 #include <smol/generator.hpp>
 
+#include "demo_model.hpp"
+
 #include <cstdio>
 #include <iostream>
 #include <string>
 #include <vector>
-
-#if defined(__linux__)
-#include <unistd.h>
-#endif
-
-namespace {
-
-std::string demo_model_path() {
-#ifdef SMOL_DEMO_MODEL_PATH
-    return SMOL_DEMO_MODEL_PATH;
-#else
-#if defined(__linux__)
-    char buf[4096];
-    const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n > 0) {
-        std::string exe(buf, size_t(n));
-        const size_t slash = exe.rfind('/');
-        if (slash != std::string::npos) return exe.substr(0, slash) + "/../demo/smol-demo.gguf";
-    }
-#endif
-    return "demo/smol-demo.gguf";
-#endif
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
     std::string model_path, system_prompt;
@@ -76,7 +53,7 @@ int main(int argc, char** argv) {
 
     try {
         if (model_path.empty()) {
-            model_path = demo_model_path();
+            model_path = smol_examples::demo_model_path();
             std::fprintf(stderr,
                          "smol-chat: no -m given, using the demo model %s (RANDOM weights: its replies "
                          "are gibberish)\n",

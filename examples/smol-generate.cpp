@@ -17,6 +17,8 @@
 #include <smol/smol.hpp>
 #include <smol/generator.hpp>
 
+#include "demo_model.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -42,25 +44,6 @@ void usage() {
                  "                     [--no-think] [--messages FILE.json] [--today DATE]\n"
                  "                     [--print-prompt] [--no-generation-prompt] [--json]\n"
                  "                     [--logits-out FILE] [--version]\n");
-}
-
-// The demo model the build wrote: SMOL_DEMO_MODEL_PATH when the build defines
-// it, else build/demo/smol-demo.gguf next to build/examples/ (this binary).
-std::string demo_model_path() {
-#ifdef SMOL_DEMO_MODEL_PATH
-    return SMOL_DEMO_MODEL_PATH;
-#else
-#if defined(__linux__)
-    char buf[4096];
-    const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n > 0) {
-        std::string exe(buf, size_t(n));
-        const size_t slash = exe.rfind('/');
-        if (slash != std::string::npos) return exe.substr(0, slash) + "/../demo/smol-demo.gguf";
-    }
-#endif
-    return "demo/smol-demo.gguf";
-#endif
 }
 
 std::string read_text_file(const std::string& path) {
@@ -150,7 +133,7 @@ int main(int argc, char** argv) {
         params.chat.today = today;
 
         if (model_path.empty()) {
-            model_path = demo_model_path();
+            model_path = smol_examples::demo_model_path();
             std::fprintf(stderr,
                          "smol-generate: no -m given, using the demo model %s\n"
                          "smol-generate: the demo model has RANDOM weights: its text is gibberish. "
