@@ -37,6 +37,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -380,6 +381,24 @@ void profile_ops(const smol::Model& model, smol::KVCache& kv, size_t depth, int 
         std::printf("| (alternative) %s | %.2f | %.1f | %.1f |\n", op->name.c_str(), op->ms,
                     100.0 * op->ms / step_ms, op->bytes / (op->ms / 1000.0) / 1e9);
     }
+    // The cost of one pool job by itself (wake-up + barrier), back to back as in a decode step.
+    if (pool.size() > 1) {
+        std::vector<double> us;
+        std::atomic<int> sink{0};
+        for (int i = 0; i < 5000; ++i) {
+            const auto t0 = Clock::now();
+            pool.run([&](int thread, int) { sink.fetch_add(thread, std::memory_order_relaxed); });
+            us.push_back(ms_since(t0) * 1000.0);
+        }
+        std::sort(us.begin(), us.end());
+        double total = 0;
+        for (double u : us) total += u;
+        std::printf("| (pool) empty ThreadPool::run, 5000 back to back: mean %.1f us, p50 %.1f, p99 %.1f, max %.0f us | | | |\n",
+                    total / double(us.size()), us[us.size() / 2], us[us.size() * 99 / 100], us.back());
+    }
+    if (parts_ms > step_ms)
+        std::printf("(the ops timed one by one took longer than whole steps: each separate pool job pays\n"
+                    " a wake-up and barrier that whole steps overlap; the profile is meant for large models)\n");
 }
 
 }  // namespace
@@ -598,6 +617,14 @@ int main(int argc, char** argv) {
             std::printf("| %s | %s | %d | %s | %.2f ± %.2f | %.0f%% |\n", model_name.c_str(),
                         human_bytes(file_bytes).c_str(), threads, test, tg.mean, tg.stddev, cpu_share(tg_cpu, tg_wall));
         }
+        auto print_runs = [](const char* what, const std::vector<double>& rates) {
+            if (rates.size() < 2) return;
+            std::printf("%s runs (t/s):", what);
+            for (double r : rates) std::printf(" %.2f", r);
+            std::printf("\n");
+        };
+        print_runs("pp", pp_rates);
+        print_runs("tg", tg_rates);
         std::printf("\nload: %.1f ms | time to first token (%ld-token prompt, incl. load): %.1f ms "
                     "(prefill + argmax %.1f ms)\n",
                     load_ms, ttft_tokens, ttft_ms, first_ms);
@@ -637,6 +664,8 @@ int main(int argc, char** argv) {
             out["roofline_tokens_per_s"] = roofline_tps;
             out["pp_cpu_share"] = cpu_share(pp_cpu, pp_wall) / 100.0;
             out["tg_cpu_share"] = cpu_share(tg_cpu, tg_wall) / 100.0;
+            out["pp_runs"] = pp_rates;
+            out["tg_runs"] = tg_rates;
             std::printf("%s\n", out.dump().c_str());
         }
         return 0;

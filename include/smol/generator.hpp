@@ -401,8 +401,9 @@ public:
     // u64 kv length + KVCache::serialize() bytes.
     std::vector<uint8_t> save_session() {
         ExclusiveScope scope(*this, "save_session");
-        std::vector<uint8_t> out;
-        out.insert(out.end(), kSessionMagic, kSessionMagic + 8);
+        // Constructed from the magic (not inserted into an empty vector): g++ 12
+        // warns falsely (-Wstringop-overflow) on the latter at -O2.
+        std::vector<uint8_t> out(kSessionMagic, kSessionMagic + 8);
         put<uint32_t>(out, kSessionVersion);
         put<uint32_t>(out, 0);
         const std::string identity = state_->model->identity();

@@ -8,8 +8,9 @@
 //   Q5_K: as Q4_K with a 5th bit per weight in qh; 5.5 bits per weight.
 //   Q6_K: w = d * sc[j] * (q - 32), 16 sub-blocks of 16, int8 scales, 6-bit q split into
 //         4 low bits (ql) and 2 high bits (qh); 6.5625 bits per weight.
-//   Q8_K: activations only: float d, int8 q, and per-16 sums of q (bsums) that let the
-//         Q4_K/Q5_K "min" term be applied without touching the weights again.
+//   Q8_K: ggml's activation format (float d per 256, int8 q, per-16 sums of q). smol's
+//         K-quant kernels use a finer one, BlockQ8K32 (kernels/activations.hpp: a scale
+//         per 32 values), which the golden tolerances need; Q8_K stays for files and tests.
 // Block format (32 weights per block):
 //   Q8_0: w = d * q, fp16 d, int8 q.
 #pragma once
