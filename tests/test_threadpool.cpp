@@ -1,7 +1,9 @@
 // Tests for include/smol/core/threadpool.hpp: every thread runs each job once,
 // the caller takes part, parallel_for covers a range exactly once, exceptions
 // reach the caller, concurrent callers serialize, and the pool survives many
-// short jobs (the decode pattern) and sleeping between jobs.
+// short jobs (the decode pattern) and sleeping between jobs; run_dynamic /
+// parallel_for finish without a stalled worker, lose no items, and give the
+// same results for any thread count.
 #include <doctest/doctest.h>
 
 #include <smol/core/threadpool.hpp>
@@ -12,6 +14,11 @@
 #include <stdexcept>
 #include <thread>
 #include <vector>
+
+#if defined(__unix__)
+#include <pthread.h>
+#include <signal.h>
+#endif
 
 TEST_CASE("ThreadPool: each thread runs the job once, the caller is thread 0") {
     for (int n : {1, 2, 3, 5}) {
@@ -107,4 +114,129 @@ TEST_CASE("ThreadPool: construction and destruction without jobs, and bad sizes"
     smol::ThreadPool automatic(0);
     CHECK(automatic.size() >= 1);
     CHECK_THROWS_AS(smol::ThreadPool(100000), smol::Error);
+}
+
+// --- run_dynamic: jobs that finish when the shared work is exhausted ---
+
+namespace {
+// A deterministic per-row result (rows are never split, so it cannot depend on
+// which thread computed it).
+double row_value(size_t row) {
+    double sum = 0;
+    for (size_t k = 1; k <= 64; ++k) sum += 1.0 / double(row * 64 + k);
+    return sum;
+}
+}  // namespace
+
+TEST_CASE("ThreadPool: parallel_for results are identical across thread counts") {
+    const size_t n = 4099;
+    std::vector<double> reference;
+    for (int threads : {1, 2, 3, 4}) {
+        smol::ThreadPool pool(threads);
+        std::vector<double> out(n, -1.0);
+        pool.parallel_for(n, [&](size_t begin, size_t end, int thread) {
+            CHECK(thread >= 0);
+            CHECK(thread < threads);
+            for (size_t i = begin; i < end; ++i) out[i] = row_value(i);
+        });
+        if (reference.empty()) {
+            reference = out;
+        } else {
+            CHECK(out == reference);  // bit-identical
+        }
+    }
+}
+
+#if defined(__unix__)
+namespace {
+std::atomic<bool> g_stall_release{false};
+std::atomic<bool> g_stalled{false};
+extern "C" void stall_handler(int) {
+    g_stalled.store(true);
+    while (!g_stall_release.load()) {
+    }
+}
+}  // namespace
+
+TEST_CASE("ThreadPool: dynamic jobs finish while a worker is stalled (descheduled) between jobs") {
+    smol::ThreadPool pool(3);
+    std::vector<pthread_t> handles(3);
+    pool.run([&](int thread, int) { handles[size_t(thread)] = pthread_self(); });
+    struct sigaction action {};
+    action.sa_handler = stall_handler;
+    sigemptyset(&action.sa_mask);
+    struct sigaction previous {};
+    REQUIRE(sigaction(SIGUSR2, &action, &previous) == 0);
+    g_stall_release = false;
+    g_stalled = false;
+    // Worker 1 is between jobs (spinning or asleep): stop it there, as if the
+    // OS had descheduled it. It cannot have entered a job that starts later.
+    REQUIRE(pthread_kill(handles[1], SIGUSR2) == 0);
+    while (!g_stalled.load()) std::this_thread::yield();
+
+    // With a full barrier these would hang; run_dynamic returns once the
+    // items are done, whoever (caller, worker 2) did them.
+    const size_t n = 257;
+    for (int job = 0; job < 300; ++job) {
+        std::vector<int> hits(n, 0);
+        std::atomic<int> stalled_thread_ran{0};
+        pool.parallel_for(n, [&](size_t begin, size_t end, int thread) {
+            if (thread == 1) ++stalled_thread_ran;
+            for (size_t i = begin; i < end; ++i) ++hits[i];
+        });
+        CHECK(stalled_thread_ran == 0);
+        for (int h : hits) REQUIRE(h == 1);
+    }
+
+    g_stall_release = true;
+    // The woken worker must skip the closed jobs and take part in full barriers.
+    std::vector<std::atomic<int>> calls(3);
+    pool.run([&](int thread, int) { ++calls[size_t(thread)]; });
+    for (auto& c : calls) CHECK(c == 1);
+    sigaction(SIGUSR2, &previous, nullptr);
+}
+#endif
+
+TEST_CASE("ThreadPool: no lost or duplicated items over many tiny dynamic jobs") {
+    for (int threads : {1, 2, 3, 4}) {
+        smol::ThreadPool pool(threads);
+        for (int job = 0; job < 3000; ++job) {
+            const size_t n = size_t(job % 7);  // includes empty and 1-item jobs
+            std::vector<std::atomic<int>> hits(n);
+            pool.parallel_for(n, [&](size_t begin, size_t end, int) {
+                for (size_t i = begin; i < end; ++i) ++hits[i];
+            });
+            for (auto& h : hits) REQUIRE(h == 1);
+            // Interleave full barriers so both kinds follow each other.
+            if (job % 5 == 0) {
+                std::atomic<int> ran{0};
+                pool.run([&](int, int) { ++ran; });
+                REQUIRE(ran == threads);
+            }
+        }
+    }
+}
+
+TEST_CASE("ThreadPool: an exception in a dynamic job reaches the caller") {
+    smol::ThreadPool pool(3);
+    for (int round = 0; round < 50; ++round) {
+        CHECK_THROWS_AS(pool.parallel_for(64,
+                                          [&](size_t begin, size_t, int) {
+                                              if (begin == 0) throw std::runtime_error("boom");
+                                          }),
+                        std::runtime_error);
+    }
+    std::atomic<int> total{0};
+    pool.run([&](int, int) { ++total; });
+    CHECK(total == 3);
+}
+
+TEST_CASE("ThreadPool: destruction while idle, right after dynamic jobs") {
+    for (int i = 0; i < 50; ++i) {
+        smol::ThreadPool pool(1 + i % 4);
+        std::atomic<int> total{0};
+        pool.parallel_for(10, [&](size_t begin, size_t end, int) { total += int(end - begin); });
+        CHECK(total == 10);
+        if (i % 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
 }

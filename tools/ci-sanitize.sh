@@ -34,6 +34,8 @@ existing_tests() {
     [ -e "$src" ] || continue
     local name; name=$(basename "$src" .cpp)
     [ "$name" = test_main ] && continue
+    # Built only with -DSMOL_CUDA=ON (tools/ci-cuda.sh covers it).
+    [ "$name" = test_cuda ] && continue
     names="$names $name"
   done
   echo "$names"

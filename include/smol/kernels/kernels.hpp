@@ -478,7 +478,7 @@ inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedIn
     }
 
     std::atomic<size_t> next_chunk{0};
-    pool.run([&](int, int) {
+    pool.run_dynamic([&](int, int) {
         size_t j = 0;
         for (size_t chunk = next_chunk.fetch_add(1, std::memory_order_relaxed); chunk < n_chunks;
              chunk = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
