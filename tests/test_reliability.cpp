@@ -387,3 +387,85 @@ TEST_CASE("generator: n_ctx past the model's limit, prompts past the context, ba
     smol_test::count_golden();
 }
 #endif
+
+// ---- long runs ---------------------------------------------------------------------
+
+#if __has_include(<smol/generator.hpp>)
+#include <smol/generator.hpp>
+
+#include <fstream>
+
+namespace {
+
+// Resident set size in KiB (Linux); 0 where /proc is unavailable.
+long resident_kib() {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+        if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+    }
+    return 0;
+}
+
+smol::GenerateParams unlimited_greedy() {
+    smol::GenerateParams p;
+    p.temperature = 0.0f;
+    p.max_tokens = -1;   // no limit: only the context can stop it
+    p.ignore_eos = true;  // random weights may emit an end-of-generation id early
+    return p;
+}
+
+}  // namespace
+
+// Fills the whole 4096-token context of a fixture model one decode step at a
+// time. "[slow]": the sanitizer stage skips it (it is the same code as here,
+// 4096 times), the Release run keeps it.
+TEST_CASE("[slow] long run: generation fills a 4096-token context and stops with context_full") {
+    const auto path = smol_test::fixture("tiny-q4km.gguf");
+    if (!path) return;
+    auto model = smol::Model::load(*path);
+    smol::GeneratorOptions options;
+    options.n_ctx = 4096;
+    smol::Generator gen(model, options);
+    size_t streamed = 0;
+    const auto r = gen.generate("Once upon a time", unlimited_greedy(), [&](std::string_view piece) {
+        streamed += piece.size();
+        return true;
+    });
+    CHECK(r.stop_reason == smol::StopReason::context_full);
+    CHECK(gen.n_cached() == 4096);
+    CHECK(r.n_prompt_tokens + r.tokens.size() == 4097);  // the last token is sampled, not fed
+    CHECK(streamed == r.text.size());
+    // The generator stays usable: a fresh prompt reuses nothing past the context.
+    smol::GenerateParams few = unlimited_greedy();
+    few.max_tokens = 4;
+    const auto again = gen.generate("Hello", few);
+    CHECK(again.stop_reason == smol::StopReason::max_tokens);
+}
+
+// 100 generate calls on one generator: the resident set must not grow with
+// the number of calls (buffers are reused, history and KV cache are bounded).
+TEST_CASE("[slow] memory stays flat across 100 generate calls on one generator") {
+    const auto path = smol_test::fixture("tiny-q4km.gguf");
+    if (!path) return;
+    auto model = smol::Model::load(*path);
+    smol::GeneratorOptions options;
+    options.n_ctx = 512;
+    smol::Generator gen(model, options);
+    smol::GenerateParams p;
+    p.temperature = 0.8f;
+    p.max_tokens = 16;
+    p.ignore_eos = true;
+    const std::string prompts[] = {"Once upon a time", "The quick brown fox", "In a village"};
+    for (int i = 0; i < 10; ++i) gen.generate(prompts[i % 3], p);  // warm up every buffer
+    const long before = resident_kib();
+    for (int i = 0; i < 100; ++i) {
+        p.seed = uint64_t(i);
+        const auto r = gen.generate(prompts[i % 3], p);
+        REQUIRE(r.tokens.size() == 16);
+    }
+    const long after = resident_kib();
+    MESSAGE("RSS before " << before << " KiB, after 100 calls " << after << " KiB");
+    if (before > 0) CHECK(after - before < 2048);  // < 2 MiB over 100 calls
+}
+#endif
