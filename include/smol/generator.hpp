@@ -57,6 +57,7 @@
 // rather than between layers.
 #pragma once
 
+#include "detail/bytes.hpp"
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -404,15 +405,15 @@ public:
         // Constructed from the magic (not inserted into an empty vector): g++ 12
         // warns falsely (-Wstringop-overflow) on the latter at -O2.
         std::vector<uint8_t> out(kSessionMagic, kSessionMagic + 8);
-        put<uint32_t>(out, kSessionVersion);
-        put<uint32_t>(out, 0);
+        smol::detail::append_le<uint32_t>(out, kSessionVersion);
+        smol::detail::append_le<uint32_t>(out, 0);
         const std::string identity = state_->model->identity();
-        put<uint64_t>(out, identity.size());
+        smol::detail::append_le<uint64_t>(out, identity.size());
         out.insert(out.end(), identity.begin(), identity.end());
-        put<uint64_t>(out, state_->history.size());
-        for (int32_t id : state_->history) put<int32_t>(out, id);
+        smol::detail::append_le<uint64_t>(out, state_->history.size());
+        for (int32_t id : state_->history) smol::detail::append_le<int32_t>(out, id);
         const std::vector<uint8_t> kv = state_->kv->serialize();
-        put<uint64_t>(out, kv.size());
+        smol::detail::append_le<uint64_t>(out, kv.size());
         out.insert(out.end(), kv.begin(), kv.end());
         return out;
     }
@@ -940,12 +941,12 @@ private:
         if (std::memcmp(data, kSessionMagic, 8) != 0)
             detail::fail(ErrorKind::format, "session: not a smol session (bad magic)");
         pos = 8;
-        const uint32_t version = get<uint32_t>(data, pos);
+        const uint32_t version = smol::detail::read_le<uint32_t>(data, pos);
         if (version != kSessionVersion)
             detail::fail(ErrorKind::unsupported, "session: unsupported version " + std::to_string(version));
         pos += 8;
         need(8, "identity length");
-        const uint64_t identity_size = get<uint64_t>(data, pos);
+        const uint64_t identity_size = smol::detail::read_le<uint64_t>(data, pos);
         pos += 8;
         need(identity_size, "identity");
         const std::string identity(reinterpret_cast<const char*>(data + pos), size_t(identity_size));
@@ -955,18 +956,18 @@ private:
             detail::fail(ErrorKind::invalid_argument, "session: saved for model '" + identity +
                                                           "', but this generator runs model '" + expected + "'");
         need(8, "history length");
-        const uint64_t n_history = get<uint64_t>(data, pos);
+        const uint64_t n_history = smol::detail::read_le<uint64_t>(data, pos);
         pos += 8;
         if (n_history > (size - pos) / 4) need(SIZE_MAX, "history");
         std::vector<int32_t> history(static_cast<size_t>(n_history));
         for (auto& id : history) {
-            id = get<int32_t>(data, pos);
+            id = smol::detail::read_le<int32_t>(data, pos);
             pos += 4;
             if (id < 0 || size_t(id) >= state_->logits.size())
                 detail::fail(ErrorKind::format, "session: token id " + std::to_string(id) + " outside the vocabulary");
         }
         need(8, "cache length");
-        const uint64_t kv_size = get<uint64_t>(data, pos);
+        const uint64_t kv_size = smol::detail::read_le<uint64_t>(data, pos);
         pos += 8;
         need(kv_size, "cache");
         if (pos + kv_size != size) detail::fail(ErrorKind::format, "session: trailing bytes after the cache");
@@ -975,19 +976,6 @@ private:
             detail::fail(ErrorKind::format, "session: the cache holds more positions than the history");
         *state_->kv = std::move(kv);
         state_->history = std::move(history);
-    }
-
-    template <class T>
-    static void put(std::vector<uint8_t>& out, T value) {
-        uint8_t bytes[sizeof(T)];
-        std::memcpy(bytes, &value, sizeof(T));
-        out.insert(out.end(), bytes, bytes + sizeof(T));
-    }
-    template <class T>
-    static T get(const uint8_t* data, size_t pos) noexcept {
-        T value;
-        std::memcpy(&value, data + pos, sizeof(T));
-        return value;
     }
 
     std::unique_ptr<State> state_;

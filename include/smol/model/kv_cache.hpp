@@ -18,6 +18,7 @@
 // small header (magic "SMKV", version, geometry, element type, size).
 #pragma once
 
+#include "../detail/bytes.hpp"
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -149,13 +150,13 @@ public:
         std::vector<uint8_t> out;
         const size_t row = head_dim_ * element_bytes();
         out.reserve(kHeaderBytes + 2 * n_layers_ * n_kv_heads_ * size_ * row);
-        put<uint32_t>(out, kMagic);
-        put<uint32_t>(out, kVersion);
-        put<uint32_t>(out, uint32_t(type_));
-        put<uint32_t>(out, uint32_t(n_layers_));
-        put<uint32_t>(out, uint32_t(n_kv_heads_));
-        put<uint32_t>(out, uint32_t(head_dim_));
-        put<uint64_t>(out, uint64_t(size_));
+        smol::detail::append_le<uint32_t>(out, kMagic);
+        smol::detail::append_le<uint32_t>(out, kVersion);
+        smol::detail::append_le<uint32_t>(out, uint32_t(type_));
+        smol::detail::append_le<uint32_t>(out, uint32_t(n_layers_));
+        smol::detail::append_le<uint32_t>(out, uint32_t(n_kv_heads_));
+        smol::detail::append_le<uint32_t>(out, uint32_t(head_dim_));
+        smol::detail::append_le<uint64_t>(out, uint64_t(size_));
         for (size_t l = 0; l < n_layers_; ++l)
             for (int kind = 0; kind < 2; ++kind)
                 for (size_t h = 0; h < n_kv_heads_; ++h) {
@@ -174,17 +175,17 @@ public:
         const uint8_t* p = static_cast<const uint8_t*>(data);
         if (!p || bytes < kHeaderBytes)
             detail::fail(ErrorKind::format, "KVCache: serialized cache is truncated (header)");
-        if (get<uint32_t>(p, 0) != kMagic)
+        if (smol::detail::read_le<uint32_t>(p, 0) != kMagic)
             detail::fail(ErrorKind::format, "KVCache: not a serialized cache (bad magic)");
-        if (get<uint32_t>(p, 4) != kVersion)
+        if (smol::detail::read_le<uint32_t>(p, 4) != kVersion)
             detail::fail(ErrorKind::unsupported, "KVCache: unsupported serialization version " +
-                                                     std::to_string(get<uint32_t>(p, 4)));
-        const uint32_t type = get<uint32_t>(p, 8);
+                                                     std::to_string(smol::detail::read_le<uint32_t>(p, 4)));
+        const uint32_t type = smol::detail::read_le<uint32_t>(p, 8);
         if (type != uint32_t(KVType::f16) && type != uint32_t(KVType::f32))
             detail::fail(ErrorKind::format, "KVCache: unknown element type " + std::to_string(type));
-        const size_t layers = get<uint32_t>(p, 12), heads = get<uint32_t>(p, 16),
-                     dim = get<uint32_t>(p, 20);
-        const uint64_t size = get<uint64_t>(p, 24);
+        const size_t layers = smol::detail::read_le<uint32_t>(p, 12), heads = smol::detail::read_le<uint32_t>(p, 16),
+                     dim = smol::detail::read_le<uint32_t>(p, 20);
+        const uint64_t size = smol::detail::read_le<uint64_t>(p, 24);
         if (layers != config.n_layers || heads != config.n_kv_heads || dim != config.head_dim)
             detail::fail(ErrorKind::shape,
                          "KVCache: serialized cache has " + std::to_string(layers) + " layers x " +
@@ -251,19 +252,6 @@ private:
             uint16_t* dst = static_cast<uint16_t*>(base) + pos * head_dim_;
             for (size_t d = 0; d < head_dim_; ++d) dst[d] = fp32_to_fp16(src[d]);
         }
-    }
-
-    template <class T>
-    static void put(std::vector<uint8_t>& out, T v) {
-        uint8_t b[sizeof(T)];
-        std::memcpy(b, &v, sizeof(T));
-        out.insert(out.end(), b, b + sizeof(T));
-    }
-    template <class T>
-    static T get(const uint8_t* p, size_t offset) noexcept {
-        T v;
-        std::memcpy(&v, p + offset, sizeof(T));
-        return v;
     }
 
     size_t n_layers_ = 0;
