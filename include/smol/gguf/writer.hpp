@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "../detail/bytes.hpp"
 #include "../error.hpp"
 #include "../quant/types.hpp"
 #include "gguf.hpp"
@@ -47,15 +48,15 @@ public:
     }
     void set_strings(std::string_view k, const std::vector<std::string>& v) {
         std::vector<uint8_t> bytes;
-        put<uint32_t>(bytes, uint32_t(ValueType::string));
-        put<uint64_t>(bytes, v.size());
+        smol::detail::append_le<uint32_t>(bytes, uint32_t(ValueType::string));
+        smol::detail::append_le<uint64_t>(bytes, v.size());
         for (const auto& s : v) put_string(bytes, s);
         set_raw(k, ValueType::array, std::move(bytes));
     }
     void set_strings(std::string_view k, const std::vector<std::string_view>& v) {
         std::vector<uint8_t> bytes;
-        put<uint32_t>(bytes, uint32_t(ValueType::string));
-        put<uint64_t>(bytes, v.size());
+        smol::detail::append_le<uint32_t>(bytes, uint32_t(ValueType::string));
+        smol::detail::append_le<uint64_t>(bytes, v.size());
         for (const auto& s : v) put_string(bytes, s);
         set_raw(k, ValueType::array, std::move(bytes));
     }
@@ -63,9 +64,9 @@ public:
     template <class T>
     void set_array(std::string_view k, const std::vector<T>& v) {
         std::vector<uint8_t> bytes;
-        put<uint32_t>(bytes, uint32_t(value_type_of<T>()));
-        put<uint64_t>(bytes, v.size());
-        for (const T& x : v) put<T>(bytes, x);
+        smol::detail::append_le<uint32_t>(bytes, uint32_t(value_type_of<T>()));
+        smol::detail::append_le<uint64_t>(bytes, v.size());
+        for (const T& x : v) smol::detail::append_le<T>(bytes, x);
         set_raw(k, ValueType::array, std::move(bytes));
     }
     // Copies a value (of any type, arrays included) from a parsed file.
@@ -75,13 +76,13 @@ public:
             case ValueType::string: put_string(bytes, v.as_string()); break;
             case ValueType::array: {
                 const ArrayView& a = v.as_array();
-                put<uint32_t>(bytes, uint32_t(a.element_type()));
-                put<uint64_t>(bytes, a.size());
+                smol::detail::append_le<uint32_t>(bytes, uint32_t(a.element_type()));
+                smol::detail::append_le<uint64_t>(bytes, a.size());
                 bytes.insert(bytes.end(), a.data(), a.data() + a.bytes());
                 break;
             }
-            case ValueType::f32: put<float>(bytes, float(v.as_f64())); break;
-            case ValueType::f64: put<double>(bytes, v.as_f64()); break;
+            case ValueType::f32: smol::detail::append_le<float>(bytes, float(v.as_f64())); break;
+            case ValueType::f64: smol::detail::append_le<double>(bytes, v.as_f64()); break;
             default: {
                 const uint64_t raw = v.as_u64();
                 bytes.resize(scalar_size(v.type()));
@@ -185,20 +186,14 @@ private:
         else static_assert(sizeof(T) == 0, "unsupported array element type");
     }
 
-    template <class T>
-    static void put(std::vector<uint8_t>& out, T v) {
-        uint8_t b[sizeof(T)];
-        std::memcpy(b, &v, sizeof(T));
-        out.insert(out.end(), b, b + sizeof(T));
-    }
     static void put_string(std::vector<uint8_t>& out, std::string_view s) {
-        put<uint64_t>(out, s.size());
+        smol::detail::append_le<uint64_t>(out, s.size());
         out.insert(out.end(), s.begin(), s.end());
     }
     template <class T>
     void scalar(std::string_view k, ValueType t, T v) {
         std::vector<uint8_t> bytes;
-        put<T>(bytes, v);
+        smol::detail::append_le<T>(bytes, v);
         set_raw(k, t, std::move(bytes));
     }
     void set_raw(std::string_view k, ValueType t, std::vector<uint8_t> bytes) {
@@ -214,22 +209,22 @@ private:
     // Header, metadata, tensor table and the padding up to the data section.
     std::vector<uint8_t> header_bytes() const {
         std::vector<uint8_t> out;
-        put<uint32_t>(out, kMagic);
-        put<uint32_t>(out, 3);
-        put<uint64_t>(out, tensors_.size());
-        put<uint64_t>(out, metadata_.size());
+        smol::detail::append_le<uint32_t>(out, kMagic);
+        smol::detail::append_le<uint32_t>(out, 3);
+        smol::detail::append_le<uint64_t>(out, tensors_.size());
+        smol::detail::append_le<uint64_t>(out, metadata_.size());
         for (const auto& kv : metadata_) {
             put_string(out, kv.key);
-            put<uint32_t>(out, uint32_t(kv.type));
+            smol::detail::append_le<uint32_t>(out, uint32_t(kv.type));
             out.insert(out.end(), kv.bytes.begin(), kv.bytes.end());
         }
         uint64_t offset = 0;
         for (const auto& t : tensors_) {
             put_string(out, t.name);
-            put<uint32_t>(out, uint32_t(t.dims.size()));
-            for (uint64_t d : t.dims) put<uint64_t>(out, d);
-            put<uint32_t>(out, uint32_t(t.type));
-            put<uint64_t>(out, offset);
+            smol::detail::append_le<uint32_t>(out, uint32_t(t.dims.size()));
+            for (uint64_t d : t.dims) smol::detail::append_le<uint64_t>(out, d);
+            smol::detail::append_le<uint32_t>(out, uint32_t(t.type));
+            smol::detail::append_le<uint64_t>(out, offset);
             offset = align(offset + t.bytes.size());
         }
         if (!tensors_.empty()) out.resize(size_t(align(out.size())), 0);
