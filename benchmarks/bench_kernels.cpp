@@ -265,4 +265,13 @@ BENCHMARK_CAPTURE(BM_MatMat, q6k_2048x11008, GGMLType::Q6_K, 2048, 11008)
 
 BENCHMARK(BM_Quantize)->Arg(2048)->Arg(11008);
 
-BENCHMARK_MAIN();
+// The kernel level every benchmark above runs (run-time dispatch; SMOL_CPU=scalar|avx2|...
+// forces one), in the report's context block.
+int main(int argc, char** argv) {
+    benchmark::AddCustomContext("smol kernels", smol::kernels::default_kernels().name());
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}

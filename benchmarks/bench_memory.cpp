@@ -1,6 +1,6 @@
 // The memory-read roofline for the kernel benchmarks: how fast 1 and 2
-// threads can stream a buffer far larger than the last-level cache with AVX2
-// loads (or plain 64-bit loads in a scalar build). Decode mat-vecs are
+// threads can stream a buffer far larger than the last-level cache with the
+// dispatched kernel level's loads (KernelSet::sum_bytes; SMOL_CPU forces one). Decode mat-vecs are
 // bandwidth-bound, so bench_kernels' GB/s are judged against these numbers.
 //
 //   bench_memory                       (best of 5 repetitions is the "max" row)
@@ -9,14 +9,12 @@
 
 #include <smol/core/tensor.hpp>
 #include <smol/core/threadpool.hpp>
+#include <smol/kernels/dispatch.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
-#if defined(__AVX2__)
-#include <immintrin.h>
-#endif
 
 namespace {
 
@@ -34,32 +32,6 @@ smol::AlignedBuffer& buffer() {
     return data;
 }
 
-// Sums the bytes [begin, end) as 64-bit lanes so the loads cannot be elided.
-uint64_t read_range(const uint8_t* begin, const uint8_t* end) {
-#if defined(__AVX2__)
-    __m256i acc0 = _mm256_setzero_si256(), acc1 = _mm256_setzero_si256();
-    __m256i acc2 = _mm256_setzero_si256(), acc3 = _mm256_setzero_si256();
-    for (const uint8_t* p = begin; p + 128 <= end; p += 128) {
-        acc0 = _mm256_add_epi64(acc0, _mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
-        acc1 = _mm256_add_epi64(acc1, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 32)));
-        acc2 = _mm256_add_epi64(acc2, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 64)));
-        acc3 = _mm256_add_epi64(acc3, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 96)));
-    }
-    const __m256i acc = _mm256_add_epi64(_mm256_add_epi64(acc0, acc1), _mm256_add_epi64(acc2, acc3));
-    alignas(32) uint64_t lanes[4];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc);
-    return lanes[0] + lanes[1] + lanes[2] + lanes[3];
-#else
-    uint64_t sum = 0;
-    for (const uint8_t* p = begin; p + 8 <= end; p += 8) {
-        uint64_t v;
-        std::memcpy(&v, p, 8);
-        sum += v;
-    }
-    return sum;
-#endif
-}
-
 void BM_MemoryRead(benchmark::State& state) {
     const int n_threads = int(state.range(0));
     const uint8_t* data = buffer().data();
@@ -70,7 +42,7 @@ void BM_MemoryRead(benchmark::State& state) {
             // 4 KiB-aligned contiguous slices, one per thread.
             const size_t slice = kBufferBytes / size_t(n) / 4096 * 4096;
             const uint8_t* begin = data + slice * size_t(thread);
-            sums[thread * 8] += read_range(begin, begin + slice);
+            sums[thread * 8] += smol::kernels::default_kernels().sum_bytes(begin, slice);
         });
         benchmark::DoNotOptimize(sums);
     }

@@ -1,7 +1,7 @@
 // smol-bench: end-to-end speed of a GGUF model, in the spirit of llama-bench.
 //
 //   smol-bench -m MODEL [-p 512] [-n 128] [-d DEPTH] [-t THREADS] [-r 3] [-c CTX]
-//              [--chunk N] [--ttft-tokens 16] [--no-bandwidth] [--ops STEPS] [--json]
+//              [--chunk N] [--ttft-tokens 16] [--no-bandwidth] [--ops STEPS] [--cpu LEVEL] [--json]
 //   smol-bench -m MODEL --check-prompt TEXT [-n N] [-t THREADS] [--json]
 //
 // What it measures (each test repeated -r times: mean and standard deviation):
@@ -54,9 +54,6 @@
 #if defined(__linux__)
 #include <sys/resource.h>
 #endif
-#if defined(__AVX2__)
-#include <immintrin.h>
-#endif
 
 namespace {
 
@@ -78,6 +75,8 @@ void usage() {
                  "  -r N   repetitions of each test\n"
                  "  -c N   KV cache positions (default: enough for the tests, at least 4096)\n"
                  "  --chunk N  prefill tokens per pass (default: the model's)\n"
+                 "  --cpu LEVEL  kernel level: auto (default: SMOL_CPU, else the best), scalar, avx2,\n"
+                 "               avxvnni, avx512, neon, dotprod\n"
                  "  --ops N    also time each op of N decode-shaped passes (op profile)\n");
 }
 
@@ -141,59 +140,6 @@ std::string load_average() {
     if (in >> a >> b >> c) return a + " " + b + " " + c;
 #endif
     return "?";
-}
-
-// Sums [begin, end) in 64-bit lanes so that no load can be elided.
-uint64_t read_range(const uint8_t* begin, const uint8_t* end) {
-#if defined(__AVX2__)
-    __m256i acc0 = _mm256_setzero_si256(), acc1 = _mm256_setzero_si256();
-    __m256i acc2 = _mm256_setzero_si256(), acc3 = _mm256_setzero_si256();
-    for (const uint8_t* p = begin; p + 128 <= end; p += 128) {
-        acc0 = _mm256_add_epi64(acc0, _mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
-        acc1 = _mm256_add_epi64(acc1, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 32)));
-        acc2 = _mm256_add_epi64(acc2, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 64)));
-        acc3 = _mm256_add_epi64(acc3, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 96)));
-    }
-    const __m256i acc = _mm256_add_epi64(_mm256_add_epi64(acc0, acc1), _mm256_add_epi64(acc2, acc3));
-    alignas(32) uint64_t lanes[4];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc);
-    return lanes[0] + lanes[1] + lanes[2] + lanes[3];
-#else
-    uint64_t sum = 0;
-    for (const uint8_t* p = begin; p + 8 <= end; p += 8) {
-        uint64_t v;
-        std::memcpy(&v, p, 8);
-        sum += v;
-    }
-    return sum;
-#endif
-}
-
-// Read bandwidth in GB/s (1e9 bytes/s) of `threads` threads streaming one
-// 1 GiB buffer (a contiguous 4 KiB-aligned slice each), best of `repeats`.
-double memory_read_bandwidth(int threads, int repeats) {
-    constexpr size_t kBytes = size_t(1) << 30;
-    smol::AlignedBuffer buffer(kBytes);
-    uint64_t* words = buffer.as<uint64_t>();
-    for (size_t i = 0; i < kBytes / 8; ++i) words[i] = i * 0x9e3779b97f4a7c15ull;  // no zero pages
-    const uint8_t* data = buffer.data();
-    smol::ThreadPool pool(threads);
-    std::vector<uint64_t> sums(size_t(threads) * 8, 0);
-    double best = 0;
-    for (int r = 0; r < repeats; ++r) {
-        const auto start = Clock::now();
-        pool.run([&](int thread, int n) {
-            const size_t slice = kBytes / size_t(n) / 4096 * 4096;
-            const uint8_t* begin = data + slice * size_t(thread);
-            sums[size_t(thread) * 8] += read_range(begin, begin + slice);
-        });
-        const double seconds = ms_since(start) / 1000.0;
-        best = std::max(best, double(kBytes / size_t(threads) / 4096 * 4096 * size_t(threads)) / seconds / 1e9);
-    }
-    volatile uint64_t sink = 0;
-    for (uint64_t s : sums) sink = sink + s;
-    (void)sink;
-    return best;
 }
 
 std::string human_bytes(double bytes) {
@@ -409,6 +355,7 @@ int main(int argc, char** argv) {
     long op_steps = 0;
     long n_prompt = 512, n_gen = 128, depth = 0, repeats = 3, n_ctx_arg = 0, chunk = 0, ttft_tokens = 16;
     int n_threads = 0;
+    smol::CpuLevel cpu = smol::CpuLevel::automatic;
 
     try {
         for (int i = 1; i < argc; ++i) {
@@ -432,6 +379,12 @@ int main(int argc, char** argv) {
             else if (arg == "--chunk") chunk = count();
             else if (arg == "--ttft-tokens") ttft_tokens = std::max(1L, count());
             else if (arg == "--no-bandwidth") bandwidth = false;
+            else if (arg == "--cpu") {
+                const std::string name = value();
+                const auto level = smol::parse_cpu_level(name);
+                if (!level) throw std::invalid_argument("--cpu: unknown kernel level '" + name + "'");
+                cpu = *level;
+            }
             else if (arg == "--ops") op_steps = count();
             else if (arg == "--check-prompt") check_prompt = value(), have_check = true;
             else if (arg == "--json") json = true;
@@ -454,6 +407,7 @@ int main(int argc, char** argv) {
     try {
         smol::LoadOptions load_options;
         load_options.n_threads = n_threads;
+        load_options.cpu = cpu;
         smol::ForwardOptions forward_options;
         forward_options.chunk_size = size_t(chunk);
 
@@ -591,7 +545,7 @@ int main(int argc, char** argv) {
         const double bytes_per_token = weight_bytes + kv_read;
 
         double bandwidth_gbs = 0;
-        if (bandwidth && n_gen > 0) bandwidth_gbs = memory_read_bandwidth(threads, 3);
+        if (bandwidth && n_gen > 0) bandwidth_gbs = smol::measure_read_bandwidth(model->kernels(), threads);
         const double roofline_tps = bandwidth_gbs > 0 ? bandwidth_gbs * 1e9 / bytes_per_token : 0;
 
         // --- human output ---
@@ -600,9 +554,10 @@ int main(int argc, char** argv) {
         std::printf("model: %s (%s, %.2f %s params, %zu layers, hidden %zu, vocab %zu)\n", model_name.c_str(),
                     human_bytes(file_bytes).c_str(), params >= 1e9 ? params / 1e9 : params / 1e6,
                     params >= 1e9 ? "B" : "M", config.n_layers, config.hidden, vocab);
-        std::printf("threads: %d | repetitions: %ld | KV cache: %zu positions F16, %s | load average %s -> %s\n",
-                    threads, repeats, kv.n_ctx(), human_bytes(kv_bytes).c_str(), load_before.c_str(),
-                    load_after.c_str());
+        std::printf("threads: %d | kernels: %s (best %s) | repetitions: %ld | KV cache: %zu positions F16, %s | "
+                    "load average %s -> %s\n",
+                    threads, smol::cpu_level_name(model->cpu_level()), smol::cpu_level_name(smol::best_cpu_level()),
+                    repeats, kv.n_ctx(), human_bytes(kv_bytes).c_str(), load_before.c_str(), load_after.c_str());
         auto cpu_share = [&](double cpu, double wall) { return wall > 0 ? 100.0 * cpu / (wall * threads) : 0.0; };
         std::printf("\n| model | size | threads | test | t/s | CPU share |\n|---|---|---|---|---|---|\n");
         char test[64];
@@ -653,6 +608,7 @@ int main(int argc, char** argv) {
             out["peak_rss_mb"] = peak_mib;
             out["ttft_ms"] = ttft_ms;
             out["threads"] = threads;
+            out["kernels"] = smol::cpu_level_name(model->cpu_level());
             out["n_prompt"] = n_prompt;
             out["n_gen"] = n_gen;
             out["depth"] = depth;

@@ -43,7 +43,9 @@ void usage() {
                  "                     [-t THREADS] [-c CTX] [--stop S]... [--chat] [--system S]\n"
                  "                     [--no-think] [--messages FILE.json] [--today DATE]\n"
                  "                     [--print-prompt] [--no-generation-prompt] [--json]\n"
-                 "                     [--logits-out FILE] [--version]\n");
+                 "                     [--logits-out FILE] [--cpu LEVEL] [--version]\n"
+                 "  --cpu LEVEL  kernel level: auto (default: SMOL_CPU, else the best this CPU runs),\n"
+                 "               scalar, avx2, avxvnni, avx512, neon, dotprod\n");
 }
 
 std::string read_text_file(const std::string& path) {
@@ -61,6 +63,7 @@ int main(int argc, char** argv) {
     bool have_prompt = false, chat_mode = false, no_think = false, json = false, print_prompt = false;
     bool generation_prompt = true;
     int n_threads = 0;
+    smol::CpuLevel cpu = smol::CpuLevel::automatic;
     size_t n_ctx = smol::KVCache::kDefaultSize;  // -c: default min(4096, model max)
     smol::GenerateParams params;
     params.max_tokens = 128;
@@ -83,6 +86,12 @@ int main(int argc, char** argv) {
             else if (arg == "--repeat-penalty") params.repeat_penalty = std::stof(value());
             else if (arg == "--seed") params.seed = std::stoull(value());
             else if (arg == "-t" || arg == "--threads") n_threads = std::stoi(value());
+            else if (arg == "--cpu") {
+                const std::string name = value();
+                const auto level = smol::parse_cpu_level(name);
+                if (!level) throw std::invalid_argument("--cpu: unknown kernel level '" + name + "'");
+                cpu = *level;
+            }
             else if (arg == "-c" || arg == "--ctx") n_ctx = size_t(std::stoul(value()));
             else if (arg == "--stop") params.stop.push_back(value());
             else if (arg == "--chat") chat_mode = true;
@@ -142,6 +151,7 @@ int main(int argc, char** argv) {
         }
         smol::LoadOptions load_options;
         load_options.n_threads = n_threads;
+        load_options.cpu = cpu;
         auto model = smol::Model::load(model_path, load_options);
 
         smol::GeneratorOptions options;
@@ -179,9 +189,10 @@ int main(int argc, char** argv) {
                                                  : gen.generate(prompt, params, stream);
         std::printf("\n");
         std::fprintf(stderr,
-                     "smol-generate: stop: %s | prompt %zu tokens (%zu reused), %.1f tok/s | "
+                     "smol-generate: stop: %s | kernels %s | prompt %zu tokens (%zu reused), %.1f tok/s | "
                      "generated %zu tokens, %.1f tok/s\n",
-                     smol::to_string(r.stop_reason), r.n_prompt_tokens, r.n_reused_tokens,
+                     smol::to_string(r.stop_reason), smol::cpu_level_name(model->cpu_level()), r.n_prompt_tokens,
+                     r.n_reused_tokens,
                      r.prefill_tokens_per_s(), r.tokens.size(), r.decode_tokens_per_s());
         if (json) {
             const std::vector<int32_t>& history = gen.history();
@@ -191,6 +202,7 @@ int main(int argc, char** argv) {
             out["generated_ids"] = r.tokens;
             out["text"] = r.text;
             out["stop_reason"] = smol::to_string(r.stop_reason);
+            out["kernels"] = smol::cpu_level_name(model->cpu_level());
             out["n_prompt"] = r.n_prompt_tokens;
             out["n_generated"] = r.tokens.size();
             out["prefill_tokens_per_s"] = r.prefill_tokens_per_s();

@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
     const bool show_tensors = !(argc > 2 && std::strcmp(argv[2], "--no-tensors") == 0);
     try {
         auto file = smol::gguf::File::open(argv[1]);
+        std::printf("%s\n", smol::build_info_string().c_str());
         std::printf("file: %s\nversion: %u  alignment: %u  size: %zu bytes  data offset: %zu\n",
                     argv[1], file->version(), file->alignment(), file->size(),
                     file->data_offset());

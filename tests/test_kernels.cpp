@@ -1,5 +1,8 @@
-// Tests for include/smol/kernels: every fast kernel against its scalar
-// reference on random inputs (odd shapes, 1..9 token columns, 1-3 threads),
+// Tests for include/smol/kernels: every kernel level this machine runs
+// (forced dispatch: kernels::kernel_set(level) for each level cpu_supports,
+// the others named and skipped) against the scalar reference on random
+// inputs (odd shapes, 1..9 token columns, 1-3 threads, blocks at odd byte
+// addresses), run-time dispatch judged independently of smol's detection,
 // the scalar references against a double-precision dot of the dequantized
 // operands (smol::dequantize_row, an independent spec), activation
 // quantization, the float helpers, and matmul's argument checks.
@@ -10,6 +13,7 @@
 // tools/ci-aarch64.sh cross-compiles it for NEON and runs it under qemu.
 #include <doctest/doctest.h>
 
+#include <smol/build_info.hpp>
 #include <smol/core/threadpool.hpp>
 #include <smol/kernels/kernels.hpp>
 #include <smol/quant/reference.hpp>
@@ -23,9 +27,13 @@
 #include "fixtures.hpp"
 #endif
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -135,15 +143,96 @@ double magnitude(GGMLType type, const uint8_t* w_row, ActivationType act, const 
     return sum;
 }
 
+// The kernel sets of every level this machine runs, lowest first; the levels
+// compiled in but not runnable here are reported once.
+std::vector<const kernels::KernelSet*> runnable_sets() {
+    static const std::vector<const kernels::KernelSet*> sets = [] {
+        std::vector<const kernels::KernelSet*> out;
+        size_t count = 0;
+        const smol::CpuLevel* levels = smol::compiled_cpu_levels(count);
+        std::string skipped;
+        for (size_t i = 0; i < count; ++i) {
+            if (smol::cpu_supports(levels[i])) out.push_back(&kernels::kernel_set(levels[i]));
+            else skipped += std::string(skipped.empty() ? "" : ", ") + smol::cpu_level_name(levels[i]);
+        }
+        if (!skipped.empty())
+            MESSAGE("kernel levels compiled but not runnable on this CPU, skipped: " << skipped);
+        return out;
+    }();
+    return sets;
+}
+
+const kernels::KernelSet& scalar_set() { return kernels::kernel_set(smol::CpuLevel::scalar); }
+
 const GGMLType kAllTypes[] = {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q8_0,
                               GGMLType::F16,  GGMLType::BF16, GGMLType::F32};
 
 }  // namespace
 
-TEST_CASE("kernels: an instruction set is selected") {
-    MESSAGE("kernels: " << std::string(kernels::isa_name()));
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && !defined(SMOL_KERNELS_FORCE_SCALAR)
-    CHECK(std::string(kernels::isa_name()).rfind("avx2", 0) == 0);
+TEST_CASE("dispatch: the default level is the best this CPU runs, judged independently of smol") {
+    MESSAGE("kernels: default " << std::string(kernels::default_kernels().name()) << ", " << smol::build_info_string());
+    std::string expected = "scalar";
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                      __builtin_cpu_supports("f16c");
+    if (avx2) expected = "avx2";
+#if defined(__clang__) || __GNUC__ >= 11
+    if (avx2 && __builtin_cpu_supports("avxvnni")) expected = "avxvnni";
+#endif
+    if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
+        expected = "avx512";
+#elif defined(__aarch64__)
+    expected = "neon";
+#if defined(__linux__)
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(cpuinfo, line))
+        if (line.rfind("Features", 0) == 0 && line.find(" asimddp") != std::string::npos) expected = "dotprod";
+#endif
+#endif
+    // Where the CPU is emulated (qemu-user shows the host's /proc/cpuinfo), the
+    // CI script that picked the emulated CPU says what it has.
+    if (const char* told = std::getenv("SMOL_TEST_EXPECT_LEVEL")) expected = told;
+    CHECK(std::string(smol::cpu_level_name(smol::best_cpu_level())) == expected);
+    if (std::getenv("SMOL_CPU") == nullptr) CHECK(std::string(kernels::default_kernels().name()) == expected);
+    // Every runnable level hands out a complete table.
+    for (const kernels::KernelSet* set : runnable_sets()) {
+        const std::string level_name = set->name();
+        CAPTURE(level_name);
+        CHECK((set->quantize_q8_k32 != nullptr));
+        CHECK((set->quantize_q8_0 != nullptr));
+        CHECK((set->dot_f32 != nullptr));
+        CHECK((set->rmsnorm != nullptr));
+        CHECK((set->swiglu != nullptr));
+        CHECK((set->softmax != nullptr));
+        CHECK((set->rope != nullptr));
+        CHECK((set->attend != nullptr));
+        for (const smol::WeightTypeInfo& info : smol::kWeightTypes)
+            for (int n = 1; n <= kernels::kMaxTileCols; ++n) CHECK((set->tile(info.type, n) != nullptr));
+    }
+}
+
+TEST_CASE("dispatch: a level the CPU cannot run, or an unknown name, is a typed error") {
+    CHECK(smol::parse_cpu_level("avx2") == smol::CpuLevel::avx2);
+    CHECK_FALSE(smol::parse_cpu_level("avx3"));
+    size_t count = 0;
+    const smol::CpuLevel* levels = smol::compiled_cpu_levels(count);
+    for (size_t i = 0; i < count; ++i) {
+        if (smol::cpu_supports(levels[i])) continue;
+        try {
+            kernels::kernel_set(levels[i]);
+            FAIL("expected a throw");
+        } catch (const smol::Error& e) {
+            CHECK(e.kind() == smol::ErrorKind::invalid_argument);
+            CHECK(std::string(e.what()).find(smol::cpu_level_name(levels[i])) != std::string::npos);
+        }
+    }
+#if defined(__x86_64__) || defined(_M_X64)
+    CHECK_THROWS_AS(kernels::kernel_set(smol::CpuLevel::neon), smol::Error);
+#else
+    CHECK_THROWS_AS(kernels::kernel_set(smol::CpuLevel::avx2), smol::Error);
 #endif
 }
 
@@ -156,9 +245,13 @@ TEST_CASE("quantize_row_q8_k32: fast path is bit-identical to the reference, whi
     for (size_t i = 768; i < 1024; ++i) x[i] = float(int(i % 7) - 3) * 0.5f;  // many ties
     x[1000] = 127.0f * 1.00390625f * 0.999f;  // max / 127 just below a bf16 step: q clamps to 127
     std::vector<smol::BlockQ8K32> fast(n / 256), ref(n / 256);
-    kernels::quantize_row_q8_k32(x.data(), fast.data(), n);
     kernels::scalar::quantize_row_q8_k32(x.data(), ref.data(), n);
-    CHECK(std::memcmp(fast.data(), ref.data(), sizeof(smol::BlockQ8K32) * ref.size()) == 0);
+    for (const kernels::KernelSet* set : runnable_sets()) {
+        const std::string level_name = set->name();
+        CAPTURE(level_name);
+        set->quantize_q8_k32(x.data(), fast.data(), n);
+        CHECK(std::memcmp(fast.data(), ref.data(), sizeof(smol::BlockQ8K32) * ref.size()) == 0);
+    }
 
     for (size_t b = 0; b < ref.size(); ++b) {
         const smol::BlockQ8K32& block = ref[b];
@@ -195,9 +288,13 @@ TEST_CASE("quantize_row_q8_0: fast path is bit-identical to the reference, which
     std::vector<float> x = random_floats(n, 0.5f);
     for (size_t i = 32; i < 64; ++i) x[i] = 0.0f;
     std::vector<smol::BlockQ8_0> fast(n / 32), ref(n / 32);
-    kernels::quantize_row_q8_0(x.data(), fast.data(), n);
     kernels::scalar::quantize_row_q8_0(x.data(), ref.data(), n);
-    CHECK(std::memcmp(fast.data(), ref.data(), sizeof(smol::BlockQ8_0) * ref.size()) == 0);
+    for (const kernels::KernelSet* set : runnable_sets()) {
+        const std::string level_name = set->name();
+        CAPTURE(level_name);
+        set->quantize_q8_0(x.data(), fast.data(), n);
+        CHECK(std::memcmp(fast.data(), ref.data(), sizeof(smol::BlockQ8_0) * ref.size()) == 0);
+    }
     for (size_t b = 0; b < ref.size(); ++b) {
         const float d = smol::fp16_to_fp32(ref[b].d);
         float max_abs = 0.0f;
@@ -228,13 +325,13 @@ TEST_CASE("scalar reference dots equal a double-precision dot of the dequantized
                 exact += double(wd[i]) * double(xd[i]);
                 scale += std::fabs(double(wd[i]) * double(xd[i]));
             }
-            const float got = kernels::scalar::dot_row(type, row, xq.data(), cols);
+            const float got = smol::weight_type_info(type)->dot_reference(row, xq.data(), cols);
             CHECK(std::fabs(double(got) - exact) <= 2e-5 * scale + 1e-9);
         }
     }
 }
 
-TEST_CASE("tile kernels: integer parts equal the reference exactly") {
+TEST_CASE("tile kernels of every level: integer parts equal the reference exactly, at any alignment") {
     // With unit weight scales, activation scales of 1/2, 1 or 2 per 32 values
     // and small activations every partial sum is exact in float (a multiple
     // of 1/2 far below 2^23), so float rounding cannot hide a wrong integer
@@ -262,7 +359,16 @@ TEST_CASE("tile kernels: integer parts equal the reference exactly") {
                 for (size_t b = 0; b < cols / 32; ++b) reinterpret_cast<smol::BlockQ8_0*>(row)[b].d = one;
             }
         }
+        // The same rows one byte off their natural alignment (general.alignment = 1).
+        std::vector<uint8_t> shifted_storage(w.size() + 1);
+        std::memcpy(shifted_storage.data() + 1, w.data(), w.size());
+        const uint8_t* shifted = shifted_storage.data() + 1;
+        const smol::ReferenceDot reference = smol::weight_type_info(type)->dot_reference;
+        for (const kernels::KernelSet* set : runnable_sets())
         for (int n_cols = 1; n_cols <= kernels::kMaxTileCols; ++n_cols) {
+            const std::string level_name = set->name();
+        CAPTURE(level_name);
+            CAPTURE(n_cols);
             const ActivationType act = smol::activation_type_for(type);
             const size_t x_row_bytes = smol::activation_row_bytes(act, cols);
             std::vector<uint8_t> x(size_t(n_cols) * x_row_bytes);
@@ -287,27 +393,32 @@ TEST_CASE("tile kernels: integer parts equal the reference exactly") {
                     }
                 }
             }
-            std::vector<uint8_t> x_kernel(x.size());
-            for (int c = 0; c < n_cols; ++c) {
-                kernels::kernel_layout_row(act, x.data() + size_t(c) * x_row_bytes,
-                                           x_kernel.data() + size_t(c) * x_row_bytes, cols);
+            std::vector<uint8_t> x_kernel = x;
+            if (act == ActivationType::Q8_K32 && set->layout_q8_k32) {
+                for (int c = 0; c < n_cols; ++c) {
+                    set->layout_q8_k32(reinterpret_cast<const smol::BlockQ8K32*>(x.data() + size_t(c) * x_row_bytes),
+                                       reinterpret_cast<smol::BlockQ8K32*>(x_kernel.data() + size_t(c) * x_row_bytes),
+                                       cols / 256);
+                }
             }
-            std::vector<float> fast(size_t(n_cols) * rows, -1.0f);
-            kernels::select_tile(type, n_cols)(w.data(), w_row_bytes, rows, x_kernel.data(), x_row_bytes, cols,
-                                               fast.data(), rows);
-            for (int c = 0; c < n_cols; ++c) {
-                for (size_t r = 0; r < rows; ++r) {
-                    const float ref = kernels::scalar::dot_row(type, w.data() + r * w_row_bytes,
-                                                               x.data() + size_t(c) * x_row_bytes, cols);
-                    CHECK(fast[size_t(c) * rows + r] == ref);
+            for (const uint8_t* weights : {static_cast<const uint8_t*>(w.data()), shifted}) {
+                std::vector<float> fast(size_t(n_cols) * rows, -1.0f);
+                set->tile(type, n_cols)(weights, w_row_bytes, rows, x_kernel.data(), x_row_bytes, cols, fast.data(),
+                                        rows);
+                for (int c = 0; c < n_cols; ++c) {
+                    for (size_t r = 0; r < rows; ++r) {
+                        const float ref = reference(weights + r * w_row_bytes, x.data() + size_t(c) * x_row_bytes, cols);
+                        CHECK(fast[size_t(c) * rows + r] == ref);
+                    }
                 }
             }
         }
     }
 }
 
-TEST_CASE("matmul equals the scalar reference over odd shapes, and is independent of the thread count") {
+TEST_CASE("matmul of every level equals the scalar reference over odd shapes, and is independent of the thread count") {
     smol::ThreadPool pools[] = {smol::ThreadPool(1), smol::ThreadPool(2), smol::ThreadPool(3)};
+    for (const kernels::KernelSet* set : runnable_sets())
     for (GGMLType type : kAllTypes) {
         const bool small_blocks = type == GGMLType::Q8_0 || type == GGMLType::F16 || type == GGMLType::BF16 ||
                                   type == GGMLType::F32;
@@ -322,8 +433,10 @@ TEST_CASE("matmul equals the scalar reference over odd shapes, and is independen
                     CAPTURE(rows);
                     CAPTURE(cols);
                     CAPTURE(n_tokens);
+                    const std::string level_name = set->name();
+        CAPTURE(level_name);
                     const std::vector<float> x = random_floats(n_tokens * cols);
-                    smol::QuantizedInput input;
+                    smol::QuantizedInput input(*set);
                     input.quantize(type, x.data(), n_tokens, cols, &pools[1]);
                     // The fast quantizer is bit-identical to the reference one.
                     const std::vector<uint8_t> ref_input = reference_activations(type, x, n_tokens, cols);
@@ -364,19 +477,22 @@ TEST_CASE("matmul equals the scalar reference over odd shapes, and is independen
 
 TEST_CASE("matmul: a token's result does not depend on how many tokens share the call") {
     smol::ThreadPool pool(2);
+    for (const kernels::KernelSet* set : runnable_sets())
     for (GGMLType type : kAllTypes) {
         CAPTURE(smol::type_name(type));
+        const std::string level_name = set->name();
+        CAPTURE(level_name);
         const size_t rows = 9, cols = 512;
         const std::vector<uint8_t> w_bytes = random_weights(type, rows, cols);
         const smol::WeightMatrix w = smol::make_weight_matrix(type, w_bytes.data(), rows, cols);
         const size_t n_tokens = 11;
         const std::vector<float> x = random_floats(n_tokens * cols);
-        smol::QuantizedInput all;
+        smol::QuantizedInput all(*set);
         all.quantize(type, x.data(), n_tokens, cols);
         std::vector<float> y_all(n_tokens * rows);
         smol::matmul(w, all, y_all.data(), rows, pool);
         for (size_t t = 0; t < n_tokens; ++t) {
-            smol::QuantizedInput one;
+            smol::QuantizedInput one(*set);
             one.quantize(type, x.data() + t * cols, 1, cols);
             std::vector<float> y(rows);
             smol::matmul(w, one, y.data(), rows, pool);
@@ -436,39 +552,64 @@ TEST_CASE("matmul: bad arguments throw smol::Error naming the problem") {
     CHECK_THROWS_AS(wrong_cols.quantize(GGMLType::Q4_K, x.data(), 1, 100), smol::Error);
 }
 
-TEST_CASE("float helpers match their scalar references") {
+TEST_CASE("float ops of every level match their scalar references") {
+    const kernels::KernelSet& ref_set = scalar_set();
+    for (const kernels::KernelSet* set : runnable_sets())
     for (size_t n : {size_t(1), size_t(7), size_t(8), size_t(33), size_t(2048)}) {
+        const std::string level_name = set->name();
+        CAPTURE(level_name);
         CAPTURE(n);
         const std::vector<float> a = random_floats(n), b = random_floats(n), weight = random_floats(n);
         double magnitude_sum = 0.0;
         for (size_t i = 0; i < n; ++i) magnitude_sum += std::fabs(double(a[i]) * b[i]);
-        CHECK(std::fabs(smol::dot_f32(a.data(), b.data(), n) - kernels::scalar::dot_f32(a.data(), b.data(), n)) <=
+        CHECK(std::fabs(set->dot_f32(a.data(), b.data(), n) - ref_set.dot_f32(a.data(), b.data(), n)) <=
               1e-5 * magnitude_sum + 1e-9);
 
         std::vector<float> fast(n), ref(n);
-        smol::rmsnorm(a.data(), weight.data(), fast.data(), n, 1e-6f);
-        kernels::scalar::rmsnorm(a.data(), weight.data(), ref.data(), n, 1e-6f);
+        set->rmsnorm(a.data(), weight.data(), fast.data(), n, 1e-6f);
+        ref_set.rmsnorm(a.data(), weight.data(), ref.data(), n, 1e-6f);
         for (size_t i = 0; i < n; ++i) CHECK(fast[i] == doctest::Approx(ref[i]).epsilon(1e-5));
         // In place works too.
         std::vector<float> in_place = a;
-        smol::rmsnorm(in_place.data(), weight.data(), in_place.data(), n, 1e-6f);
+        set->rmsnorm(in_place.data(), weight.data(), in_place.data(), n, 1e-6f);
         CHECK(std::memcmp(in_place.data(), fast.data(), n * sizeof(float)) == 0);
 
-        smol::swiglu(a.data(), b.data(), fast.data(), n);
-        kernels::scalar::swiglu(a.data(), b.data(), ref.data(), n);
+        std::vector<float> gate = random_floats(n, 4.0f);
+        if (n > 3) gate[3] = -100.0f;  // exp overflow territory: silu -> -0
+        set->swiglu(gate.data(), b.data(), fast.data(), n);
+        ref_set.swiglu(gate.data(), b.data(), ref.data(), n);
         for (size_t i = 0; i < n; ++i) CHECK(fast[i] == doctest::Approx(ref[i]).epsilon(1e-5).scale(1e-6));
 
         std::vector<float> logits = random_floats(n, 10.0f);
         fast = logits;
         ref = logits;
-        smol::softmax(fast.data(), n);
-        kernels::scalar::softmax(ref.data(), n);
+        set->softmax(fast.data(), n);
+        ref_set.softmax(ref.data(), n);
         double total = 0.0;
         for (size_t i = 0; i < n; ++i) {
             CHECK(fast[i] == doctest::Approx(ref[i]).epsilon(1e-5).scale(1e-7));
             total += fast[i];
         }
         CHECK(total == doctest::Approx(1.0).epsilon(1e-5));
+
+        // RoPE over n / 2 pairs with angles of any size.
+        const size_t pairs = n / 2;
+        std::vector<float> cos(pairs), sin(pairs);
+        for (size_t i = 0; i < pairs; ++i) {
+            const float angle = uniform(-100.0f, 100.0f);
+            cos[i] = std::cos(angle);
+            sin[i] = std::sin(angle);
+        }
+        fast = a;
+        ref = a;
+        set->rope(fast.data(), cos.data(), sin.data(), pairs);
+        ref_set.rope(ref.data(), cos.data(), sin.data(), pairs);
+        // Levels may fuse x0 cos - x1 sin into one rounding: compare against the pair's size.
+        for (size_t i = 0; i < 2 * pairs; ++i) {
+            const double pair_size = std::fabs(a[i & ~size_t(1)]) + std::fabs(a[i | 1]);
+            CHECK(std::fabs(double(fast[i]) - double(ref[i])) <= 1e-6 * pair_size + 1e-12);
+        }
+        for (size_t i = 2 * pairs; i < n; ++i) CHECK(fast[i] == a[i]);  // an odd tail is not touched
     }
     // rmsnorm of a known vector: x = (3, 4), mean square 12.5.
     const float x[2] = {3.0f, 4.0f}, weight[2] = {1.0f, 2.0f};
@@ -481,6 +622,82 @@ TEST_CASE("float helpers match their scalar references") {
     smol::swiglu(gate, up, out, 2);
     CHECK(out[0] == 0.0f);
     CHECK(out[1] == doctest::Approx(40.0).epsilon(1e-6));
+}
+
+TEST_CASE("attention of every level matches the scalar reference and a float64 softmax(qK)V") {
+    for (const kernels::KernelSet* set : runnable_sets())
+    for (bool f16 : {true, false})
+    for (size_t head_dim : {size_t(8), size_t(20), size_t(128)})
+    for (size_t group : {size_t(1), size_t(4)})
+    for (size_t n_positions : {size_t(1), size_t(3), size_t(70)}) {
+        const std::string level_name = set->name();
+        CAPTURE(level_name);
+        CAPTURE(f16);
+        CAPTURE(head_dim);
+        CAPTURE(group);
+        CAPTURE(n_positions);
+        const size_t element = f16 ? 2 : 4, row_bytes = head_dim * element + 6;  // padded rows
+        // Cache rows at an odd address: the kernels must not assume alignment.
+        std::vector<uint8_t> storage(2 * n_positions * row_bytes + 1);
+        uint8_t* keys = storage.data() + 1;
+        uint8_t* values = keys + n_positions * row_bytes;
+        std::vector<double> k(n_positions * head_dim), v(n_positions * head_dim);
+        for (size_t p = 0; p < n_positions; ++p) {
+            for (size_t i = 0; i < head_dim; ++i) {
+                float kf = uniform(-1.0f, 1.0f), vf = uniform(-1.0f, 1.0f);
+                if (f16) {
+                    const uint16_t kh = smol::fp32_to_fp16(kf), vh = smol::fp32_to_fp16(vf);
+                    std::memcpy(keys + p * row_bytes + 2 * i, &kh, 2);
+                    std::memcpy(values + p * row_bytes + 2 * i, &vh, 2);
+                    kf = smol::fp16_to_fp32(kh);
+                    vf = smol::fp16_to_fp32(vh);
+                } else {
+                    std::memcpy(keys + p * row_bytes + 4 * i, &kf, 4);
+                    std::memcpy(values + p * row_bytes + 4 * i, &vf, 4);
+                }
+                k[p * head_dim + i] = kf;
+                v[p * head_dim + i] = vf;
+            }
+        }
+        const std::vector<float> q = random_floats(group * head_dim, 2.0f);
+        std::vector<float> scores(group * n_positions), out(group * head_dim, 7.0f), ref(group * head_dim);
+        kernels::AttentionHead head;
+        head.q = q.data();
+        head.keys = keys;
+        head.values = values;
+        head.row_bytes = row_bytes;
+        head.f16 = f16;
+        head.group = group;
+        head.head_dim = head_dim;
+        head.n_positions = n_positions;
+        head.scale = 1.0f / std::sqrt(float(head_dim));
+        head.scores = scores.data();
+        head.out = out.data();
+        set->attend(head);
+        head.out = ref.data();
+        scalar_set().attend(head);
+        for (size_t g = 0; g < group; ++g) {
+            std::vector<double> w(n_positions);
+            double max_score = -1e300, total = 0.0;
+            for (size_t p = 0; p < n_positions; ++p) {
+                double dot = 0.0;
+                for (size_t i = 0; i < head_dim; ++i) dot += double(q[g * head_dim + i]) * k[p * head_dim + i];
+                w[p] = dot / std::sqrt(double(head_dim));
+                max_score = std::max(max_score, w[p]);
+            }
+            for (double& x : w) total += (x = std::exp(x - max_score));
+            for (size_t i = 0; i < head_dim; ++i) {
+                // Float rounding is judged against sum_p w_p |v_p| (the output can cancel to ~0).
+                double exact = 0.0, size = 0.0;
+                for (size_t p = 0; p < n_positions; ++p) {
+                    exact += w[p] / total * v[p * head_dim + i];
+                    size += w[p] / total * std::fabs(v[p * head_dim + i]);
+                }
+                CHECK(std::fabs(out[g * head_dim + i] - ref[g * head_dim + i]) <= 1e-5 * size + 1e-9);
+                CHECK(std::fabs(out[g * head_dim + i] - exact) <= 1e-5 * size + 1e-9);
+            }
+        }
+    }
 }
 
 #if !defined(SMOL_TEST_NO_FIXTURES)
@@ -508,7 +725,10 @@ TEST_CASE("golden: matmul over real fixture tensors matches independently dequan
 
         const size_t n_tokens = 3;
         const std::vector<float> x = random_floats(n_tokens * cols);
-        smol::QuantizedInput input;
+        for (const kernels::KernelSet* set : runnable_sets()) {
+        const std::string level_name = set->name();
+        CAPTURE(level_name);
+        smol::QuantizedInput input(*set);
         input.quantize(info.type, x.data(), n_tokens, cols);
         std::vector<float> y(n_tokens * rows);
         smol::matmul(w, input, y.data(), rows, pool);
@@ -525,6 +745,7 @@ TEST_CASE("golden: matmul over real fixture tensors matches independently dequan
                 CHECK(std::fabs(double(y[t * rows + row_ids[k]]) - exact) <= 2e-5 * scale + 1e-9);
                 smol_test::count_golden();
             }
+        }
         }
     }
 }

@@ -121,6 +121,7 @@ struct FastRun {
     int threads = 2;
     size_t chunk = 0;  // 0 = default
     smol::KVType kv_type = smol::KVType::f16;
+    smol::CpuLevel cpu = smol::CpuLevel::automatic;
 };
 
 using ForwardFn = std::function<void(const int32_t* tokens, size_t n, size_t start, smol::KVCache& kv,
@@ -198,6 +199,7 @@ void check_fast_golden(const std::string& model_name, const FastRun& run, bool p
     if (!golden) return;
     smol::LoadOptions load;
     load.n_threads = run.threads;
+    load.cpu = run.cpu;
     const auto model = smol::Model::load(*path, load);
     const size_t vocab = model->config().vocab_size;
     smol::ForwardOptions options;
@@ -210,7 +212,8 @@ void check_fast_golden(const std::string& model_name, const FastRun& run, bool p
         const smol_test::GoldenPrompt& g = (*golden)[pi];
         const std::string where = model_name + " prompt " + std::to_string(pi) + " (fast, " +
                                   std::to_string(run.threads) + " threads, chunk " +
-                                  std::to_string(run.chunk) + ")";
+                                  std::to_string(run.chunk) + ", " + smol::cpu_level_name(model->cpu_level()) +
+                                  " kernels)";
         smol::KVCache kv = model->new_cache(smol::KVCache::kDefaultSize, run.kv_type);
         check_prompt(g, smol_test::read_f32(g.logits_path), vocab, forward, kv, options,
                      per_position, greedy, where, tolerance);
@@ -222,6 +225,26 @@ void check_fast_golden(const std::string& model_name, const FastRun& run, bool p
 TEST_CASE("fast forward matches the goldens") {
     for (const char* model : kGoldenModels) {
         SUBCASE(model) { check_fast_golden(model, FastRun{}, true, true); }
+    }
+}
+
+// Every kernel level this CPU runs (forced through LoadOptions::cpu), scalar
+// included: last-position logits and greedy paths within the fixtures'
+// tolerances. Levels add floats in different orders, so the rule is the
+// goldens' tolerance, not bit-equality between levels.
+TEST_CASE("fast forward at every kernel level matches the goldens") {
+    size_t count = 0;
+    const smol::CpuLevel* levels = smol::compiled_cpu_levels(count);
+    for (size_t i = 0; i < count; ++i) {
+        if (!smol::cpu_supports(levels[i])) {
+            MESSAGE("kernel level " << smol::cpu_level_name(levels[i]) << " not runnable here: skipped");
+            continue;
+        }
+        for (const char* model : kGoldenModels) {
+            FastRun run;
+            run.cpu = levels[i];
+            check_fast_golden(model, run, false, true);
+        }
     }
 }
 

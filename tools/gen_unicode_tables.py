@@ -119,7 +119,10 @@ def main():
 // unicode.hpp looks code points up here by binary search.
 #pragma once
 
-namespace smol::unicode::detail {{
+#include "../detail/abi.hpp"
+
+SMOL_NAMESPACE_BEGIN
+namespace unicode::detail {{
 
 struct CodepointRange {{
     char32_t first;
@@ -137,7 +140,8 @@ inline constexpr const char* kUnicodeTablesVersion = "{version}";
 // {len(whitespace)} ranges
 {emit_table("kWhitespaceRanges", whitespace)}
 
-}}  // namespace smol::unicode::detail
+}}  // namespace unicode::detail
+SMOL_NAMESPACE_END
 """
     with open(args.out, "w", encoding="utf-8") as f:
         f.write(header)

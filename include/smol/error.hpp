@@ -4,6 +4,8 @@
 // path for consumers built with -fno-exceptions (see detail::fail, try_call).
 #pragma once
 
+#include "detail/abi.hpp"
+
 #include <csetjmp>
 #include <cstdlib>
 #include <stdexcept>
@@ -51,13 +53,20 @@ private:
     ErrorKind kind_;
 };
 
-// Whether the consumer compiles with exceptions (g++/clang: -fno-exceptions
-// clears __cpp_exceptions; MSVC: /EHsc sets _CPPUNWIND).
-#if defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND)
-#define SMOL_HAS_EXCEPTIONS 1
-#else
-#define SMOL_HAS_EXCEPTIONS 0
-#endif
+// SMOL_HAS_EXCEPTIONS (detail/abi.hpp): whether the consumer compiles with
+// exceptions; it is part of the ABI tag, since fail() differs between the modes.
+
+// A caught error as a value: what the non-throwing API variants report.
+struct ErrorInfo {
+    ErrorKind kind = ErrorKind::internal;
+    std::string message;
+};
+
+}  // namespace smol
+
+// Everything below depends on the unit's flags (exceptions on or off), so it
+// lives in the ABI-tagged namespace; the types above are shared by all units.
+SMOL_NAMESPACE_BEGIN
 
 // Library headers never write try/catch directly (they would not compile under
 // -fno-exceptions): code that must observe an error uses smol::try_call below,
@@ -116,12 +125,6 @@ inline void set_fatal_error_handler(detail::FatalErrorHandler handler) noexcept 
     detail::fatal_error_handler() = handler;
 }
 
-// A caught error as a value: what the non-throwing API variants report.
-struct ErrorInfo {
-    ErrorKind kind = ErrorKind::internal;
-    std::string message;
-};
-
 // Runs f(); returns true if it completed, false if it failed with a smol
 // error (then *error, when given, receives it). With exceptions this is a
 // try/catch of smol::Error (other exceptions propagate, e.g. std::bad_alloc);
@@ -151,4 +154,4 @@ bool try_call(F&& f, ErrorInfo* error = nullptr) {
 #endif
 }
 
-}  // namespace smol
+SMOL_NAMESPACE_END

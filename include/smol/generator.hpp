@@ -57,6 +57,8 @@
 // rather than between layers.
 #pragma once
 
+#include "detail/abi.hpp"
+
 #include "detail/bytes.hpp"
 #include <atomic>
 #include <chrono>
@@ -86,7 +88,7 @@
 #include "text/detokenizer.hpp"
 #include "text/tokenizer.hpp"
 
-namespace smol {
+SMOL_NAMESPACE_BEGIN
 
 // Why generation ended.
 enum class StopReason {
@@ -265,13 +267,14 @@ public:
         const auto chat_template = state_->model->file().find<std::string>("tokenizer.chat_template");
         state_->chat_format = detect_chat_format(chat_template ? std::string_view(*chat_template)
                                                                : std::string_view());
-        const BuildInfo info = build_info();
-        log(log_info, build_info_string() + ", n_ctx " + std::to_string(n_ctx()) + ", chat format " +
+        const CpuLevel level = state_->model->cpu_level();
+        log(log_info, build_info_string() + ", model kernels " + cpu_level_name(level) + ", n_ctx " +
+                          std::to_string(n_ctx()) + ", chat format " +
                           (state_->chat_format == ChatFormat::smollm3 ? "smollm3" : "chatml"));
-        if (!info.simd)
+        if (level == CpuLevel::scalar)
             log(log_warning,
-                "smol was compiled without AVX2 or NEON: using the scalar kernels, which are "
-                "several times slower (compile with -mavx2 -mfma on x86-64)");
+                "smol runs the scalar reference kernels (forced by SMOL_CPU / LoadOptions::cpu, or a CPU "
+                "without AVX2/NEON): decoding is several times slower");
     }
 
     // The non-throwing way to construct (for -fno-exceptions consumers): null
@@ -997,4 +1000,4 @@ inline std::shared_ptr<const Model> try_load_model(const std::string& path, Erro
     return model;
 }
 
-}  // namespace smol
+SMOL_NAMESPACE_END

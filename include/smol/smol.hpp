@@ -20,6 +20,7 @@
 #include "gguf/writer.hpp"
 #include "core/threadpool.hpp"
 #include "kernels/kernels.hpp"
+#include "kernels/bandwidth.hpp"
 #include "model/model.hpp"
 #include "text/unicode.hpp"
 #include "text/tokenizer.hpp"

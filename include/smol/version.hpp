@@ -1,5 +1,6 @@
 // smol version macros. The library version also names the inline ABI namespace
-// (smol::v0) so two copies of different versions can coexist in one binary.
+// (detail/abi.hpp: smol::v0_1_...) so two copies of different versions, or of
+// different ISA flags, can coexist in one binary.
 #pragma once
 
 #define SMOL_VERSION_MAJOR 0

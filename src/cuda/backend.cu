@@ -12,6 +12,7 @@
 //   logits = lm_head q8(rmsnorm(x) * output_norm) for the last (or every) position
 // A single-token decode without all_logits runs as a CUDA graph captured on the
 // first such call; the token and the position reach it through device memory.
+#include <smol/detail/abi.hpp>
 #include <smol/cuda/backend.hpp>
 
 #include <algorithm>
@@ -28,7 +29,7 @@
 #include "blocks.cuh"
 #include "kernels.cuh"
 
-namespace smol {
+SMOL_NAMESPACE_BEGIN
 namespace cuda_detail {
 
 namespace {
@@ -654,4 +655,4 @@ void emulate_dequantize_row(GGMLType type, const void* row, size_t cols, float* 
 }
 
 }  // namespace cuda_detail
-}  // namespace smol
+SMOL_NAMESPACE_END

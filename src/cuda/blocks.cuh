@@ -17,6 +17,8 @@
 // product with an activation block is 8 __dp4a per 32 weights.
 #pragma once
 
+#include <smol/detail/abi.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -25,7 +27,7 @@
 
 #include <smol/core/fp16.hpp>
 
-namespace smol {
+SMOL_NAMESPACE_BEGIN
 namespace cuda_detail {
 
 #define SMOL_HD __host__ __device__ __forceinline__
@@ -340,4 +342,4 @@ inline void quantize_act_block_host(const float* x, ActBlock& out) {
 }
 
 }  // namespace cuda_detail
-}  // namespace smol
+SMOL_NAMESPACE_END

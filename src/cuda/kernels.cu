@@ -3,11 +3,12 @@
 // RMSNorm + activation quantization, SwiGLU + quantization, RoPE + KV-cache
 // store, and causal GQA attention over the F16 cache. Shapes and contracts are
 // in kernels.cuh; the block decoding is in blocks.cuh.
+#include <smol/detail/abi.hpp>
 #include "kernels.cuh"
 
 #include <cmath>
 
-namespace smol {
+SMOL_NAMESPACE_BEGIN
 namespace cuda_detail {
 
 namespace {
@@ -377,4 +378,4 @@ void launch_attention(const float* q, const __half* k_cache, const __half* v_cac
 }
 
 }  // namespace cuda_detail
-}  // namespace smol
+SMOL_NAMESPACE_END

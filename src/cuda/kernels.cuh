@@ -6,6 +6,8 @@
 // so that a captured decode graph stays valid from one token to the next.
 #pragma once
 
+#include <smol/detail/abi.hpp>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -16,7 +18,7 @@
 
 #include "blocks.cuh"
 
-namespace smol {
+SMOL_NAMESPACE_BEGIN
 namespace cuda_detail {
 
 // A weight matrix in device memory, packed as in the file.
@@ -66,4 +68,4 @@ void launch_attention(const float* q, const __half* k_cache, const __half* v_cac
 bool attention_supports(int head_dim);
 
 }  // namespace cuda_detail
-}  // namespace smol
+SMOL_NAMESPACE_END

@@ -3,10 +3,12 @@
 // scalar reference and what the block formats use for their scales.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <cstdint>
 #include <cstring>
 
-namespace smol {
+SMOL_NAMESPACE_BEGIN
 
 inline float bits_to_float(uint32_t bits) noexcept {
     float f;
@@ -71,4 +73,4 @@ inline uint16_t fp32_to_bf16(float f) noexcept {
     return uint16_t((bits + rounding) >> 16);
 }
 
-}  // namespace smol
+SMOL_NAMESPACE_END

@@ -3,6 +3,8 @@
 // so opening a model costs no copy and pages come in on first touch.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -27,7 +29,7 @@
 #include <unistd.h>
 #endif
 
-namespace smol {
+SMOL_NAMESPACE_BEGIN
 
 class MappedFile {
 public:
@@ -133,4 +135,4 @@ private:
     size_t size_ = 0;
 };
 
-}  // namespace smol
+SMOL_NAMESPACE_END

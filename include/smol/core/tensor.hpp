@@ -3,6 +3,8 @@
 // when data does not live in a mapped file.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -14,7 +16,7 @@
 
 #include "../error.hpp"
 
-namespace smol {
+SMOL_NAMESPACE_BEGIN
 
 constexpr size_t kMaxDims = 4;
 
@@ -118,4 +120,4 @@ private:
     size_t size_ = 0;
 };
 
-}  // namespace smol
+SMOL_NAMESPACE_END

@@ -31,6 +31,8 @@
 // their results do not depend on the thread count or on which thread ran a row.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -45,7 +47,7 @@
 
 #include "../error.hpp"
 
-namespace smol {
+SMOL_NAMESPACE_BEGIN
 
 namespace detail {
 // A hint to the core that we are spinning (frees pipeline resources for the
@@ -271,4 +273,4 @@ private:
     std::exception_ptr first_error_;
 };
 
-}  // namespace smol
+SMOL_NAMESPACE_END

@@ -31,6 +31,8 @@
 // ErrorKind::internal naming the call and CUDA's message.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -41,7 +43,7 @@
 #include "../error.hpp"
 #include "../quant/types.hpp"
 
-namespace smol {
+SMOL_NAMESPACE_BEGIN
 
 namespace cuda_detail {
 
@@ -272,4 +274,4 @@ inline void CudaKVCache::clear() noexcept {}
 inline void CudaKVCache::load_row(size_t, int, size_t, size_t, float*) const { cuda_detail::not_built(); }
 #endif
 
-}  // namespace smol
+SMOL_NAMESPACE_END

@@ -3,13 +3,16 @@
 // smol targets little-endian hosts only (x86-64, aarch64), so this is a memcpy.
 #pragma once
 
+#include "abi.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 #include <vector>
 
-namespace smol::detail {
+SMOL_NAMESPACE_BEGIN
+namespace detail {
 
 // Appends the bytes of `value` to `out`.
 template <class T>
@@ -29,4 +32,5 @@ inline T read_le(const uint8_t* base, size_t offset) noexcept {
     return value;
 }
 
-}  // namespace smol::detail
+}  // namespace detail
+SMOL_NAMESPACE_END

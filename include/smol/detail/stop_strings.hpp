@@ -9,6 +9,8 @@
 //   (no match)  finish() -> the held-back tail
 #pragma once
 
+#include "abi.hpp"
+
 #include <algorithm>
 #include <cstddef>
 #include <string>
@@ -16,7 +18,8 @@
 #include <utility>
 #include <vector>
 
-namespace smol::detail {
+SMOL_NAMESPACE_BEGIN
+namespace detail {
 
 class StopStringMatcher {
 public:
@@ -96,4 +99,5 @@ private:
     size_t matched_index_ = 0;
 };
 
-}  // namespace smol::detail
+}  // namespace detail
+SMOL_NAMESPACE_END

@@ -9,12 +9,15 @@
 // freeing the nodes it passes. Each side touches only its own end.
 #pragma once
 
+#include "abi.hpp"
+
 #include <atomic>
 #include <string>
 #include <string_view>
 #include <utility>
 
-namespace smol::detail {
+SMOL_NAMESPACE_BEGIN
+namespace detail {
 
 class TextQueue {
 public:
@@ -59,4 +62,5 @@ private:
     Node* tail_;  // producer's: the last node pushed
 };
 
-}  // namespace smol::detail
+}  // namespace detail
+SMOL_NAMESPACE_END

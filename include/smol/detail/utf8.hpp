@@ -4,6 +4,8 @@
 // error message can point at it.
 #pragma once
 
+#include "abi.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -12,7 +14,8 @@
 
 #include "../error.hpp"
 
-namespace smol::detail {
+SMOL_NAMESPACE_BEGIN
+namespace detail {
 
 // Offset of the first byte that does not start a valid UTF-8 sequence, or
 // std::string_view::npos when the whole text is valid.
@@ -70,4 +73,5 @@ inline void require_utf8(std::string_view text, const std::string& what) {
     if (auto error = utf8_error(text, what)) fail(error->kind, error->message);
 }
 
-}  // namespace smol::detail
+}  // namespace detail
+SMOL_NAMESPACE_END

@@ -31,6 +31,8 @@
 //   data section: tensor bytes at their offsets
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -47,7 +49,8 @@
 #include "../error.hpp"
 #include "../quant/types.hpp"
 
-namespace smol::gguf {
+SMOL_NAMESPACE_BEGIN
+namespace gguf {
 
 constexpr uint32_t kMagic = 0x46554747u;  // "GGUF" read as a little-endian u32
 constexpr uint32_t kDefaultAlignment = 32;
@@ -672,4 +675,5 @@ private:
     std::unordered_map<std::string, size_t> tensor_index_;
 };
 
-}  // namespace smol::gguf
+}  // namespace gguf
+SMOL_NAMESPACE_END

@@ -4,6 +4,8 @@
 // hostile-input tests; the byte format is documented in gguf.hpp.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -18,7 +20,8 @@
 #include "../quant/types.hpp"
 #include "gguf.hpp"
 
-namespace smol::gguf {
+SMOL_NAMESPACE_BEGIN
+namespace gguf {
 
 class Writer {
 public:
@@ -242,4 +245,5 @@ private:
     std::vector<PendingTensor> tensors_;
 };
 
-}  // namespace smol::gguf
+}  // namespace gguf
+SMOL_NAMESPACE_END

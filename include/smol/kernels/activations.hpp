@@ -26,6 +26,8 @@
 // Q6_K's -32 offset (one weight scale per 16 values).
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -33,7 +35,7 @@
 #include "../core/fp16.hpp"
 #include "../quant/blocks.hpp"
 
-namespace smol {
+SMOL_NAMESPACE_BEGIN
 
 enum class ActivationType : uint8_t { F32, Q8_0, Q8_K32 };
 
@@ -95,4 +97,4 @@ inline void dequantize_activation_row(ActivationType type, const void* row, floa
     }
 }
 
-}  // namespace smol
+SMOL_NAMESPACE_END

@@ -1,38 +1,41 @@
 // Kernel entry points: matrix x activations for every weight type smol
 // computes with, activation quantization, and the float helpers of the forward
-// pass. This is the API the model calls; the per-ISA code behind it lives in
-// scalar.hpp (reference), avx2.hpp and neon.hpp, chosen at compile time
-// (dispatch.hpp).
+// pass. This is the API the model calls; which instruction set runs behind it
+// is decided at run time: every call goes through a KernelSet
+// (kernels/kernel_set.hpp) chosen by kernels/dispatch.hpp from what the CPU
+// supports (or SMOL_CPU / LoadOptions::cpu), never by the consumer's flags.
 //
 // Public API (namespace smol):
 //
 //   struct WeightMatrix { GGMLType type; const void* data; size_t rows, cols, row_bytes; };
 //       rows = output features, cols = input features (= GGUF dims[0]); row r is
-//       row_bytes bytes at data + r * row_bytes (the GGUF layout).
+//       row_bytes bytes at data + r * row_bytes (the GGUF layout), at any alignment.
 //   WeightMatrix make_weight_matrix(GGMLType type, const void* data, size_t rows, size_t cols,
 //                                   const std::string& name = "");
 //       checks the type is supported and cols fits its block size (Error names `name`).
-//   bool is_supported_weight_type(GGMLType);   // F32 F16 BF16 Q8_0 Q4_K Q5_K Q6_K
+//   bool is_supported_weight_type(GGMLType);   // the kWeightTypes table (weight_types.hpp)
 //   ActivationType activation_type_for(GGMLType weight_type);
 //       Q8_K32 for Q4_K/Q5_K/Q6_K, Q8_0 for Q8_0, F32 for F32/F16/BF16
 //       (formats and the BlockQ8K32 layout: activations.hpp).
 //
 //   class QuantizedInput   activations quantized once, read by every matrix using them
+//     explicit QuantizedInput(const kernels::KernelSet& k = kernels::default_kernels());
 //     void quantize(GGMLType weight_type, const float* x, size_t n_tokens, size_t cols,
 //                   ThreadPool* pool = nullptr, size_t x_stride = 0);
 //         x: n_tokens rows of cols floats, row t at x + t * x_stride (0 = cols).
-//         Stores them in activation_type_for(weight_type). The buffer is reused.
+//         Stores them in activation_type_for(weight_type), with the set's kernels.
 //     bool suits(GGMLType weight_type) const;   // already in the format that type wants
+//     const kernels::KernelSet& kernels() const; // the set matmul will use on it
 //     ActivationType type() const; size_t n_tokens() const; size_t cols() const;
 //     size_t row_bytes() const; const uint8_t* row(size_t token) const;   // natural layout
-//     const uint8_t* kernel_row(size_t token) const;   // what the selected kernels read
+//     const uint8_t* kernel_row(size_t token) const;   // what the set's tiles read
 //
 //   void matmul(const WeightMatrix& w, const QuantizedInput& x, float* y, size_t y_stride,
 //               ThreadPool& pool);
-//       y[t * y_stride + r] = dot(row r of w, token t of x) for t < x.n_tokens(), r < w.rows.
-//       One token: a mat-vec, rows split over threads, each weight byte read once.
-//       Several: tiles of rows x up to 8 tokens, each weight block unpacked once per 8 tokens.
-//       Results do not depend on the pool size (rows are never split).
+//       y[t * y_stride + r] = dot(row r of w, token t of x) for t < x.n_tokens(), r < w.rows,
+//       with x.kernels(). One token: a mat-vec, rows split over threads, each weight
+//       byte read once. Several: tiles of rows x up to 8 tokens, each weight block
+//       unpacked once per 8 tokens. Results do not depend on the pool size.
 //   struct MatmulJob { WeightMatrix w; float* y; size_t y_stride; };
 //   void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedInput& x,
 //                     ThreadPool& pool);
@@ -41,28 +44,11 @@
 //   void matmul_reference(const WeightMatrix& w, const QuantizedInput& x, float* y,
 //                         size_t y_stride);   // scalar kernels, one thread: the spec
 //
-//   void kernels::quantize_row_q8_k32(const float* x, BlockQ8K32* y, size_t n); // n % 256 == 0
-//   void kernels::quantize_row_q8_0(const float* x, BlockQ8_0* y, size_t n);    // n % 32 == 0
-//       (the activation formats matmul uses; exact rules in activations.hpp and scalar.hpp).
-//   float dot_f32(const float* a, const float* b, size_t n);
-//   void rmsnorm(const float* x, const float* weight, float* out, size_t n, float eps);
-//   void swiglu(const float* gate, const float* up, float* out, size_t n);  // silu(gate) * up
-//   void softmax(float* x, size_t n);                                       // in place
-//   const char* kernels::isa_name();   // "avx2-vnni", "avx2", "neon-dotprod", "neon", "scalar"
-//   bool kernels::has_kernel_layout(ActivationType activation_type);
-//   void kernels::kernel_layout_row(ActivationType activation_type, const uint8_t* natural,
-//                                   uint8_t* out, size_t cols);
-//       the AVX2 K-quant kernels read Q8_K32 activations with each block's values
-//       permuted (QuantizedInput keeps both); these convert a natural row for callers
-//       that drive kernels::select_tile directly (tests).
-//
-// Everything ISA-dependent lives in the inline namespace smol::SMOL_KERNEL_NS
-// (dispatch.hpp), so translation units built with different -m flags do not
-// share symbols; WeightMatrix and MatmulJob are plain data outside it.
-//
-// The per-ISA functions are also reachable for tests and runtime dispatch:
-// smol::kernels::scalar::*, smol::kernels::avx2::*, smol::kernels::neon::*.
+//   float dot_f32(a, b, n); void rmsnorm(x, weight, out, n, eps); void swiglu(gate, up, out, n);
+//   void softmax(x, n);   with default_kernels() (the model uses its own set's pointers).
 #pragma once
+
+#include "../detail/abi.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -78,14 +64,11 @@
 #include "../quant/types.hpp"
 #include "activations.hpp"
 #include "dispatch.hpp"
+#include "kernel_set.hpp"
 #include "scalar.hpp"
-#if defined(SMOL_KERNELS_AVX2)
-#include "avx2.hpp"
-#elif defined(SMOL_KERNELS_NEON)
-#include "neon.hpp"
-#endif
+#include "weight_types.hpp"
 
-namespace smol {
+SMOL_NAMESPACE_BEGIN
 
 // ---- ISA-independent description of a weight matrix ------------------------------
 
@@ -97,33 +80,13 @@ struct WeightMatrix {
     size_t row_bytes = 0;  // bytes from one row to the next
 };
 
-inline bool is_supported_weight_type(GGMLType type) noexcept {
-    switch (type) {
-        case GGMLType::F32:
-        case GGMLType::F16:
-        case GGMLType::BF16:
-        case GGMLType::Q8_0:
-        case GGMLType::Q4_K:
-        case GGMLType::Q5_K:
-        case GGMLType::Q6_K: return true;
-        default: return false;
-    }
-}
-
 // The format activations must be in to meet a weight of this type.
 inline ActivationType activation_type_for(GGMLType weight_type) {
-    switch (weight_type) {
-        case GGMLType::Q4_K:
-        case GGMLType::Q5_K:
-        case GGMLType::Q6_K: return ActivationType::Q8_K32;
-        case GGMLType::Q8_0: return ActivationType::Q8_0;
-        case GGMLType::F32:
-        case GGMLType::F16:
-        case GGMLType::BF16: return ActivationType::F32;
-        default:
-            smol::detail::fail(ErrorKind::unsupported,
-                         "matmul: weight type " + type_name(weight_type) + " is not supported");
-    }
+    const WeightTypeInfo* info = weight_type_info(weight_type);
+    if (info == nullptr)
+        smol::detail::fail(ErrorKind::unsupported,
+                           "matmul: weight type " + type_name(weight_type) + " is not supported");
+    return info->activation;
 }
 
 inline WeightMatrix make_weight_matrix(GGMLType type, const void* data, size_t rows, size_t cols,
@@ -150,96 +113,28 @@ struct MatmulJob {
     size_t y_stride = 0;
 };
 
-inline namespace SMOL_KERNEL_NS {
+// ---- float helpers with the default kernel set ------------------------------------
 
-// ---- activation quantization and float helpers (selected ISA) -------------------
-
-inline float dot_f32(const float* a, const float* b, size_t n) noexcept {
-#if defined(SMOL_KERNELS_AVX2) || defined(SMOL_KERNELS_NEON)
-    return kernels::simd::dot_f32(a, b, n);
-#else
-    return kernels::scalar::dot_f32(a, b, n);
-#endif
+inline float dot_f32(const float* a, const float* b, size_t n) {
+    return kernels::default_kernels().dot_f32(a, b, n);
 }
-
-inline void rmsnorm(const float* x, const float* weight, float* out, size_t n, float eps) noexcept {
-#if defined(SMOL_KERNELS_AVX2) || defined(SMOL_KERNELS_NEON)
-    kernels::simd::rmsnorm(x, weight, out, n, eps);
-#else
-    kernels::scalar::rmsnorm(x, weight, out, n, eps);
-#endif
+inline void rmsnorm(const float* x, const float* weight, float* out, size_t n, float eps) {
+    kernels::default_kernels().rmsnorm(x, weight, out, n, eps);
 }
-
-inline void swiglu(const float* gate, const float* up, float* out, size_t n) noexcept {
-#if defined(SMOL_KERNELS_AVX2) || defined(SMOL_KERNELS_NEON)
-    kernels::simd::swiglu(gate, up, out, n);
-#else
-    kernels::scalar::swiglu(gate, up, out, n);
-#endif
+inline void swiglu(const float* gate, const float* up, float* out, size_t n) {
+    kernels::default_kernels().swiglu(gate, up, out, n);
 }
-
-inline void softmax(float* x, size_t n) noexcept {
-#if defined(SMOL_KERNELS_AVX2) || defined(SMOL_KERNELS_NEON)
-    kernels::simd::softmax(x, n);
-#else
-    kernels::scalar::softmax(x, n);
-#endif
-}
-
-namespace kernels {
-
-// Activation quantization with the selected ISA (bit-identical to scalar::).
-inline void quantize_row_q8_k32(const float* x, BlockQ8K32* y, size_t n) noexcept {
-#if defined(SMOL_KERNELS_AVX2)
-    avx2::quantize_row_q8_k32(x, y, n);
-#elif defined(SMOL_KERNELS_NEON)
-    neon::quantize_row_q8_k32(x, y, n);
-#else
-    scalar::quantize_row_q8_k32(x, y, n);
-#endif
-}
-
-inline void quantize_row_q8_0(const float* x, BlockQ8_0* y, size_t n) noexcept {
-#if defined(SMOL_KERNELS_AVX2)
-    avx2::quantize_row_q8_0(x, y, n);
-#elif defined(SMOL_KERNELS_NEON)
-    neon::quantize_row_q8_0(x, y, n);
-#else
-    scalar::quantize_row_q8_0(x, y, n);
-#endif
-}
-
-// True when this build's kernels read `activation_type` rows in a permuted
-// layout (AVX2 Q8_K32), which kernel_layout_row produces from a natural row.
-inline bool has_kernel_layout(ActivationType activation_type) noexcept {
-#if defined(SMOL_KERNELS_AVX2)
-    return activation_type == ActivationType::Q8_K32;
-#else
-    (void)activation_type;
-    return false;
-#endif
-}
-
-// One activation row (cols values of activation_type, natural layout as the
-// quantizers write it) -> the layout the tile kernels read.
-inline void kernel_layout_row(ActivationType activation_type, const uint8_t* natural, uint8_t* out,
-                              size_t cols) noexcept {
-#if defined(SMOL_KERNELS_AVX2)
-    if (activation_type == ActivationType::Q8_K32) {
-        avx2::interleave_q8k32(reinterpret_cast<const BlockQ8K32*>(natural), reinterpret_cast<BlockQ8K32*>(out),
-                               cols / QK_K);
-        return;
-    }
-#endif
-    std::memmove(out, natural, activation_row_bytes(activation_type, cols));
-}
-
-}  // namespace kernels
+inline void softmax(float* x, size_t n) { kernels::default_kernels().softmax(x, n); }
 
 // ---- quantized activations --------------------------------------------------------
 
 class QuantizedInput {
 public:
+    explicit QuantizedInput(const kernels::KernelSet& kernel_set = kernels::default_kernels()) noexcept
+        : kernels_(&kernel_set) {}
+
+    const kernels::KernelSet& kernels() const noexcept { return *kernels_; }
+
     void quantize(GGMLType weight_type, const float* x, size_t n_tokens, size_t cols,
                   ThreadPool* pool = nullptr, size_t x_stride = 0) {
         const ActivationType type = activation_type_for(weight_type);
@@ -263,26 +158,27 @@ public:
                 uint8_t* dst = buffer_.data() + t * row_bytes_;
                 switch (type_) {
                     case ActivationType::Q8_K32:
-                        kernels::quantize_row_q8_k32(src, reinterpret_cast<BlockQ8K32*>(dst), cols);
+                        kernels_->quantize_q8_k32(src, reinterpret_cast<BlockQ8K32*>(dst), cols);
                         break;
                     case ActivationType::Q8_0:
-                        kernels::quantize_row_q8_0(src, reinterpret_cast<BlockQ8_0*>(dst), cols);
+                        kernels_->quantize_q8_0(src, reinterpret_cast<BlockQ8_0*>(dst), cols);
                         break;
                     case ActivationType::F32: std::memcpy(dst, src, cols * sizeof(float)); break;
                 }
             }
         };
-        // Some kernels read a permuted copy (AVX2 Q8_K32, see
+        // Some kernels read a permuted copy (x86 Q8_K32, see
         // kernels::avx2::interleave_q8k32); row() keeps the natural order.
-        const bool permuted = kernels::has_kernel_layout(type_);
+        const bool permuted = type_ == ActivationType::Q8_K32 && kernels_->layout_q8_k32 != nullptr;
         if (permuted && kernel_buffer_.size() < bytes) kernel_buffer_.resize(bytes);
         kernel_layout_ = permuted ? kernel_buffer_.data() : buffer_.data();
         auto quantize_range = [&](size_t begin, size_t end) {
             quantize_tokens(begin, end);
             if (!permuted) return;
             for (size_t t = begin; t < end; ++t) {
-                kernels::kernel_layout_row(type_, buffer_.data() + t * row_bytes_,
-                                           kernel_buffer_.data() + t * row_bytes_, cols);
+                kernels_->layout_q8_k32(reinterpret_cast<const BlockQ8K32*>(buffer_.data() + t * row_bytes_),
+                                        reinterpret_cast<BlockQ8K32*>(kernel_buffer_.data() + t * row_bytes_),
+                                        cols / QK_K);
             }
         };
         if (pool && pool->size() > 1 && n_tokens > 1) {
@@ -302,11 +198,12 @@ public:
     size_t row_bytes() const noexcept { return row_bytes_; }
     const uint8_t* row(size_t token) const noexcept { return buffer_.data() + token * row_bytes_; }
     const uint8_t* data() const noexcept { return buffer_.data(); }
-    // Row `token` in the layout this build's kernels read (row_bytes() apart):
-    // the same bytes as row() except for AVX2 Q8_K32, whose values are permuted.
+    // Row `token` in the layout the set's tiles read (row_bytes() apart): the
+    // same bytes as row() except where the set permutes Q8_K32 values.
     const uint8_t* kernel_row(size_t token) const noexcept { return kernel_layout_ + token * row_bytes_; }
 
 private:
+    const kernels::KernelSet* kernels_;
     AlignedBuffer buffer_;         // n_tokens rows of row_bytes_, natural layout, grows only
     AlignedBuffer kernel_buffer_;  // the permuted copy, when the kernels want one
     const uint8_t* kernel_layout_ = nullptr;
@@ -317,94 +214,6 @@ private:
 };
 
 namespace kernels {
-
-// A tile kernel: y[c * y_stride + r] = dot(weight row r, activation row c) for
-// r < n_rows, c < n_cols (the template argument of the instantiation).
-//   w: n_rows rows, w_row_bytes apart; x: n_cols rows, x_row_bytes apart;
-//   cols: values per row.
-using TileKernel = void (*)(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t* x,
-                            size_t x_row_bytes, size_t cols, float* y, size_t y_stride);
-
-namespace scalar {
-
-inline float dot_row(GGMLType type, const uint8_t* w, const uint8_t* x, size_t cols) noexcept {
-    switch (type) {
-        case GGMLType::Q4_K:
-            return dot_q4k_q8k32(reinterpret_cast<const BlockQ4K*>(w), reinterpret_cast<const BlockQ8K32*>(x),
-                                 cols / QK_K);
-        case GGMLType::Q5_K:
-            return dot_q5k_q8k32(reinterpret_cast<const BlockQ5K*>(w), reinterpret_cast<const BlockQ8K32*>(x),
-                                 cols / QK_K);
-        case GGMLType::Q6_K:
-            return dot_q6k_q8k32(reinterpret_cast<const BlockQ6K*>(w), reinterpret_cast<const BlockQ8K32*>(x),
-                                 cols / QK_K);
-        case GGMLType::Q8_0:
-            return dot_q8_0_q8_0(reinterpret_cast<const BlockQ8_0*>(w),
-                                 reinterpret_cast<const BlockQ8_0*>(x), cols / QK8_0);
-        case GGMLType::F16:
-            return dot_f16_f32(reinterpret_cast<const uint16_t*>(w), reinterpret_cast<const float*>(x), cols);
-        case GGMLType::BF16:
-            return dot_bf16_f32(reinterpret_cast<const uint16_t*>(w), reinterpret_cast<const float*>(x), cols);
-        case GGMLType::F32:
-            return dot_f32(reinterpret_cast<const float*>(w), reinterpret_cast<const float*>(x), cols);
-        default: return 0.0f;
-    }
-}
-
-template <GGMLType type, int n_cols>
-void tile(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t* x, size_t x_row_bytes,
-          size_t cols, float* y, size_t y_stride) {
-    for (size_t r = 0; r < n_rows; ++r) {
-        for (int c = 0; c < n_cols; ++c) {
-            y[size_t(c) * y_stride + r] = dot_row(type, w + r * w_row_bytes, x + size_t(c) * x_row_bytes, cols);
-        }
-    }
-}
-
-}  // namespace scalar
-
-// The fastest tile kernel this build has for a weight type and column count.
-template <int n_cols>
-TileKernel select_tile(GGMLType type) {
-    switch (type) {
-#if defined(SMOL_KERNELS_AVX2) || defined(SMOL_KERNELS_NEON)
-        case GGMLType::Q4_K: return &simd::tile_q4k<n_cols>;
-        case GGMLType::Q5_K: return &simd::tile_q5k<n_cols>;
-        case GGMLType::Q6_K: return &simd::tile_q6k<n_cols>;
-        case GGMLType::Q8_0: return &simd::tile_q8_0<n_cols>;
-        case GGMLType::F16: return &simd::tile_float<GGMLType::F16, n_cols>;
-        case GGMLType::BF16: return &simd::tile_float<GGMLType::BF16, n_cols>;
-        case GGMLType::F32: return &simd::tile_float<GGMLType::F32, n_cols>;
-#else
-        case GGMLType::Q4_K: return &scalar::tile<GGMLType::Q4_K, n_cols>;
-        case GGMLType::Q5_K: return &scalar::tile<GGMLType::Q5_K, n_cols>;
-        case GGMLType::Q6_K: return &scalar::tile<GGMLType::Q6_K, n_cols>;
-        case GGMLType::Q8_0: return &scalar::tile<GGMLType::Q8_0, n_cols>;
-        case GGMLType::F16: return &scalar::tile<GGMLType::F16, n_cols>;
-        case GGMLType::BF16: return &scalar::tile<GGMLType::BF16, n_cols>;
-        case GGMLType::F32: return &scalar::tile<GGMLType::F32, n_cols>;
-#endif
-        default: return nullptr;
-    }
-}
-
-// Most tokens one tile serves: each weight block is unpacked (and, with AVX2,
-// transposed) once per this many tokens. Measured with the AVX2 Q4_K tile:
-// 4 columns 145 GOPS per core, 6: 146-162, 8: 169-172.
-constexpr int kMaxTileCols = 8;
-
-inline TileKernel select_tile(GGMLType type, int n_cols) {
-    switch (n_cols) {
-        case 1: return select_tile<1>(type);
-        case 2: return select_tile<2>(type);
-        case 3: return select_tile<3>(type);
-        case 4: return select_tile<4>(type);
-        case 5: return select_tile<5>(type);
-        case 6: return select_tile<6>(type);
-        case 7: return select_tile<7>(type);
-        default: return select_tile<8>(type);
-    }
-}
 
 inline void check_matmul_args(const WeightMatrix& w, const QuantizedInput& x, float* y) {
     if (!is_supported_weight_type(w.type)) {
@@ -472,8 +281,8 @@ inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedIn
             chunk_rows = std::min(chunk_rows, std::max<size_t>(4, (w.rows / n_threads + 3) / 4 * 4));
         }
         plans[j] = Plan{static_cast<const uint8_t*>(w.data), chunk_rows, n_chunks,
-                        kernels::select_tile(w.type, kernels::kMaxTileCols),
-                        tail_cols ? kernels::select_tile(w.type, tail_cols) : nullptr};
+                        x.kernels().tile(w.type, kernels::kMaxTileCols),
+                        tail_cols ? x.kernels().tile(w.type, tail_cols) : nullptr};
         n_chunks += (w.rows + chunk_rows - 1) / chunk_rows;
     }
 
@@ -513,12 +322,12 @@ inline void matmul(const WeightMatrix& w, const QuantizedInput& x, float* y, siz
 inline void matmul_reference(const WeightMatrix& w, const QuantizedInput& x, float* y, size_t y_stride) {
     kernels::check_matmul_args(w, x, y);
     const uint8_t* weights = static_cast<const uint8_t*>(w.data);
+    const ReferenceDot reference = weight_type_info(w.type)->dot_reference;
     for (size_t t = 0; t < x.n_tokens(); ++t) {
         for (size_t r = 0; r < w.rows; ++r) {
-            y[t * y_stride + r] = kernels::scalar::dot_row(w.type, weights + r * w.row_bytes, x.row(t), w.cols);
+            y[t * y_stride + r] = reference(weights + r * w.row_bytes, x.row(t), w.cols);
         }
     }
 }
 
-}  // namespace SMOL_KERNEL_NS
-}  // namespace smol
+SMOL_NAMESPACE_END

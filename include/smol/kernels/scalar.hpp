@@ -1,5 +1,16 @@
 // Scalar reference kernels: the readable spec every SIMD kernel is tested
-// against, and the fallback on CPUs without AVX2/NEON.
+// against, and the "scalar" level (kernels/cpu.hpp) on CPUs without SIMD.
+//
+// Float order. A 3B model amplifies rounding: on long prompts a different
+// summation order moves logits by ~0.5, enough to flip a greedy step the
+// goldens call unambiguous. So the spec fixes the order, and it is the order
+// of the 8-lane kernels (and of the golden engine's AVX2 kernels): products
+// accumulate into 8 lanes with fused multiply-adds (std::fma, one rounding),
+// lane k of a K-quant block holding sub-block k, lane k of a float dot every
+// 8th element from k; the lanes are then added as (0+4)+(2+6) + (1+5)+(3+7)
+// (sum_lanes); leftover elements follow one by one.
+// Weight blocks are read through byte pointers (blocks.hpp: load_u16 and
+// offsetof), so a block at any byte address is fine.
 //
 // Quantized dot products never dequantize to float: a weight block and the
 // matching block of the quantized activation are multiplied as integers per
@@ -23,6 +34,8 @@
 // (never -128), which the SIMD sign tricks rely on.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -31,10 +44,8 @@
 #include "../core/fp16.hpp"
 #include "../quant/blocks.hpp"
 #include "activations.hpp"
-#include "dispatch.hpp"
 
-namespace smol {
-inline namespace SMOL_KERNEL_NS {
+SMOL_NAMESPACE_BEGIN
 namespace kernels {
 
 namespace detail {
@@ -57,6 +68,20 @@ inline void k4_scale_min(const uint8_t* packed, int s, int& scale, int& min) noe
 inline int round_even(float v) noexcept { return int(std::nearbyint(v)); }
 
 }  // namespace detail
+
+// The work of one attend() call: the `group` query heads of one token that
+// share a KV head, against that head's cached positions 0 .. n_positions - 1.
+struct AttentionHead {
+    const float* q = nullptr;       // [group][head_dim]
+    const uint8_t* keys = nullptr;  // n_positions rows of head_dim elements, row_bytes apart
+    const uint8_t* values = nullptr;
+    size_t row_bytes = 0;
+    bool f16 = true;                // cache elements are F16 (else F32)
+    size_t group = 1, head_dim = 0, n_positions = 0;
+    float scale = 1.0f;             // 1 / sqrt(head_dim)
+    float* scores = nullptr;        // scratch [group][n_positions]
+    float* out = nullptr;           // [group][head_dim], overwritten
+};
 
 namespace scalar {
 
@@ -102,94 +127,140 @@ inline void quantize_row_q8_0(const float* x, BlockQ8_0* y, size_t n) noexcept {
 
 // ---- quantized dot products (n_blocks super-blocks / blocks) ------------------
 
+// The 8 lanes of a vector accumulator, added in the order the 8-lane
+// kernels' horizontal sum uses.
+inline float sum_lanes(const float lane[8]) noexcept {
+    return ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+}
+
 // Q4_K and Q5_K (has_high_bit): weight i of sub-block s is the low or high
 // nibble of qs[32 * (s / 2) + i], plus 16 * bit s of qh[i] for Q5_K.
+// w: n_blocks blocks at any byte address. Lane s accumulates sub-block s.
 template <bool has_high_bit, class Block>
-inline float dot_k4_q8k32(const Block* w, const BlockQ8K32* x, size_t n_blocks) noexcept {
-    float sum = 0.0f;
+inline float dot_k4_q8k32(const uint8_t* w, const BlockQ8K32* x, size_t n_blocks) noexcept {
+    float lane[8] = {};
     for (size_t b = 0; b < n_blocks; ++b) {
-        const float d = fp16_to_fp32(w[b].d), dmin = fp16_to_fp32(w[b].dmin);
+        const uint8_t* block = w + b * sizeof(Block);
+        const float d = fp16_to_fp32(load_u16(block + offsetof(Block, d)));
+        const float dmin = fp16_to_fp32(load_u16(block + offsetof(Block, dmin)));
+        const uint8_t* packed_scales = block + offsetof(Block, scales);
+        const uint8_t* qs = block + offsetof(Block, qs);
+        const uint8_t* qh = nullptr;
+        if constexpr (has_high_bit) qh = block + offsetof(Block, qh);
         for (int s = 0; s < 8; ++s) {
             int scale, min;
-            detail::k4_scale_min(w[b].scales, s, scale, min);
-            const uint8_t* bytes = w[b].qs + 32 * (s / 2);
+            detail::k4_scale_min(packed_scales, s, scale, min);
+            const uint8_t* bytes = qs + 32 * (s / 2);
             const int8_t* q8 = x[b].qs + 32 * s;
             int32_t dot = 0;
             for (int i = 0; i < 32; ++i) {
                 int q = (s % 2 == 0) ? (bytes[i] & 0x0f) : (bytes[i] >> 4);
-                if constexpr (has_high_bit) q += 16 * ((w[b].qh[i] >> s) & 1);
+                if constexpr (has_high_bit) q += 16 * ((qh[i] >> s) & 1);
                 dot += q * q8[i];
             }
             const int32_t min_term = min * (x[b].bsums[2 * s] + x[b].bsums[2 * s + 1]);
-            sum += (d * x[b].d[s]) * float(scale * dot) - (dmin * x[b].d[s]) * float(min_term);
+            // lane += (d * d_s) * (scale * dot) - (dmin * d_s) * min_term, one rounding per step
+            lane[s] = std::fma(d * x[b].d[s], float(scale * dot), lane[s]);
+            lane[s] = std::fma(-(dmin * x[b].d[s]), float(min_term), lane[s]);
         }
     }
-    return sum;
+    return sum_lanes(lane);
 }
 
-inline float dot_q4k_q8k32(const BlockQ4K* w, const BlockQ8K32* x, size_t n_blocks) noexcept {
-    return dot_k4_q8k32<false>(w, x, n_blocks);
+inline float dot_q4k_q8k32(const uint8_t* w, const BlockQ8K32* x, size_t n_blocks) noexcept {
+    return dot_k4_q8k32<false, BlockQ4K>(w, x, n_blocks);
 }
 
-inline float dot_q5k_q8k32(const BlockQ5K* w, const BlockQ8K32* x, size_t n_blocks) noexcept {
-    return dot_k4_q8k32<true>(w, x, n_blocks);
+inline float dot_q5k_q8k32(const uint8_t* w, const BlockQ8K32* x, size_t n_blocks) noexcept {
+    return dot_k4_q8k32<true, BlockQ5K>(w, x, n_blocks);
 }
 
 // The 6-bit value of Q6_K weight i (0..255) of a block, 0..63 (subtract 32 for the signed value).
-inline int q6k_value(const BlockQ6K& block, int i) noexcept {
+inline int q6k_value(const uint8_t* block, int i) noexcept {
+    const uint8_t* ql = block + offsetof(BlockQ6K, ql);
+    const uint8_t* qh = block + offsetof(BlockQ6K, qh);
     const int half = i / 128, j = i % 128;
     const int quarter = j / 32, l = j % 32;
-    const uint8_t low_byte = block.ql[64 * half + l + 32 * (quarter & 1)];
+    const uint8_t low_byte = ql[64 * half + l + 32 * (quarter & 1)];
     const int low = (quarter < 2) ? (low_byte & 0x0f) : (low_byte >> 4);
-    const int high = (block.qh[32 * half + l] >> (2 * quarter)) & 3;
+    const int high = (qh[32 * half + l] >> (2 * quarter)) & 3;
     return low | (high << 4);
 }
 
-inline float dot_q6k_q8k32(const BlockQ6K* w, const BlockQ8K32* x, size_t n_blocks) noexcept {
-    float sum = 0.0f;
+// Lane s accumulates sub-block s.
+inline float dot_q6k_q8k32(const uint8_t* w, const BlockQ8K32* x, size_t n_blocks) noexcept {
+    float lane[8] = {};
     for (size_t b = 0; b < n_blocks; ++b) {
-        const float d = fp16_to_fp32(w[b].d);
+        const uint8_t* block = w + b * sizeof(BlockQ6K);
+        const int8_t* scales = reinterpret_cast<const int8_t*>(block + offsetof(BlockQ6K, scales));
+        const float d = fp16_to_fp32(load_u16(block + offsetof(BlockQ6K, d)));
         for (int s = 0; s < 8; ++s) {
             int32_t dot = 0;
             for (int g = 2 * s; g < 2 * s + 2; ++g) {
                 int32_t group_dot = 0;
-                for (int i = 16 * g; i < 16 * g + 16; ++i) group_dot += q6k_value(w[b], i) * x[b].qs[i];
-                dot += w[b].scales[g] * (group_dot - 32 * x[b].bsums[g]);
+                for (int i = 16 * g; i < 16 * g + 16; ++i) group_dot += q6k_value(block, i) * x[b].qs[i];
+                dot += scales[g] * (group_dot - 32 * x[b].bsums[g]);
             }
-            sum += (d * x[b].d[s]) * float(dot);
+            lane[s] = std::fma(d * x[b].d[s], float(dot), lane[s]);
         }
     }
-    return sum;
+    return sum_lanes(lane);
 }
 
-inline float dot_q8_0_q8_0(const BlockQ8_0* w, const BlockQ8_0* x, size_t n_blocks) noexcept {
-    float sum = 0.0f;
+// w: Q8_0 blocks at any byte address; x: our own (aligned) activation blocks.
+// Lane k accumulates the integer sum of values 4k .. 4k + 3 of every block
+// (what one int32 lane of the 8-lane kernels holds).
+inline float dot_q8_0_q8_0(const uint8_t* w, const BlockQ8_0* x, size_t n_blocks) noexcept {
+    float lane[8] = {};
     for (size_t b = 0; b < n_blocks; ++b) {
-        int32_t dot = 0;
-        for (int i = 0; i < QK8_0; ++i) dot += int32_t(w[b].qs[i]) * x[b].qs[i];
-        sum += fp16_to_fp32(w[b].d) * fp16_to_fp32(x[b].d) * float(dot);
+        const uint8_t* block = w + b * sizeof(BlockQ8_0);
+        const int8_t* q = reinterpret_cast<const int8_t*>(block + offsetof(BlockQ8_0, qs));
+        const float scale = fp16_to_fp32(load_u16(block + offsetof(BlockQ8_0, d))) * fp16_to_fp32(x[b].d);
+        for (int k = 0; k < 8; ++k) {
+            int32_t dot = 0;
+            for (int i = 4 * k; i < 4 * k + 4; ++i) dot += int32_t(q[i]) * x[b].qs[i];
+            lane[k] = std::fma(scale, float(dot), lane[k]);
+        }
     }
-    return sum;
+    return sum_lanes(lane);
 }
 
 // ---- float dot products (n elements) ------------------------------------------
 
+// sum_i w(i) * x[i] in the lane order (see the top of this file); w(i) reads
+// weight i as a float.
+template <class Weight>
+inline float dot_in_lanes(Weight w, const float* x, size_t n) noexcept {
+    float lane[8] = {};
+    const size_t vector_end = n / 8 * 8;
+    for (size_t i = 0; i < vector_end; ++i) lane[i % 8] = std::fma(w(i), x[i], lane[i % 8]);
+    float sum = sum_lanes(lane);
+    for (size_t i = vector_end; i < n; ++i) sum += w(i) * x[i];
+    return sum;
+}
+
 inline float dot_f32(const float* a, const float* b, size_t n) noexcept {
-    float sum = 0.0f;
-    for (size_t i = 0; i < n; ++i) sum += a[i] * b[i];
-    return sum;
+    return dot_in_lanes([a](size_t i) { return a[i]; }, b, n);
 }
 
-inline float dot_f16_f32(const uint16_t* w, const float* x, size_t n) noexcept {
-    float sum = 0.0f;
-    for (size_t i = 0; i < n; ++i) sum += fp16_to_fp32(w[i]) * x[i];
-    return sum;
+// w: n 16-bit values at any byte address.
+inline float dot_f16_f32(const uint8_t* w, const float* x, size_t n) noexcept {
+    return dot_in_lanes([w](size_t i) { return fp16_to_fp32(load_u16(w + 2 * i)); }, x, n);
 }
 
-inline float dot_bf16_f32(const uint16_t* w, const float* x, size_t n) noexcept {
-    float sum = 0.0f;
-    for (size_t i = 0; i < n; ++i) sum += bf16_to_fp32(w[i]) * x[i];
-    return sum;
+inline float dot_bf16_f32(const uint8_t* w, const float* x, size_t n) noexcept {
+    return dot_in_lanes([w](size_t i) { return bf16_to_fp32(load_u16(w + 2 * i)); }, x, n);
+}
+
+// w: n floats at any byte address.
+inline float dot_f32_unaligned(const uint8_t* w, const float* x, size_t n) noexcept {
+    return dot_in_lanes(
+        [w](size_t i) {
+            float v;
+            std::memcpy(&v, w + 4 * i, sizeof v);
+            return v;
+        },
+        x, n);
 }
 
 // ---- float helpers --------------------------------------------------------------
@@ -223,7 +294,61 @@ inline void softmax(float* x, size_t n) noexcept {
     for (size_t i = 0; i < n; ++i) x[i] *= inverse;
 }
 
+// Rotates the adjacent pairs (v[2i], v[2i + 1]), i < pairs, by the angles whose
+// cosines and sines are cos[i], sin[i] (RoPE, the GGUF "normal" layout).
+// Each output is one fused multiply-add over one rounded product.
+inline void rope(float* v, const float* cos, const float* sin, size_t pairs) noexcept {
+    for (size_t i = 0; i < pairs; ++i) {
+        const float x0 = v[2 * i], x1 = v[2 * i + 1];
+        v[2 * i] = std::fma(x0, cos[i], -(x1 * sin[i]));
+        v[2 * i + 1] = std::fma(x1, cos[i], x0 * sin[i]);
+    }
+}
+
+// One cached key or value element, F16 or F32 (see AttentionHead::f16).
+inline float cache_value(const uint8_t* row, size_t i, bool f16) noexcept {
+    if (f16) return fp16_to_fp32(load_u16(row + 2 * i));
+    float v;
+    std::memcpy(&v, row + 4 * i, sizeof v);
+    return v;
+}
+
+// The attention of the `group` query heads that share one KV head, for one
+// token (see AttentionHead): scores = q . K^T * scale, softmax per head over
+// the positions, out = scores V. Every key and value row is read once for the
+// whole group.
+inline void attend(const AttentionHead& a) noexcept {
+    for (size_t p = 0; p < a.n_positions; ++p) {
+        const uint8_t* key = a.keys + p * a.row_bytes;
+        for (size_t g = 0; g < a.group; ++g) {
+            const float dot =
+                dot_in_lanes([key, &a](size_t i) { return cache_value(key, i, a.f16); }, a.q + g * a.head_dim,
+                             a.head_dim);
+            a.scores[g * a.n_positions + p] = dot * a.scale;
+        }
+    }
+    for (size_t g = 0; g < a.group; ++g) softmax(a.scores + g * a.n_positions, a.n_positions);
+    for (size_t i = 0; i < a.group * a.head_dim; ++i) a.out[i] = 0.0f;
+    for (size_t p = 0; p < a.n_positions; ++p) {
+        const uint8_t* value = a.values + p * a.row_bytes;
+        for (size_t g = 0; g < a.group; ++g) {
+            const float weight = a.scores[g * a.n_positions + p];
+            float* out = a.out + g * a.head_dim;
+            for (size_t i = 0; i < a.head_dim; ++i) out[i] = std::fma(weight, cache_value(value, i, a.f16), out[i]);
+        }
+    }
+}
+
+inline uint64_t sum_bytes(const uint8_t* begin, size_t n) noexcept {
+    uint64_t sum = 0;
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+        uint64_t v;
+        std::memcpy(&v, begin + i, 8);
+        sum += v;
+    }
+    return sum;
+}
+
 }  // namespace scalar
 }  // namespace kernels
-}  // namespace SMOL_KERNEL_NS
-}  // namespace smol
+SMOL_NAMESPACE_END

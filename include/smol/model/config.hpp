@@ -18,6 +18,8 @@
 // the others use RoPE on adjacent pairs (x[2i], x[2i+1]).
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <cmath>
@@ -27,7 +29,7 @@
 #include "../error.hpp"
 #include "../gguf/gguf.hpp"
 
-namespace smol {
+SMOL_NAMESPACE_BEGIN
 
 struct Config {
     std::string architecture = "smollm3";
@@ -156,4 +158,4 @@ struct Config {
     }
 };
 
-}  // namespace smol
+SMOL_NAMESPACE_END

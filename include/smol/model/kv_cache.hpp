@@ -18,6 +18,8 @@
 // small header (magic "SMKV", version, geometry, element type, size).
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include "../detail/bytes.hpp"
 #include <algorithm>
 #include <cstddef>
@@ -32,7 +34,7 @@
 #include "../error.hpp"
 #include "config.hpp"
 
-namespace smol {
+SMOL_NAMESPACE_BEGIN
 
 enum class KVType : uint32_t { f32 = 0, f16 = 1 };
 
@@ -263,4 +265,4 @@ private:
     std::unique_ptr<uint8_t[], AlignedDelete> data_;
 };
 
-}  // namespace smol
+SMOL_NAMESPACE_END

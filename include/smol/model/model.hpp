@@ -15,6 +15,8 @@
 // forward() is SmolLM3::forward (model/smollm3.hpp) on the model's pool.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -35,10 +37,14 @@
 #include "smollm3.hpp"
 #include "weights.hpp"
 
-namespace smol {
+SMOL_NAMESPACE_BEGIN
 
 struct LoadOptions {
     int n_threads = 0;  // 0 = hardware threads, capped at physical cores
+    // Kernel level (kernels/cpu.hpp). automatic: SMOL_CPU from the environment,
+    // else the best this CPU runs. Naming a level forces it (for comparisons and
+    // tests); one the CPU cannot run is Error(invalid_argument).
+    CpuLevel cpu = CpuLevel::automatic;
     std::function<bool(float progress)> progress;  // 0..1; return false cancels the load
     std::function<void(int level, const std::string& msg)> log;  // level: 0 info, 1 warning
 };
@@ -97,6 +103,11 @@ public:
     const Weights& weights() const noexcept { return net_.weights(); }
     const SmolLM3& network() const noexcept { return net_; }
 
+    // The kernel level every op of this model runs with, e.g. CpuLevel::avx2
+    // (cpu_level_name() gives "avx2").
+    CpuLevel cpu_level() const noexcept { return net_.kernels().level; }
+    const kernels::KernelSet& kernels() const noexcept { return net_.kernels(); }
+
     // "smollm3-" + 16 hex digits: FNV-1a of the file's header, metadata and
     // tensor table (everything before the tensor data) and its size. Two files
     // with the same identity have the same config, vocabulary and tensor layout.
@@ -140,13 +151,16 @@ private:
             options.log(0, "smol: loaded " + file->source() + " (" +
                                std::to_string(net_.config().n_layers) + " layers, hidden " +
                                std::to_string(net_.config().hidden) + ", " + std::to_string(threads) +
-                               " threads)");
+                               " threads, " + cpu_level_name(cpu_level()) + " kernels)");
         report(options, 1.0f);
     }
 
     static SmolLM3 bound(const std::shared_ptr<const gguf::File>& file, const LoadOptions& options) {
         report(options, 0.2f);
-        SmolLM3 net(file);
+        const kernels::KernelSet& kernel_set = options.cpu == CpuLevel::automatic
+                                                   ? kernels::default_kernels()
+                                                   : kernels::kernel_set(options.cpu);
+        SmolLM3 net(file, kernel_set);
         report(options, 0.6f);
         return net;
     }
@@ -162,4 +176,4 @@ private:
     std::unique_ptr<ThreadPool> pool_;
 };
 
-}  // namespace smol
+SMOL_NAMESPACE_END

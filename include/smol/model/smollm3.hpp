@@ -33,6 +33,8 @@
 // (jobs queue on a shared pool).
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -52,7 +54,7 @@
 #include "kv_cache.hpp"
 #include "weights.hpp"
 
-namespace smol {
+SMOL_NAMESPACE_BEGIN
 
 struct ForwardOptions {
     bool all_logits = false;                    // logits of every position, [n][vocab]
@@ -63,65 +65,14 @@ struct ForwardOptions {
 };
 
 
-// The ISA-specific parts live in the kernels' inline namespace (see
-// kernels/dispatch.hpp): translation units built with different -m flags each
-// get their own copy instead of an ODR clash.
-inline namespace SMOL_KERNEL_NS {
-
-namespace attention_kernels {
-
-// dot(q, k) for a key row stored as F16 or F32.
-inline float attention_dot(const float* q, const void* key_row, KVType type, size_t n) noexcept {
-    if (type == KVType::f32) return dot_f32(q, static_cast<const float*>(key_row), n);
-    const uint16_t* k = static_cast<const uint16_t*>(key_row);
-    size_t i = 0;
-    float sum = 0;
-#if defined(SMOL_KERNELS_AVX2)
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    for (; i + 16 <= n; i += 16) {
-        const __m256 k0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k + i)));
-        const __m256 k1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k + i + 8)));
-        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), k0, acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), k1, acc1);
-    }
-    acc0 = _mm256_add_ps(acc0, acc1);
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc0), _mm256_extractf128_ps(acc0, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    sum = _mm_cvtss_f32(s);
-#endif
-    for (; i < n; ++i) sum += q[i] * fp16_to_fp32(k[i]);
-    return sum;
-}
-
-// out += weight * value_row (F16 or F32).
-inline void attention_accumulate(float* out, float weight, const void* value_row, KVType type,
-                                 size_t n) noexcept {
-    size_t i = 0;
-    if (type == KVType::f32) {
-        const float* v = static_cast<const float*>(value_row);
-        for (; i < n; ++i) out[i] += weight * v[i];
-        return;
-    }
-    const uint16_t* v = static_cast<const uint16_t*>(value_row);
-#if defined(SMOL_KERNELS_AVX2)
-    const __m256 w = _mm256_set1_ps(weight);
-    for (; i + 8 <= n; i += 8) {
-        const __m256 v8 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + i)));
-        _mm256_storeu_ps(out + i, _mm256_fmadd_ps(w, v8, _mm256_loadu_ps(out + i)));
-    }
-#endif
-    for (; i < n; ++i) out[i] += weight * fp16_to_fp32(v[i]);
-}
-
-}  // namespace attention_kernels
-
 class SmolLM3 {
 public:
-    // Reads the config and binds the weights of `file` (kept alive by the model).
-    explicit SmolLM3(std::shared_ptr<const gguf::File> file)
+    // Reads the config and binds the weights of `file` (kept alive by the model);
+    // every op runs with `kernel_set` (kernels/dispatch.hpp).
+    explicit SmolLM3(std::shared_ptr<const gguf::File> file,
+                     const kernels::KernelSet& kernel_set = kernels::default_kernels())
         : file_(std::move(file)), config_(Config::from_gguf(*file_)),
-          weights_(Weights::bind(*file_, config_)) {
+          weights_(Weights::bind(*file_, config_)), kernels_(&kernel_set) {
         auto as_matrix = [](const WeightView& v) {
             return make_weight_matrix(v.type, v.data, v.rows, v.cols, v.name ? *v.name : "");
         };
@@ -141,6 +92,7 @@ public:
     const Config& config() const noexcept { return config_; }
     const Weights& weights() const noexcept { return weights_; }
     const gguf::File& file() const noexcept { return *file_; }
+    const kernels::KernelSet& kernels() const noexcept { return *kernels_; }
     const std::shared_ptr<const gguf::File>& file_ptr() const noexcept { return file_; }
 
     // See the contract at the top of this file.
@@ -170,7 +122,7 @@ public:
 
         kv.truncate(start_pos);
         const size_t chunk = options.chunk_size ? options.chunk_size : ForwardOptions::kDefaultChunk;
-        Scratch scratch;
+        Scratch scratch(*kernels_);
         for (size_t done = 0; done < n; done += chunk) {
             const size_t m = std::min(chunk, n - done);
             const bool last_chunk = done + m == n;
@@ -190,6 +142,7 @@ private:
 
     // Work buffers of one forward call, sized for the largest chunk.
     struct Scratch {
+        explicit Scratch(const kernels::KernelSet& k) : input(k) {}
         std::vector<float> x, normed, q, k, v, attn, out, gate, up, scores, rope_cos, rope_sin;
         QuantizedInput input;
     };
@@ -243,7 +196,7 @@ private:
 
             // --- attention block ---
             for (size_t t = 0; t < m; ++t)
-                rmsnorm(&s.x[t * hidden], lw.attn_norm.data(), &s.normed[t * hidden], hidden, c.rms_eps);
+                kernels_->rmsnorm(&s.x[t * hidden], lw.attn_norm.data(), &s.normed[t * hidden], hidden, c.rms_eps);
             const MatmulJob qkv[3] = {{lm.q, s.q.data(), q_dim}, {lm.k, s.k.data(), kv_dim}, {lm.v, s.v.data(), kv_dim}};
             matmul_shared_input(qkv, 3, s.normed.data(), m, hidden, s.input, pool);
             if (c.layer_uses_rope(li)) {
@@ -260,10 +213,10 @@ private:
 
             // --- SwiGLU MLP ---
             for (size_t t = 0; t < m; ++t)
-                rmsnorm(&s.x[t * hidden], lw.ffn_norm.data(), &s.normed[t * hidden], hidden, c.rms_eps);
+                kernels_->rmsnorm(&s.x[t * hidden], lw.ffn_norm.data(), &s.normed[t * hidden], hidden, c.rms_eps);
             const MatmulJob gate_up[2] = {{lm.gate, s.gate.data(), ffn}, {lm.up, s.up.data(), ffn}};
             matmul_shared_input(gate_up, 2, s.normed.data(), m, hidden, s.input, pool);
-            swiglu(s.gate.data(), s.up.data(), s.gate.data(), m * ffn);
+            kernels_->swiglu(s.gate.data(), s.up.data(), s.gate.data(), m * ffn);
             s.input.quantize(lm.down.type, s.gate.data(), m, ffn, &pool);
             matmul(lm.down, s.input, s.out.data(), hidden, pool);
             for (size_t i = 0; i < m * hidden; ++i) s.x[i] += s.out[i];
@@ -276,8 +229,8 @@ private:
         const size_t first = all_logits ? 0 : m - 1;
         const size_t rows = m - first;
         for (size_t t = first; t < m; ++t)
-            rmsnorm(&s.x[t * hidden], weights_.output_norm.data(), &s.normed[(t - first) * hidden],
-                    hidden, c.rms_eps);
+            kernels_->rmsnorm(&s.x[t * hidden], weights_.output_norm.data(), &s.normed[(t - first) * hidden],
+                              hidden, c.rms_eps);
         s.input.quantize(lm_head_.type, s.normed.data(), rows, hidden, &pool);
         matmul(lm_head_, s.input, logits, c.vocab_size, pool);
     }
@@ -299,13 +252,7 @@ private:
     // Rotates the pairs (v[2i], v[2i+1]), i < rope_dims / 2, of one head of token t.
     void rope(float* v, size_t t, const Scratch& s) const noexcept {
         const size_t pairs = inverse_frequency_.size();
-        const float* cs = &s.rope_cos[t * pairs];
-        const float* sn = &s.rope_sin[t * pairs];
-        for (size_t i = 0; i < pairs; ++i) {
-            const float x0 = v[2 * i], x1 = v[2 * i + 1];
-            v[2 * i] = x0 * cs[i] - x1 * sn[i];
-            v[2 * i + 1] = x0 * sn[i] + x1 * cs[i];
-        }
+        kernels_->rope(v, &s.rope_cos[t * pairs], &s.rope_sin[t * pairs], pairs);
     }
 
     // s.attn[t][h] for the chunk's m tokens. Work items are (token, kv head): the
@@ -317,33 +264,25 @@ private:
         const size_t hd = c.head_dim, q_dim = c.q_dim(), group = c.heads_per_kv();
         const size_t max_positions = start + m;
         const float scale = 1.0f / std::sqrt(float(hd));
-        const KVType type = kv.type();
         const size_t row_bytes = hd * kv.element_bytes();
         const size_t per_thread = group * max_positions;  // scores [group][positions]
         s.scores.resize(size_t(pool.size()) * per_thread);
-        std::fill(s.attn.begin(), s.attn.begin() + m * q_dim, 0.0f);
         auto work = [&](size_t begin, size_t end, int thread) {
-            float* scores = &s.scores[size_t(thread) * per_thread];
+            kernels::AttentionHead head;
+            head.row_bytes = row_bytes;
+            head.f16 = kv.type() == KVType::f16;
+            head.group = group;
+            head.head_dim = hd;
+            head.scale = scale;
+            head.scores = &s.scores[size_t(thread) * per_thread];
             for (size_t item = begin; item < end; ++item) {
                 const size_t t = item / c.n_kv_heads, kv_head = item % c.n_kv_heads;
-                const size_t positions = start + t + 1;  // causal: this token sees 0..start+t
-                const float* q = &s.q[t * q_dim + kv_head * group * hd];  // [group][hd]
-                float* out = &s.attn[t * q_dim + kv_head * group * hd];   // [group][hd]
-                const uint8_t* keys = static_cast<const uint8_t*>(kv.keys(layer, kv_head));
-                const uint8_t* values = static_cast<const uint8_t*>(kv.values(layer, kv_head));
-                for (size_t p = 0; p < positions; ++p) {
-                    const uint8_t* key = keys + p * row_bytes;
-                    for (size_t g = 0; g < group; ++g)
-                        scores[g * positions + p] =
-                            attention_kernels::attention_dot(q + g * hd, key, type, hd) * scale;
-                }
-                for (size_t g = 0; g < group; ++g) softmax(scores + g * positions, positions);
-                for (size_t p = 0; p < positions; ++p) {
-                    const uint8_t* value = values + p * row_bytes;
-                    for (size_t g = 0; g < group; ++g)
-                        attention_kernels::attention_accumulate(out + g * hd, scores[g * positions + p],
-                                                                value, type, hd);
-                }
+                head.n_positions = start + t + 1;  // causal: this token sees 0..start+t
+                head.q = &s.q[t * q_dim + kv_head * group * hd];    // [group][hd]
+                head.out = &s.attn[t * q_dim + kv_head * group * hd];  // [group][hd]
+                head.keys = static_cast<const uint8_t*>(kv.keys(layer, kv_head));
+                head.values = static_cast<const uint8_t*>(kv.values(layer, kv_head));
+                kernels_->attend(head);
             }
         };
         const size_t items = m * c.n_kv_heads;
@@ -357,7 +296,7 @@ private:
     WeightMatrix lm_head_;
     std::vector<LayerMatrices> layers_;
     std::vector<double> inverse_frequency_;  // [rope_dims / 2]
+    const kernels::KernelSet* kernels_;       // static storage (kernels/dispatch.hpp)
 };
 
-}  // namespace SMOL_KERNEL_NS
-}  // namespace smol
+SMOL_NAMESPACE_END

@@ -22,6 +22,8 @@
 // smol cannot compute with ErrorKind::unsupported; each names the tensor.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -31,9 +33,10 @@
 #include "../gguf/gguf.hpp"
 #include "../quant/reference.hpp"
 #include "../quant/types.hpp"
+#include "../kernels/weight_types.hpp"
 #include "config.hpp"
 
-namespace smol {
+SMOL_NAMESPACE_BEGIN
 
 // A weight matrix inside the mapped file: `rows` rows of `cols` elements of `type`,
 // each row `row_bytes` bytes, rows contiguous.
@@ -47,20 +50,6 @@ struct WeightView {
 
     const uint8_t* row(size_t r) const noexcept { return data + r * row_bytes; }
 };
-
-// Types a weight matrix may have: those the matmul kernels and dequantize_row handle.
-inline bool is_model_weight_type(GGMLType type) noexcept {
-    switch (type) {
-        case GGMLType::F32:
-        case GGMLType::F16:
-        case GGMLType::BF16:
-        case GGMLType::Q8_0:
-        case GGMLType::Q4_K:
-        case GGMLType::Q5_K:
-        case GGMLType::Q6_K: return true;
-        default: return false;
-    }
-}
 
 struct LayerWeights {
     std::vector<float> attn_norm;  // [hidden]
@@ -143,7 +132,7 @@ private:
     static WeightView matrix(const gguf::File& file, const std::string& name, size_t cols,
                              size_t rows) {
         const gguf::TensorInfo& t = find(file, name, {uint64_t(cols), uint64_t(rows)});
-        if (!is_model_weight_type(t.type))
+        if (!is_supported_weight_type(t.type))
             detail::fail(ErrorKind::unsupported,
                          "model: " + file.source() + ": tensor '" + name + "' has type " +
                              type_name(t.type) +
@@ -170,4 +159,4 @@ private:
     }
 };
 
-}  // namespace smol
+SMOL_NAMESPACE_END

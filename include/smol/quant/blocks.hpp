@@ -15,11 +15,14 @@
 //   Q8_0: w = d * q, fp16 d, int8 q.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <cstdint>
+#include <cstring>
 
 #include "types.hpp"
 
-namespace smol {
+SMOL_NAMESPACE_BEGIN
 
 constexpr int QK_K = 256;   // weights per k-quant super-block
 constexpr int QK8_0 = 32;   // weights per Q8_0 block
@@ -67,4 +70,15 @@ static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 block must be 34 bytes");
 // The block structs' sizes must equal the geometry table GGUF parsing uses.
 static_assert(sizeof(BlockQ4K) == 144 && QK_K == 256, "geometry");
 
-}  // namespace smol
+// Blocks can sit at any byte address: general.alignment = 1 is legal GGUF, and
+// then a tensor (and each of its blocks) may start at an odd offset, where
+// reading a BlockQ4K's uint16_t fields through a struct pointer is undefined
+// behaviour. Kernels therefore address blocks as bytes: a field's bytes are at
+// block + offsetof(BlockX, field), and its 16-bit scalars are read with load_u16.
+inline uint16_t load_u16(const uint8_t* p) noexcept {
+    uint16_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+SMOL_NAMESPACE_END

@@ -27,6 +27,8 @@
 // format compatibility and comparable error.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -39,7 +41,7 @@
 #include "blocks.hpp"
 #include "types.hpp"
 
-namespace smol {
+SMOL_NAMESPACE_BEGIN
 
 namespace detail {
 
@@ -203,6 +205,22 @@ inline void dequantize_row(GGMLType type, const void* src, float* dst, size_t n)
         detail::fail(ErrorKind::unsupported,
                      "dequantize_row: type " + type_name(type) + " is not supported");
     detail::require_block_multiple(type, n, "dequantize_row");
+    // general.alignment = 1 is legal GGUF, so src may sit where the block
+    // struct (or float) cannot be read in place: copy whole blocks to aligned
+    // storage, a few KiB at a time, and dequantize from there.
+    const size_t alignment = type == GGMLType::F32 ? alignof(float) : alignof(uint16_t);
+    if (reinterpret_cast<uintptr_t>(src) % alignment != 0) {
+        const TypeTraits traits = type_traits(type);
+        alignas(16) uint8_t aligned[4096];
+        const size_t blocks_per_copy = sizeof aligned / traits.type_size;
+        const uint8_t* bytes = static_cast<const uint8_t*>(src);
+        for (size_t block = 0, n_blocks = n / traits.block_size; block < n_blocks; block += blocks_per_copy) {
+            const size_t count = std::min(blocks_per_copy, n_blocks - block);
+            std::memcpy(aligned, bytes + block * traits.type_size, count * traits.type_size);
+            dequantize_row(type, aligned, dst + block * traits.block_size, count * traits.block_size);
+        }
+        return;
+    }
     switch (type) {
         case GGMLType::F32:
             dequantize_row_f32(static_cast<const float*>(src), dst, n);
@@ -673,4 +691,4 @@ inline void quantize_row(GGMLType type, const float* src, void* dst, size_t n,
     }
 }
 
-}  // namespace smol
+SMOL_NAMESPACE_END

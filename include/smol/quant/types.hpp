@@ -4,11 +4,13 @@
 // separate question answered by the kernels (see is_supported_weight_type).
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
-namespace smol {
+SMOL_NAMESPACE_BEGIN
 
 enum class GGMLType : uint32_t {
     F32 = 0,
@@ -48,7 +50,7 @@ struct TypeTraits {
     uint32_t type_size;    // bytes per block
 };
 
-inline TypeTraits type_traits(GGMLType type) noexcept {
+constexpr TypeTraits type_traits(GGMLType type) noexcept {
     switch (type) {
         case GGMLType::F32: return {"F32", 1, 4};
         case GGMLType::F16: return {"F16", 1, 2};
@@ -97,4 +99,4 @@ inline size_t row_bytes(GGMLType type, size_t n) noexcept {
     return n / traits.block_size * traits.type_size;
 }
 
-}  // namespace smol
+SMOL_NAMESPACE_END

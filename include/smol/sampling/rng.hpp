@@ -4,9 +4,11 @@
 // (std:: distributions are implementation-defined; we use none).
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <cstdint>
 
-namespace smol {
+SMOL_NAMESPACE_BEGIN
 
 class Rng {
 public:
@@ -51,4 +53,4 @@ private:
     uint64_t state_[4];
 };
 
-}  // namespace smol
+SMOL_NAMESPACE_END

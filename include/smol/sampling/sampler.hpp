@@ -27,6 +27,8 @@
 // a seed does not depend on the standard library's selection algorithms.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -40,7 +42,7 @@
 #include "../error.hpp"
 #include "rng.hpp"
 
-namespace smol {
+SMOL_NAMESPACE_BEGIN
 
 struct SamplingParams {
     float temperature = 0.8f;     // <= 0: greedy
@@ -383,4 +385,4 @@ private:
     double total_weight_ = 0.0;
 };
 
-}  // namespace smol
+SMOL_NAMESPACE_END

@@ -27,6 +27,8 @@
 //     English month names, independent of the C locale.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <cstdint>
 #include <ctime>
 #include <optional>
@@ -36,7 +38,7 @@
 
 #include "../error.hpp"
 
-namespace smol {
+SMOL_NAMESPACE_BEGIN
 
 struct ChatMessage {
     std::string role;  // "system", "user", "assistant" or "tool"
@@ -411,4 +413,4 @@ inline ReasoningSplit split_reasoning(std::string_view generated) {
     return split;
 }
 
-}  // namespace smol
+SMOL_NAMESPACE_END

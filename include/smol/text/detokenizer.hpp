@@ -11,13 +11,15 @@
 // valid UTF-8, the concatenated outputs of push() and finish() equal it.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <cstdint>
 #include <string>
 
 #include "tokenizer.hpp"
 #include "unicode.hpp"
 
-namespace smol {
+SMOL_NAMESPACE_BEGIN
 
 class StreamDecoder {
 public:
@@ -54,4 +56,4 @@ private:
     std::string pending_;  // the incomplete tail of the bytes so far (at most 3 bytes)
 };
 
-}  // namespace smol
+SMOL_NAMESPACE_END

@@ -28,6 +28,8 @@
 // (merge rank, merged id). A const Tokenizer is safe to use from many threads.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -44,7 +46,7 @@
 #include "../gguf/gguf.hpp"
 #include "unicode.hpp"
 
-namespace smol {
+SMOL_NAMESPACE_BEGIN
 
 // tokenizer.ggml.token_type values.
 enum class TokenType : uint8_t {
@@ -820,4 +822,4 @@ private:
     std::optional<int32_t> bos_, eos_, eot_, pad_;
 };
 
-}  // namespace smol
+SMOL_NAMESPACE_END

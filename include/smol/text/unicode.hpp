@@ -14,6 +14,8 @@
 // to its byte token, so decode(encode(x)) == x holds for any bytes.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -24,7 +26,8 @@
 #include "../error.hpp"
 #include "unicode_tables.hpp"
 
-namespace smol::unicode {
+SMOL_NAMESPACE_BEGIN
+namespace unicode {
 
 // Class flags of a code point (a code point is at most one of letter, number,
 // whitespace; "other" is 0).
@@ -365,4 +368,5 @@ inline std::vector<std::string_view> split_llama3(std::string_view text) {
     return pieces;
 }
 
-}  // namespace smol::unicode
+}  // namespace unicode
+SMOL_NAMESPACE_END

@@ -8,7 +8,10 @@
 // unicode.hpp looks code points up here by binary search.
 #pragma once
 
-namespace smol::unicode::detail {
+#include "../detail/abi.hpp"
+
+SMOL_NAMESPACE_BEGIN
+namespace unicode::detail {
 
 struct CodepointRange {
     char32_t first;
@@ -232,4 +235,5 @@ inline constexpr CodepointRange kWhitespaceRanges[] = {
     {0x205F, 0x205F}, {0x3000, 0x3000},
 };
 
-}  // namespace smol::unicode::detail
+}  // namespace unicode::detail
+SMOL_NAMESPACE_END

@@ -1,12 +1,17 @@
-// Float kernels written once with xsimd batches (AVX2+FMA or NEON, whichever
-// dispatch.hpp selected as kernels::FloatArch): dot products of F32/F16/BF16
-// weight rows with F32 activations (as tiles, like the quantized kernels),
-// dot_f32, rmsnorm, swiglu and softmax. Only the fp16/bf16 -> f32 widening of
-// 8 or 4 values is ISA-specific (xsimd 8.1 has no half-precision batch).
+// The AArch64 float kernels, written with xsimd's neon64 batches: dot products
+// of F32/F16/BF16 weight rows with F32 activations (as tiles, like the
+// quantized kernels), dot_f32, rmsnorm, swiglu and softmax. NEON is part of
+// the AArch64 baseline, so xsimd (which picks its architecture from the
+// unit's predefined macros) serves every aarch64 unit and every aarch64
+// level; on x86-64 it could not (see kernels/x86.hpp), so it is used only
+// here. The fp16/bf16 -> f32 widening uses NEON intrinsics (xsimd 8.1 has
+// no half-precision batch).
 //
 // Results differ from the scalar reference only by float summation order
 // (several accumulators, then a horizontal sum).
 #pragma once
+
+#include "../../detail/abi.hpp"
 
 #include <cmath>
 #include <cstddef>
@@ -15,14 +20,17 @@
 
 #include "../../core/fp16.hpp"
 #include "../../quant/types.hpp"
-#include "../dispatch.hpp"
+#include "../cpu.hpp"
 
-#if defined(SMOL_KERNELS_AVX2) || defined(SMOL_KERNELS_NEON)
+#if defined(SMOL_ARCH_AARCH64)
+#include <arm_neon.h>
+#include <xsimd/xsimd.hpp>
 
-namespace smol {
-inline namespace SMOL_KERNEL_NS {
+SMOL_NAMESPACE_BEGIN
 namespace kernels {
-namespace simd {
+namespace neon_common {
+
+using FloatArch = xsimd::neon64;
 
 using FloatBatch = xsimd::batch<float, FloatArch>;
 constexpr size_t kFloatLanes = FloatBatch::size;
@@ -33,22 +41,13 @@ inline FloatBatch load_widened(const uint8_t* p) noexcept {
     if constexpr (type == GGMLType::F32) {
         return FloatBatch::load_unaligned(reinterpret_cast<const float*>(p));
     } else if constexpr (type == GGMLType::F16) {
-#if defined(SMOL_KERNELS_AVX2)
-        return FloatBatch(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-#else
         uint16_t halves[4];
         std::memcpy(halves, p, sizeof halves);
         return FloatBatch(vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(halves))));
-#endif
     } else {  // BF16: the top half of a float
-#if defined(SMOL_KERNELS_AVX2)
-        const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-        return FloatBatch(_mm256_castsi256_ps(_mm256_slli_epi32(wide, 16)));
-#else
         uint16_t halves[4];
         std::memcpy(halves, p, sizeof halves);
         return FloatBatch(vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(halves), 16)));
-#endif
     }
 }
 
@@ -183,9 +182,8 @@ inline void softmax(float* x, size_t n) noexcept {
     for (; i < n; ++i) x[i] *= inverse_scalar;
 }
 
-}  // namespace simd
+}  // namespace neon_common
 }  // namespace kernels
-}  // namespace SMOL_KERNEL_NS
-}  // namespace smol
+SMOL_NAMESPACE_END
 
-#endif  // SMOL_KERNELS_AVX2 || SMOL_KERNELS_NEON
+#endif  // SMOL_ARCH_AARCH64

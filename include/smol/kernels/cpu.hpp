@@ -1,0 +1,232 @@
+// What the running CPU can execute, and the kernel levels smol has for it.
+//
+//   CpuLevel        one complete set of kernels (kernels/kernel_set.hpp), ordered
+//                   within an architecture from the portable baseline up:
+//                     x86-64:  scalar < avx2 (AVX2+FMA+F16C) < avxvnni (AVX-VNNI,
+//                              256-bit, Intel client) < avx512 (F+BW+VL+VNNI)
+//                     aarch64: neon (baseline) < dotprod (SDOT/UDOT)
+//                   scalar is the readable spec and runs anywhere.
+//   cpu_supports(level)   true when this CPU (and its OS, for the AVX/AVX-512
+//                   register state) can run the level, judged from cpuid +
+//                   XGETBV on x86-64, HWCAP / sysctl on aarch64.
+//   best_cpu_level()      the highest supported level.
+//   parse_cpu_level(text) "scalar", "avx2", "avxvnni", "avx512", "neon", "dotprod"
+//                   (also "auto" = best); std::nullopt for anything else.
+//   requested_cpu_level() the level named by the SMOL_CPU environment variable,
+//                   or best; Error(invalid_argument) if SMOL_CPU names a level this
+//                   build does not know or this CPU cannot run.
+//
+// Detection is done once per process (a function-local static) and never
+// uses instructions the CPU might lack: cpuid and xgetbv exist on every
+// x86-64 CPU (xgetbv only after cpuid reports OSXSAVE).
+#pragma once
+
+#include "../detail/abi.hpp"
+
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "../error.hpp"
+
+#if defined(__x86_64__) || defined(_M_X64)
+#define SMOL_ARCH_X86_64 1
+#if defined(_MSC_VER) && !defined(__clang__)
+#include <intrin.h>
+#else
+#include <cpuid.h>
+#endif
+#elif defined(__aarch64__) || defined(_M_ARM64)
+#define SMOL_ARCH_AARCH64 1
+#if defined(__linux__)
+#include <sys/auxv.h>
+#elif defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
+#endif
+
+SMOL_NAMESPACE_BEGIN
+
+enum class CpuLevel : uint8_t { automatic, scalar, avx2, avxvnni, avx512, neon, dotprod };
+
+inline const char* cpu_level_name(CpuLevel level) noexcept {
+    switch (level) {
+        case CpuLevel::automatic: return "auto";
+        case CpuLevel::scalar: return "scalar";
+        case CpuLevel::avx2: return "avx2";
+        case CpuLevel::avxvnni: return "avxvnni";
+        case CpuLevel::avx512: return "avx512";
+        case CpuLevel::neon: return "neon";
+        case CpuLevel::dotprod: return "dotprod";
+    }
+    return "?";
+}
+
+inline std::optional<CpuLevel> parse_cpu_level(std::string_view text) noexcept {
+    for (CpuLevel level : {CpuLevel::automatic, CpuLevel::scalar, CpuLevel::avx2, CpuLevel::avxvnni,
+                           CpuLevel::avx512, CpuLevel::neon, CpuLevel::dotprod}) {
+        if (text == cpu_level_name(level)) return level;
+    }
+    return std::nullopt;
+}
+
+// The levels compiled for this architecture, lowest first.
+inline const CpuLevel* compiled_cpu_levels(size_t& count) noexcept {
+#if defined(SMOL_ARCH_X86_64)
+    static constexpr CpuLevel levels[] = {CpuLevel::scalar, CpuLevel::avx2, CpuLevel::avxvnni, CpuLevel::avx512};
+#elif defined(SMOL_ARCH_AARCH64)
+    static constexpr CpuLevel levels[] = {CpuLevel::scalar, CpuLevel::neon, CpuLevel::dotprod};
+#else
+    static constexpr CpuLevel levels[] = {CpuLevel::scalar};
+#endif
+    count = sizeof levels / sizeof levels[0];
+    return levels;
+}
+
+// The raw features smol's levels need.
+struct CpuFeatures {
+    bool avx2 = false;        // AVX2 + FMA + F16C, with the OS saving the YMM state
+    bool avxvnni = false;     // AVX-VNNI (VEX-encoded vpdpbusd)
+    bool avx512 = false;      // AVX-512 F, BW, VL, VNNI, with the OS saving the ZMM state
+    bool dotprod = false;     // AArch64 SDOT/UDOT
+};
+
+namespace detail {
+
+#if defined(SMOL_ARCH_X86_64)
+struct CpuidRegisters {
+    uint32_t eax = 0, ebx = 0, ecx = 0, edx = 0;
+};
+
+inline CpuidRegisters cpuid(uint32_t leaf, uint32_t subleaf) noexcept {
+    CpuidRegisters r;
+#if defined(_MSC_VER) && !defined(__clang__)
+    int regs[4];
+    __cpuidex(regs, int(leaf), int(subleaf));
+    r.eax = uint32_t(regs[0]), r.ebx = uint32_t(regs[1]), r.ecx = uint32_t(regs[2]), r.edx = uint32_t(regs[3]);
+#else
+    if (leaf > __get_cpuid_max(0, nullptr)) return r;
+    __cpuid_count(leaf, subleaf, r.eax, r.ebx, r.ecx, r.edx);
+#endif
+    return r;
+}
+
+// XCR0: which register states the OS saves on a context switch. Only called
+// once cpuid has reported OSXSAVE, so the instruction exists.
+inline uint64_t xgetbv0() noexcept {
+#if defined(_MSC_VER) && !defined(__clang__)
+    return _xgetbv(0);
+#else
+    uint32_t low = 0, high = 0;
+    __asm__ volatile("xgetbv" : "=a"(low), "=d"(high) : "c"(0));
+    return (uint64_t(high) << 32) | low;
+#endif
+}
+#endif
+
+inline CpuFeatures detect_cpu_features() noexcept {
+    CpuFeatures f;
+#if defined(SMOL_ARCH_X86_64)
+    const CpuidRegisters leaf1 = cpuid(1, 0);
+    const bool osxsave = (leaf1.ecx >> 27) & 1;
+    const bool avx = (leaf1.ecx >> 28) & 1, fma = (leaf1.ecx >> 12) & 1, f16c = (leaf1.ecx >> 29) & 1;
+    if (!osxsave || !avx) return f;
+    const uint64_t xcr0 = xgetbv0();
+    const bool os_ymm = (xcr0 & 0x6) == 0x6;            // SSE + AVX state
+    const bool os_zmm = os_ymm && (xcr0 & 0xe0) == 0xe0;  // opmask + ZMM0-15 upper + ZMM16-31
+    const CpuidRegisters leaf7 = cpuid(7, 0);
+    const CpuidRegisters leaf7_1 = cpuid(7, 1);
+    const bool avx2 = (leaf7.ebx >> 5) & 1;
+    f.avx2 = os_ymm && avx2 && fma && f16c;
+    f.avxvnni = f.avx2 && ((leaf7_1.eax >> 4) & 1);
+    const bool avx512f = (leaf7.ebx >> 16) & 1, avx512bw = (leaf7.ebx >> 30) & 1;
+    const bool avx512vl = (leaf7.ebx >> 31) & 1, avx512vnni = (leaf7.ecx >> 11) & 1;
+    f.avx512 = f.avx2 && os_zmm && avx512f && avx512bw && avx512vl && avx512vnni;
+#elif defined(SMOL_ARCH_AARCH64)
+#if defined(__linux__)
+    f.dotprod = (getauxval(AT_HWCAP) >> 20) & 1;  // HWCAP_ASIMDDP
+#elif defined(__APPLE__)
+    int value = 0;
+    size_t size = sizeof value;
+    f.dotprod = sysctlbyname("hw.optional.arm.FEAT_DotProd", &value, &size, nullptr, 0) == 0 && value != 0;
+#endif
+#endif
+    return f;
+}
+
+}  // namespace detail
+
+inline const CpuFeatures& cpu_features() noexcept {
+    static const CpuFeatures features = detail::detect_cpu_features();
+    return features;
+}
+
+inline bool cpu_supports(CpuLevel level) noexcept {
+    const CpuFeatures& f = cpu_features();
+    switch (level) {
+        case CpuLevel::automatic:
+        case CpuLevel::scalar: return true;
+#if defined(SMOL_ARCH_X86_64)
+        case CpuLevel::avx2: return f.avx2;
+        case CpuLevel::avxvnni: return f.avxvnni;
+        case CpuLevel::avx512: return f.avx512;
+#elif defined(SMOL_ARCH_AARCH64)
+        case CpuLevel::neon: return true;
+        case CpuLevel::dotprod: return f.dotprod;
+#endif
+        default: return false;
+    }
+}
+
+inline CpuLevel best_cpu_level() noexcept {
+    size_t count = 0;
+    const CpuLevel* levels = compiled_cpu_levels(count);
+    CpuLevel best = CpuLevel::scalar;
+    for (size_t i = 0; i < count; ++i)
+        if (cpu_supports(levels[i])) best = levels[i];
+    return best;
+}
+
+// "scalar, avx2" etc.: the levels this CPU runs, lowest first.
+inline std::string supported_cpu_levels() {
+    size_t count = 0;
+    const CpuLevel* levels = compiled_cpu_levels(count);
+    std::string out;
+    for (size_t i = 0; i < count; ++i) {
+        if (!cpu_supports(levels[i])) continue;
+        if (!out.empty()) out += ", ";
+        out += cpu_level_name(levels[i]);
+    }
+    return out;
+}
+
+// `level` itself when this CPU runs it (best for automatic), else
+// Error(invalid_argument) naming what it can run. `what` prefixes the message.
+inline CpuLevel resolve_cpu_level(CpuLevel level, const std::string& what) {
+    if (level == CpuLevel::automatic) return best_cpu_level();
+    size_t count = 0;
+    const CpuLevel* levels = compiled_cpu_levels(count);
+    bool compiled = false;
+    for (size_t i = 0; i < count; ++i) compiled = compiled || levels[i] == level;
+    if (!compiled || !cpu_supports(level))
+        smol::detail::fail(ErrorKind::invalid_argument,
+                           what + ": this CPU cannot run the '" + cpu_level_name(level) +
+                               "' kernels (it runs: " + supported_cpu_levels() + ")");
+    return level;
+}
+
+// SMOL_CPU from the environment (unset or empty: automatic), resolved.
+inline CpuLevel requested_cpu_level() {
+    const char* env = std::getenv("SMOL_CPU");
+    if (env == nullptr || *env == '\0') return best_cpu_level();
+    const std::optional<CpuLevel> level = parse_cpu_level(env);
+    if (!level)
+        smol::detail::fail(ErrorKind::invalid_argument,
+                           std::string("SMOL_CPU=") + env +
+                               " is not a kernel level (known: auto, scalar, avx2, avxvnni, avx512, neon, dotprod)");
+    return resolve_cpu_level(*level, std::string("SMOL_CPU=") + env);
+}
+
+SMOL_NAMESPACE_END
