@@ -1,8 +1,43 @@
-// A consumer of smol: includes the umbrella header and uses the GGUF writer
-// and reader, so a broken include path, export or dependency fails the build.
+// A consumer of smol, built WITHOUT any ISA flag (find_package, add_subdirectory
+// and FetchContent; tests/CMakeLists.txt runs all three): includes the umbrella
+// header, uses the GGUF writer and reader (a broken include path, export or
+// dependency fails the build), checks that run-time dispatch picked the best
+// kernel level this CPU has, judged independently of smol's own detection
+// (__builtin_cpu_supports), and that a fixture model matches the reference
+// engine's logits at that level.
 #include <smol/smol.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "../mixed_flags/check.hpp"
+
+namespace {
+
+// The level a flagless unit should run, from the compiler's own CPU checks.
+std::string expected_level() {
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                      __builtin_cpu_supports("f16c");
+    std::string level = avx2 ? "avx2" : "scalar";
+#if defined(__clang__) || __GNUC__ >= 11
+    if (avx2 && __builtin_cpu_supports("avxvnni")) level = "avxvnni";
+#endif
+    if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
+        level = "avx512";
+    return level;
+#else
+    return smol::cpu_level_name(smol::best_cpu_level());  // no independent check on this platform
+#endif
+}
+
+}  // namespace
 
 int main() {
     smol::gguf::Writer writer;
@@ -10,6 +45,28 @@ int main() {
     const auto bytes = writer.to_bytes();
     auto file = smol::gguf::File::from_buffer(bytes.data(), bytes.size());
     if (file->get<std::string>("general.architecture") != "smollm3") return 1;
-    std::printf("consumer ok: smol %s\n", SMOL_VERSION_STRING);
-    return 0;
+    std::printf("consumer ok: %s\n", smol::build_info_string().c_str());
+
+    const std::string expected = expected_level();
+    if (std::string(smol::cpu_level_name(smol::best_cpu_level())) != expected) {
+        std::printf("consumer: smol picked %s, the CPU supports %s\n", smol::cpu_level_name(smol::best_cpu_level()),
+                    expected.c_str());
+        return 1;
+    }
+
+    const char* env = std::getenv("SMOL_FIXTURES");
+    const std::string dir = env ? env : SMOL_FIXTURES_DEFAULT;
+    std::ifstream golden_file(dir + "/golden/tiny-q4km.gguf.json");
+    std::ifstream logits_file(dir + "/golden/tiny-q4km.gguf.json.0.logits.f32", std::ios::binary);
+    if (!golden_file || !logits_file) {
+        std::printf("consumer: fixtures not found in %s: golden check skipped\n", dir.c_str());
+        const char* required = std::getenv("SMOL_REQUIRE_FIXTURES");
+        return required && std::string(required) == "1" ? 1 : 0;
+    }
+    Golden golden;
+    golden.model_path = dir + "/tiny-q4km.gguf";
+    golden.ids = nlohmann::json::parse(golden_file).at(0).at("prompt_ids").get<std::vector<int32_t>>();
+    golden.logits.resize(128256);
+    logits_file.read(reinterpret_cast<char*>(golden.logits.data()), std::streamsize(golden.logits.size() * 4));
+    return check_against_golden("consumer", golden);
 }

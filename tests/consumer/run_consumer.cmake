@@ -20,6 +20,7 @@ if(MODE STREQUAL "find_package")
   set(extra -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
 endif()
 run(${CMAKE_COMMAND} -S ${SMOL_SOURCE_DIR}/tests/consumer -B ${WORK_DIR}/build
-    -DCMAKE_CXX_COMPILER=${CXX} -DCONSUMER_MODE=${MODE} -DSMOL_SOURCE_DIR=${SMOL_SOURCE_DIR} ${extra})
+    -DCMAKE_CXX_COMPILER=${CXX} -DCONSUMER_MODE=${MODE} -DSMOL_SOURCE_DIR=${SMOL_SOURCE_DIR}
+    -DFIXTURES_DIR=${FIXTURES_DIR} ${extra})
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer)

@@ -5,11 +5,12 @@
 //
 // Internal linkage on purpose: this test's own helper must not become the
 // kind of weak symbol, compiled differently per unit, that it tests smol for.
+// For the same reason only main.cpp parses JSON: nlohmann's inline functions,
+// compiled by both units, would be shared weak symbols with AVX2 code in them
+// (the hazard the ABI tag removes from smol, but not from other libraries).
 #pragma once
 
 #include <smol/smol.hpp>
-
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -21,28 +22,22 @@
 
 namespace {
 
-std::string fixtures_dir() {
-    if (const char* env = std::getenv("SMOL_FIXTURES")) return env;
-    return SMOL_FIXTURES_DEFAULT;
-}
+// The first golden prompt of tiny-q4km and its last-position logits (main.cpp reads them).
+struct Golden {
+    std::string model_path;
+    std::vector<int32_t> ids;
+    std::vector<float> logits;  // [vocab]
+};
 
-// 0: matches; 1: mismatch or error; 2: fixtures missing (a skip).
-int check_against_golden(const char* unit) {
-    const std::string dir = fixtures_dir();
-    std::ifstream golden_file(dir + "/golden/tiny-q4km.gguf.json");
-    std::ifstream logits_file(dir + "/golden/tiny-q4km.gguf.json.0.logits.f32", std::ios::binary);
-    if (!golden_file || !logits_file) {
-        std::printf("[%s] fixtures not found in %s\n", unit, dir.c_str());
-        return 2;
-    }
-    const nlohmann::json golden = nlohmann::json::parse(golden_file);
-    const std::vector<int32_t> ids = golden.at(0).at("prompt_ids").get<std::vector<int32_t>>();
-    std::vector<float> expected(128256);
-    logits_file.read(reinterpret_cast<char*>(expected.data()), std::streamsize(expected.size() * sizeof(float)));
+// 0: matches; 1: mismatch or error.
+int check_against_golden(const char* unit, const Golden& golden) {
+    const std::vector<float>& expected = golden.logits;
+    const std::vector<int32_t>& ids = golden.ids;
     try {
-        auto model = smol::Model::load(dir + "/tiny-q4km.gguf");
+        auto model = smol::Model::load(golden.model_path);
         smol::KVCache kv = model->new_cache(256);
         std::vector<float> logits(model->config().vocab_size);
+        if (logits.size() != expected.size()) return 1;
         model->forward(ids.data(), ids.size(), 0, kv, logits.data());
         double dot = 0, norm_a = 0, norm_b = 0, max_error = 0;
         float lo = expected[0], hi = expected[0];

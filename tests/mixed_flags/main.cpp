@@ -9,20 +9,50 @@
 // where the CPU has AVX2, and must then match the goldens as well.
 #include "check.hpp"
 
-int run_avx2_module();
+#include <nlohmann/json.hpp>
+
+int run_avx2_module(const char* model_path, const int32_t* ids, size_t n_ids, const float* logits, size_t vocab);
+
+namespace {
+
+std::string fixtures_dir() {
+    if (const char* env = std::getenv("SMOL_FIXTURES")) return env;
+    return SMOL_FIXTURES_DEFAULT;
+}
+
+// false when the fixtures are missing.
+bool load_golden(Golden& golden) {
+    const std::string dir = fixtures_dir();
+    std::ifstream golden_file(dir + "/golden/tiny-q4km.gguf.json");
+    std::ifstream logits_file(dir + "/golden/tiny-q4km.gguf.json.0.logits.f32", std::ios::binary);
+    if (!golden_file || !logits_file) {
+        std::printf("[main] fixtures not found in %s\n", dir.c_str());
+        return false;
+    }
+    golden.model_path = dir + "/tiny-q4km.gguf";
+    golden.ids = nlohmann::json::parse(golden_file).at(0).at("prompt_ids").get<std::vector<int32_t>>();
+    golden.logits.resize(128256);
+    logits_file.read(reinterpret_cast<char*>(golden.logits.data()),
+                     std::streamsize(golden.logits.size() * sizeof(float)));
+    return bool(logits_file);
+}
+
+}  // namespace
 
 int main() {
-    int status = check_against_golden("baseline unit");
+    Golden golden;
+    if (!load_golden(golden)) {
+        const char* required = std::getenv("SMOL_REQUIRE_FIXTURES");
+        return required && std::string(required) == "1" ? 1 : 0;
+    }
+    int status = check_against_golden("baseline unit", golden);
     bool has_avx2 = false;
 #if defined(__GNUC__) || defined(__clang__)
     __builtin_cpu_init();
     has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
 #endif
-    if (status != 1 && has_avx2) status = std::max(status, run_avx2_module());
-    else if (!has_avx2) std::printf("[main] no AVX2 on this CPU: the avx2 unit is not called\n");
-    if (status == 2) {
-        const char* required = std::getenv("SMOL_REQUIRE_FIXTURES");
-        return required && std::string(required) == "1" ? 1 : 0;
-    }
+    if (has_avx2) status = std::max(status, run_avx2_module(golden.model_path.c_str(), golden.ids.data(), golden.ids.size(),
+                                                            golden.logits.data(), golden.logits.size()));
+    else std::printf("[main] no AVX2 on this CPU: the avx2 unit is not called\n");
     return status;
 }

@@ -3,4 +3,11 @@
 // from the baseline unit's, so neither can take the other's symbols.
 #include "check.hpp"
 
-int run_avx2_module() { return check_against_golden("avx2 unit"); }
+// Plain pointers across the boundary: no type of either unit's inline code is shared.
+int run_avx2_module(const char* model_path, const int32_t* ids, size_t n_ids, const float* logits, size_t vocab) {
+    Golden golden;
+    golden.model_path = model_path;
+    golden.ids.assign(ids, ids + n_ids);
+    golden.logits.assign(logits, logits + vocab);
+    return check_against_golden("avx2 unit", golden);
+}
