@@ -167,7 +167,10 @@ SMOL_NAMESPACE_END
 #pragma clang attribute push(__attribute__((target("dotprod"))), apply_to = function)
 #else
 #pragma GCC push_options
-#pragma GCC target("+dotprod")
+// Every CPU with SDOT implements ARMv8.2-A, and GCC's arm_neon.h declares
+// vdotq_s32 for "arch=armv8.2-a+dotprod": a caller may inline it only with a
+// superset of that target.
+#pragma GCC target("arch=armv8.2-a+dotprod")
 #endif
 SMOL_NAMESPACE_BEGIN
 namespace kernels {
