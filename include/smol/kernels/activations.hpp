@@ -1,6 +1,6 @@
 // The formats matmul reads its activations (the input vectors) in, and the
 // block layout of Q8_K32, the one smol defines itself. ISA-independent: the
-// quantizers that write these formats live in scalar.hpp / avx2.hpp / neon.hpp.
+// quantizers that write these formats live in scalar.hpp / x86.hpp / arm.hpp.
 //
 //   ActivationType::F32     F32/F16/BF16 weights: plain floats.
 //   ActivationType::Q8_0    Q8_0 weights: ggml's Q8_0 (per 32 values an fp16 d, int8 q).
