@@ -30,6 +30,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "../core/fp16.hpp"
 #include "../quant/blocks.hpp"
@@ -424,37 +425,101 @@ inline __m256 load_cache8(const uint8_t* p, bool f16) noexcept {
                : _mm256_loadu_ps(reinterpret_cast<const float*>(p));
 }
 
-// See kernels::scalar::attend. Each key and value row is loaded once and used
-// by every query head of the group.
-inline void attend(const AttentionHead& a) noexcept {
+namespace detail {
+
+// Scores of n_heads (1-4) query heads of a group against one key row: the key
+// is loaded and widened once per 8 values and feeds every head's accumulator.
+// Per head the order is the spec's (one 8-lane accumulator, then sum_lanes).
+template <int n_heads>
+inline void score_heads(const AttentionHead& a, size_t first_head, size_t p, const uint8_t* key) noexcept {
     const size_t hd = a.head_dim, vector_end = hd / 8 * 8, element = a.f16 ? 2 : 4;
+    __m256 acc[n_heads];
+    SMOL_UNROLL
+    for (int h = 0; h < n_heads; ++h) acc[h] = _mm256_setzero_ps();
+    for (size_t i = 0; i < vector_end; i += 8) {
+        const __m256 k = load_cache8(key + i * element, a.f16);
+        SMOL_UNROLL
+        for (int h = 0; h < n_heads; ++h)
+            acc[h] = _mm256_fmadd_ps(_mm256_loadu_ps(a.q + (first_head + size_t(h)) * hd + i), k, acc[h]);
+    }
+    SMOL_UNROLL
+    for (int h = 0; h < n_heads; ++h) {
+        const float* q = a.q + (first_head + size_t(h)) * hd;
+        float dot = horizontal_sum(acc[h]);
+        for (size_t i = vector_end; i < hd; ++i) dot += q[i] * scalar::cache_value(key, i, a.f16);
+        a.scores[(first_head + size_t(h)) * a.n_positions + p] = dot * a.scale;
+    }
+}
+
+// out[h][i0 .. i0 + 8 * n_vectors) for n_heads (1-4) heads, summed over every
+// position in the accumulators: each value element gets the spec's sequence of
+// fused multiply-adds in position order, and the outputs stay in registers
+// instead of being loaded and stored once per position.
+template <int n_heads, int n_vectors>
+inline void accumulate_values(const AttentionHead& a, size_t first_head, size_t i0) noexcept {
+    const size_t element = a.f16 ? 2 : 4;
+    __m256 acc[n_heads][n_vectors];
+    SMOL_UNROLL
+    for (int h = 0; h < n_heads; ++h)
+        SMOL_UNROLL
+        for (int k = 0; k < n_vectors; ++k) acc[h][k] = _mm256_setzero_ps();
     for (size_t p = 0; p < a.n_positions; ++p) {
-        const uint8_t* key = a.keys + p * a.row_bytes;
-        for (size_t g = 0; g < a.group; ++g) {
-            const float* q = a.q + g * hd;
-            __m256 acc = _mm256_setzero_ps();
-            for (size_t i = 0; i < vector_end; i += 8)
-                acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load_cache8(key + i * element, a.f16), acc);
-            float dot = horizontal_sum(acc);
-            for (size_t i = vector_end; i < hd; ++i) dot += q[i] * scalar::cache_value(key, i, a.f16);
-            a.scores[g * a.n_positions + p] = dot * a.scale;
+        const uint8_t* value = a.values + p * a.row_bytes + i0 * element;
+        __m256 v[n_vectors];
+        SMOL_UNROLL
+        for (int k = 0; k < n_vectors; ++k) v[k] = load_cache8(value + 8 * size_t(k) * element, a.f16);
+        SMOL_UNROLL
+        for (int h = 0; h < n_heads; ++h) {
+            const __m256 weight = _mm256_set1_ps(a.scores[(first_head + size_t(h)) * a.n_positions + p]);
+            SMOL_UNROLL
+            for (int k = 0; k < n_vectors; ++k) acc[h][k] = _mm256_fmadd_ps(weight, v[k], acc[h][k]);
         }
     }
-    for (size_t g = 0; g < a.group; ++g) softmax(a.scores + g * a.n_positions, a.n_positions);
-    std::memset(a.out, 0, a.group * hd * sizeof(float));
-    for (size_t p = 0; p < a.n_positions; ++p) {
-        const uint8_t* value = a.values + p * a.row_bytes;
-        for (size_t i = 0; i < vector_end; i += 8) {
-            const __m256 v = load_cache8(value + i * element, a.f16);
-            for (size_t g = 0; g < a.group; ++g) {
-                float* out = a.out + g * hd + i;
-                _mm256_storeu_ps(out, _mm256_fmadd_ps(_mm256_set1_ps(a.scores[g * a.n_positions + p]), v,
-                                                      _mm256_loadu_ps(out)));
-            }
+    SMOL_UNROLL
+    for (int h = 0; h < n_heads; ++h)
+        SMOL_UNROLL
+        for (int k = 0; k < n_vectors; ++k)
+            _mm256_storeu_ps(a.out + (first_head + size_t(h)) * a.head_dim + i0 + 8 * size_t(k), acc[h][k]);
+}
+
+// Calls f(std::integral_constant<int, n>{}, first_head) for the heads of the
+// group in blocks of up to four.
+template <class F>
+inline void for_head_blocks(size_t group, F&& f) {
+    for (size_t first = 0; first < group; first += 4) {
+        switch (group - first) {
+            case 1: f(std::integral_constant<int, 1>{}, first); break;
+            case 2: f(std::integral_constant<int, 2>{}, first); break;
+            case 3: f(std::integral_constant<int, 3>{}, first); break;
+            default: f(std::integral_constant<int, 4>{}, first); break;
         }
-        for (size_t i = vector_end; i < hd; ++i) {
-            const float v = scalar::cache_value(value, i, a.f16);
-            for (size_t g = 0; g < a.group; ++g) a.out[g * hd + i] += a.scores[g * a.n_positions + p] * v;
+    }
+}
+
+}  // namespace detail
+
+// See kernels::scalar::attend. The query heads of the group go in blocks of
+// four: each key and value row is loaded once per block (once for the usual
+// GQA group of 4), and the value sums stay in registers across positions.
+inline void attend(const AttentionHead& a) noexcept {
+    detail::for_head_blocks(a.group, [&](auto n_heads, size_t first) {
+        for (size_t p = 0; p < a.n_positions; ++p)
+            detail::score_heads<decltype(n_heads)::value>(a, first, p, a.keys + p * a.row_bytes);
+    });
+    for (size_t g = 0; g < a.group; ++g) softmax(a.scores + g * a.n_positions, a.n_positions);
+    const size_t hd = a.head_dim, vector_end = hd / 8 * 8;
+    detail::for_head_blocks(a.group, [&](auto n_heads, size_t first) {
+        constexpr int n = decltype(n_heads)::value;
+        size_t i = 0;
+        for (; i + 32 <= vector_end; i += 32) detail::accumulate_values<n, 4>(a, first, i);
+        for (; i < vector_end; i += 8) detail::accumulate_values<n, 1>(a, first, i);
+    });
+    for (size_t i = vector_end; i < hd; ++i) {  // head_dim % 8 leftovers, as the spec
+        for (size_t g = 0; g < a.group; ++g) a.out[g * hd + i] = 0.0f;
+        for (size_t p = 0; p < a.n_positions; ++p) {
+            const float v = scalar::cache_value(a.values + p * a.row_bytes, i, a.f16);
+            for (size_t g = 0; g < a.group; ++g)
+                a.out[g * hd + i] = std::fma(a.scores[g * a.n_positions + p], v, a.out[g * hd + i]);
         }
     }
 }
