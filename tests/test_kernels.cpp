@@ -13,6 +13,8 @@
 // tools/ci-aarch64.sh cross-compiles it for NEON and runs it under qemu.
 #include <doctest/doctest.h>
 
+#include "cpu_expectation.hpp"
+
 #include <smol/build_info.hpp>
 #include <smol/core/threadpool.hpp>
 #include <smol/kernels/kernels.hpp>
@@ -171,30 +173,7 @@ const GGMLType kAllTypes[] = {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GG
 
 TEST_CASE("dispatch: the default level is the best this CPU runs, judged independently of smol") {
     MESSAGE("kernels: default " << std::string(kernels::default_kernels().name()) << ", " << smol::build_info_string());
-    std::string expected = "scalar";
-#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
-    __builtin_cpu_init();
-    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                      __builtin_cpu_supports("f16c");
-    if (avx2) expected = "avx2";
-#if defined(__clang__) || __GNUC__ >= 11
-    if (avx2 && __builtin_cpu_supports("avxvnni")) expected = "avxvnni";
-#endif
-    if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
-        expected = "avx512";
-#elif defined(__aarch64__)
-    expected = "neon";
-#if defined(__linux__)
-    std::ifstream cpuinfo("/proc/cpuinfo");
-    std::string line;
-    while (std::getline(cpuinfo, line))
-        if (line.rfind("Features", 0) == 0 && line.find(" asimddp") != std::string::npos) expected = "dotprod";
-#endif
-#endif
-    // Where the CPU is emulated (qemu-user shows the host's /proc/cpuinfo), the
-    // CI script that picked the emulated CPU says what it has.
-    if (const char* told = std::getenv("SMOL_TEST_EXPECT_LEVEL")) expected = told;
+    const std::string expected = smol_test::expected_cpu_level();
     CHECK(std::string(smol::cpu_level_name(smol::best_cpu_level())) == expected);
     if (std::getenv("SMOL_CPU") == nullptr) CHECK(std::string(kernels::default_kernels().name()) == expected);
     // Every runnable level hands out a complete table.

@@ -3,7 +3,7 @@
 // header, uses the GGUF writer and reader (a broken include path, export or
 // dependency fails the build), checks that run-time dispatch picked the best
 // kernel level this CPU has, judged independently of smol's own detection
-// (__builtin_cpu_supports), and that a fixture model matches the reference
+// (tests/cpu_expectation.hpp), and that a fixture model matches the reference
 // engine's logits at that level.
 #include <smol/smol.hpp>
 
@@ -14,30 +14,8 @@
 #include <fstream>
 #include <string>
 
+#include "../cpu_expectation.hpp"
 #include "../mixed_flags/check.hpp"
-
-namespace {
-
-// The level a flagless unit should run, from the compiler's own CPU checks.
-std::string expected_level() {
-#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
-    __builtin_cpu_init();
-    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                      __builtin_cpu_supports("f16c");
-    std::string level = avx2 ? "avx2" : "scalar";
-#if defined(__clang__) || __GNUC__ >= 11
-    if (avx2 && __builtin_cpu_supports("avxvnni")) level = "avxvnni";
-#endif
-    if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
-        level = "avx512";
-    return level;
-#else
-    return smol::cpu_level_name(smol::best_cpu_level());  // no independent check on this platform
-#endif
-}
-
-}  // namespace
 
 int main() {
     smol::gguf::Writer writer;
@@ -47,7 +25,7 @@ int main() {
     if (file->get<std::string>("general.architecture") != "smollm3") return 1;
     std::printf("consumer ok: %s\n", smol::build_info_string().c_str());
 
-    const std::string expected = expected_level();
+    const std::string expected = smol_test::expected_cpu_level();
     if (std::string(smol::cpu_level_name(smol::best_cpu_level())) != expected) {
         std::printf("consumer: smol picked %s, the CPU supports %s\n", smol::cpu_level_name(smol::best_cpu_level()),
                     expected.c_str());

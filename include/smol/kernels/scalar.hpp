@@ -227,6 +227,19 @@ inline float dot_q8_0_q8_0(const uint8_t* w, const BlockQ8_0* x, size_t n_blocks
 
 // ---- float dot products (n elements) ------------------------------------------
 
+// One F32/F16/BF16 weight at any byte address, as a float (the SIMD float
+// tiles use it for the values after their last full vector).
+template <GGMLType type>
+inline float widen_one(const uint8_t* p) noexcept {
+    if constexpr (type == GGMLType::F32) {
+        float v;
+        std::memcpy(&v, p, sizeof v);
+        return v;
+    } else {
+        return type == GGMLType::F16 ? fp16_to_fp32(load_u16(p)) : bf16_to_fp32(load_u16(p));
+    }
+}
+
 // sum_i w(i) * x[i] in the lane order (see the top of this file); w(i) reads
 // weight i as a float.
 template <class Weight>
@@ -245,22 +258,16 @@ inline float dot_f32(const float* a, const float* b, size_t n) noexcept {
 
 // w: n 16-bit values at any byte address.
 inline float dot_f16_f32(const uint8_t* w, const float* x, size_t n) noexcept {
-    return dot_in_lanes([w](size_t i) { return fp16_to_fp32(load_u16(w + 2 * i)); }, x, n);
+    return dot_in_lanes([w](size_t i) { return widen_one<GGMLType::F16>(w + 2 * i); }, x, n);
 }
 
 inline float dot_bf16_f32(const uint8_t* w, const float* x, size_t n) noexcept {
-    return dot_in_lanes([w](size_t i) { return bf16_to_fp32(load_u16(w + 2 * i)); }, x, n);
+    return dot_in_lanes([w](size_t i) { return widen_one<GGMLType::BF16>(w + 2 * i); }, x, n);
 }
 
 // w: n floats at any byte address.
 inline float dot_f32_unaligned(const uint8_t* w, const float* x, size_t n) noexcept {
-    return dot_in_lanes(
-        [w](size_t i) {
-            float v;
-            std::memcpy(&v, w + 4 * i, sizeof v);
-            return v;
-        },
-        x, n);
+    return dot_in_lanes([w](size_t i) { return widen_one<GGMLType::F32>(w + 4 * i); }, x, n);
 }
 
 // ---- float helpers --------------------------------------------------------------

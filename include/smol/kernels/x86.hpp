@@ -261,17 +261,6 @@ inline __m256 load_widened(const uint8_t* p) noexcept {
     }
 }
 
-template <GGMLType type>
-inline float widen_one(const uint8_t* p) noexcept {
-    if constexpr (type == GGMLType::F32) {
-        float v;
-        std::memcpy(&v, p, sizeof v);
-        return v;
-    } else {
-        return type == GGMLType::F16 ? fp16_to_fp32(load_u16(p)) : bf16_to_fp32(load_u16(p));
-    }
-}
-
 // F32/F16/BF16 weight rows x F32 activation rows (see kernels::TileKernel).
 template <GGMLType type, int n_cols>
 void tile_float(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t* x, size_t x_row_bytes,
@@ -294,7 +283,7 @@ void tile_float(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8
         for (int c = 0; c < n_cols; ++c) {
             const float* xc = reinterpret_cast<const float*>(x + size_t(c) * x_row_bytes);
             float sum = horizontal_sum(acc[c]);
-            for (size_t i = vector_end; i < cols; ++i) sum += widen_one<type>(row + i * element_bytes) * xc[i];
+            for (size_t i = vector_end; i < cols; ++i) sum += scalar::widen_one<type>(row + i * element_bytes) * xc[i];
             y[size_t(c) * y_stride + r] = sum;
         }
     }

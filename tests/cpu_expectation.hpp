@@ -1,0 +1,41 @@
+// The kernel level a CPU should get, judged without smol's own detection:
+// the compiler's __builtin_cpu_supports on x86-64, /proc/cpuinfo's
+// "asimddp" on aarch64 Linux. Where the CPU is emulated (qemu-user shows the
+// host's /proc/cpuinfo), the CI script that chose the emulated CPU says what
+// it has in SMOL_TEST_EXPECT_LEVEL, which then wins. Used by test_kernels and
+// by the flagless consumer (tests/consumer).
+#pragma once
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+namespace smol_test {
+
+inline std::string expected_cpu_level() {
+    std::string expected = "scalar";
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                      __builtin_cpu_supports("f16c");
+    if (avx2) expected = "avx2";
+#if defined(__clang__) || __GNUC__ >= 11
+    if (avx2 && __builtin_cpu_supports("avxvnni")) expected = "avxvnni";
+#endif
+    if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
+        expected = "avx512";
+#elif defined(__aarch64__)
+    expected = "neon";
+#if defined(__linux__)
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(cpuinfo, line))
+        if (line.rfind("Features", 0) == 0 && line.find(" asimddp") != std::string::npos) expected = "dotprod";
+#endif
+#endif
+    if (const char* told = std::getenv("SMOL_TEST_EXPECT_LEVEL")) expected = told;
+    return expected;
+}
+
+}  // namespace smol_test
