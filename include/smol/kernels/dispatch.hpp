@@ -30,15 +30,16 @@ inline const KernelSet& kernel_set(CpuLevel level) {
     switch (level) {
 #if defined(SMOL_HAS_X86_KERNELS)
         case CpuLevel::avx2: {
-            static const KernelSet set = detail::make_x86_kernel_set<avx2::Tiles>(CpuLevel::avx2);
+            static const KernelSet set = detail::make_x86_kernel_set<avx2::Tiles>(CpuLevel::avx2, &avx2::interleave_q8k32);
             return set;
         }
         case CpuLevel::avxvnni: {
-            static const KernelSet set = detail::make_x86_kernel_set<avxvnni::Tiles>(CpuLevel::avxvnni);
+            static const KernelSet set = detail::make_x86_kernel_set<avxvnni::Tiles>(CpuLevel::avxvnni, &avx2::interleave_q8k32);
             return set;
         }
         case CpuLevel::avx512: {
-            static const KernelSet set = detail::make_x86_kernel_set<avx512::Tiles>(CpuLevel::avx512);
+            static const KernelSet set = detail::make_x86_kernel_set<avx512::TilesZmm>(CpuLevel::avx512,
+                                                                                  &avx512::interleave_q8k32_zmm);
             return set;
         }
 #endif

@@ -8,8 +8,10 @@
 //                     F32/F16/BF16 tiles) and the integer tiles (detail/x86_tiles.inc).
 //   kernels::avxvnni  the integer tiles again with AVX-VNNI's vpdpbusd (VEX);
 //                     everything else is avx2's.
-//   kernels::avx512   the integer tiles with AVX-512 VNNI (EVEX vpdpbusd);
-//                     everything else is avx2's.
+//   kernels::avx512   the integer tiles with AVX-512 VNNI (EVEX vpdpbusd): the
+//                     K-quants at 512 bits with their own activation layout
+//                     (detail/x86_avx512_tiles.inc), Q8_0 at 256; everything
+//                     else is avx2's.
 //
 // A function defined in a target region may only be called where the CPU has
 // that target; the dispatcher (kernels/dispatch.hpp) guarantees it by handing
@@ -560,6 +562,7 @@ namespace kernels {
 #include "detail/x86_tiles.inc"
 #undef SMOL_X86_TILES_NS
 #undef SMOL_X86_TILES_VNNI
+#include "detail/x86_avx512_tiles.inc"
 }  // namespace kernels
 SMOL_NAMESPACE_END
 SMOL_TARGET_END
@@ -569,14 +572,15 @@ namespace kernels {
 namespace detail {
 
 // The x86 KernelSet of `level` (avx2, avxvnni or avx512): avx2's quantizers
-// and float ops, the level's own integer tiles.
+// and float ops, the level's own integer tiles and the Q8_K32 layout they read.
 template <template <GGMLType> class Tiles>
-KernelSet make_x86_kernel_set(CpuLevel level) noexcept {
+KernelSet make_x86_kernel_set(CpuLevel level,
+                              void (*layout_q8_k32)(const BlockQ8K32*, BlockQ8K32*, size_t)) noexcept {
     KernelSet set;
     set.level = level;
     set.quantize_q8_k32 = &avx2::quantize_row_q8_k32;
     set.quantize_q8_0 = &avx2::quantize_row_q8_0;
-    set.layout_q8_k32 = &avx2::interleave_q8k32;
+    set.layout_q8_k32 = layout_q8_k32;
     set_all_tiles<Tiles>(set);
     set.dot_f32 = &avx2::dot_f32;
     set.rmsnorm = &avx2::rmsnorm;
