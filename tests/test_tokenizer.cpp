@@ -173,6 +173,24 @@ TEST_CASE("pre-tokenizer: CJK, emoji, combining marks") {
     CHECK(split("cafe\xCC\x81s") == Pieces{"cafe", "\xCC\x81s"});
 }
 
+// The classes follow Unicode 15.1 (what the reference engine uses), which made
+// CJK Unified Ideographs Extension I (U+2EBF0..U+2EE5D) letters. Under 15.0's
+// tables such a character was "other", so it swallowed a following quote or
+// '<' into a punctuation run.
+TEST_CASE("pre-tokenizer: Unicode 15.1 letters (CJK Extension I)") {
+    using namespace smol::unicode;
+    CHECK(std::string(detail::kUnicodeTablesVersion) == "15.1.0");
+    CHECK(is_letter(0x2EBF0));
+    CHECK(is_letter(0x2EE5D));
+    CHECK_FALSE(is_letter(0x2EE5E));
+    CHECK_FALSE(is_letter(0x2EBEF));
+    const std::string ext_i = "\xF0\xAE\xAF\xB0";  // U+2EBF0
+    CHECK(split(ext_i + "'s") == Pieces{ext_i, "'s"});
+    CHECK(split(ext_i + "<x") == Pieces{ext_i, "<x"});
+    CHECK(split(ext_i + "\\n") == Pieces{ext_i, "\\n"});
+    CHECK(split("a " + ext_i + ext_i + "'LL") == Pieces{"a", " " + ext_i + ext_i, "'LL"});
+}
+
 TEST_CASE("pre-tokenizer: invalid UTF-8 bytes are pre-tokens of their own") {
     CHECK(split("ab\xFF" "cd") == Pieces{"ab", "\xFF", "cd"});
     CHECK(split("\xE2\x82") == Pieces{"\xE2", "\x82"});
