@@ -1,10 +1,13 @@
 // Core types: fp16/bf16 conversion, Tensor views, AlignedBuffer, block sizes.
 #include <doctest/doctest.h>
 #include <smol/smol.hpp>
+#include <smol/cuda/backend.hpp>
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
+#include <type_traits>
 
 TEST_CASE("fp16 round trips every half value") {
     for (uint32_t h = 0; h < 65536; ++h) {
@@ -75,4 +78,23 @@ TEST_CASE("AlignedBuffer is aligned, zeroed, copyable and movable") {
     smol::AlignedBuffer c = std::move(a);
     CHECK(c.data()[5] == 7);
     CHECK(c.size() == 100);
+}
+
+// This unit is compiled without SMOL_CUDA_ENABLED: it gets the backend's stubs,
+// in their own inline namespace, so they can never stand in for (or be replaced
+// by) the real definitions of a unit linked against smol::cuda.
+static_assert(std::is_same<smol::CudaModel, smol::SMOL_ABI::cuda_off::CudaModel>::value,
+              "the CUDA stubs must live in smol::<abi>::cuda_off");
+
+TEST_CASE("cuda stubs: a build without the backend says why, as an Error") {
+    std::string why;
+    CHECK_FALSE(smol::cuda_available(&why));
+    CHECK(why.find("without its CUDA backend") != std::string::npos);
+    smol::cuda_detail::ModelUpload upload;
+    try {
+        smol::CudaModel gpu(upload);
+        FAIL("the stub constructed a CudaModel");
+    } catch (const smol::Error& e) {
+        CHECK(e.kind() == smol::ErrorKind::unsupported);
+    }
 }

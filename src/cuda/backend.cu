@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -34,14 +35,51 @@ namespace cuda_detail {
 
 namespace {
 
+// cudaGetLastError() resets the thread's last-error state, which clears a
+// non-sticky error (a bad launch configuration, an allocation failure) so the
+// next call starts clean. It cannot clear a sticky one (an illegal address, a
+// device-side trap): those leave the CUDA context unusable, every later call
+// fails the same way, and only a new process can use the device again.
 void check(cudaError_t status, const char* call, const char* file, int line) {
     if (status == cudaSuccess) return;
-    cudaGetLastError();  // clear a sticky launch error so the next call starts clean
+    cudaGetLastError();
     detail::fail(ErrorKind::internal, std::string("cuda: ") + call + " failed: " +
                                           cudaGetErrorString(status) + " (" + file + ":" +
                                           std::to_string(line) + ")");
 }
 #define SMOL_CUDA_CHECK(call) check((call), #call, __FILE__, __LINE__)
+
+// Makes `device` current for the calling thread and gives the thread its
+// previous device back on exit, so a program (or another library) that works
+// on another device is never left on ours. The nothrow form is for
+// destructors: failures there are ignored.
+class DeviceGuard {
+public:
+    explicit DeviceGuard(int device) {
+        if (cudaGetDevice(&previous_) != cudaSuccess) {
+            cudaGetLastError();
+            previous_ = -1;
+        }
+        if (previous_ != device) {
+            SMOL_CUDA_CHECK(cudaSetDevice(device));
+            restore_ = previous_ >= 0;
+        }
+    }
+    DeviceGuard(int device, std::nothrow_t) noexcept {
+        if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+        if (previous_ != device && cudaSetDevice(device) == cudaSuccess) restore_ = previous_ >= 0;
+        cudaGetLastError();
+    }
+    ~DeviceGuard() {
+        if (restore_) cudaSetDevice(previous_);
+    }
+    DeviceGuard(const DeviceGuard&) = delete;
+    DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+private:
+    int previous_ = -1;
+    bool restore_ = false;
+};
 
 // One device allocation, freed on destruction.
 class DeviceBuffer {
@@ -121,7 +159,6 @@ void require_device(int device) {
                      "cuda: device " + std::to_string(device) + " (" + prop.name +
                          ") has compute capability " + std::to_string(prop.major) + "." +
                          std::to_string(prop.minor) + "; smol::cuda needs 8.0 or newer");
-    SMOL_CUDA_CHECK(cudaSetDevice(device));
 }
 
 // The device's number of activation blocks for n_tokens rows of cols values.
@@ -156,7 +193,7 @@ struct ModelState {
     size_t kv_dim() const { return n_kv_heads * head_dim; }
 
     ~ModelState() {
-        cudaSetDevice(device);
+        const DeviceGuard guard(device, std::nothrow);
         buffers.clear();
     }
 
@@ -172,10 +209,18 @@ struct ModelState {
             detail::fail(ErrorKind::unsupported,
                          "cuda: " + source + ": tensor '" + m.name + "' has type " + type_name(m.type) +
                              "; the CUDA backend computes with Q4_K, Q5_K, Q6_K and Q8_0 matrices");
-        if (m.cols % kActBlock != 0 || m.row_bytes != row_bytes(m.type, m.cols) || m.data == nullptr)
+        if (m.data == nullptr && m.rows > 0)
+            detail::fail(ErrorKind::invalid_argument, "cuda: " + source + ": tensor '" + m.name + "' has no data");
+        if (m.cols % kActBlock != 0)
             detail::fail(ErrorKind::shape, "cuda: " + source + ": tensor '" + m.name +
                                                "' has " + std::to_string(m.cols) +
                                                " columns (must be a multiple of 32)");
+        if (m.row_bytes != row_bytes(m.type, m.cols))
+            detail::fail(ErrorKind::shape, "cuda: " + source + ": tensor '" + m.name + "' has rows of " +
+                                               std::to_string(m.row_bytes) + " bytes, but " +
+                                               std::to_string(m.cols) + " " + type_name(m.type) + " values take " +
+                                               std::to_string(row_bytes(m.type, m.cols)) +
+                                               " (the CUDA backend uploads unpadded, contiguous rows)");
         if (m.rows > size_t(1) << 30 || m.cols > size_t(1) << 30)
             detail::fail(ErrorKind::shape, "cuda: " + source + ": tensor '" + m.name + "' is too large");
         buffers.emplace_back(m.rows * m.row_bytes);
@@ -202,9 +247,10 @@ struct CacheState {
     int32_t* staging = nullptr;  // pinned [1 + max_chunk]: start, tokens
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t graph_exec = nullptr;
+    bool graph_failed = false;  // capture or instantiation failed once: decode without a graph
 
     ~CacheState() {
-        cudaSetDevice(model->device);
+        const DeviceGuard guard(model->device, std::nothrow);
         if (graph_exec) cudaGraphExecDestroy(graph_exec);
         if (graph) cudaGraphDestroy(graph);
         if (staging) cudaFreeHost(staging);
@@ -217,6 +263,41 @@ struct CacheState {
     __half* cache_block(size_t layer, int kind) const {
         const ModelState& m = *model;
         return kv.get<__half>() + (layer * 2 + size_t(kind)) * m.n_kv_heads * n_ctx * m.head_dim;
+    }
+
+    // Captures one single-token decode step (enqueue_chunk(1, 1, logits)) as a
+    // graph and instantiates it. On any failure the stream leaves capture mode,
+    // the partial graph is destroyed, the error state is cleared and
+    // graph_failed is set, so later steps run the kernels directly instead of
+    // retrying (and leaking) a capture each step; a real launch problem then
+    // shows up on the direct path with its own message.
+    bool capture_decode_graph() {
+        if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+            cudaGetLastError();
+            graph_failed = true;
+            return false;
+        }
+        bool enqueued = true;
+        try {
+            enqueue_chunk(1, 1, logits.get<float>());
+        } catch (...) {
+            enqueued = false;
+        }
+        cudaGraph_t captured = nullptr;
+        const cudaError_t ended = cudaStreamEndCapture(stream, &captured);
+        bool ok = enqueued && ended == cudaSuccess && captured != nullptr && cudaGetLastError() == cudaSuccess;
+        if (ok && cudaGraphInstantiate(&graph_exec, captured, 0) != cudaSuccess) {
+            graph_exec = nullptr;
+            ok = false;
+        }
+        if (!ok) {
+            if (captured) cudaGraphDestroy(captured);
+            cudaGetLastError();
+            graph_failed = true;
+            return false;
+        }
+        graph = captured;
+        return true;
     }
 
     // Enqueues the whole forward pass of m tokens whose ids and start position are
@@ -280,6 +361,7 @@ bool cuda_available(std::string* why) {
 CudaModel::CudaModel(const cuda_detail::ModelUpload& up, int device) {
     using namespace cuda_detail;
     require_device(device);
+    const DeviceGuard device_guard(device);
     auto state = std::make_shared<ModelState>();
     ModelState& s = *state;
     s.device = device;
@@ -356,7 +438,7 @@ CudaKVCache::CudaKVCache(const CudaModel& model, size_t n_ctx) {
         detail::fail(ErrorKind::invalid_argument, "CudaKVCache: n_ctx " + std::to_string(n_ctx) +
                                                       " exceeds the model's context length " +
                                                       std::to_string(m.context_length));
-    SMOL_CUDA_CHECK(cudaSetDevice(m.device));
+    const DeviceGuard device_guard(m.device);
     auto state = std::make_shared<CacheState>();
     CacheState& s = *state;
     s.model = model.state_;
@@ -391,6 +473,10 @@ void CudaKVCache::clear() noexcept {
     if (state_) state_->size = 0;
 }
 void CudaKVCache::truncate(size_t n) {
+    if (!state_) {
+        if (n == 0) return;  // an empty (moved-from) cache already holds nothing
+        detail::fail(ErrorKind::invalid_argument, "CudaKVCache: empty (moved from)");
+    }
     if (n > size())
         detail::fail(ErrorKind::invalid_argument, "CudaKVCache: cannot truncate to " + std::to_string(n) +
                                                       " positions, only " + std::to_string(size()) +
@@ -404,7 +490,7 @@ void CudaKVCache::load_row(size_t layer, int kind, size_t kv_head, size_t pos, f
     const ModelState& m = *state_->model;
     if (layer >= m.n_layers || (kind != 0 && kind != 1) || kv_head >= m.n_kv_heads || pos >= state_->n_ctx)
         detail::fail(ErrorKind::out_of_range, "CudaKVCache::load_row: index out of range");
-    SMOL_CUDA_CHECK(cudaSetDevice(m.device));
+    const DeviceGuard device_guard(m.device);
     SMOL_CUDA_CHECK(cudaStreamSynchronize(state_->stream));
     std::vector<uint16_t> row(m.head_dim);
     const __half* src = state_->cache_block(layer, kind) + (kv_head * state_->n_ctx + pos) * m.head_dim;
@@ -437,7 +523,7 @@ void CudaModel::forward(const int32_t* tokens, size_t n, size_t start_pos, CudaK
                                                           " at index " + std::to_string(i) +
                                                           " is outside the vocabulary of " +
                                                           std::to_string(m.vocab_size));
-    SMOL_CUDA_CHECK(cudaSetDevice(m.device));
+    const DeviceGuard device_guard(m.device);
     cs.size = start_pos;
     const char* graph_env = std::getenv("SMOL_CUDA_GRAPH");
     const bool graphs = !(graph_env && std::string(graph_env) == "0");
@@ -456,15 +542,7 @@ void CudaModel::forward(const int32_t* tokens, size_t n, size_t start_pos, CudaK
             cs.enqueue_chunk(chunk, chunk, cs.all_logits.get<float>());
             SMOL_CUDA_CHECK(cudaMemcpyAsync(logits_host + done * m.vocab_size, cs.all_logits.get(), need,
                                             cudaMemcpyDeviceToHost, cs.stream));
-        } else if (chunk == 1 && graphs) {
-            if (!cs.graph_exec) {
-                SMOL_CUDA_CHECK(cudaStreamBeginCapture(cs.stream, cudaStreamCaptureModeThreadLocal));
-                cs.enqueue_chunk(1, 1, cs.logits.get<float>());
-                const cudaError_t captured = cudaStreamEndCapture(cs.stream, &cs.graph);
-                SMOL_CUDA_CHECK(cudaGetLastError());
-                SMOL_CUDA_CHECK(captured);
-                SMOL_CUDA_CHECK(cudaGraphInstantiate(&cs.graph_exec, cs.graph, 0));
-            }
+        } else if (chunk == 1 && graphs && !cs.graph_failed && (cs.graph_exec || cs.capture_decode_graph())) {
             SMOL_CUDA_CHECK(cudaGraphLaunch(cs.graph_exec, cs.stream));
         } else {
             cs.enqueue_chunk(chunk, last ? 1 : 0, cs.logits.get<float>());
@@ -485,6 +563,7 @@ namespace cuda_detail {
 
 namespace {
 
+// The test hooks run on device 0 and leave the caller's current device as it was.
 void require_any_device() { require_device(0); }
 
 }  // namespace
@@ -492,6 +571,7 @@ void require_any_device() { require_device(0); }
 void run_matmul(GGMLType type, const void* weights, size_t rows, size_t cols, const float* x,
                 size_t n_tokens, float* y) {
     require_any_device();
+    const DeviceGuard device_guard(0);
     if (!matmul_supports(type))
         detail::fail(ErrorKind::unsupported, "cuda run_matmul: type " + type_name(type));
     const size_t bytes = rows * row_bytes(type, cols);
@@ -513,6 +593,7 @@ void run_matmul(GGMLType type, const void* weights, size_t rows, size_t cols, co
 void run_embed(GGMLType type, const void* table, size_t rows, size_t cols, const int32_t* tokens,
                size_t n_tokens, float* out) {
     require_any_device();
+    const DeviceGuard device_guard(0);
     if (!embed_supports(type)) detail::fail(ErrorKind::unsupported, "cuda run_embed: type " + type_name(type));
     const size_t bytes = rows * row_bytes(type, cols);
     DeviceBuffer t(bytes), ids = upload_vector(tokens, n_tokens), x(n_tokens * cols * sizeof(float));
@@ -531,6 +612,7 @@ void run_embed(GGMLType type, const void* table, size_t rows, size_t cols, const
 void run_rmsnorm(const float* x, const float* weight, size_t n_tokens, size_t cols, float eps,
                  float* out, float* out_quantized) {
     require_any_device();
+    const DeviceGuard device_guard(0);
     DeviceBuffer in = upload_vector(x, n_tokens * cols), w = upload_vector(weight, cols);
     DeviceBuffer result(n_tokens * cols * sizeof(float)), dq(n_tokens * cols * sizeof(float));
     DeviceBuffer act(act_blocks(n_tokens, cols) * sizeof(ActBlock));
@@ -544,6 +626,7 @@ void run_rmsnorm(const float* x, const float* weight, size_t n_tokens, size_t co
 
 void run_swiglu(const float* gate, const float* up, size_t n, float* out) {
     require_any_device();
+    const DeviceGuard device_guard(0);
     DeviceBuffer g = upload_vector(gate, n), u = upload_vector(up, n), result(n * sizeof(float));
     DeviceBuffer act(act_blocks(1, n) * sizeof(ActBlock));
     launch_swiglu_quantize(g.get<float>(), u.get<float>(), 1, int(n), act.get<ActBlock>(),
@@ -555,6 +638,7 @@ void run_swiglu(const float* gate, const float* up, size_t n, float* out) {
 void run_rope(float* q, float* k, size_t n_tokens, size_t n_heads, size_t n_kv_heads, size_t head_dim,
               size_t rope_dims, float freq_base, size_t start_pos, bool use_rope) {
     require_any_device();
+    const DeviceGuard device_guard(0);
     const size_t q_count = n_tokens * n_heads * head_dim, k_count = n_tokens * n_kv_heads * head_dim;
     std::vector<double> inverse_frequency(std::max<size_t>(1, rope_dims / 2));
     for (size_t i = 0; i < rope_dims / 2; ++i)
@@ -579,6 +663,7 @@ void run_rope(float* q, float* k, size_t n_tokens, size_t n_heads, size_t n_kv_h
 void run_attention(const float* q, const float* keys, const float* values, size_t n_tokens,
                    size_t start_pos, size_t n_heads, size_t n_kv_heads, size_t head_dim, float* out) {
     require_any_device();
+    const DeviceGuard device_guard(0);
     if (!attention_supports(int(head_dim)))
         detail::fail(ErrorKind::unsupported, "cuda run_attention: head dim " + std::to_string(head_dim));
     const size_t positions = start_pos + n_tokens;

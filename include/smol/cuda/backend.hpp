@@ -45,6 +45,15 @@
 
 SMOL_NAMESPACE_BEGIN
 
+#if !defined(SMOL_CUDA_ENABLED)
+// A unit compiled without SMOL_CUDA_ENABLED gets inline stubs of the classes
+// below (end of file). They live in an inline namespace of their own, so in a
+// program that mixes such units with units linked against smol::cuda the
+// stubs and the real out-of-line definitions are different symbols: neither
+// can replace the other at link time (one definition rule).
+inline namespace cuda_off {
+#endif
+
 namespace cuda_detail {
 
 // A weight matrix in host memory (the mapped file): `rows` rows of `cols`
@@ -272,6 +281,7 @@ inline size_t CudaKVCache::bytes() const noexcept { return 0; }
 inline void CudaKVCache::truncate(size_t) { cuda_detail::not_built(); }
 inline void CudaKVCache::clear() noexcept {}
 inline void CudaKVCache::load_row(size_t, int, size_t, size_t, float*) const { cuda_detail::not_built(); }
+}  // inline namespace cuda_off
 #endif
 
 SMOL_NAMESPACE_END
