@@ -603,6 +603,58 @@ TEST_CASE("float ops of every level match their scalar references") {
     CHECK(out[1] == doctest::Approx(40.0).epsilon(1e-6));
 }
 
+TEST_CASE("attention: the avx512 level computes avx2's bits (same operations per element, 16 lanes)") {
+    const kernels::KernelSet* avx2_set = nullptr;
+    const kernels::KernelSet* avx512_set = nullptr;
+    for (const kernels::KernelSet* set : runnable_sets()) {
+        if (set->level == smol::CpuLevel::avx2) avx2_set = set;
+        if (set->level == smol::CpuLevel::avx512) avx512_set = set;
+    }
+    if (!avx2_set || !avx512_set) {
+        MESSAGE("skipped: this CPU cannot run both the avx2 and avx512 levels");
+        return;
+    }
+    for (bool f16 : {true, false})
+    for (size_t head_dim : {size_t(8), size_t(20), size_t(72), size_t(128)})
+    for (size_t group : {size_t(1), size_t(3), size_t(4), size_t(6)})
+    for (size_t n_positions : {size_t(1), size_t(2), size_t(7), size_t(70)}) {
+        CAPTURE(f16);
+        CAPTURE(head_dim);
+        CAPTURE(group);
+        CAPTURE(n_positions);
+        const size_t row_bytes = head_dim * (f16 ? 2 : 4) + 2;
+        std::vector<uint8_t> storage(2 * n_positions * row_bytes + 1);
+        uint8_t* keys = storage.data() + 1;
+        for (size_t i = 0; i < 2 * n_positions * row_bytes; i += 2) {
+            if (f16) {
+                const uint16_t h = smol::fp32_to_fp16(uniform(-1.0f, 1.0f));
+                std::memcpy(keys + i, &h, 2);
+            } else if (i % 4 == 0 && i + 4 <= 2 * n_positions * row_bytes) {
+                const float f = uniform(-1.0f, 1.0f);
+                std::memcpy(keys + i, &f, 4);
+            }
+        }
+        const std::vector<float> q = random_floats(group * head_dim, 2.0f);
+        std::vector<float> scores(group * n_positions), out_avx2(group * head_dim), out_avx512(group * head_dim);
+        kernels::AttentionHead head;
+        head.q = q.data();
+        head.keys = keys;
+        head.values = keys + n_positions * row_bytes;
+        head.row_bytes = row_bytes;
+        head.f16 = f16;
+        head.group = group;
+        head.head_dim = head_dim;
+        head.n_positions = n_positions;
+        head.scale = 1.0f / std::sqrt(float(head_dim));
+        head.scores = scores.data();
+        head.out = out_avx2.data();
+        avx2_set->attend(head);
+        head.out = out_avx512.data();
+        avx512_set->attend(head);
+        CHECK(std::memcmp(out_avx2.data(), out_avx512.data(), out_avx2.size() * sizeof(float)) == 0);
+    }
+}
+
 TEST_CASE("attention of every level matches the scalar reference and a float64 softmax(qK)V") {
     for (const kernels::KernelSet* set : runnable_sets())
     for (bool f16 : {true, false})

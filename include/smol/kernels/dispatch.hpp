@@ -38,8 +38,12 @@ inline const KernelSet& kernel_set(CpuLevel level) {
             return set;
         }
         case CpuLevel::avx512: {
-            static const KernelSet set = detail::make_x86_kernel_set<avx512::TilesZmm>(CpuLevel::avx512,
-                                                                                  &avx512::interleave_q8k32_zmm);
+            static const KernelSet set = [] {
+                KernelSet s = detail::make_x86_kernel_set<avx512::TilesZmm>(CpuLevel::avx512,
+                                                                            &avx512::interleave_q8k32_zmm);
+                s.attend = &avx512::attend;
+                return s;
+            }();
             return set;
         }
 #endif

@@ -10,7 +10,8 @@
 //                     everything else is avx2's.
 //   kernels::avx512   the integer tiles with AVX-512 VNNI (EVEX vpdpbusd): the
 //                     K-quants at 512 bits with their own activation layout
-//                     (detail/x86_avx512_tiles.inc), Q8_0 at 256; everything
+//                     (detail/x86_avx512_tiles.inc), Q8_0 at 256; attention at
+//                     512 bits (detail/x86_avx512_attention.inc); everything
 //                     else is avx2's.
 //
 // A function defined in a target region may only be called where the CPU has
@@ -563,6 +564,7 @@ namespace kernels {
 #undef SMOL_X86_TILES_NS
 #undef SMOL_X86_TILES_VNNI
 #include "detail/x86_avx512_tiles.inc"
+#include "detail/x86_avx512_attention.inc"
 }  // namespace kernels
 SMOL_NAMESPACE_END
 SMOL_TARGET_END
