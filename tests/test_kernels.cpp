@@ -625,13 +625,15 @@ TEST_CASE("attention: the avx512 level computes avx2's bits (same operations per
         const size_t row_bytes = head_dim * (f16 ? 2 : 4) + 2;
         std::vector<uint8_t> storage(2 * n_positions * row_bytes + 1);
         uint8_t* keys = storage.data() + 1;
-        for (size_t i = 0; i < 2 * n_positions * row_bytes; i += 2) {
-            if (f16) {
-                const uint16_t h = smol::fp32_to_fp16(uniform(-1.0f, 1.0f));
-                std::memcpy(keys + i, &h, 2);
-            } else if (i % 4 == 0 && i + 4 <= 2 * n_positions * row_bytes) {
+        for (size_t row = 0; row < 2 * n_positions; ++row) {  // keys, then values
+            for (size_t i = 0; i < head_dim; ++i) {
                 const float f = uniform(-1.0f, 1.0f);
-                std::memcpy(keys + i, &f, 4);
+                if (f16) {
+                    const uint16_t h = smol::fp32_to_fp16(f);
+                    std::memcpy(keys + row * row_bytes + 2 * i, &h, 2);
+                } else {
+                    std::memcpy(keys + row * row_bytes + 4 * i, &f, 4);
+                }
             }
         }
         const std::vector<float> q = random_floats(group * head_dim, 2.0f);

@@ -119,7 +119,7 @@ inline void attend(const AttentionHead& a) noexcept {
             for (size_t i = 0; i < vector_end; i += 4)
                 acc = vfmaq_f32(acc, vld1q_f32(q + i), load_cache4(key + i * element, a.f16));
             float dot = vaddvq_f32(acc);
-            for (size_t i = vector_end; i < hd; ++i) dot += q[i] * scalar::cache_value(key, i, a.f16);
+            for (size_t i = vector_end; i < hd; ++i) dot = std::fma(q[i], scalar::cache_value(key, i, a.f16), dot);
             a.scores[g * a.n_positions + p] = dot * a.scale;
         }
     }

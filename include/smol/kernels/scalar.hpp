@@ -248,7 +248,9 @@ inline float dot_in_lanes(Weight w, const float* x, size_t n) noexcept {
     const size_t vector_end = n / 8 * 8;
     for (size_t i = 0; i < vector_end; ++i) lane[i % 8] = std::fma(w(i), x[i], lane[i % 8]);
     float sum = sum_lanes(lane);
-    for (size_t i = vector_end; i < n; ++i) sum += w(i) * x[i];
+    // std::fma, not a * b + c: whether the compiler contracts that is its choice,
+    // and it chose differently for two copies of the same loop.
+    for (size_t i = vector_end; i < n; ++i) sum = std::fma(w(i), x[i], sum);
     return sum;
 }
 

@@ -286,7 +286,7 @@ void tile_float(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8
         for (int c = 0; c < n_cols; ++c) {
             const float* xc = reinterpret_cast<const float*>(x + size_t(c) * x_row_bytes);
             float sum = horizontal_sum(acc[c]);
-            for (size_t i = vector_end; i < cols; ++i) sum += scalar::widen_one<type>(row + i * element_bytes) * xc[i];
+            for (size_t i = vector_end; i < cols; ++i) sum = std::fma(scalar::widen_one<type>(row + i * element_bytes), xc[i], sum);
             y[size_t(c) * y_stride + r] = sum;
         }
     }
@@ -304,7 +304,7 @@ inline float dot_f32(const float* a, const float* b, size_t n) noexcept {
     }
     for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
     float sum = horizontal_sum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-    for (; i < n; ++i) sum += a[i] * b[i];
+    for (; i < n; ++i) sum = std::fma(a[i], b[i], sum);
     return sum;
 }
 
@@ -438,7 +438,7 @@ inline void score_heads(const AttentionHead& a, size_t first_head, size_t p, con
     for (int h = 0; h < n_heads; ++h) {
         const float* q = a.q + (first_head + size_t(h)) * hd;
         float dot = horizontal_sum(acc[h]);
-        for (size_t i = vector_end; i < hd; ++i) dot += q[i] * scalar::cache_value(key, i, a.f16);
+        for (size_t i = vector_end; i < hd; ++i) dot = std::fma(q[i], scalar::cache_value(key, i, a.f16), dot);
         a.scores[(first_head + size_t(h)) * a.n_positions + p] = dot * a.scale;
     }
 }

@@ -72,7 +72,7 @@ void tile_float(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8
         for (int c = 0; c < n_cols; ++c) {
             const float* xc = reinterpret_cast<const float*>(x + size_t(c) * x_row_bytes);
             float sum = xsimd::hadd(acc[c]);
-            for (size_t i = vector_end; i < cols; ++i) sum += scalar::widen_one<type>(row + i * element_bytes) * xc[i];
+            for (size_t i = vector_end; i < cols; ++i) sum = std::fma(scalar::widen_one<type>(row + i * element_bytes), xc[i], sum);
             y[size_t(c) * y_stride + r] = sum;
         }
     }
