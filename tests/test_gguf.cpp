@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fixtures.hpp"
@@ -974,7 +975,7 @@ TEST_CASE("random byte flips in the header either load or throw smol::Error") {
     }
 }
 
-TEST_CASE("opening paths: missing file, directory, empty file") {
+TEST_CASE("opening paths: missing file, directory, empty file, FIFO, device, null buffer") {
     auto expect = [](const std::string& path, ErrorKind kind, const std::string& needle) {
         try {
             File::open(path);
@@ -990,6 +991,19 @@ TEST_CASE("opening paths: missing file, directory, empty file") {
     { std::ofstream(empty, std::ios::binary); }
     expect(empty, ErrorKind::format, "empty");
     std::remove(empty.c_str());
+
+    // Not a regular file: refused before anything is read. A FIFO without a
+    // writer would block a plain open() forever (issue 14, class 3).
+    expect("/dev/null", ErrorKind::io, "not a regular file");
+    const std::string fifo = "/tmp/smol_test_gguf_fifo_" + std::to_string(::getpid());
+    std::remove(fifo.c_str());
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    expect(fifo, ErrorKind::io, "not a regular file");
+    std::remove(fifo.c_str());
+
+    // A null buffer is an Error, not a dereference (issue 14, class 8).
+    CHECK_THROWS_AS(File::from_buffer(nullptr, 64), smol::Error);
+    CHECK_THROWS_AS(smol::Model::load_from_memory(nullptr, 1024), smol::Error);
 
     // write_file + open agree with to_bytes.
     Writer w;

@@ -92,7 +92,9 @@ private:
         if (!view) detail::fail(ErrorKind::io, "cannot map '" + path + "'");
         data_ = static_cast<const uint8_t*>(view);
 #else
-        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        // Non-blocking, so that opening a FIFO (or a device) cannot wait for a
+        // writer; only a regular file goes on to be mapped.
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
         if (fd < 0)
             detail::fail(ErrorKind::io,
                          "cannot open '" + path + "': " + std::strerror(errno));
@@ -104,6 +106,11 @@ private:
         if (S_ISDIR(st.st_mode)) {
             ::close(fd);
             detail::fail(ErrorKind::io, "'" + path + "' is a directory, not a file");
+        }
+        if (!S_ISREG(st.st_mode)) {
+            ::close(fd);
+            detail::fail(ErrorKind::io, "'" + path + "' is not a regular file (a FIFO, socket or device); "
+                                        "models are read from regular files only");
         }
         if (st.st_size <= 0) {
             ::close(fd);

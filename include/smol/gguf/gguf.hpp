@@ -310,6 +310,9 @@ public:
     // embedded resources). No copy is made.
     static std::shared_ptr<File> from_buffer(const void* data, size_t size,
                                              std::string source = "<memory>") {
+        if (data == nullptr && size > 0)  // (nullptr, 0) is an empty file: "too small" below
+            smol::detail::fail(ErrorKind::invalid_argument, source + ": no buffer (null pointer, " + std::to_string(size) +
+                                                          " bytes claimed)");
         auto file = std::shared_ptr<File>(new File());
         file->source_ = std::move(source);
         file->parse(static_cast<const uint8_t*>(data), size);
