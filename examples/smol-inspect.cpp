@@ -11,20 +11,27 @@
 
 namespace {
 
-std::string quote(std::string_view s, size_t max = 80) {
-    std::string out = "\"";
+// At most `max` bytes of s, with quotes, backslashes and control bytes
+// escaped: names and strings come from the file, and a terminal must not
+// receive its escape sequences (nor a NUL cut the line).
+std::string escape(std::string_view s, size_t max) {
+    std::string out;
     for (size_t i = 0; i < s.size() && i < max; ++i) {
-        const char c = s[i];
+        const unsigned char c = static_cast<unsigned char>(s[i]);
         if (c == '\n') out += "\\n";
         else if (c == '"') out += "\\\"";
         else if (c == '\\') out += "\\\\";
-        else out += c;
+        else if (c < 0x20 || c == 0x7f) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\x%02x", c);
+            out += buf;
+        } else out += char(c);
     }
-    if (s.size() > max) out += "...";
-    out += "\"";
-    if (s.size() > max) out += " (" + std::to_string(s.size()) + " bytes)";
+    if (s.size() > max) out += "...(" + std::to_string(s.size()) + " bytes)";
     return out;
 }
+
+std::string quote(std::string_view s, size_t max = 80) { return "\"" + escape(s, max) + "\""; }
 
 std::string scalar_text(const smol::gguf::Value& v) {
     using smol::gguf::ValueType;
@@ -47,16 +54,15 @@ std::string array_text(const smol::gguf::ArrayView& a) {
                       std::to_string(a.size()) + "]";
     const size_t show = a.size() < 5 ? size_t(a.size()) : 5;
     if (a.element_type() == ValueType::string) {
-        auto items = a.strings();
+        auto items = a.strings(show);  // the preview only: arrays can hold millions
         out += " {";
         for (size_t i = 0; i < show; ++i) out += (i ? ", " : "") + quote(items[i], 24);
         out += a.size() > show ? ", ...}" : "}";
     } else if (smol::gguf::scalar_size(a.element_type()) > 0) {
-        auto items = a.to_vector<double>();
         out += " {";
         for (size_t i = 0; i < show; ++i) {
             char buf[32];
-            std::snprintf(buf, sizeof buf, "%s%g", i ? ", " : "", items[i]);
+            std::snprintf(buf, sizeof buf, "%s%g", i ? ", " : "", a.at<double>(i));
             out += buf;
         }
         out += a.size() > show ? ", ...}" : "}";
@@ -81,7 +87,7 @@ int main(int argc, char** argv) {
         std::printf("\nmetadata (%zu keys):\n", file->metadata().size());
         for (const auto& kv : file->metadata()) {
             const auto& v = kv.value;
-            std::printf("  %-44s %-7s %s\n", kv.key.c_str(), smol::gguf::value_type_name(v.type()),
+            std::printf("  %-44s %-7s %s\n", escape(kv.key, 96).c_str(), smol::gguf::value_type_name(v.type()),
                         v.type() == smol::gguf::ValueType::array ? array_text(v.as_array()).c_str()
                                                                  : scalar_text(v).c_str());
         }
@@ -101,7 +107,7 @@ int main(int argc, char** argv) {
                 for (size_t d = 0; d < t.dims.size(); ++d)
                     shape += (d ? ", " : "") + std::to_string(t.dims[d]);
                 shape += "]";
-                std::printf("  %-36s %-6s %-24s %12" PRIu64 "\n", t.name.c_str(),
+                std::printf("  %-36s %-6s %-24s %12" PRIu64 "\n", escape(t.name, 96).c_str(),
                             smol::type_name(t.type).c_str(), shape.c_str(), t.n_bytes);
             }
         }

@@ -1,10 +1,15 @@
 // Tests of generator sessions: save / restore to bytes, fork, reset, and the
 // "many NPCs from one prefilled system prompt" pattern, on models made in
-// memory (byte vocabulary, random weights).
+// memory (byte vocabulary, random weights); the session checksum (CRC-32C)
+// and what it must catch (every single-byte corruption, truncation, the old
+// unchecked version 1).
 #include <doctest/doctest.h>
 
+#include <smol/detail/crc32c.hpp>
 #include <smol/generator.hpp>
 
+#include <cstring>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -48,6 +53,20 @@ smol::Error expect_error(F&& f) {
     }
     FAIL("expected a smol::Error");
     return smol::Error(smol::ErrorKind::internal, "unreachable");
+}
+
+// Bit at a time, straight from the definition: what the table-driven version must match.
+uint32_t crc32c_bitwise(const uint8_t* data, size_t size) {
+    uint32_t crc = 0xFFFFFFFFu;
+    for (size_t i = 0; i < size; ++i) {
+        crc ^= data[i];
+        for (int bit = 0; bit < 8; ++bit) crc = (crc & 1u) ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
+    }
+    return ~crc;
+}
+
+uint32_t crc32c_of(const std::string& text) {
+    return smol::detail::crc32c(text.data(), text.size());
 }
 
 }  // namespace
@@ -218,4 +237,214 @@ TEST_CASE("reset forgets the history and the cache") {
     const auto again = gen.generate("Once upon a time", sampled(8, 4));
     CHECK(again.n_reused_tokens == 0);
     CHECK(again.tokens == first.tokens);
+}
+
+TEST_CASE("crc32c: the standard check value and known vectors") {
+    CHECK(crc32c_of("123456789") == 0xE3069283u);
+    CHECK(crc32c_of("") == 0u);
+    CHECK(crc32c_of("a") == 0xC1D04330u);
+    CHECK(crc32c_of("The quick brown fox jumps over the lazy dog") == 0x22620404u);
+    // RFC 3720 (iSCSI) appendix B.4: 32-byte patterns.
+    uint8_t block[32];
+    std::memset(block, 0x00, sizeof block);
+    CHECK(smol::detail::crc32c(block, sizeof block) == 0x8A9136AAu);
+    std::memset(block, 0xFF, sizeof block);
+    CHECK(smol::detail::crc32c(block, sizeof block) == 0x62A8AB43u);
+    for (int i = 0; i < 32; ++i) block[i] = uint8_t(i);
+    CHECK(smol::detail::crc32c(block, sizeof block) == 0x46DD794Eu);
+    for (int i = 0; i < 32; ++i) block[i] = uint8_t(31 - i);
+    CHECK(smol::detail::crc32c(block, sizeof block) == 0x113FDB5Cu);
+}
+
+TEST_CASE("crc32c: slicing-by-8 matches the bitwise definition at every length, offset and split") {
+    std::mt19937_64 rng(42);
+    std::vector<uint8_t> bytes(4096 + 16);
+    for (auto& b : bytes) b = uint8_t(rng());
+    for (size_t offset = 0; offset < 8; ++offset)
+        for (size_t n = 0; n < 300; ++n)
+            REQUIRE(smol::detail::crc32c(bytes.data() + offset, n) ==
+                    crc32c_bitwise(bytes.data() + offset, n));
+    const size_t n = 4096 + 5;
+    const uint32_t whole = crc32c_bitwise(bytes.data() + 3, n);
+    CHECK(smol::detail::crc32c(bytes.data() + 3, n) == whole);
+    for (size_t split = 0; split <= n; split += (split < 40 ? 1 : 257)) {
+        const uint32_t head = smol::detail::crc32c(bytes.data() + 3, split);
+        REQUIRE(smol::detail::crc32c_update(head, bytes.data() + 3 + split, n - split) == whole);
+    }
+}
+
+namespace {
+
+// A generator with some state of its own, to check a failed restore leaves it alone.
+struct Bystander {
+    smol::Generator gen;
+    std::vector<int32_t> history;
+    size_t cached;
+    explicit Bystander(std::shared_ptr<const smol::Model> model) : gen(std::move(model)) {
+        gen.generate("Keep this state", sampled(3, 2));
+        history = gen.history();
+        cached = gen.n_cached();
+    }
+    bool unchanged() const { return gen.history() == history && gen.n_cached() == cached; }
+};
+
+bool rejected_kind(smol::ErrorKind kind) {
+    return kind == smol::ErrorKind::format || kind == smol::ErrorKind::unsupported ||
+           kind == smol::ErrorKind::invalid_argument;
+}
+
+}  // namespace
+
+TEST_CASE("every single-byte corruption of a session is detected, the generator keeps its state") {
+    auto model = made_model();
+    smol::Generator gen(model);
+    gen.generate("The miller counted his sacks", sampled(6, 3));
+    const auto bytes = gen.save_session();
+    REQUIRE(bytes.size() > 4096);
+    Bystander target(model);
+
+    // Every byte of the header, identity, history and the cache's own header,
+    // with several corruptions each; then a sample of the cache's payload.
+    std::mt19937_64 rng(7);
+    std::vector<size_t> positions;
+    for (size_t i = 0; i < 512; ++i) positions.push_back(i);
+    for (size_t i = 0; i < 2000; ++i)
+        positions.push_back(512 + size_t(rng() % (bytes.size() - 512)));
+    positions.push_back(bytes.size() - 1);
+    size_t detected = 0, trials = 0;
+    std::vector<uint8_t> damaged = bytes;
+    for (size_t at : positions) {
+        const uint8_t deltas[] = {0x01, 0x80, 0xFF, uint8_t(1 + rng() % 255)};
+        for (uint8_t delta : deltas) {
+            damaged[at] = uint8_t(bytes[at] ^ delta);
+            smol::ErrorInfo error;
+            const bool restored =
+                target.gen.try_restore_session(damaged.data(), damaged.size(), &error);
+            ++trials;
+            if (!restored && rejected_kind(error.kind)) {
+                ++detected;
+            } else {
+                FAIL_CHECK("byte " << at << " ^ " << int(delta) << " went undetected (restored "
+                                   << restored << ", kind "
+                                   << std::string(smol::to_string(error.kind)) << ")");
+            }
+            REQUIRE(target.unchanged());
+        }
+        damaged[at] = bytes[at];
+    }
+    CHECK(detected == trials);
+
+    // A flipped checksum, a flipped payload byte: named as corruption.
+    damaged[12] ^= 0x10;
+    const smol::Error on_crc = expect_error([&] { target.gen.restore_session(damaged); });
+    CHECK(on_crc.kind() == smol::ErrorKind::format);
+    CHECK(std::string(on_crc.what()).find("checksum mismatch") != std::string::npos);
+    damaged = bytes;
+    damaged[bytes.size() / 2] ^= 0x04;
+    CHECK(expect_error([&] { target.gen.restore_session(damaged); }).kind() ==
+          smol::ErrorKind::format);
+    CHECK(target.unchanged());
+
+    // The untouched bytes still restore.
+    target.gen.restore_session(bytes);
+    CHECK(target.gen.history() == gen.history());
+    CHECK(target.gen.n_cached() == gen.n_cached());
+}
+
+TEST_CASE("a truncated or extended session is rejected at every length") {
+    auto model = made_model();
+    smol::Generator gen(model);
+    gen.generate("A short tale", sampled(5, 8));
+    const auto bytes = gen.save_session();
+    Bystander target(model);
+    for (size_t n = 0; n < bytes.size(); n += (n < 1024 ? 1 : 61)) {
+        smol::ErrorInfo error;
+        REQUIRE_FALSE(target.gen.try_restore_session(bytes.data(), n, &error));
+        CHECK(rejected_kind(error.kind));
+        REQUIRE(target.unchanged());
+    }
+    smol::ErrorInfo error;
+    CHECK_FALSE(target.gen.try_restore_session(bytes.data(), bytes.size() - 1, &error));
+    std::vector<uint8_t> longer = bytes;
+    longer.push_back(0);
+    CHECK_FALSE(target.gen.try_restore_session(longer.data(), longer.size(), &error));
+    CHECK(error.kind == smol::ErrorKind::format);
+    CHECK_FALSE(target.gen.try_restore_session(nullptr, 100, &error));
+    CHECK(target.unchanged());
+}
+
+TEST_CASE("a version-1 session (reserved word, no checksum) is unsupported") {
+    auto model = made_model();
+    smol::Generator gen(model);
+    gen.generate("An old save", sampled(4, 6));
+    const auto v2 = gen.save_session();
+    // Version 1 had the same body after a 16-byte header whose last word was a reserved 0.
+    std::vector<uint8_t> v1(v2.begin(), v2.begin() + 8);
+    smol::detail::append_le<uint32_t>(v1, 1);
+    smol::detail::append_le<uint32_t>(v1, 0);
+    v1.insert(v1.end(), v2.begin() + 16, v2.end());
+
+    Bystander target(model);
+    const smol::Error e = expect_error([&] { target.gen.restore_session(v1); });
+    CHECK(e.kind() == smol::ErrorKind::unsupported);
+    CHECK(std::string(e.what()).find("version 1 is no longer supported") != std::string::npos);
+    CHECK(target.unchanged());
+
+    // A future version, checksum and all, is unsupported too (not a checksum error).
+    std::vector<uint8_t> v3 = v2;
+    v3[8] = 3;
+    const uint32_t crc = smol::detail::crc32c_update(smol::detail::crc32c(v3.data(), 12),
+                                                     v3.data() + 16, v3.size() - 16);
+    std::memcpy(v3.data() + 12, &crc, 4);
+    CHECK(expect_error([&] { target.gen.restore_session(v3); }).kind() ==
+          smol::ErrorKind::unsupported);
+    CHECK(target.unchanged());
+}
+
+TEST_CASE("the checksum covers the magic, the version and the body, not itself") {
+    auto model = made_model();
+    smol::Generator gen(model);
+    gen.generate("Count me", sampled(3, 9));
+    const auto bytes = gen.save_session();
+    uint32_t stored;
+    std::memcpy(&stored, bytes.data() + 12, 4);
+    const uint32_t expected = smol::detail::crc32c_update(smol::detail::crc32c(bytes.data(), 12),
+                                                          bytes.data() + 16, bytes.size() - 16);
+    CHECK(stored == expected);
+    CHECK(bytes[8] == 2);  // the version
+}
+
+TEST_CASE("sessions are portable across generators and instances of the same model") {
+    auto model = made_model(1, 2);
+    auto same_file = made_model(1, 1);  // a second Model loaded from the same bytes
+    REQUIRE(model.get() != same_file.get());
+    REQUIRE(model->identity() == same_file->identity());
+    smol::Generator original(model);
+    original.generate("The shepherd counted", sampled(10, 21));
+    const auto bytes = original.save_session();
+    const std::vector<int32_t> saved_history = original.history();
+    const size_t saved_cached = original.n_cached();
+
+    std::vector<int32_t> next = saved_history;
+    const auto more = model->tokenizer().encode(" and then", false);
+    next.insert(next.end(), more.begin(), more.end());
+    const auto expected = original.generate_tokens(next, sampled(12, 5));
+
+    smol::GeneratorOptions wider;
+    wider.n_ctx = 2048;
+    smol::Generator other_ctx(model, wider);
+    smol::Generator other_instance(same_file);
+    for (smol::Generator* gen : {&other_ctx, &other_instance}) {
+        gen->restore_session(bytes);
+        CHECK(gen->history() == saved_history);
+        CHECK(gen->n_cached() == saved_cached);
+        const auto continued = gen->generate_tokens(next, sampled(12, 5));
+        CHECK(continued.n_reused_tokens == expected.n_reused_tokens);
+        CHECK(continued.tokens == expected.tokens);
+        // A session saved by the restored generator restores in turn.
+        smol::Generator again(model);
+        again.restore_session(gen->save_session());
+        CHECK(again.history() == gen->history());
+        CHECK(again.n_cached() == gen->n_cached());
+    }
 }

@@ -25,6 +25,8 @@ enum class ErrorKind {
     out_of_range,      // positions or prompts past the context
     cancelled,    // the operation was cancelled by the caller
     internal,     // a bug in smol: please report it
+    resource,     // a size past the memory budget (LoadOptions::memory_budget), or an
+                  // allocation that failed; the message names the size
 };
 
 inline const char* to_string(ErrorKind kind) noexcept {
@@ -39,6 +41,7 @@ inline const char* to_string(ErrorKind kind) noexcept {
         case ErrorKind::out_of_range: return "out_of_range";
         case ErrorKind::cancelled: return "cancelled";
         case ErrorKind::internal: return "internal";
+        case ErrorKind::resource: return "resource";
     }
     return "unknown";
 }

@@ -60,6 +60,7 @@
 #include "detail/abi.hpp"
 
 #include "detail/bytes.hpp"
+#include "detail/crc32c.hpp"
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -262,7 +263,8 @@ public:
         if (auto invalid = options_error(model.get(), options)) detail::fail(invalid->kind, invalid->message);
         state_->model = std::move(model);
         state_->options = options;
-        state_->kv = std::make_unique<KVCache>(state_->model->config(), options.n_ctx, options.kv_type);
+        state_->kv = std::make_unique<KVCache>(state_->model->config(), options.n_ctx, options.kv_type,
+                                               state_->model->memory_budget());
         state_->logits.resize(state_->model->config().vocab_size);
         const auto chat_template = state_->model->file().find<std::string>("tokenizer.chat_template");
         state_->chat_format = detect_chat_format(chat_template ? std::string_view(*chat_template)
@@ -400,16 +402,23 @@ public:
 
     // The session (history + KV cache) as bytes, tagged with the model's
     // identity; restore_session() on a generator of the same model brings it
-    // back. Layout (little-endian): "SMOLSESS", u32 version, u32 0,
-    // u64 identity length + identity, u64 n_history + i32 ids,
-    // u64 kv length + KVCache::serialize() bytes.
+    // back. Layout (little-endian), version 2:
+    //   offset 0   "SMOLSESS"
+    //   offset 8   u32 version (2)
+    //   offset 12  u32 CRC-32C of every other byte: [0, 12) then [16, end)
+    //   offset 16  u64 identity length + identity bytes,
+    //              u64 n_history + n_history i32 ids,
+    //              u64 kv length + KVCache::serialize() bytes (to the end)
+    // The checksum is why version 1 (a reserved zero word where the CRC now
+    // is, nothing covered) is no longer read: a corrupted v1 session could
+    // restore a history that disagrees with its cache.
     std::vector<uint8_t> save_session() {
         ExclusiveScope scope(*this, "save_session");
         // Constructed from the magic (not inserted into an empty vector): g++ 12
         // warns falsely (-Wstringop-overflow) on the latter at -O2.
         std::vector<uint8_t> out(kSessionMagic, kSessionMagic + 8);
         smol::detail::append_le<uint32_t>(out, kSessionVersion);
-        smol::detail::append_le<uint32_t>(out, 0);
+        smol::detail::append_le<uint32_t>(out, 0);  // the CRC, filled in last
         const std::string identity = state_->model->identity();
         smol::detail::append_le<uint64_t>(out, identity.size());
         out.insert(out.end(), identity.begin(), identity.end());
@@ -418,12 +427,16 @@ public:
         const std::vector<uint8_t> kv = state_->kv->serialize();
         smol::detail::append_le<uint64_t>(out, kv.size());
         out.insert(out.end(), kv.begin(), kv.end());
+        const uint32_t crc = session_crc(out.data(), out.size());
+        std::memcpy(out.data() + kSessionCrcOffset, &crc, 4);
         return out;
     }
 
     // Restores a session from save_session(). Another model's session is
-    // smol::Error(invalid_argument); malformed bytes are ErrorKind::format; a
-    // session longer than this generator's n_ctx is ErrorKind::out_of_range.
+    // smol::Error(invalid_argument); malformed or corrupted bytes (checksum
+    // mismatch) are ErrorKind::format; another session version (1 included) is
+    // ErrorKind::unsupported; a session longer than this generator's n_ctx is
+    // ErrorKind::out_of_range.
     // On error the generator keeps its previous state.
     void restore_session(const std::vector<uint8_t>& bytes) { restore_session(bytes.data(), bytes.size()); }
     void restore_session(const uint8_t* data, size_t size) {
@@ -468,7 +481,16 @@ public:
 
 private:
     static constexpr uint8_t kSessionMagic[8] = {'S', 'M', 'O', 'L', 'S', 'E', 'S', 'S'};
-    static constexpr uint32_t kSessionVersion = 1;
+    static constexpr uint32_t kSessionVersion = 2;
+    static constexpr size_t kSessionCrcOffset = 12;
+    static constexpr size_t kSessionHeaderBytes = 16;
+
+    // CRC-32C of a whole session (size >= kSessionHeaderBytes) except its own field.
+    static uint32_t session_crc(const uint8_t* data, size_t size) noexcept {
+        const uint32_t head = smol::detail::crc32c(data, kSessionCrcOffset);
+        return smol::detail::crc32c_update(head, data + kSessionHeaderBytes,
+                                           size - kSessionHeaderBytes);
+    }
 
     struct State {
         std::shared_ptr<const Model> model;
@@ -934,20 +956,33 @@ private:
         return finish(reason);
     }
 
+    // Validates everything before the last two lines change the generator (on
+    // error it keeps its state), and the checksum before allocating anything
+    // sized by counts in the bytes.
     void restore_unlocked(const uint8_t* data, size_t size) {
+        if (!data && size != 0)
+            detail::fail(ErrorKind::invalid_argument, "session: null data with a size");
         size_t pos = 0;
-        auto need = [&](size_t n, const char* what) {
-            if (size - pos < n)
+        // 64-bit counts compared against what is left, never added to pos
+        // first, so a forged count can neither wrap nor truncate on 32-bit size_t.
+        auto need = [&](uint64_t n, const char* what) {
+            if (uint64_t(size - pos) < n)
                 detail::fail(ErrorKind::format, std::string("session: truncated (") + what + ")");
         };
-        need(16, "header");
+        need(kSessionHeaderBytes, "header");
         if (std::memcmp(data, kSessionMagic, 8) != 0)
             detail::fail(ErrorKind::format, "session: not a smol session (bad magic)");
-        pos = 8;
-        const uint32_t version = smol::detail::read_le<uint32_t>(data, pos);
+        const uint32_t version = smol::detail::read_le<uint32_t>(data, 8);
         if (version != kSessionVersion)
-            detail::fail(ErrorKind::unsupported, "session: unsupported version " + std::to_string(version));
-        pos += 8;
+            detail::fail(ErrorKind::unsupported,
+                         "session: version " + std::to_string(version) +
+                             (version < kSessionVersion ? " is no longer supported"
+                                                        : " is newer than this build") +
+                             " (this build reads version " + std::to_string(kSessionVersion) +
+                             " only)");
+        if (smol::detail::read_le<uint32_t>(data, kSessionCrcOffset) != session_crc(data, size))
+            detail::fail(ErrorKind::format, "session: checksum mismatch (corrupted)");
+        pos = kSessionHeaderBytes;
         need(8, "identity length");
         const uint64_t identity_size = smol::detail::read_le<uint64_t>(data, pos);
         pos += 8;
@@ -961,7 +996,7 @@ private:
         need(8, "history length");
         const uint64_t n_history = smol::detail::read_le<uint64_t>(data, pos);
         pos += 8;
-        if (n_history > (size - pos) / 4) need(SIZE_MAX, "history");
+        if (n_history > (size - pos) / 4) need(UINT64_MAX, "history");
         std::vector<int32_t> history(static_cast<size_t>(n_history));
         for (auto& id : history) {
             id = smol::detail::read_le<int32_t>(data, pos);
@@ -973,7 +1008,8 @@ private:
         const uint64_t kv_size = smol::detail::read_le<uint64_t>(data, pos);
         pos += 8;
         need(kv_size, "cache");
-        if (pos + kv_size != size) detail::fail(ErrorKind::format, "session: trailing bytes after the cache");
+        if (uint64_t(size - pos) != kv_size)
+            detail::fail(ErrorKind::format, "session: trailing bytes after the cache");
         KVCache kv = KVCache::deserialize(state_->model->config(), data + pos, size_t(kv_size), n_ctx());
         if (kv.size() > history.size())
             detail::fail(ErrorKind::format, "session: the cache holds more positions than the history");

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "../core/mmap.hpp"
+#include "../detail/checked.hpp"
 #include "../error.hpp"
 #include "../quant/types.hpp"
 
@@ -55,6 +56,11 @@ namespace gguf {
 constexpr uint32_t kMagic = 0x46554747u;  // "GGUF" read as a little-endian u32
 constexpr uint32_t kDefaultAlignment = 32;
 constexpr uint32_t kMaxDims = 4;
+// Table sizes smol accepts. Real files hold tens of metadata keys and a few
+// hundred tensors (SmolLM3-3B: 326); the limits keep what the tables cost in
+// memory (about 200 bytes an entry) bounded whatever a file declares.
+constexpr uint64_t kMaxMetadataKeys = uint64_t(1) << 18;
+constexpr uint64_t kMaxTensors = uint64_t(1) << 18;
 
 enum class ValueType : uint32_t {
     u8 = 0, i8 = 1, u16 = 2, i16 = 3, u32 = 4, i32 = 5, f32 = 6, boolean = 7,
@@ -125,13 +131,16 @@ public:
     const uint8_t* data() const noexcept { return data_; }
     size_t bytes() const noexcept { return bytes_; }
 
-    // The elements of a string array as views into the file (no string copies).
-    std::vector<std::string_view> strings() const {
+    // The elements of a string array as views into the file (no string copies);
+    // at most `max_count` of them, the leading ones (a preview need not build
+    // a table as long as the array).
+    std::vector<std::string_view> strings(uint64_t max_count = ~uint64_t(0)) const {
         require(ValueType::string, "string");
         std::vector<std::string_view> out;
-        out.reserve(size_t(count_));
+        const uint64_t n = std::min(count_, max_count);
+        out.reserve(size_t(n));
         const uint8_t* p = data_;
-        for (uint64_t i = 0; i < count_; ++i) {
+        for (uint64_t i = 0; i < n; ++i) {
             // Lengths were validated during parsing.
             const uint64_t len = detail::load_le<uint64_t>(p);
             out.emplace_back(reinterpret_cast<const char*>(p + 8), size_t(len));
@@ -159,6 +168,25 @@ public:
         std::vector<T> out(static_cast<size_t>(count_));
         for (size_t i = 0; i < out.size(); ++i) out[i] = element<T>(data_ + i * width);
         return out;
+    }
+
+    // Element i of a numeric array as T (same conversion rules as to_vector),
+    // without converting the rest.
+    template <class T>
+    T at(uint64_t i) const {
+        static_assert(std::is_arithmetic_v<T>, "at<T> needs an arithmetic T");
+        const size_t width = scalar_size(element_type_);
+        if (width == 0)
+            smol::detail::fail(ErrorKind::type, std::string("gguf: array of ") +
+                                                    value_type_name(element_type_) + " is not numeric");
+        if (std::is_integral_v<T> && (element_type_ == ValueType::f32 || element_type_ == ValueType::f64))
+            smol::detail::fail(ErrorKind::type, std::string("gguf: array of ") +
+                                                    value_type_name(element_type_) +
+                                                    " cannot be read as integers");
+        if (i >= count_)
+            smol::detail::fail(ErrorKind::out_of_range, "gguf: array index " + std::to_string(i) + " of " +
+                                                            std::to_string(count_));
+        return element<T>(data_ + size_t(i) * width);
     }
 
 private:
@@ -341,7 +369,7 @@ public:
     const std::vector<TensorInfo>& tensors() const noexcept { return tensors_; }
 
     const Value* find_value(std::string_view key) const {
-        auto it = key_index_.find(std::string(key));
+        auto it = key_index_.find(key);
         return it == key_index_.end() ? nullptr : &metadata_[it->second].value;
     }
     bool has(std::string_view key) const { return find_value(key) != nullptr; }
@@ -367,7 +395,7 @@ public:
     }
 
     const TensorInfo* find_tensor(std::string_view name) const {
-        auto it = tensor_index_.find(std::string(name));
+        auto it = tensor_index_.find(name);
         return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
     }
     const TensorInfo& tensor(std::string_view name) const {
@@ -377,6 +405,11 @@ public:
                                "gguf: " + source_ + ": missing tensor '" + std::string(name) + "'");
         return *t;
     }
+
+    // Views (tensor data, index keys) point into the bytes: a copy would
+    // share them with a File that may die first.
+    File(const File&) = delete;
+    File& operator=(const File&) = delete;
 
 private:
     File() = default;
@@ -559,6 +592,14 @@ private:
             smol::detail::fail(ErrorKind::format, "gguf: " + source_ + ": tensor count " +
                                                       std::to_string(tensor_count) +
                                                       " exceeds the file size (truncated or corrupt?)");
+        if (kv_count > kMaxMetadataKeys)
+            smol::detail::fail(ErrorKind::unsupported, "gguf: " + source_ + ": " + std::to_string(kv_count) +
+                                                           " metadata keys (smol reads at most " +
+                                                           std::to_string(kMaxMetadataKeys) + ")");
+        if (tensor_count > kMaxTensors)
+            smol::detail::fail(ErrorKind::unsupported, "gguf: " + source_ + ": " + std::to_string(tensor_count) +
+                                                           " tensors (smol reads at most " +
+                                                           std::to_string(kMaxTensors) + ")");
 
         // Reserve no more bytes than the file has left: a forged count that
         // passes the check above must not turn into a large allocation (a
@@ -574,7 +615,7 @@ private:
                                                           detail::clip_name(key) + "' has invalid type " +
                                                           std::to_string(type_raw));
             Value value = read_value(r, ValueType(type_raw), 0);
-            if (!key_index_.emplace(std::string(key), metadata_.size()).second)
+            if (!key_index_.emplace(key, metadata_.size()).second)
                 smol::detail::fail(ErrorKind::format, "gguf: " + source_ + ": duplicate key '" +
                                                           detail::clip_name(key) + "'");
             metadata_.push_back({std::string(key), value});
@@ -598,7 +639,8 @@ private:
         tensor_index_.reserve(size_t(tensor_count));
         for (uint64_t i = 0; i < tensor_count; ++i) {
             TensorInfo info;
-            info.name = std::string(r.read_string("tensor name"));
+            const std::string_view name = r.read_string("tensor name");  // a view of the file, for the index
+            info.name = std::string(name);
             const uint32_t n_dims = r.read<uint32_t>("tensor dims");
             if (n_dims == 0 || n_dims > kMaxDims)
                 smol::detail::fail(ErrorKind::format, "gguf: " + source_ + ": tensor '" + detail::clip_name(info.name) +
@@ -631,15 +673,19 @@ private:
                                        std::to_string(info.dims[0]) + " is not a multiple of the " +
                                        traits.name + " block size " +
                                        std::to_string(traits.block_size));
-            // n < 2^62 and type_size <= 292 with block_size >= 1: no overflow after dividing.
-            info.n_bytes = n / traits.block_size * traits.type_size;
+            // n < 2^62 elements, but n / block_size blocks of type_size bytes can
+            // still pass 2^64 (F32: 4 bytes an element): a wrapped size would
+            // pass the bounds check below and let kernels read past the file.
+            if (!smol::detail::mul_fits(n / traits.block_size, traits.type_size, &info.n_bytes))
+                smol::detail::fail(ErrorKind::format, "gguf: " + source_ + ": tensor '" +
+                                                          detail::clip_name(info.name) + "' byte size overflows");
             info.offset = r.read<uint64_t>("tensor offset");
             if (info.offset % alignment_ != 0)
                 smol::detail::fail(ErrorKind::format, "gguf: " + source_ + ": tensor '" + detail::clip_name(info.name) +
                                                           "' offset " + std::to_string(info.offset) +
                                                           " is not aligned to " +
                                                           std::to_string(alignment_));
-            if (!tensor_index_.emplace(info.name, tensors_.size()).second)
+            if (!tensor_index_.emplace(name, tensors_.size()).second)
                 smol::detail::fail(ErrorKind::format, "gguf: " + source_ + ": duplicate tensor '" +
                                                           detail::clip_name(info.name) + "'");
             tensors_.push_back(std::move(info));
@@ -673,9 +719,10 @@ private:
     uint32_t alignment_ = kDefaultAlignment;
     size_t data_offset_ = 0;
     std::vector<KeyValue> metadata_;
-    std::unordered_map<std::string, size_t> key_index_;
+    // Keyed by views of the file's bytes (they live as long as the File).
+    std::unordered_map<std::string_view, size_t> key_index_;
     std::vector<TensorInfo> tensors_;
-    std::unordered_map<std::string, size_t> tensor_index_;
+    std::unordered_map<std::string_view, size_t> tensor_index_;
 };
 
 }  // namespace gguf

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "../core/fp16.hpp"
+#include "../detail/checked.hpp"
 #include "../error.hpp"
 #include "config.hpp"
 
@@ -44,8 +45,12 @@ public:
     static constexpr size_t kDefaultSize = ~size_t(0);  // "min(4096, context length)"
 
     // n_ctx kDefaultSize picks min(4096, config.context_length); 0 or more than
-    // context_length is ErrorKind::invalid_argument.
-    explicit KVCache(const Config& config, size_t n_ctx = kDefaultSize, KVType type = KVType::f16)
+    // context_length is ErrorKind::invalid_argument. The cache's bytes are
+    // checked against `memory_budget` (0: the machine's physical memory; see
+    // LoadOptions::memory_budget) before anything is allocated: a geometry
+    // whose size overflows or exceeds it is ErrorKind::resource.
+    explicit KVCache(const Config& config, size_t n_ctx = kDefaultSize, KVType type = KVType::f16,
+                     uint64_t memory_budget = 0)
         : n_layers_(config.n_layers), n_kv_heads_(config.n_kv_heads), head_dim_(config.head_dim),
           type_(type) {
         if (n_ctx == kDefaultSize) n_ctx = std::min(kDefaultContext, config.context_length);
@@ -60,6 +65,10 @@ public:
         if (n_layers_ == 0 || n_kv_heads_ == 0 || head_dim_ == 0)
             detail::fail(ErrorKind::invalid_argument, "KVCache: empty model geometry");
         n_ctx_ = n_ctx;
+        // The geometry comes from a file: each factor is bounded, their product is not.
+        const size_t total = detail::checked_product(
+            "KVCache", {uint64_t(n_ctx_), head_dim_, 2, n_layers_, n_kv_heads_, element_bytes()});
+        detail::check_budget("KVCache of " + std::to_string(n_ctx_) + " positions", total, memory_budget);
         allocate();
     }
 
@@ -202,7 +211,14 @@ public:
                                                       " positions, more than n_ctx " +
                                                       std::to_string(cache.n_ctx_));
         const size_t row = dim * cache.element_bytes();
-        const size_t payload = 2 * layers * heads * size_t(size) * row;
+        // size comes from the bytes: a product that wrapped could match a short
+        // buffer and send the copy below past its end.
+        size_t payload = 2;
+        for (const size_t factor : {layers, heads, size_t(size), row}) {
+            if (factor != 0 && payload > SIZE_MAX / factor)
+                detail::fail(ErrorKind::format, "KVCache: serialized cache size overflows");
+            payload *= factor;
+        }
         if (bytes - kHeaderBytes != payload)
             detail::fail(ErrorKind::format, "KVCache: serialized cache has " +
                                                 std::to_string(bytes - kHeaderBytes) +
@@ -233,9 +249,12 @@ private:
     }
 
     // Uninitialized on purpose: pages are touched only as positions fill.
+    // The size was checked in the constructor (a copy has the same geometry).
     void allocate() {
         const size_t total = bytes();
-        data_.reset(static_cast<uint8_t*>(::operator new(total, std::align_val_t(64))));
+        data_.reset(detail::translate_bad_alloc("KVCache", [total] {
+            return static_cast<uint8_t*>(::operator new(total, std::align_val_t(64)));
+        }));
     }
 
     void copy_prefix_from(const KVCache& other, size_t n) {

@@ -29,6 +29,7 @@
 #include <utility>
 
 #include "../core/threadpool.hpp"
+#include "../detail/checked.hpp"
 #include "../error.hpp"
 #include "../gguf/gguf.hpp"
 #include "../text/tokenizer.hpp"
@@ -45,6 +46,10 @@ struct LoadOptions {
     // else the best this CPU runs. Naming a level forces it (for comparisons and
     // tests); one the CPU cannot run is Error(invalid_argument).
     CpuLevel cpu = CpuLevel::automatic;
+    // Bytes that one allocation sized by the file or a caller may take (a KV
+    // cache, the tokenizer's tables): past it, Error(resource) naming the size,
+    // before anything is allocated. 0: the machine's physical memory.
+    uint64_t memory_budget = 0;
     std::function<bool(float progress)> progress;  // 0..1; return false cancels the load
     std::function<void(int level, const std::string& msg)> log;  // level: 0 info, 1 warning
 };
@@ -83,18 +88,24 @@ inline uint64_t fnv1a(const uint8_t* data, size_t n, uint64_t hash = 0xcbf29ce48
 
 class Model {
 public:
+    // An allocation that fails while loading is Error(resource); nothing half
+    // built is left behind.
     static std::shared_ptr<const Model> load(const std::string& path, const LoadOptions& options = {}) {
-        report(options, 0.0f);
-        std::shared_ptr<const gguf::File> file = gguf::File::open(path);
-        return std::shared_ptr<const Model>(new Model(std::move(file), options));
+        return detail::translate_bad_alloc("model: loading " + path, [&] {
+            report(options, 0.0f);
+            std::shared_ptr<const gguf::File> file = gguf::File::open(path);
+            return std::shared_ptr<const Model>(new Model(std::move(file), options));
+        });
     }
 
     // The caller keeps the buffer alive (and unchanged) as long as the Model lives.
     static std::shared_ptr<const Model> load_from_memory(const void* data, size_t size,
                                                          const LoadOptions& options = {}) {
-        report(options, 0.0f);
-        std::shared_ptr<const gguf::File> file = gguf::File::from_buffer(data, size);
-        return std::shared_ptr<const Model>(new Model(std::move(file), options));
+        return detail::translate_bad_alloc("model: loading from memory", [&] {
+            report(options, 0.0f);
+            std::shared_ptr<const gguf::File> file = gguf::File::from_buffer(data, size);
+            return std::shared_ptr<const Model>(new Model(std::move(file), options));
+        });
     }
 
     const Config& config() const noexcept { return net_.config(); }
@@ -118,21 +129,27 @@ public:
 
     // A cache for this model: n_ctx defaults to min(4096, context length); 0 or more
     // than the context length is Error(invalid_argument).
+    // Its size is checked against LoadOptions::memory_budget (Error(resource)).
     KVCache new_cache(size_t n_ctx = KVCache::kDefaultSize, KVType type = KVType::f16) const {
-        return KVCache(config(), n_ctx, type);
+        return KVCache(config(), n_ctx, type, memory_budget_);
     }
+
+    // LoadOptions::memory_budget as given at load (0: physical memory).
+    uint64_t memory_budget() const noexcept { return memory_budget_; }
 
     // Runs tokens [n] at positions start_pos.. through the model, appending K/V to kv;
     // writes the logits of the last position ([vocab]) or of all ([n][vocab]) to logits.
     // Errors and cancellation: see model/smollm3.hpp.
     void forward(const int32_t* tokens, size_t n, size_t start_pos, KVCache& kv, float* logits,
                  const ForwardOptions& options = {}) const {
-        net_.forward(tokens, n, start_pos, kv, logits, *pool_, options);
+        // Scratch grows with the caller's chunk size: a failed allocation is typed.
+        detail::translate_bad_alloc("forward", [&] { net_.forward(tokens, n, start_pos, kv, logits, *pool_, options); });
     }
 
 private:
     Model(std::shared_ptr<const gguf::File> file, const LoadOptions& options)
-        : net_(bound(file, options)), tokenizer_(Tokenizer::from_gguf(file)) {
+        : net_(bound(file, options)), tokenizer_(Tokenizer::from_gguf(file)),
+          memory_budget_(options.memory_budget) {
         report(options, 0.8f);
         if (size_t(tokenizer_.vocab_size()) != net_.config().vocab_size)
             detail::fail(ErrorKind::shape, "model: " + file->source() + ": the tokenizer has " +
@@ -172,6 +189,7 @@ private:
 
     SmolLM3 net_;
     Tokenizer tokenizer_;
+    uint64_t memory_budget_ = 0;
     std::string identity_;
     std::unique_ptr<ThreadPool> pool_;
 };

@@ -24,6 +24,7 @@
 
 #include "../detail/abi.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -83,10 +84,15 @@ struct Weights {
             w.tied_embeddings = true;
         }
         w.output_norm = vector(file, "output_norm.weight", hidden);
-        w.layers.resize(config.n_layers);
+        // A layer's record is added only once its tensors are found, so a
+        // block_count larger than the tensor table (a count from the file)
+        // fails at the first missing tensor, never after allocating a record
+        // per claimed layer. Reserve no more than the table can hold.
+        constexpr size_t kTensorsPerLayer = 9;
+        w.layers.reserve(std::min(config.n_layers, file.tensors().size() / kTensorsPerLayer));
         for (size_t i = 0; i < config.n_layers; ++i) {
             const std::string b = "blk." + std::to_string(i) + ".";
-            LayerWeights& l = w.layers[i];
+            LayerWeights l;
             l.attn_norm = vector(file, b + "attn_norm.weight", hidden);
             l.attn_q = matrix(file, b + "attn_q.weight", hidden, config.q_dim());
             l.attn_k = matrix(file, b + "attn_k.weight", hidden, config.kv_dim());
@@ -96,6 +102,7 @@ struct Weights {
             l.ffn_gate = matrix(file, b + "ffn_gate.weight", hidden, config.ffn);
             l.ffn_up = matrix(file, b + "ffn_up.weight", hidden, config.ffn);
             l.ffn_down = matrix(file, b + "ffn_down.weight", config.ffn, hidden);
+            w.layers.push_back(std::move(l));
         }
         return w;
     }

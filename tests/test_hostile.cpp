@@ -1,0 +1,428 @@
+// Hostile files and careless callers: each failure class that the hostile-input
+// audit found (issue 14), rebuilt here at test time from the fixtures. A
+// hostile input must end in a typed smol::Error with memory bounded by the
+// file, never in a crash, a hang, a raw std::bad_alloc or an allocation out of
+// proportion to the bytes it came from. Memory is measured in a forked child
+// (its peak resident set, reset at the start), never by wall-clock time.
+// Tokenizer flooding and session checksums have their own tests in
+// test_tokenizer.cpp and test_session.cpp.
+#include <doctest/doctest.h>
+#include <smol/smol.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fixtures.hpp"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SMOL_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SMOL_TEST_SANITIZED 1
+#endif
+#endif
+
+namespace {
+
+using smol::ErrorKind;
+using smol::GGMLType;
+using smol::gguf::File;
+using smol::gguf::Value;
+using smol::gguf::ValueType;
+using Bytes = std::vector<uint8_t>;
+
+// Runs `action`, which must throw smol::Error of `kind` whose message holds `needle`.
+void expect_error(const std::function<void()>& action, ErrorKind kind, const std::string& needle) {
+    try {
+        action();
+    } catch (const smol::Error& e) {
+        INFO("message: " << std::string(e.what()));
+        CHECK_MESSAGE(e.kind() == kind, "kind " << smol::to_string(e.kind()) << ", expected " << smol::to_string(kind));
+        CHECK_MESSAGE(std::string(e.what()).find(needle) != std::string::npos, "message lacks '" << needle << "'");
+        return;
+    }
+    FAIL("no smol::Error; expected " << smol::to_string(kind) << " naming '" << needle << "'");
+}
+
+template <class T>
+void put(Bytes& out, T v) {
+    uint8_t b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));
+    out.insert(out.end(), b, b + sizeof(T));
+}
+void put_string(Bytes& out, std::string_view s) {
+    put<uint64_t>(out, s.size());
+    out.insert(out.end(), s.begin(), s.end());
+}
+
+// A GGUF file assembled field by field, for what the Writer refuses to make:
+// many tensors sharing one range of bytes, dims whose byte size wraps.
+class RawGguf {
+public:
+    RawGguf& u32(std::string_view key, uint32_t v) { return value(key, ValueType::u32, [&](Bytes& b) { put(b, v); }); }
+    RawGguf& f32(std::string_view key, float v) { return value(key, ValueType::f32, [&](Bytes& b) { put(b, v); }); }
+    RawGguf& str(std::string_view key, std::string_view v) {
+        return value(key, ValueType::string, [&](Bytes& b) { put_string(b, v); });
+    }
+    // A value of a parsed file, re-encoded byte for byte.
+    RawGguf& copy(std::string_view key, const Value& v) {
+        return value(key, v.type(), [&](Bytes& b) {
+            switch (v.type()) {
+                case ValueType::string: put_string(b, v.as_string()); break;
+                case ValueType::array: {
+                    const auto& a = v.as_array();
+                    put<uint32_t>(b, uint32_t(a.element_type()));
+                    put<uint64_t>(b, a.size());
+                    b.insert(b.end(), a.data(), a.data() + a.bytes());
+                    break;
+                }
+                case ValueType::f32: put(b, float(v.as_f64())); break;
+                case ValueType::f64: put(b, v.as_f64()); break;
+                default: {
+                    const uint64_t raw = v.as_u64();  // two's complement for the signed types
+                    const uint8_t* p = reinterpret_cast<const uint8_t*>(&raw);
+                    b.insert(b.end(), p, p + smol::gguf::scalar_size(v.type()));
+                }
+            }
+        });
+    }
+    RawGguf& tensor(std::string_view name, GGMLType type, std::vector<uint64_t> dims, uint64_t offset = 0) {
+        Bytes& b = tensors_;
+        put_string(b, name);
+        put<uint32_t>(b, uint32_t(dims.size()));
+        for (uint64_t d : dims) put(b, d);
+        put<uint32_t>(b, uint32_t(type));
+        put(b, offset);
+        ++n_tensors_;
+        return *this;
+    }
+    // The file: header, metadata, tensor table, padding to 32, then `data`.
+    Bytes build(const Bytes& data = {}) const {
+        Bytes out;
+        put<uint32_t>(out, smol::gguf::kMagic);
+        put<uint32_t>(out, 3);
+        put<uint64_t>(out, n_tensors_);
+        put<uint64_t>(out, n_keys_);
+        out.insert(out.end(), keys_.begin(), keys_.end());
+        out.insert(out.end(), tensors_.begin(), tensors_.end());
+        out.resize((out.size() + 31) / 32 * 32, 0);
+        out.insert(out.end(), data.begin(), data.end());
+        return out;
+    }
+
+private:
+    template <class F>
+    RawGguf& value(std::string_view key, ValueType type, F&& payload) {
+        put_string(keys_, key);
+        put<uint32_t>(keys_, uint32_t(type));
+        payload(keys_);
+        ++n_keys_;
+        return *this;
+    }
+    Bytes keys_, tensors_;
+    uint64_t n_keys_ = 0, n_tensors_ = 0;
+};
+
+// Every tokenizer.* key of a parsed file (a real vocabulary for a forged model).
+void copy_tokenizer(RawGguf& raw, const File& from) {
+    for (const auto& kv : from.metadata())
+        if (kv.key.rfind("tokenizer.", 0) == 0) raw.copy(kv.key, kv.value);
+}
+
+long status_kb(const char* field) {
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    const size_t n = std::strlen(field);
+    while (std::getline(in, line))
+        if (line.compare(0, n, field) == 0) return std::atol(line.c_str() + n + 1);
+    return -1;
+}
+
+// What a child process reported: its exit code and how far its resident set
+// grew above what it started with (KiB).
+struct ChildResult {
+    int code = -1;  // -1: killed by a signal
+    long growth_kb = 0;
+};
+
+// Runs fn() in a forked child and returns its exit code (fn's return value) and
+// its peak memory growth. `address_space_headroom`, when non-zero, limits the
+// child's address space (RLIMIT_AS) to what it uses now plus that many bytes.
+ChildResult run_in_child(const std::function<int()>& fn, uint64_t address_space_headroom = 0) {
+    int fds[2];
+    REQUIRE(::pipe(fds) == 0);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ::close(fds[0]);
+        // Peak RSS from here on: "5" resets VmHWM to the current RSS (Linux >= 4.0).
+        if (std::FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
+            std::fputs("5", f);
+            std::fclose(f);
+        }
+        const long start = status_kb("VmRSS:");
+        if (address_space_headroom) {
+            const long vm_kb = status_kb("VmSize:");
+            rlimit limit{};
+            limit.rlim_cur = limit.rlim_max = rlim_t(vm_kb) * 1024 + address_space_headroom;
+            ::setrlimit(RLIMIT_AS, &limit);
+        }
+        const int code = fn();
+        const long growth = status_kb("VmHWM:") - start;
+        if (::write(fds[1], &growth, sizeof growth) != sizeof growth) ::_exit(120);
+        ::_exit(code);
+    }
+    ::close(fds[1]);
+    ChildResult result;
+    long growth = 0;
+    if (::read(fds[0], &growth, sizeof growth) == sizeof growth) result.growth_kb = growth;
+    ::close(fds[0]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if (WIFEXITED(status)) result.code = WEXITSTATUS(status);
+    return result;
+}
+
+// Exit codes of a child that runs an action expected to fail.
+constexpr int kGotKind = 0, kOtherError = 1, kBadAlloc = 2, kNoError = 3, kOtherException = 4;
+int classify(const std::function<void()>& action, ErrorKind expected) {
+    try {
+        action();
+    } catch (const smol::Error& e) {
+        return e.kind() == expected ? kGotKind : kOtherError;
+    } catch (const std::bad_alloc&) {
+        return kBadAlloc;
+    } catch (...) {
+        return kOtherException;
+    }
+    return kNoError;
+}
+
+smol::LoadOptions one_thread() {
+    smol::LoadOptions o;
+    o.n_threads = 1;
+    return o;
+}
+
+}  // namespace
+
+// Class 1: a legal model whose KV cache size wraps 64 bits. Every layer's nine
+// tensors share one 8 MB range, so the file is small while its geometry
+// (2048 layers x 2^20 head dims x 2^31 positions) is not.
+TEST_CASE("hostile: a KV cache whose byte size wraps is refused, never allocated") {
+    const auto vocab_path = smol_test::fixture("vocab-llama-bpe.gguf");
+    if (!vocab_path) return;
+    const auto vocab = File::open(*vocab_path);
+    const uint64_t n_vocab = vocab->get<smol::gguf::ArrayView>("tokenizer.ggml.tokens").size();
+    constexpr uint32_t kLayers = 2048, kHeadDim = 1u << 20, kHidden = 2;
+    RawGguf raw;
+    raw.str("general.architecture", "smollm3")
+        .u32("smollm3.block_count", kLayers)
+        .u32("smollm3.embedding_length", kHidden)
+        .u32("smollm3.feed_forward_length", 2)
+        .u32("smollm3.attention.head_count", 1)
+        .u32("smollm3.attention.head_count_kv", 1)
+        .u32("smollm3.attention.key_length", kHeadDim)
+        .u32("smollm3.context_length", 1u << 31)
+        .f32("smollm3.rope.freq_base", 10000.0f)
+        .f32("smollm3.attention.layer_norm_rms_epsilon", 1e-6f);
+    copy_tokenizer(raw, *vocab);
+    raw.tensor("token_embd.weight", GGMLType::F32, {kHidden, n_vocab});
+    raw.tensor("output_norm.weight", GGMLType::F32, {kHidden});
+    for (uint32_t l = 0; l < kLayers; ++l) {
+        const std::string b = "blk." + std::to_string(l) + ".";
+        raw.tensor(b + "attn_norm.weight", GGMLType::F32, {kHidden});
+        raw.tensor(b + "attn_q.weight", GGMLType::F32, {kHidden, kHeadDim});
+        raw.tensor(b + "attn_k.weight", GGMLType::F32, {kHidden, kHeadDim});
+        raw.tensor(b + "attn_v.weight", GGMLType::F32, {kHidden, kHeadDim});
+        raw.tensor(b + "attn_output.weight", GGMLType::F32, {kHeadDim, kHidden});
+        raw.tensor(b + "ffn_norm.weight", GGMLType::F32, {kHidden});
+        raw.tensor(b + "ffn_gate.weight", GGMLType::F32, {kHidden, 2});
+        raw.tensor(b + "ffn_up.weight", GGMLType::F32, {kHidden, 2});
+        raw.tensor(b + "ffn_down.weight", GGMLType::F32, {2, kHidden});
+    }
+    const Bytes file = raw.build(Bytes(size_t(kHidden) * kHeadDim * 4, 0));
+    const auto model = smol::Model::load_from_memory(file.data(), file.size(), one_thread());
+    REQUIRE(model->config().n_layers == kLayers);
+
+    // 2^31 positions x 2^20 dims x 2 (K, V) x 2048 layers x 2 bytes = 2^64: wraps to 0.
+    expect_error([&] { model->new_cache(size_t(1) << 31); }, ErrorKind::resource, "overflows");
+    expect_error([&] { smol::KVCache(model->config(), size_t(1) << 31, smol::KVType::f32); }, ErrorKind::resource,
+                 "overflows");
+    // The default 4096 positions: 32 TiB, past any machine's memory.
+    expect_error([&] { model->new_cache(); }, ErrorKind::resource, "memory budget");
+    expect_error([&] { smol::Generator gen(model); }, ErrorKind::resource, "memory budget");
+}
+
+TEST_CASE("hostile: LoadOptions::memory_budget bounds the KV cache") {
+    const auto path = smol_test::fixture("tiny-q4km.gguf");
+    if (!path) return;
+    const smol::Config config = smol::Config::from_gguf(*File::open(*path));
+    const uint64_t per_position = uint64_t(config.head_dim) * 2 * config.n_layers * config.n_kv_heads * 2;
+    smol::LoadOptions options = one_thread();
+    options.memory_budget = 64 * per_position;
+    const auto model = smol::Model::load(*path, options);
+    CHECK(model->new_cache(64).n_ctx() == 64);
+    expect_error([&] { model->new_cache(65); }, ErrorKind::resource, std::to_string(65 * per_position));
+    smol::GeneratorOptions g;
+    g.n_ctx = 4096;
+    expect_error([&] { smol::Generator gen(model, g); }, ErrorKind::resource, "memory budget");
+    g.n_ctx = 32;
+    smol::Generator gen(model, g);
+    CHECK(gen.n_ctx() == 32);
+}
+
+// Class 5: element counts that pass the dims check (< 2^62) but whose byte
+// size passes 2^64. A wrapped size would pass the end-of-file check.
+TEST_CASE("hostile: tensor byte sizes that wrap 64 bits are format errors") {
+    auto parse = [](GGMLType type, std::vector<uint64_t> dims) {
+        RawGguf raw;
+        raw.str("general.architecture", "smollm3").tensor("t", type, std::move(dims));
+        const Bytes bytes = raw.build(Bytes(64, 0));
+        return [bytes] { File::from_bytes(bytes, "wrap.gguf"); };
+    };
+    // 2^62 F32 elements: 2^64 bytes, which wrapped to 0.
+    expect_error(parse(GGMLType::F32, {uint64_t(1) << 31, uint64_t(1) << 31}), ErrorKind::format, "byte size overflows");
+    // 2^61 F64 elements of 8 bytes.
+    expect_error(parse(GGMLType::F64, {uint64_t(1) << 31, uint64_t(1) << 30}), ErrorKind::format, "byte size overflows");
+    // 2^63 bytes fit in 64 bits: refused as past the end of the file.
+    expect_error(parse(GGMLType::F16, {uint64_t(1) << 31, uint64_t(1) << 31}), ErrorKind::format, "past the end");
+}
+
+// Class 4: counts from the file are checked against what the file holds
+// before anything proportional to them is allocated.
+TEST_CASE("hostile: a block count the tensor table cannot hold fails before allocating per layer") {
+    const auto path = smol_test::fixture("tiny-q4km.gguf");
+    if (!path) return;
+    const auto real = File::open(*path);
+    const size_t real_layers = smol::Config::from_gguf(*real).n_layers;
+    for (const uint32_t layers : {uint32_t(1) << 22, uint32_t(1) << 31}) {
+        CAPTURE(layers);
+        RawGguf raw;
+        for (const auto& kv : real->metadata()) {
+            if (kv.key == "smollm3.block_count") raw.u32(kv.key, layers);
+            else raw.copy(kv.key, kv.value);
+        }
+        // Every tensor of the fixture, sharing the fixture's data section.
+        for (const auto& t : real->tensors()) raw.tensor(t.name, t.type, t.dims, t.offset);
+        const Bytes data(real->bytes() + real->data_offset(), real->bytes() + real->size());
+        const Bytes file = raw.build(data);
+        expect_error([&] { smol::Model::load_from_memory(file.data(), file.size(), one_thread()); },
+                     ErrorKind::missing, "'blk." + std::to_string(real_layers) + ".attn_norm.weight'");
+#if !defined(SMOL_TEST_SANITIZED)
+        // 2^22 layer records were 1.5 GB before the check moved ahead of them.
+        const ChildResult child = run_in_child([&] {
+            return classify([&] { smol::Model::load_from_memory(file.data(), file.size(), one_thread()); },
+                            ErrorKind::missing);
+        });
+        CHECK(child.code == kGotKind);
+        CHECK_MESSAGE(child.growth_kb < 64 * 1024, "peak growth " << child.growth_kb << " KiB");
+#endif
+    }
+}
+
+TEST_CASE("hostile: metadata and tensor counts past smol's limits are refused before parsing") {
+    // A header that claims one entry more than the limit, backed by enough
+    // bytes that the claim is not refused as truncated.
+    auto header = [](uint64_t tensors, uint64_t keys) {
+        Bytes out;
+        put<uint32_t>(out, smol::gguf::kMagic);
+        put<uint32_t>(out, 3);
+        put<uint64_t>(out, tensors);
+        put<uint64_t>(out, keys);
+        out.resize(out.size() + size_t(std::max(tensors * 32, keys * 13)), 0);
+        return out;
+    };
+    const Bytes many_keys = header(0, smol::gguf::kMaxMetadataKeys + 1);
+    expect_error([&] { File::from_bytes(many_keys, "keys.gguf"); }, ErrorKind::unsupported, "metadata keys");
+    const Bytes many_tensors = header(smol::gguf::kMaxTensors + 1, 0);
+    expect_error([&] { File::from_bytes(many_tensors, "tensors.gguf"); }, ErrorKind::unsupported, "tensors");
+
+    // At the limit: every key is parsed, and the tables stay within a small
+    // factor of the file (here ~5.5 MB of 21-byte entries).
+    RawGguf raw;
+    char key[16];
+    for (uint64_t i = 0; i < smol::gguf::kMaxMetadataKeys; ++i) {
+        std::snprintf(key, sizeof key, "k%07llu", static_cast<unsigned long long>(i));
+        raw.u32(key, uint32_t(i));
+    }
+    const Bytes file = raw.build();
+    const auto parsed = File::from_bytes(file, "limit.gguf");
+    CHECK(parsed->metadata().size() == smol::gguf::kMaxMetadataKeys);
+    CHECK(parsed->get<uint32_t>("k0012345") == 12345);
+#if !defined(SMOL_TEST_SANITIZED)
+    const ChildResult child = run_in_child([&] {
+        return classify([&] { File::from_buffer(file.data(), file.size(), "limit.gguf"); }, ErrorKind::internal);
+    });
+    CHECK(child.code == kNoError);
+    CHECK_MESSAGE(child.growth_kb * 1024 < 16 * long(file.size()), "peak growth " << child.growth_kb << " KiB for "
+                                                                                  << file.size() << " bytes");
+#endif
+}
+
+// Class 7: blocks at odd addresses (general.alignment = 1 is legal, and a
+// caller's buffer may sit anywhere) run through the same kernels with the
+// same results; under UBSan this is the misaligned-access check.
+TEST_CASE("hostile: a model at an odd address computes the same logits as an aligned one") {
+    const auto path = smol_test::fixture("tiny-q4km.gguf");
+    if (!path) return;
+    const auto bytes = smol_test::read_file(*path);
+    std::vector<uint8_t> shifted(bytes.size() + 1);
+    std::memcpy(shifted.data() + 1, bytes.data(), bytes.size());
+    const auto aligned = smol::Model::load(*path, one_thread());
+    const auto odd = smol::Model::load_from_memory(shifted.data() + 1, bytes.size(), one_thread());
+    REQUIRE((reinterpret_cast<uintptr_t>(odd->weights().layers[0].attn_q.data) & 1) == 1);
+    const std::vector<int32_t> tokens = aligned->tokenizer().encode("Hostile files, odd addresses.", true);
+    const size_t vocab = aligned->config().vocab_size;
+    std::vector<float> a(vocab), b(vocab);
+    smol::KVCache kv_a = aligned->new_cache(64), kv_b = odd->new_cache(64);
+    aligned->forward(tokens.data(), tokens.size(), 0, kv_a, a.data());
+    odd->forward(tokens.data(), tokens.size(), 0, kv_b, b.data());
+    CHECK(std::memcmp(a.data(), b.data(), vocab * sizeof(float)) == 0);
+}
+
+// Class 6: an allocation that passes the budget but still fails (here an
+// address-space limit) is Error(resource), not a raw std::bad_alloc. The
+// limit is set in a child; sanitizers reserve terabytes of address space
+// for their shadow memory, so this runs only in the plain build.
+TEST_CASE("hostile: a failed allocation is Error(resource)") {
+#if defined(SMOL_TEST_SANITIZED)
+    MESSAGE("skipping: RLIMIT_AS cannot be used under a sanitizer");
+#else
+    const auto path = smol_test::fixture("tiny-q4km.gguf");
+    if (!path) return;
+    const auto real = File::open(*path);
+    // The fixture with a 2^24-position context: a full cache needs gigabytes.
+    RawGguf raw;
+    for (const auto& kv : real->metadata()) {
+        if (kv.key == "smollm3.context_length") raw.u32(kv.key, 1u << 24);
+        else raw.copy(kv.key, kv.value);
+    }
+    for (const auto& t : real->tensors()) raw.tensor(t.name, t.type, t.dims, t.offset);
+    const Bytes file = raw.build(Bytes(real->bytes() + real->data_offset(), real->bytes() + real->size()));
+    smol::LoadOptions options = one_thread();
+    options.memory_budget = uint64_t(1) << 50;  // the budget allows it: only the allocation can fail
+    const auto model = smol::Model::load_from_memory(file.data(), file.size(), options);
+    const size_t n_ctx = size_t(1) << 24;
+    REQUIRE(smol::KVCache::kDefaultSize != n_ctx);
+    const uint64_t headroom = 256ull << 20;
+    const ChildResult cache = run_in_child(
+        [&] { return classify([&] { model->new_cache(n_ctx); }, ErrorKind::resource); }, headroom);
+    CHECK(cache.code == kGotKind);
+    smol::GeneratorOptions g;
+    g.n_ctx = n_ctx;
+    const ChildResult gen = run_in_child(
+        [&] { return classify([&] { smol::Generator generator(model, g); }, ErrorKind::resource); }, headroom);
+    CHECK(gen.code == kGotKind);
+#endif
+}
