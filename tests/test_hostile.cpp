@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "fixtures.hpp"
+#include "hostile_files.hpp"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SMOL_TEST_SANITIZED 1
@@ -39,7 +40,9 @@ using smol::GGMLType;
 using smol::gguf::File;
 using smol::gguf::Value;
 using smol::gguf::ValueType;
-using Bytes = std::vector<uint8_t>;
+using smol_test::Bytes;
+using smol_test::put;
+using smol_test::RawGguf;
 
 // Runs `action`, which must throw smol::Error of `kind` whose message holds `needle`.
 void expect_error(const std::function<void()>& action, ErrorKind kind, const std::string& needle) {
@@ -52,91 +55,6 @@ void expect_error(const std::function<void()>& action, ErrorKind kind, const std
         return;
     }
     FAIL("no smol::Error; expected " << smol::to_string(kind) << " naming '" << needle << "'");
-}
-
-template <class T>
-void put(Bytes& out, T v) {
-    uint8_t b[sizeof(T)];
-    std::memcpy(b, &v, sizeof(T));
-    out.insert(out.end(), b, b + sizeof(T));
-}
-void put_string(Bytes& out, std::string_view s) {
-    put<uint64_t>(out, s.size());
-    out.insert(out.end(), s.begin(), s.end());
-}
-
-// A GGUF file assembled field by field, for what the Writer refuses to make:
-// many tensors sharing one range of bytes, dims whose byte size wraps.
-class RawGguf {
-public:
-    RawGguf& u32(std::string_view key, uint32_t v) { return value(key, ValueType::u32, [&](Bytes& b) { put(b, v); }); }
-    RawGguf& f32(std::string_view key, float v) { return value(key, ValueType::f32, [&](Bytes& b) { put(b, v); }); }
-    RawGguf& str(std::string_view key, std::string_view v) {
-        return value(key, ValueType::string, [&](Bytes& b) { put_string(b, v); });
-    }
-    // A value of a parsed file, re-encoded byte for byte.
-    RawGguf& copy(std::string_view key, const Value& v) {
-        return value(key, v.type(), [&](Bytes& b) {
-            switch (v.type()) {
-                case ValueType::string: put_string(b, v.as_string()); break;
-                case ValueType::array: {
-                    const auto& a = v.as_array();
-                    put<uint32_t>(b, uint32_t(a.element_type()));
-                    put<uint64_t>(b, a.size());
-                    b.insert(b.end(), a.data(), a.data() + a.bytes());
-                    break;
-                }
-                case ValueType::f32: put(b, float(v.as_f64())); break;
-                case ValueType::f64: put(b, v.as_f64()); break;
-                default: {
-                    const uint64_t raw = v.as_u64();  // two's complement for the signed types
-                    const uint8_t* p = reinterpret_cast<const uint8_t*>(&raw);
-                    b.insert(b.end(), p, p + smol::gguf::scalar_size(v.type()));
-                }
-            }
-        });
-    }
-    RawGguf& tensor(std::string_view name, GGMLType type, std::vector<uint64_t> dims, uint64_t offset = 0) {
-        Bytes& b = tensors_;
-        put_string(b, name);
-        put<uint32_t>(b, uint32_t(dims.size()));
-        for (uint64_t d : dims) put(b, d);
-        put<uint32_t>(b, uint32_t(type));
-        put(b, offset);
-        ++n_tensors_;
-        return *this;
-    }
-    // The file: header, metadata, tensor table, padding to 32, then `data`.
-    Bytes build(const Bytes& data = {}) const {
-        Bytes out;
-        put<uint32_t>(out, smol::gguf::kMagic);
-        put<uint32_t>(out, 3);
-        put<uint64_t>(out, n_tensors_);
-        put<uint64_t>(out, n_keys_);
-        out.insert(out.end(), keys_.begin(), keys_.end());
-        out.insert(out.end(), tensors_.begin(), tensors_.end());
-        out.resize((out.size() + 31) / 32 * 32, 0);
-        out.insert(out.end(), data.begin(), data.end());
-        return out;
-    }
-
-private:
-    template <class F>
-    RawGguf& value(std::string_view key, ValueType type, F&& payload) {
-        put_string(keys_, key);
-        put<uint32_t>(keys_, uint32_t(type));
-        payload(keys_);
-        ++n_keys_;
-        return *this;
-    }
-    Bytes keys_, tensors_;
-    uint64_t n_keys_ = 0, n_tensors_ = 0;
-};
-
-// Every tokenizer.* key of a parsed file (a real vocabulary for a forged model).
-void copy_tokenizer(RawGguf& raw, const File& from) {
-    for (const auto& kv : from.metadata())
-        if (kv.key.rfind("tokenizer.", 0) == 0) raw.copy(kv.key, kv.value);
 }
 
 long status_kb(const char* field) {
@@ -222,38 +140,9 @@ smol::LoadOptions one_thread() {
 TEST_CASE("hostile: a KV cache whose byte size wraps is refused, never allocated") {
     const auto vocab_path = smol_test::fixture("vocab-llama-bpe.gguf");
     if (!vocab_path) return;
-    const auto vocab = File::open(*vocab_path);
-    const uint64_t n_vocab = vocab->get<smol::gguf::ArrayView>("tokenizer.ggml.tokens").size();
-    constexpr uint32_t kLayers = 2048, kHeadDim = 1u << 20, kHidden = 2;
-    RawGguf raw;
-    raw.str("general.architecture", "smollm3")
-        .u32("smollm3.block_count", kLayers)
-        .u32("smollm3.embedding_length", kHidden)
-        .u32("smollm3.feed_forward_length", 2)
-        .u32("smollm3.attention.head_count", 1)
-        .u32("smollm3.attention.head_count_kv", 1)
-        .u32("smollm3.attention.key_length", kHeadDim)
-        .u32("smollm3.context_length", 1u << 31)
-        .f32("smollm3.rope.freq_base", 10000.0f)
-        .f32("smollm3.attention.layer_norm_rms_epsilon", 1e-6f);
-    copy_tokenizer(raw, *vocab);
-    raw.tensor("token_embd.weight", GGMLType::F32, {kHidden, n_vocab});
-    raw.tensor("output_norm.weight", GGMLType::F32, {kHidden});
-    for (uint32_t l = 0; l < kLayers; ++l) {
-        const std::string b = "blk." + std::to_string(l) + ".";
-        raw.tensor(b + "attn_norm.weight", GGMLType::F32, {kHidden});
-        raw.tensor(b + "attn_q.weight", GGMLType::F32, {kHidden, kHeadDim});
-        raw.tensor(b + "attn_k.weight", GGMLType::F32, {kHidden, kHeadDim});
-        raw.tensor(b + "attn_v.weight", GGMLType::F32, {kHidden, kHeadDim});
-        raw.tensor(b + "attn_output.weight", GGMLType::F32, {kHeadDim, kHidden});
-        raw.tensor(b + "ffn_norm.weight", GGMLType::F32, {kHidden});
-        raw.tensor(b + "ffn_gate.weight", GGMLType::F32, {kHidden, 2});
-        raw.tensor(b + "ffn_up.weight", GGMLType::F32, {kHidden, 2});
-        raw.tensor(b + "ffn_down.weight", GGMLType::F32, {2, kHidden});
-    }
-    const Bytes file = raw.build(Bytes(size_t(kHidden) * kHeadDim * 4, 0));
+    const Bytes file = smol_test::kv_wrap_model(*File::open(*vocab_path));
     const auto model = smol::Model::load_from_memory(file.data(), file.size(), one_thread());
-    REQUIRE(model->config().n_layers == kLayers);
+    REQUIRE(model->config().n_layers == 2048);
 
     // 2^31 positions x 2^20 dims x 2 (K, V) x 2048 layers x 2 bytes = 2^64: wraps to 0.
     expect_error([&] { model->new_cache(size_t(1) << 31); }, ErrorKind::resource, "overflows");
@@ -308,15 +197,7 @@ TEST_CASE("hostile: a block count the tensor table cannot hold fails before allo
     const size_t real_layers = smol::Config::from_gguf(*real).n_layers;
     for (const uint32_t layers : {uint32_t(1) << 22, uint32_t(1) << 31}) {
         CAPTURE(layers);
-        RawGguf raw;
-        for (const auto& kv : real->metadata()) {
-            if (kv.key == "smollm3.block_count") raw.u32(kv.key, layers);
-            else raw.copy(kv.key, kv.value);
-        }
-        // Every tensor of the fixture, sharing the fixture's data section.
-        for (const auto& t : real->tensors()) raw.tensor(t.name, t.type, t.dims, t.offset);
-        const Bytes data(real->bytes() + real->data_offset(), real->bytes() + real->size());
-        const Bytes file = raw.build(data);
+        const Bytes file = smol_test::with_u32(*real, "smollm3.block_count", layers);
         expect_error([&] { smol::Model::load_from_memory(file.data(), file.size(), one_thread()); },
                      ErrorKind::missing, "'blk." + std::to_string(real_layers) + ".attn_norm.weight'");
 #if !defined(SMOL_TEST_SANITIZED)
@@ -403,13 +284,7 @@ TEST_CASE("hostile: a failed allocation is Error(resource)") {
     if (!path) return;
     const auto real = File::open(*path);
     // The fixture with a 2^24-position context: a full cache needs gigabytes.
-    RawGguf raw;
-    for (const auto& kv : real->metadata()) {
-        if (kv.key == "smollm3.context_length") raw.u32(kv.key, 1u << 24);
-        else raw.copy(kv.key, kv.value);
-    }
-    for (const auto& t : real->tensors()) raw.tensor(t.name, t.type, t.dims, t.offset);
-    const Bytes file = raw.build(Bytes(real->bytes() + real->data_offset(), real->bytes() + real->size()));
+    const Bytes file = smol_test::with_u32(*real, "smollm3.context_length", 1u << 24);
     smol::LoadOptions options = one_thread();
     options.memory_budget = uint64_t(1) << 50;  // the budget allows it: only the allocation can fail
     const auto model = smol::Model::load_from_memory(file.data(), file.size(), options);

@@ -54,11 +54,17 @@ case $TARGET in
     "$CLANGXX" -std=c++17 -O1 -I"$ROOT/include" "$ROOT/tests/fuzz/make_seeds.cpp" -o "$OUT/make_seeds"
     "$OUT/make_seeds" "$SMOL_FIXTURES" "$OUT/seeds/$TARGET"
     ;;
+  fuzz_loader|fuzz_session)
+    "$CLANGXX" -std=c++17 -O1 -I"$ROOT/include" "$ROOT/tests/fuzz/make_model_seeds.cpp" -o "$OUT/make_model_seeds" -lpthread
+    "$OUT/make_model_seeds" "$TARGET" "$OUT/seeds/$TARGET"
+    ;;
   *)
     "$CLANGXX" -std=c++17 -O1 "$ROOT/tests/fuzz/make_text_seeds.cpp" -o "$OUT/make_text_seeds"
     "$OUT/make_text_seeds" "$SMOL_FIXTURES" "$TARGET" "$OUT/seeds/$TARGET"
     ;;
 esac
+# The loader's micro models reach ~80 KiB (F32 embeddings); everything else fits 64 KiB.
+case $TARGET in fuzz_loader) FUZZ_MAX_LEN=${FUZZ_MAX_LEN:-131072} ;; esac
 DICT=()
 [ -f "$ROOT/tests/fuzz/${TARGET#fuzz_}.dict" ] && DICT=(-dict="$ROOT/tests/fuzz/${TARGET#fuzz_}.dict")
 

@@ -1,0 +1,50 @@
+// libFuzzer target for session restore: the input is the bytes handed to
+// Generator::try_restore_session on a generator of a micro model. A restore
+// either succeeds (and the generator then continues from the restored state
+// for two tokens) or fails with a typed error and leaves the generator as it
+// was; the sanitizers catch anything else.
+//   tools/fuzz.sh fuzz_session 600
+#include <smol/smol.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+
+#include "micro_model.hpp"
+
+namespace {
+
+smol::Generator& generator() {
+    static const std::vector<uint8_t> bytes = smol_fuzz::micro_model(smol_tools::Recipe::q8_0);
+    static smol::Generator gen = [] {
+        smol::LoadOptions load;
+        load.n_threads = 1;
+        smol::GeneratorOptions options;
+        options.n_ctx = 64;
+        return smol::Generator(smol::Model::load_from_memory(bytes.data(), bytes.size(), load), options);
+    }();
+    return gen;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    smol::Generator& gen = generator();
+    const std::vector<int32_t> before = gen.history();
+    const size_t cached_before = gen.n_cached();
+    smol::ErrorInfo error;
+    if (!gen.try_restore_session(data, size, &error)) {
+        if (gen.history() != before || gen.n_cached() != cached_before) std::abort();  // state must survive
+        return 0;
+    }
+    if (gen.n_cached() > gen.history().size()) std::abort();
+    smol::GenerateParams params;
+    params.max_tokens = 2;
+    params.temperature = 0;
+    try {
+        gen.generate("", params, nullptr);
+    } catch (const smol::Error&) {
+    }
+    return 0;
+}

@@ -1,0 +1,25 @@
+// A complete SmolLM3 model small enough for a fuzzer's input (~30-80 KiB):
+// the byte-level vocabulary of tools/model_maker.hpp, one or two layers of
+// width 32. Seeds for fuzz_loader and the model behind fuzz_session.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "../../tools/model_maker.hpp"
+
+namespace smol_fuzz {
+
+inline std::vector<uint8_t> micro_model(smol_tools::Recipe recipe, uint32_t layers = 1, uint32_t kv_heads = 1,
+                                        bool untied = false) {
+    smol_tools::MakeOptions options;
+    options.shape = {32, layers, 2, kv_heads, 16, 64, 0, 64};  // hidden, layers, heads, kv, head dim, ffn, vocab, ctx
+    options.recipe = recipe;
+    options.untied = untied;
+    options.threads = 1;
+    smol::gguf::Writer writer;
+    smol_tools::make_model(options, writer);
+    return writer.to_bytes();
+}
+
+}  // namespace smol_fuzz
