@@ -4,7 +4,12 @@
 // Owns, per generator (a "session"): a KV cache, the token history whose keys
 // and values the cache holds, the chat format, and the run state (cancel flag,
 // async worker). The weights belong to the smol::Model, which any number of
-// generators share.
+// generators share. The generator reaches the network only through the
+// model's backend (model/backend.hpp: Backend::forward over one Segment, a
+// BackendCache made by Backend::make_cache), so everything here (sampling,
+// stop strings, chat, prefix reuse, sessions, async, fork, cancel) runs the
+// same on the CPU or on CUDA (LoadOptions::device), and a saved session moves
+// between the two.
 //
 //   auto model = smol::Model::load("SmolLM3-3B-Q4_K_M.gguf");
 //   smol::Generator gen(model);                       // n_ctx: min(4096, model max)
@@ -263,17 +268,17 @@ public:
         if (auto invalid = options_error(model.get(), options)) detail::fail(invalid->kind, invalid->message);
         state_->model = std::move(model);
         state_->options = options;
-        state_->kv = std::make_unique<KVCache>(state_->model->config(), options.n_ctx, options.kv_type,
-                                               state_->model->memory_budget());
+        state_->kv = state_->model->backend().make_cache(options.n_ctx, options.kv_type,
+                                                         state_->model->memory_budget());
         state_->logits.resize(state_->model->config().vocab_size);
         const auto chat_template = state_->model->file().find<std::string>("tokenizer.chat_template");
         state_->chat_format = detect_chat_format(chat_template ? std::string_view(*chat_template)
                                                                : std::string_view());
         const CpuLevel level = state_->model->cpu_level();
-        log(log_info, build_info_string() + ", model kernels " + cpu_level_name(level) + ", n_ctx " +
+        log(log_info, build_info_string() + ", backend " + backend().name() + ", n_ctx " +
                           std::to_string(n_ctx()) + ", chat format " +
                           (state_->chat_format == ChatFormat::smollm3 ? "smollm3" : "chatml"));
-        if (level == CpuLevel::scalar)
+        if (backend().device() == Device::cpu && level == CpuLevel::scalar)
             log(log_warning,
                 "smol runs the scalar reference kernels (forced by SMOL_CPU / LoadOptions::cpu, or a CPU "
                 "without AVX2/NEON): decoding is several times slower");
@@ -408,7 +413,9 @@ public:
     //   offset 12  u32 CRC-32C of every other byte: [0, 12) then [16, end)
     //   offset 16  u64 identity length + identity bytes,
     //              u64 n_history + n_history i32 ids,
-    //              u64 kv length + KVCache::serialize() bytes (to the end)
+    //              u64 kv length + BackendCache::serialize() bytes (to the end):
+    //              the portable cache format (model/backend.hpp), so a session
+    //              saved on one backend restores on another of the same model
     // The checksum is why version 1 (a reserved zero word where the CRC now
     // is, nothing covered) is no longer read: a corrupted v1 session could
     // restore a history that disagrees with its cache.
@@ -495,7 +502,7 @@ private:
     struct State {
         std::shared_ptr<const Model> model;
         GeneratorOptions options;
-        std::unique_ptr<KVCache> kv;
+        std::unique_ptr<BackendCache> kv;  // made by the model's backend (model/backend.hpp)
         std::vector<int32_t> history;  // invariant: kv->size() <= history.size(), and the
                                        // cache holds history[0, kv->size())
         std::vector<float> logits;     // [vocab]
@@ -544,7 +551,7 @@ private:
     Generator(PrivateTag, const State& from) : state_(std::make_unique<State>()) {
         state_->model = from.model;
         state_->options = from.options;
-        state_->kv = std::make_unique<KVCache>(*from.kv);
+        state_->kv = from.kv->clone();
         state_->history = from.history;
         state_->logits.resize(from.logits.size());
         state_->chat_format = from.chat_format;
@@ -791,8 +798,7 @@ private:
 #if SMOL_HAS_EXCEPTIONS
         options.cancel = &cancel_flag;
         ErrorInfo error;
-        const bool ok = try_call(
-            [&] { state_->model->forward(tokens, n, start, *state_->kv, state_->logits.data(), options); }, &error);
+        const bool ok = try_call([&] { backend().forward(segment(tokens, n, start), options); }, &error);
         if (ok) return true;
         if (error.kind != ErrorKind::cancelled) detail::fail(error.kind, error.message);
         return false;
@@ -801,11 +807,23 @@ private:
         for (size_t done = 0; done < n; done += chunk) {
             if (cancel_flag.load(std::memory_order_relaxed)) return false;
             const size_t count = std::min(chunk, n - done);
-            state_->model->forward(tokens + done, count, start + done, *state_->kv, state_->logits.data(), options);
+            backend().forward(segment(tokens + done, count, start + done), options);
         }
         return true;
 #endif
     }
+
+    // One sequence's share of a forward pass: this generator's cache, logits of the last position.
+    Segment segment(const int32_t* tokens, size_t n, size_t start) const noexcept {
+        Segment s;
+        s.tokens = tokens;
+        s.n_tokens = n;
+        s.start = start;
+        s.cache = state_->kv.get();
+        s.logits = state_->logits.data();
+        return s;
+    }
+    const Backend& backend() const noexcept { return state_->model->backend(); }
 
     // The prompt ids and parameters a run needs (as a value: see text_prompt).
     std::optional<ErrorInfo> validate(const std::vector<int32_t>& prompt, const GenerateParams& params) const {
@@ -832,7 +850,7 @@ private:
         using Clock = std::chrono::steady_clock;
         const Tokenizer& tokenizer = state_->model->tokenizer();
         const size_t n_vocab = state_->logits.size();
-        KVCache& kv = *state_->kv;
+        BackendCache& kv = *state_->kv;
         std::vector<int32_t>& history = state_->history;
 
         SamplingParams sampling;
@@ -1010,10 +1028,14 @@ private:
         need(kv_size, "cache");
         if (uint64_t(size - pos) != kv_size)
             detail::fail(ErrorKind::format, "session: trailing bytes after the cache");
-        KVCache kv = KVCache::deserialize(state_->model->config(), data + pos, size_t(kv_size), n_ctx());
-        if (kv.size() > history.size())
+        BackendCache& kv = *state_->kv;
+        // Checked before the cache changes; restore() checks it all again and
+        // leaves the cache as it was on error.
+        const detail::KVImage image = detail::parse_kv_image(data + pos, size_t(kv_size), kv.n_layers(),
+                                                             kv.n_kv_heads(), kv.head_dim(), kv.n_ctx());
+        if (image.size > history.size())
             detail::fail(ErrorKind::format, "session: the cache holds more positions than the history");
-        *state_->kv = std::move(kv);
+        kv.restore(data + pos, size_t(kv_size));
         state_->history = std::move(history);
     }
 

@@ -15,7 +15,12 @@
 // writes positions [start, start + n) and then sets size() = start + n.
 // Copying (fork) copies only the valid prefix; truncate() drops positions
 // (prompt-prefix reuse); serialize()/deserialize() save the valid prefix with a
-// small header (magic "SMKV", version, geometry, element type, size).
+// small header (magic "SMKV", version, geometry, element type, size): the
+// portable format of model/backend.hpp, which every backend's cache reads.
+//
+// KVCache is the CPU backend's BackendCache (model/backend.hpp): size, n_ctx,
+// truncate and clear live in that base; clone() and restore() are the
+// interface's forms of copying and deserialize().
 #pragma once
 
 #include "../detail/abi.hpp"
@@ -33,16 +38,21 @@
 #include "../core/fp16.hpp"
 #include "../detail/checked.hpp"
 #include "../error.hpp"
+#include "backend.hpp"
 #include "config.hpp"
 
 SMOL_NAMESPACE_BEGIN
 
-enum class KVType : uint32_t { f32 = 0, f16 = 1 };
+namespace detail {
+// The owner tag of every CPU cache (BackendCache::owner_): any CPU backend of
+// the same geometry may run any KVCache.
+inline constexpr char kCpuCacheOwner = 0;
+}  // namespace detail
 
-class KVCache {
+class KVCache final : public BackendCache {
 public:
     static constexpr size_t kDefaultContext = 4096;
-    static constexpr size_t kDefaultSize = ~size_t(0);  // "min(4096, context length)"
+    static constexpr size_t kDefaultSize = BackendCache::kDefaultSize;  // "min(4096, context length)"
 
     // n_ctx kDefaultSize picks min(4096, config.context_length); 0 or more than
     // context_length is ErrorKind::invalid_argument. The cache's bytes are
@@ -51,30 +61,20 @@ public:
     // whose size overflows or exceeds it is ErrorKind::resource.
     explicit KVCache(const Config& config, size_t n_ctx = kDefaultSize, KVType type = KVType::f16,
                      uint64_t memory_budget = 0)
-        : n_layers_(config.n_layers), n_kv_heads_(config.n_kv_heads), head_dim_(config.head_dim),
-          type_(type) {
-        if (n_ctx == kDefaultSize) n_ctx = std::min(kDefaultContext, config.context_length);
-        if (n_ctx == 0) detail::fail(ErrorKind::invalid_argument, "KVCache: n_ctx must be positive");
-        if (n_ctx > config.context_length)
-            detail::fail(ErrorKind::invalid_argument,
-                         "KVCache: n_ctx " + std::to_string(n_ctx) +
-                             " exceeds the model's context length " +
-                             std::to_string(config.context_length));
+        : BackendCache(Device::cpu, &detail::kCpuCacheOwner, config.n_layers, config.n_kv_heads,
+                       config.head_dim, 0),
+          type_(type), memory_budget_(memory_budget) {
+        n_ctx = resolve_n_ctx(config, n_ctx);
         if (type != KVType::f16 && type != KVType::f32)
             detail::fail(ErrorKind::invalid_argument, "KVCache: unknown element type");
         if (n_layers_ == 0 || n_kv_heads_ == 0 || head_dim_ == 0)
             detail::fail(ErrorKind::invalid_argument, "KVCache: empty model geometry");
         n_ctx_ = n_ctx;
-        // The geometry comes from a file: each factor is bounded, their product is not.
-        const size_t total = detail::checked_product(
-            "KVCache", {uint64_t(n_ctx_), head_dim_, 2, n_layers_, n_kv_heads_, element_bytes()});
-        detail::check_budget("KVCache of " + std::to_string(n_ctx_) + " positions", total, memory_budget);
+        check_size();
         allocate();
     }
 
-    KVCache(const KVCache& other)
-        : n_layers_(other.n_layers_), n_kv_heads_(other.n_kv_heads_), head_dim_(other.head_dim_),
-          n_ctx_(other.n_ctx_), type_(other.type_) {
+    KVCache(const KVCache& other) : BackendCache(other), type_(other.type_), memory_budget_(other.memory_budget_) {
         allocate();
         copy_prefix_from(other, other.size_);
     }
@@ -90,12 +90,10 @@ public:
 
     // An independent copy of the valid prefix (what a branching session needs).
     KVCache fork() const { return KVCache(*this); }
+    std::unique_ptr<BackendCache> clone() const override {
+        return detail::translate_bad_alloc("KVCache", [&] { return std::unique_ptr<BackendCache>(new KVCache(*this)); });
+    }
 
-    size_t n_ctx() const noexcept { return n_ctx_; }
-    size_t size() const noexcept { return size_; }
-    size_t n_layers() const noexcept { return n_layers_; }
-    size_t n_kv_heads() const noexcept { return n_kv_heads_; }
-    size_t head_dim() const noexcept { return head_dim_; }
     KVType type() const noexcept { return type_; }
     size_t element_bytes() const noexcept { return type_ == KVType::f16 ? 2 : 4; }
     size_t bytes() const noexcept { return block_elements() * 2 * n_layers_ * n_kv_heads_ * element_bytes(); }
@@ -106,17 +104,7 @@ public:
                config.head_dim == head_dim_;
     }
 
-    // Drops positions >= n (n <= size()).
-    void truncate(size_t n) {
-        if (n > size_)
-            detail::fail(ErrorKind::invalid_argument,
-                         "KVCache: cannot truncate to " + std::to_string(n) + " positions, only " +
-                             std::to_string(size_) + " are filled");
-        size_ = n;
-    }
-    void clear() noexcept { size_ = 0; }
-
-    // Marks positions [0, n) valid; forward() calls this after writing them.
+    // Marks positions [0, n) valid (tests; forward() keeps the size itself).
     void set_size(size_t n) {
         if (n > n_ctx_)
             detail::fail(ErrorKind::out_of_range, "KVCache: size " + std::to_string(n) +
@@ -156,18 +144,12 @@ public:
         }
     }
 
-    // --- serialization of the valid prefix ---
-    std::vector<uint8_t> serialize() const {
+    // --- serialization of the valid prefix (the portable format, model/backend.hpp) ---
+    std::vector<uint8_t> serialize() const override {
         std::vector<uint8_t> out;
         const size_t row = head_dim_ * element_bytes();
-        out.reserve(kHeaderBytes + 2 * n_layers_ * n_kv_heads_ * size_ * row);
-        smol::detail::append_le<uint32_t>(out, kMagic);
-        smol::detail::append_le<uint32_t>(out, kVersion);
-        smol::detail::append_le<uint32_t>(out, uint32_t(type_));
-        smol::detail::append_le<uint32_t>(out, uint32_t(n_layers_));
-        smol::detail::append_le<uint32_t>(out, uint32_t(n_kv_heads_));
-        smol::detail::append_le<uint32_t>(out, uint32_t(head_dim_));
-        smol::detail::append_le<uint64_t>(out, uint64_t(size_));
+        out.reserve(detail::kKVHeaderBytes + 2 * n_layers_ * n_kv_heads_ * size_ * row);
+        detail::append_kv_header(out, type_, n_layers_, n_kv_heads_, head_dim_, size_);
         for (size_t l = 0; l < n_layers_; ++l)
             for (int kind = 0; kind < 2; ++kind)
                 for (size_t h = 0; h < n_kv_heads_; ++h) {
@@ -177,71 +159,74 @@ public:
         return out;
     }
 
-    // Restores a cache written by serialize() for a model of `config`'s geometry,
-    // into a cache of n_ctx positions (kDefaultSize: the default). Malformed or truncated
-    // bytes are ErrorKind::format, another geometry ErrorKind::shape, more
-    // positions than n_ctx ErrorKind::out_of_range.
+    // Restores a cache written by serialize() (by any backend) for a model of
+    // `config`'s geometry, into a cache of n_ctx positions (kDefaultSize: the
+    // default) and the saved element type. Malformed or truncated bytes are
+    // ErrorKind::format, another geometry ErrorKind::shape, more positions than
+    // n_ctx ErrorKind::out_of_range.
     static KVCache deserialize(const Config& config, const void* data, size_t bytes,
                                size_t n_ctx = kDefaultSize) {
-        const uint8_t* p = static_cast<const uint8_t*>(data);
-        if (!p || bytes < kHeaderBytes)
-            detail::fail(ErrorKind::format, "KVCache: serialized cache is truncated (header)");
-        if (smol::detail::read_le<uint32_t>(p, 0) != kMagic)
-            detail::fail(ErrorKind::format, "KVCache: not a serialized cache (bad magic)");
-        if (smol::detail::read_le<uint32_t>(p, 4) != kVersion)
-            detail::fail(ErrorKind::unsupported, "KVCache: unsupported serialization version " +
-                                                     std::to_string(smol::detail::read_le<uint32_t>(p, 4)));
-        const uint32_t type = smol::detail::read_le<uint32_t>(p, 8);
-        if (type != uint32_t(KVType::f16) && type != uint32_t(KVType::f32))
-            detail::fail(ErrorKind::format, "KVCache: unknown element type " + std::to_string(type));
-        const size_t layers = smol::detail::read_le<uint32_t>(p, 12), heads = smol::detail::read_le<uint32_t>(p, 16),
-                     dim = smol::detail::read_le<uint32_t>(p, 20);
-        const uint64_t size = smol::detail::read_le<uint64_t>(p, 24);
-        if (layers != config.n_layers || heads != config.n_kv_heads || dim != config.head_dim)
-            detail::fail(ErrorKind::shape,
-                         "KVCache: serialized cache has " + std::to_string(layers) + " layers x " +
-                             std::to_string(heads) + " kv heads x " + std::to_string(dim) +
-                             " dims, the model has " + std::to_string(config.n_layers) + " x " +
-                             std::to_string(config.n_kv_heads) + " x " +
-                             std::to_string(config.head_dim));
-        KVCache cache(config, n_ctx, KVType(type));
-        if (size > cache.n_ctx_)
-            detail::fail(ErrorKind::out_of_range, "KVCache: serialized cache holds " +
-                                                      std::to_string(size) +
-                                                      " positions, more than n_ctx " +
-                                                      std::to_string(cache.n_ctx_));
-        const size_t row = dim * cache.element_bytes();
-        // size comes from the bytes: a product that wrapped could match a short
-        // buffer and send the copy below past its end.
-        size_t payload = 2;
-        for (const size_t factor : {layers, heads, size_t(size), row}) {
-            if (factor != 0 && payload > SIZE_MAX / factor)
-                detail::fail(ErrorKind::format, "KVCache: serialized cache size overflows");
-            payload *= factor;
-        }
-        if (bytes - kHeaderBytes != payload)
-            detail::fail(ErrorKind::format, "KVCache: serialized cache has " +
-                                                std::to_string(bytes - kHeaderBytes) +
-                                                " payload bytes, expected " + std::to_string(payload));
-        const uint8_t* src = p + kHeaderBytes;
-        for (size_t l = 0; l < layers; ++l)
-            for (int kind = 0; kind < 2; ++kind)
-                for (size_t h = 0; h < heads; ++h) {
-                    std::memcpy(cache.block(l, kind, h), src, size_t(size) * row);
-                    src += size_t(size) * row;
-                }
-        cache.size_ = size_t(size);
+        n_ctx = resolve_n_ctx(config, n_ctx);
+        const detail::KVImage image =
+            detail::parse_kv_image(data, bytes, config.n_layers, config.n_kv_heads, config.head_dim, n_ctx);
+        KVCache cache(config, n_ctx, image.type);
+        cache.fill_from(image);
         return cache;
     }
 
-private:
-    static constexpr uint32_t kMagic = 0x564b4d53u;  // "SMKV" little-endian
-    static constexpr uint32_t kVersion = 1;
-    static constexpr size_t kHeaderBytes = 32;
+    // The interface's deserialize: same n_ctx and memory budget, the saved
+    // element type; unchanged on error.
+    void restore(const void* data, size_t bytes) override {
+        const detail::KVImage image =
+            detail::parse_kv_image(data, bytes, n_layers_, n_kv_heads_, head_dim_, n_ctx_);
+        KVCache cache(*this, image.type);
+        cache.fill_from(image);
+        *this = std::move(cache);
+    }
 
+private:
     struct AlignedDelete {
         void operator()(uint8_t* p) const noexcept { ::operator delete(p, std::align_val_t(64)); }
     };
+
+    static size_t resolve_n_ctx(const Config& config, size_t n_ctx) {
+        if (n_ctx == kDefaultSize) n_ctx = std::min(kDefaultContext, config.context_length);
+        if (n_ctx == 0) detail::fail(ErrorKind::invalid_argument, "KVCache: n_ctx must be positive");
+        if (n_ctx > config.context_length)
+            detail::fail(ErrorKind::invalid_argument,
+                         "KVCache: n_ctx " + std::to_string(n_ctx) +
+                             " exceeds the model's context length " +
+                             std::to_string(config.context_length));
+        return n_ctx;
+    }
+
+    // An empty cache of `like`'s geometry, n_ctx and budget, storing `type`.
+    KVCache(const KVCache& like, KVType type)
+        : BackendCache(Device::cpu, &detail::kCpuCacheOwner, like.n_layers_, like.n_kv_heads_, like.head_dim_,
+                       like.n_ctx_),
+          type_(type), memory_budget_(like.memory_budget_) {
+        check_size();
+        allocate();
+    }
+
+    // The geometry comes from a file: each factor is bounded, their product is not.
+    void check_size() const {
+        const size_t total = detail::checked_product(
+            "KVCache", {uint64_t(n_ctx_), head_dim_, 2, n_layers_, n_kv_heads_, element_bytes()});
+        detail::check_budget("KVCache of " + std::to_string(n_ctx_) + " positions", total, memory_budget_);
+    }
+
+    // Copies a parsed image of this cache's element type and geometry.
+    void fill_from(const detail::KVImage& image) {
+        const uint8_t* src = image.payload;
+        for (size_t l = 0; l < n_layers_; ++l)
+            for (int kind = 0; kind < 2; ++kind)
+                for (size_t h = 0; h < n_kv_heads_; ++h) {
+                    std::memcpy(block(l, kind, h), src, image.size * image.row_bytes);
+                    src += image.size * image.row_bytes;
+                }
+        size_ = image.size;
+    }
 
     size_t block_elements() const noexcept { return n_ctx_ * head_dim_; }
     size_t block_offset(size_t layer, int kind, size_t kv_head) const noexcept {
@@ -275,12 +260,8 @@ private:
         }
     }
 
-    size_t n_layers_ = 0;
-    size_t n_kv_heads_ = 0;
-    size_t head_dim_ = 0;
-    size_t n_ctx_ = 0;
     KVType type_ = KVType::f16;
-    size_t size_ = 0;
+    uint64_t memory_budget_ = 0;
     std::unique_ptr<uint8_t[], AlignedDelete> data_;
 };
 

@@ -13,6 +13,10 @@
 // starts the thread pool. Errors are smol::Error naming the file, key or
 // tensor; LoadOptions::progress returning false cancels with Error(cancelled).
 // forward() is SmolLM3::forward (model/smollm3.hpp) on the model's pool.
+//
+// Backends (model/backend.hpp): the Model owns the backend its generators run
+// on: a CpuBackend over the same SmolLM3 and pool. forward()/new_cache() drive
+// the CPU network directly (a KVCache is a CPU cache), for tests and tools.
 #pragma once
 
 #include "../detail/abi.hpp"
@@ -33,6 +37,7 @@
 #include "../error.hpp"
 #include "../gguf/gguf.hpp"
 #include "../text/tokenizer.hpp"
+#include "backend.hpp"
 #include "config.hpp"
 #include "kv_cache.hpp"
 #include "smollm3.hpp"
@@ -127,6 +132,17 @@ public:
     // Shared by every generator on this model; jobs from different callers queue.
     ThreadPool& thread_pool() const noexcept { return *pool_; }
 
+    // The backend generators run on, and the CPU one, which always exists.
+    const Backend& backend() const noexcept {
+        if (device_backend_) return *device_backend_;
+        return cpu_;
+    }
+    const CpuBackend& cpu_backend() const noexcept { return cpu_; }
+    Device device() const noexcept { return backend().device(); }
+
+    Model(const Model&) = delete;
+    Model& operator=(const Model&) = delete;
+
     // A cache for this model: n_ctx defaults to min(4096, context length); 0 or more
     // than the context length is Error(invalid_argument).
     // Its size is checked against LoadOptions::memory_budget (Error(resource)).
@@ -149,7 +165,10 @@ public:
 private:
     Model(std::shared_ptr<const gguf::File> file, const LoadOptions& options)
         : net_(bound(file, options)), tokenizer_(Tokenizer::from_gguf(file)),
-          memory_budget_(options.memory_budget) {
+          memory_budget_(options.memory_budget),
+          pool_(std::make_unique<ThreadPool>(options.n_threads > 0 ? options.n_threads
+                                                                   : detail::physical_core_count())),
+          cpu_(net_, *pool_) {
         report(options, 0.8f);
         if (size_t(tokenizer_.vocab_size()) != net_.config().vocab_size)
             detail::fail(ErrorKind::shape, "model: " + file->source() + ": the tokenizer has " +
@@ -162,8 +181,7 @@ private:
         char hex[17];
         std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
         identity_ = "smollm3-" + std::string(hex);
-        const int threads = options.n_threads > 0 ? options.n_threads : detail::physical_core_count();
-        pool_ = std::make_unique<ThreadPool>(threads);
+        const int threads = pool_->size();
         if (options.log)
             options.log(0, "smol: loaded " + file->source() + " (" +
                                std::to_string(net_.config().n_layers) + " layers, hidden " +
@@ -192,6 +210,8 @@ private:
     uint64_t memory_budget_ = 0;
     std::string identity_;
     std::unique_ptr<ThreadPool> pool_;
+    CpuBackend cpu_;                           // over net_ and *pool_
+    std::unique_ptr<Backend> device_backend_;  // null: cpu_ (the only backend so far)
 };
 
 SMOL_NAMESPACE_END

@@ -18,6 +18,10 @@
 // kernels/activations.hpp); q/k/v and gate/up, which read the same input, each
 // run as one matmul_batch.
 //
+// CpuBackend (end of file) puts this forward pass behind the backend seam of
+// model/backend.hpp; forward() below is that seam over one segment, so the
+// argument checks and the chunking exist once, in Backend::forward.
+//
 // Contract of forward(tokens, n, start_pos, kv, logits, pool, options):
 //   - start_pos <= kv.size() (positions from start_pos on are overwritten) and
 //     start_pos + n <= kv.n_ctx(), else smol::Error(out_of_range); n == 0, a
@@ -50,20 +54,12 @@
 #include "../error.hpp"
 #include "../gguf/gguf.hpp"
 #include "../kernels/kernels.hpp"
+#include "backend.hpp"
 #include "config.hpp"
 #include "kv_cache.hpp"
 #include "weights.hpp"
 
 SMOL_NAMESPACE_BEGIN
-
-struct ForwardOptions {
-    bool all_logits = false;                    // logits of every position, [n][vocab]
-    size_t chunk_size = 0;                      // tokens per prefill pass; 0 = kDefaultChunk
-    const std::atomic<bool>* cancel = nullptr;  // set -> Error(cancelled) at the next layer boundary
-
-    static constexpr size_t kDefaultChunk = 256;
-};
-
 
 class SmolLM3 {
 public:
@@ -95,47 +91,15 @@ public:
     const kernels::KernelSet& kernels() const noexcept { return *kernels_; }
     const std::shared_ptr<const gguf::File>& file_ptr() const noexcept { return file_; }
 
-    // See the contract at the top of this file.
+    // See the contract at the top of this file. The checks and the chunking
+    // are Backend::forward's (model/backend.hpp): this runs a CpuBackend made
+    // on the spot (a few words on the stack) over one segment.
     void forward(const int32_t* tokens, size_t n, size_t start_pos, KVCache& kv, float* logits,
-                 ThreadPool& pool, const ForwardOptions& options = {}) const {
-        if (n == 0 || tokens == nullptr)
-            detail::fail(ErrorKind::invalid_argument, "forward: no tokens");
-        if (logits == nullptr) detail::fail(ErrorKind::invalid_argument, "forward: no logits buffer");
-        if (!kv.compatible(config_))
-            detail::fail(ErrorKind::invalid_argument,
-                         "forward: the KV cache was made for another model geometry");
-        if (start_pos > kv.size())
-            detail::fail(ErrorKind::out_of_range,
-                         "forward: start position " + std::to_string(start_pos) +
-                             " is past the " + std::to_string(kv.size()) + " cached positions");
-        if (n > kv.n_ctx() || start_pos > kv.n_ctx() - n)
-            detail::fail(ErrorKind::out_of_range,
-                         "forward: positions " + std::to_string(start_pos) + ".." +
-                             std::to_string(start_pos + n - 1) + " exceed the context of " +
-                             std::to_string(kv.n_ctx()) + " positions");
-        for (size_t i = 0; i < n; ++i)
-            if (tokens[i] < 0 || size_t(tokens[i]) >= config_.vocab_size)
-                detail::fail(ErrorKind::invalid_argument,
-                             "forward: token id " + std::to_string(tokens[i]) + " at index " +
-                                 std::to_string(i) + " is outside the vocabulary of " +
-                                 std::to_string(config_.vocab_size));
-
-        kv.truncate(start_pos);
-        const size_t chunk = options.chunk_size ? options.chunk_size : ForwardOptions::kDefaultChunk;
-        Scratch scratch(*kernels_);
-        for (size_t done = 0; done < n; done += chunk) {
-            const size_t m = std::min(chunk, n - done);
-            const bool last_chunk = done + m == n;
-            float* chunk_logits = nullptr;
-            if (options.all_logits) chunk_logits = logits + done * config_.vocab_size;
-            else if (last_chunk) chunk_logits = logits;
-            run_chunk(tokens + done, m, start_pos + done, kv, chunk_logits, options.all_logits,
-                      pool, options.cancel, scratch);
-            kv.set_size(start_pos + done + m);
-        }
-    }
+                 ThreadPool& pool, const ForwardOptions& options = {}) const;
 
 private:
+    friend class CpuBackend;
+
     struct LayerMatrices {
         WeightMatrix q, k, v, o, gate, up, down;
     };
@@ -298,5 +262,60 @@ private:
     std::vector<double> inverse_frequency_;  // [rope_dims / 2]
     const kernels::KernelSet* kernels_;       // static storage (kernels/dispatch.hpp)
 };
+
+// The CPU backend: SmolLM3 on a thread pool behind the Backend seam. Both are
+// borrowed (smol::Model owns them). forward_step runs the chunks of a step one
+// after another (each as SmolLM3 always ran a chunk); a batched CPU step, one
+// weight read for several sequences, would change only this class.
+class CpuBackend final : public Backend {
+public:
+    CpuBackend(const SmolLM3& net, ThreadPool& pool) noexcept
+        : Backend(Device::cpu, &detail::kCpuCacheOwner, net.config().vocab_size, net.config().context_length,
+                  net.config().n_layers, net.config().n_kv_heads, net.config().head_dim, /*max_chunk=*/0,
+                  ForwardOptions::kDefaultChunk),
+          net_(&net), pool_(&pool) {}
+
+    std::string name() const override {
+        return std::string("cpu (") + cpu_level_name(net_->kernels().level) + ", " + std::to_string(pool_->size()) +
+               (pool_->size() == 1 ? " thread)" : " threads)");
+    }
+
+    std::unique_ptr<BackendCache> make_cache(size_t n_ctx = BackendCache::kDefaultSize, KVType type = KVType::f16,
+                                             uint64_t memory_budget = 0) const override {
+        return detail::translate_bad_alloc("KVCache", [&] {
+            return std::unique_ptr<BackendCache>(new KVCache(net_->config(), n_ctx, type, memory_budget));
+        });
+    }
+
+    const SmolLM3& network() const noexcept { return *net_; }
+    ThreadPool& thread_pool() const noexcept { return *pool_; }
+
+protected:
+    void forward_step(const Segment* chunks, size_t n_chunks, const std::atomic<bool>* cancel) const override {
+        // The seam checked that every cache is a KVCache (device cpu, the CPU owner tag).
+        SmolLM3::Scratch scratch(net_->kernels());
+        for (size_t i = 0; i < n_chunks; ++i) {
+            const Segment& c = chunks[i];
+            net_->run_chunk(c.tokens, c.n_tokens, c.start, static_cast<KVCache&>(*c.cache), c.logits,
+                            c.all_logits, *pool_, cancel, scratch);
+        }
+    }
+
+private:
+    const SmolLM3* net_;
+    ThreadPool* pool_;
+};
+
+inline void SmolLM3::forward(const int32_t* tokens, size_t n, size_t start_pos, KVCache& kv, float* logits,
+                             ThreadPool& pool, const ForwardOptions& options) const {
+    Segment segment;
+    segment.tokens = tokens;
+    segment.n_tokens = n;
+    segment.start = start_pos;
+    segment.cache = &kv;
+    segment.logits = logits;
+    segment.all_logits = options.all_logits;
+    CpuBackend(*this, pool).forward(segment, options);
+}
 
 SMOL_NAMESPACE_END

@@ -1,0 +1,404 @@
+// smol::Backend and smol::BackendCache: the one narrow seam between the
+// generator and whatever runs the network (the CPU SmolLM3 in model/smollm3.hpp,
+// the CUDA model in cuda/backend.hpp). Plain C++17 with no CUDA headers, so both
+// sides (and nvcc) include it.
+//
+// Data flow (Generator -> Backend -> device):
+//   Generator holds a std::unique_ptr<BackendCache> made by backend.make_cache()
+//   and, per prefill or decode step, calls
+//     backend.forward(segments, n_segments, options)
+//   Segment s: tokens [s.n_tokens] at positions s.start .. s.start + n_tokens - 1
+//   of the sequence whose keys and values live in *s.cache; the backend appends
+//   their K/V to that cache and writes s.logits: [vocab] for the last position,
+//   or [n_tokens][vocab] with s.all_logits.
+//
+// Backend::forward (here, not virtual) is the single copy of what every backend
+// needs around the network: the argument checks (null pointers, n == 0, token
+// ids against the vocabulary, start <= cache size, start + n <= n_ctx, a cache
+// of this backend and geometry, no cache twice), truncating each cache to its
+// start, the prefill chunking (options.chunk_size, capped by the backend's
+// max_chunk()), cancellation between chunks, the caches' sizes after each chunk,
+// and std::bad_alloc as Error(resource). Between those, it calls the backend's
+// one virtual, forward_step(), once per *step*: a list of already-checked chunks,
+// at most one per segment, each of at most max_chunk() tokens:
+//   step k = { chunk k of segment 0, chunk k of segment 1, ... } (segments that
+//   have run out of tokens drop out), logits pointed at the right rows (or null
+//   for a chunk whose logits nobody asked for).
+// So a decode step of one sequence costs one indirect call, and no allocation
+// here. Batched decoding ("many NPCs", several sequences per forward) passes one
+// segment per sequence (each 1 token, its own cache and position): a backend
+// that batches runs the whole step as one pass (one read of the weights for all
+// of them); today's CPU and CUDA backends run the chunks of a step one after
+// another, which gives the same results without the speed-up. Neither the
+// interface nor the generator has to change when a backend starts batching.
+//
+// Caches. BackendCache is the per-sequence KV cache behind one interface: size()
+// (leading positions that hold valid entries), n_ctx(), truncate(), clear() are
+// plain fields (no virtual call on the decode path); serialize(), restore() and
+// clone() are virtual. The serialized form is portable between backends of the
+// same model (a session saved on the GPU restores on the CPU and back):
+//   offset 0  u32 magic "SMKV", u32 version 1, u32 element type (0 F32, 1 F16),
+//             u32 n_layers, u32 n_kv_heads, u32 head_dim, u64 size (positions)
+//   offset 32 for each layer, for K then V, for each kv head: size rows of
+//             head_dim elements (keys after RoPE), little-endian
+// (the CPU KVCache's format, byte for byte; detail::parse_kv_image below is its
+// one reader). restore() takes either element type and converts if the cache
+// stores another one (the CPU cache adopts the saved type instead).
+//
+// Errors: smol::Error. A check that fails changes nothing.
+#pragma once
+
+#include "../detail/abi.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "../detail/bytes.hpp"
+#include "../detail/checked.hpp"
+#include "../error.hpp"
+
+SMOL_NAMESPACE_BEGIN
+
+// Which backend a Model runs its generators on (LoadOptions::device).
+// automatic: CUDA when smol was built with it (SMOL_CUDA_ENABLED) and a usable
+// device exists, else the CPU; the load log says which and why.
+enum class Device : uint32_t { cpu = 0, cuda = 1, automatic = 2 };
+
+inline const char* device_name(Device device) noexcept {
+    switch (device) {
+        case Device::cpu: return "cpu";
+        case Device::cuda: return "cuda";
+        case Device::automatic: return "auto";
+    }
+    return "unknown";
+}
+
+// "cpu", "cuda" or "auto" (what --device takes in the tools); nullopt otherwise.
+inline std::optional<Device> parse_device(std::string_view name) noexcept {
+    for (const Device d : {Device::cpu, Device::cuda, Device::automatic})
+        if (name == device_name(d)) return d;
+    return std::nullopt;
+}
+
+// Element type of a KV cache.
+enum class KVType : uint32_t { f32 = 0, f16 = 1 };
+
+struct ForwardOptions {
+    bool all_logits = false;                    // Model::forward / SmolLM3::forward only: [n][vocab]
+                                                // (a Segment carries its own all_logits)
+    size_t chunk_size = 0;                      // tokens per prefill pass; 0 = the backend's default
+    const std::atomic<bool>* cancel = nullptr;  // set -> Error(cancelled) at the next chunk (the CPU
+                                                // also looks between layers)
+
+    static constexpr size_t kDefaultChunk = 256;
+};
+
+class Backend;
+
+class BackendCache {
+public:
+    // n_ctx "min(4096, the model's context length)" wherever a cache is made.
+    static constexpr size_t kDefaultSize = ~size_t(0);
+
+    virtual ~BackendCache() = default;
+
+    size_t size() const noexcept { return size_; }
+    size_t n_ctx() const noexcept { return n_ctx_; }
+    size_t n_layers() const noexcept { return n_layers_; }
+    size_t n_kv_heads() const noexcept { return n_kv_heads_; }
+    size_t head_dim() const noexcept { return head_dim_; }
+    Device device() const noexcept { return device_; }
+
+    // Drops positions >= n (n <= size()), e.g. to reuse a prompt prefix.
+    void truncate(size_t n) {
+        if (n > size_)
+            detail::fail(ErrorKind::invalid_argument,
+                         "KV cache: cannot truncate to " + std::to_string(n) + " positions, only " +
+                             std::to_string(size_) + " are filled");
+        size_ = n;
+    }
+    void clear() noexcept { size_ = 0; }
+
+    // The valid prefix in the portable format (top of this file).
+    virtual std::vector<uint8_t> serialize() const = 0;
+    // Replaces the contents with serialize()d bytes of a cache of the same
+    // geometry (n_ctx stays). Malformed bytes: Error(format); another geometry:
+    // Error(shape); more positions than n_ctx: Error(out_of_range); another
+    // version: Error(unsupported). On error the cache is unchanged (a device
+    // copy that fails half way leaves it empty).
+    virtual void restore(const void* data, size_t bytes) = 0;
+    // An independent copy of the valid prefix, same n_ctx (a forked session).
+    virtual std::unique_ptr<BackendCache> clone() const = 0;
+
+protected:
+    BackendCache() = default;
+    BackendCache(Device device, const void* owner, size_t n_layers, size_t n_kv_heads, size_t head_dim,
+                 size_t n_ctx) noexcept
+        : device_(device), owner_(owner), n_layers_(n_layers), n_kv_heads_(n_kv_heads),
+          head_dim_(head_dim), n_ctx_(n_ctx) {}
+    BackendCache(const BackendCache&) = default;
+    BackendCache& operator=(const BackendCache&) = default;
+    // A moved-from cache is empty (size 0, n_ctx 0), so truncate/clear on it are harmless.
+    BackendCache(BackendCache&& other) noexcept { take(other); }
+    BackendCache& operator=(BackendCache&& other) noexcept {
+        if (this != &other) take(other);
+        return *this;
+    }
+
+    Device device_ = Device::cpu;
+    const void* owner_ = nullptr;  // which backend may run this cache (see Backend::cache_owner_)
+    size_t n_layers_ = 0, n_kv_heads_ = 0, head_dim_ = 0;
+    size_t n_ctx_ = 0;
+    size_t size_ = 0;
+
+private:
+    friend class Backend;
+    void take(BackendCache& other) noexcept {
+        device_ = other.device_;
+        owner_ = other.owner_;
+        n_layers_ = other.n_layers_;
+        n_kv_heads_ = other.n_kv_heads_;
+        head_dim_ = other.head_dim_;
+        n_ctx_ = other.n_ctx_;
+        size_ = other.size_;
+        other.n_ctx_ = 0;
+        other.size_ = 0;
+    }
+};
+
+// One sequence's share of a forward pass.
+struct Segment {
+    const int32_t* tokens = nullptr;  // [n_tokens]
+    size_t n_tokens = 0;
+    size_t start = 0;                 // position of tokens[0]: <= cache->size()
+    BackendCache* cache = nullptr;    // this sequence's keys and values
+    float* logits = nullptr;          // [vocab], or [n_tokens][vocab] with all_logits
+    bool all_logits = false;
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    Device device() const noexcept { return device_; }
+    // e.g. "cpu (avx2, 2 threads)" or "cuda (NVIDIA H100, device 0)".
+    virtual std::string name() const = 0;
+    size_t vocab_size() const noexcept { return vocab_size_; }
+    size_t context_length() const noexcept { return context_length_; }
+    // The longest chunk forward_step() takes (0: no limit) and the default chunk.
+    size_t max_chunk() const noexcept { return max_chunk_; }
+    size_t default_chunk() const noexcept { return default_chunk_; }
+
+    // A cache for one sequence on this backend: n_ctx kDefaultSize picks
+    // min(4096, context length); 0 or more than the context length is
+    // Error(invalid_argument); a size over `memory_budget` (0: physical memory)
+    // is Error(resource); a type the backend cannot store is Error(unsupported).
+    virtual std::unique_ptr<BackendCache> make_cache(size_t n_ctx = BackendCache::kDefaultSize,
+                                                     KVType type = KVType::f16,
+                                                     uint64_t memory_budget = 0) const = 0;
+
+    // Runs every segment (see the top of this file). After it returns each
+    // cache's size() is its start + n_tokens. After an exception (cancelled
+    // included) each cache covers exactly the steps that completed: start +
+    // k * chunk for some k, or the whole segment; a failed check changes nothing.
+    void forward(const Segment* segments, size_t n_segments, const ForwardOptions& options = {}) const {
+        check_segments(segments, n_segments);
+        detail::translate_bad_alloc("forward", [&] { run_steps(segments, n_segments, options); });
+    }
+    void forward(const Segment& segment, const ForwardOptions& options = {}) const {
+        forward(&segment, 1, options);
+    }
+
+protected:
+    Backend() = default;
+    Backend(Device device, const void* cache_owner, size_t vocab_size, size_t context_length,
+            size_t n_layers, size_t n_kv_heads, size_t head_dim, size_t max_chunk,
+            size_t default_chunk) noexcept
+        : device_(device), cache_owner_(cache_owner), vocab_size_(vocab_size),
+          context_length_(context_length), n_layers_(n_layers), n_kv_heads_(n_kv_heads),
+          head_dim_(head_dim), max_chunk_(max_chunk), default_chunk_(default_chunk) {}
+    Backend(const Backend&) = default;
+    Backend& operator=(const Backend&) = default;
+    Backend(Backend&&) = default;
+    Backend& operator=(Backend&&) = default;
+
+    // One step: chunks[i] (distinct caches, checked: 1 <= n_tokens <= max_chunk,
+    // start == cache->size(), start + n_tokens <= n_ctx, tokens in the
+    // vocabulary; logits null when not wanted, else [vocab] for the chunk's last
+    // position or [n_tokens][vocab] with all_logits). Writes K/V of positions
+    // [start, start + n_tokens) of each; forward() sets the sizes afterwards. May
+    // throw Error(cancelled) when *cancel is set.
+    virtual void forward_step(const Segment* chunks, size_t n_chunks, const std::atomic<bool>* cancel) const = 0;
+
+    Device device_ = Device::cpu;
+    // Identifies the caches this backend may run: BackendCache::owner_ must be
+    // equal (the CPU: one tag for every KVCache; CUDA: its device state).
+    const void* cache_owner_ = nullptr;
+    size_t vocab_size_ = 0, context_length_ = 0;
+    size_t n_layers_ = 0, n_kv_heads_ = 0, head_dim_ = 0;
+    size_t max_chunk_ = 0, default_chunk_ = ForwardOptions::kDefaultChunk;
+
+private:
+    // The checks build no string unless one fails (they run on every decode step).
+    [[noreturn]] static void fail_at(ErrorKind kind, size_t segment, size_t n_segments, const std::string& what) {
+        detail::fail(kind, (n_segments > 1 ? "forward (segment " + std::to_string(segment) + "): " : "forward: ") +
+                               what);
+    }
+
+    void check_segments(const Segment* segments, size_t n_segments) const {
+        if (segments == nullptr || n_segments == 0)
+            detail::fail(ErrorKind::invalid_argument, "forward: no segments");
+        for (size_t s = 0; s < n_segments; ++s) {
+            const Segment& seg = segments[s];
+            auto fail = [&](ErrorKind kind, const std::string& what) { fail_at(kind, s, n_segments, what); };
+            if (seg.n_tokens == 0 || seg.tokens == nullptr) fail(ErrorKind::invalid_argument, "no tokens");
+            if (seg.logits == nullptr) fail(ErrorKind::invalid_argument, "no logits buffer");
+            if (seg.cache == nullptr) fail(ErrorKind::invalid_argument, "no KV cache");
+            const BackendCache& kv = *seg.cache;
+            if (kv.device_ != device_ || kv.owner_ != cache_owner_)
+                fail(ErrorKind::invalid_argument, "the KV cache belongs to another backend (a " +
+                                                      std::string(device_name(kv.device_)) + " cache on the " +
+                                                      device_name(device_) + " backend)");
+            if (kv.n_layers_ != n_layers_ || kv.n_kv_heads_ != n_kv_heads_ || kv.head_dim_ != head_dim_)
+                fail(ErrorKind::invalid_argument, "the KV cache was made for another model geometry");
+            for (size_t other = 0; other < s; ++other)
+                if (segments[other].cache == seg.cache)
+                    fail(ErrorKind::invalid_argument, "the same KV cache is in segments " + std::to_string(other) +
+                                                          " and " + std::to_string(s));
+            if (seg.start > kv.size_)
+                fail(ErrorKind::out_of_range, "start position " + std::to_string(seg.start) + " is past the " +
+                                                  std::to_string(kv.size_) + " cached positions");
+            if (seg.n_tokens > kv.n_ctx_ || seg.start > kv.n_ctx_ - seg.n_tokens)
+                fail(ErrorKind::out_of_range, "positions " + std::to_string(seg.start) + ".." +
+                                                  std::to_string(seg.start + seg.n_tokens - 1) +
+                                                  " exceed the context of " + std::to_string(kv.n_ctx_) +
+                                                  " positions");
+            for (size_t i = 0; i < seg.n_tokens; ++i)
+                if (seg.tokens[i] < 0 || size_t(seg.tokens[i]) >= vocab_size_)
+                    fail(ErrorKind::invalid_argument, "token id " + std::to_string(seg.tokens[i]) + " at index " +
+                                                          std::to_string(i) + " is outside the vocabulary of " +
+                                                          std::to_string(vocab_size_));
+        }
+    }
+
+    // The chunk of `seg` that starts `done` tokens in.
+    Segment chunk_of(const Segment& seg, size_t done, size_t chunk) const noexcept {
+        Segment c;
+        c.n_tokens = std::min(chunk, seg.n_tokens - done);
+        c.tokens = seg.tokens + done;
+        c.start = seg.start + done;
+        c.cache = seg.cache;
+        c.all_logits = seg.all_logits;
+        if (seg.all_logits) c.logits = seg.logits + done * vocab_size_;
+        else if (done + c.n_tokens == seg.n_tokens) c.logits = seg.logits;
+        return c;
+    }
+
+    void run_steps(const Segment* segments, size_t n_segments, const ForwardOptions& options) const {
+        size_t chunk = options.chunk_size ? options.chunk_size : default_chunk_;
+        if (max_chunk_ && chunk > max_chunk_) chunk = max_chunk_;
+        size_t longest = 0;
+        for (size_t s = 0; s < n_segments; ++s) {
+            segments[s].cache->size_ = segments[s].start;  // positions from start on are rewritten
+            longest = std::max(longest, segments[s].n_tokens);
+        }
+        auto cancelled = [&] { return options.cancel && options.cancel->load(std::memory_order_relaxed); };
+        if (n_segments == 1) {  // the decode path: no allocation
+            const Segment& seg = segments[0];
+            for (size_t done = 0; done < seg.n_tokens; done += chunk) {
+                if (cancelled()) detail::fail(ErrorKind::cancelled, "forward: cancelled");
+                const Segment c = chunk_of(seg, done, chunk);
+                forward_step(&c, 1, options.cancel);
+                seg.cache->size_ = c.start + c.n_tokens;
+            }
+            return;
+        }
+        std::vector<Segment> step;
+        step.reserve(n_segments);
+        for (size_t done = 0; done < longest; done += chunk) {
+            if (cancelled()) detail::fail(ErrorKind::cancelled, "forward: cancelled");
+            step.clear();
+            for (size_t s = 0; s < n_segments; ++s)
+                if (done < segments[s].n_tokens) step.push_back(chunk_of(segments[s], done, chunk));
+            forward_step(step.data(), step.size(), options.cancel);
+            for (const Segment& c : step) c.cache->size_ = c.start + c.n_tokens;
+        }
+    }
+};
+
+namespace detail {
+
+// The header of a serialized cache (top of this file), checked against the
+// geometry of the model that restores it; payload points at the rows.
+struct KVImage {
+    KVType type = KVType::f16;
+    size_t size = 0;  // positions
+    size_t row_bytes = 0;
+    const uint8_t* payload = nullptr;  // [n_layers][2][n_kv_heads][size][row_bytes]
+};
+
+constexpr uint32_t kKVMagic = 0x564b4d53u;  // "SMKV" little-endian
+constexpr uint32_t kKVVersion = 1;
+constexpr size_t kKVHeaderBytes = 32;
+
+inline void append_kv_header(std::vector<uint8_t>& out, KVType type, size_t n_layers, size_t n_kv_heads,
+                             size_t head_dim, size_t size) {
+    append_le<uint32_t>(out, kKVMagic);
+    append_le<uint32_t>(out, kKVVersion);
+    append_le<uint32_t>(out, uint32_t(type));
+    append_le<uint32_t>(out, uint32_t(n_layers));
+    append_le<uint32_t>(out, uint32_t(n_kv_heads));
+    append_le<uint32_t>(out, uint32_t(head_dim));
+    append_le<uint64_t>(out, uint64_t(size));
+}
+
+// Validates serialized bytes for a cache of the given geometry and n_ctx.
+inline KVImage parse_kv_image(const void* data, size_t bytes, size_t n_layers, size_t n_kv_heads,
+                              size_t head_dim, size_t n_ctx) {
+    const uint8_t* p = static_cast<const uint8_t*>(data);
+    if (!p || bytes < kKVHeaderBytes) fail(ErrorKind::format, "KVCache: serialized cache is truncated (header)");
+    if (read_le<uint32_t>(p, 0) != kKVMagic) fail(ErrorKind::format, "KVCache: not a serialized cache (bad magic)");
+    if (read_le<uint32_t>(p, 4) != kKVVersion)
+        fail(ErrorKind::unsupported,
+             "KVCache: unsupported serialization version " + std::to_string(read_le<uint32_t>(p, 4)));
+    const uint32_t type = read_le<uint32_t>(p, 8);
+    if (type != uint32_t(KVType::f16) && type != uint32_t(KVType::f32))
+        fail(ErrorKind::format, "KVCache: unknown element type " + std::to_string(type));
+    const size_t layers = read_le<uint32_t>(p, 12), heads = read_le<uint32_t>(p, 16), dim = read_le<uint32_t>(p, 20);
+    const uint64_t size = read_le<uint64_t>(p, 24);
+    if (layers != n_layers || heads != n_kv_heads || dim != head_dim)
+        fail(ErrorKind::shape, "KVCache: serialized cache has " + std::to_string(layers) + " layers x " +
+                                   std::to_string(heads) + " kv heads x " + std::to_string(dim) +
+                                   " dims, the model has " + std::to_string(n_layers) + " x " +
+                                   std::to_string(n_kv_heads) + " x " + std::to_string(head_dim));
+    if (size > n_ctx)
+        fail(ErrorKind::out_of_range, "KVCache: serialized cache holds " + std::to_string(size) +
+                                          " positions, more than n_ctx " + std::to_string(n_ctx));
+    KVImage image;
+    image.type = KVType(type);
+    image.size = size_t(size);
+    image.row_bytes = dim * (image.type == KVType::f16 ? 2 : 4);
+    // size comes from the bytes: a product that wrapped could match a short
+    // buffer and send a copy past its end.
+    size_t payload = 2;
+    for (const size_t factor : {layers, heads, size_t(size), image.row_bytes}) {
+        if (factor != 0 && payload > SIZE_MAX / factor) fail(ErrorKind::format, "KVCache: serialized cache size overflows");
+        payload *= factor;
+    }
+    if (bytes - kKVHeaderBytes != payload)
+        fail(ErrorKind::format, "KVCache: serialized cache has " + std::to_string(bytes - kKVHeaderBytes) +
+                                    " payload bytes, expected " + std::to_string(payload));
+    image.payload = p + kKVHeaderBytes;
+    return image;
+}
+
+}  // namespace detail
+
+SMOL_NAMESPACE_END
