@@ -2,7 +2,8 @@
 // segments equals separate forwards; the seam's one copy of the argument checks
 // (a failed check changes nothing) and of cancellation; caches through the
 // interface (clone, serialize/restore across cache instances and element
-// types); and Generator on the seam giving what the plain Model::forward loop gives.
+// types); the device choice (LoadOptions::device) in a build without CUDA; and
+// Generator on the seam giving what the plain Model::forward loop gives.
 #include <doctest/doctest.h>
 
 #include <smol/smol.hpp>
@@ -74,12 +75,33 @@ size_t argmax(const std::vector<float>& v) { return size_t(std::max_element(v.be
 
 }  // namespace
 
-TEST_CASE("the model's backend is the CPU") {
+TEST_CASE("device: cpu by default; auto picks the cpu without CUDA and logs it; cuda is Error(unsupported)") {
     const auto& bytes = demo_bytes();
-    const auto model = smol::Model::load_from_memory(bytes.data(), bytes.size());
-    CHECK(model->device() == smol::Device::cpu);
-    CHECK(&model->backend() == static_cast<const Backend*>(&model->cpu_backend()));
-    CHECK(model->backend().name().rfind("cpu (", 0) == 0);
+    {
+        const auto model = smol::Model::load_from_memory(bytes.data(), bytes.size());
+        CHECK(model->device() == smol::Device::cpu);
+        CHECK(&model->backend() == static_cast<const Backend*>(&model->cpu_backend()));
+        CHECK(model->backend().name().rfind("cpu (", 0) == 0);
+    }
+    {
+        std::vector<std::string> lines;
+        smol::LoadOptions options;
+        options.device = smol::Device::automatic;
+        options.log = [&](int, const std::string& line) { lines.push_back(line); };
+        const auto model = smol::Model::load_from_memory(bytes.data(), bytes.size(), options);
+        CHECK(model->device() == smol::Device::cpu);
+        const auto said = std::find_if(lines.begin(), lines.end(),
+                                       [](const std::string& l) { return l.rfind("smol: device cpu", 0) == 0; });
+        REQUIRE(said != lines.end());
+        CHECK(said->find("auto") != std::string::npos);
+        CHECK(said->find("without its CUDA backend") != std::string::npos);
+    }
+    smol::LoadOptions cuda;
+    cuda.device = smol::Device::cuda;
+    std::string message;
+    CHECK(error_kind_of([&] { smol::Model::load_from_memory(bytes.data(), bytes.size(), cuda); }, &message) ==
+          ErrorKind::unsupported);
+    CHECK(message.find("cuda") != std::string::npos);
 }
 
 TEST_CASE("forward over two segments equals two separate forwards") {

@@ -8,7 +8,10 @@
 // against the CPU model on generated files (prefill, graph decode, KV rows),
 // the fixture goldens (per-position top-8, last-position logits, greedy), and,
 // when SMOL_CUDA_BENCH_MODEL names a GGUF file, a pp512 / tg128 throughput run
-// (printed, never asserted).
+// (printed, never asserted). The backend seam: LoadOptions::device (here too
+// without a GPU: auto falls back to the CPU, cuda is Error(unsupported)) and,
+// with one, Generator on the GPU, forks, two segments per forward, and
+// sessions moving between CPU and GPU generators byte for byte.
 #include <doctest/doctest.h>
 
 #include <smol/cuda/backend.hpp>
@@ -590,6 +593,140 @@ TEST_CASE("cuda forward agrees with the CPU on the GQA Q5_K_M fixture") {
         model->forward(&next, 1, pos, kv, cpu.data());
         gpu.forward(&next, 1, pos, gkv, ours.data());
         check_logits_close(ours.data(), cpu.data(), vocab, "tiny-gqa-q5km decode " + std::to_string(s));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The backend seam (model/backend.hpp): LoadOptions::device, Generator on the
+// GPU, sessions moving between CPU and GPU caches.
+
+namespace {
+
+smol::Segment one_segment(const std::vector<int32_t>& ids, size_t start, smol::BackendCache& cache,
+                          std::vector<float>& logits) {
+    smol::Segment s;
+    s.tokens = ids.data();
+    s.n_tokens = ids.size();
+    s.start = start;
+    s.cache = &cache;
+    s.logits = logits.data();
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("cuda device choice: LoadOptions::device cuda / auto in a build with the backend") {
+    const auto path = smol_test::fixture("tiny-q4km.gguf");
+    if (!path) return;
+    std::vector<std::string> lines;
+    smol::LoadOptions automatic;
+    automatic.device = smol::Device::automatic;
+    automatic.log = [&](int, const std::string& line) { lines.push_back(line); };
+    const auto model = smol::Model::load(*path, automatic);
+    auto said = [&](const std::string& prefix) {
+        return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) { return l.rfind(prefix, 0) == 0; });
+    };
+    smol::LoadOptions cuda;
+    cuda.device = smol::Device::cuda;
+    std::string why;
+    if (!smol::cuda_available(&why)) {
+        CHECK(model->device() == smol::Device::cpu);
+        CHECK(said("smol: device cpu"));
+        try {
+            smol::Model::load(*path, cuda);
+            FAIL("device cuda loaded without a device");
+        } catch (const smol::Error& e) {
+            CHECK(e.kind() == smol::ErrorKind::unsupported);
+            CHECK(std::string(e.what()).find(why) != std::string::npos);
+        }
+        return;
+    }
+    CHECK(model->device() == smol::Device::cuda);
+    CHECK(said("smol: device cuda"));
+    CHECK(smol::Model::load(*path, cuda)->backend().name().rfind("cuda (", 0) == 0);
+}
+
+TEST_CASE("cuda seam: Generator on the GPU, forks, segments, sessions between CPU and GPU") {
+    if (!have_gpu()) return;
+    const auto path = smol_test::fixture("tiny-q4km.gguf");
+    if (!path) return;
+    smol::LoadOptions on_gpu;
+    on_gpu.device = smol::Device::cuda;
+    const auto gpu_model = smol::Model::load(*path, on_gpu);
+    const auto cpu_model = smol::Model::load(*path);
+    REQUIRE(gpu_model->device() == smol::Device::cuda);
+    REQUIRE(gpu_model->identity() == cpu_model->identity());
+
+    smol::GenerateParams greedy;
+    greedy.temperature = 0.0f;
+    greedy.max_tokens = 16;
+    greedy.ignore_eos = true;
+    smol::GeneratorOptions options;
+    options.n_ctx = 256;
+    smol::Generator gpu(gpu_model, options), cpu(cpu_model, options);
+    const auto a = gpu.generate("Once upon a time", greedy);
+    CHECK(a.tokens.size() == 16);
+    CHECK(gpu.n_cached() == a.n_prompt_tokens + 15);
+    const auto again = gpu.generate("Once upon a time", greedy);  // the prompt is reused
+    CHECK(again.n_reused_tokens == again.n_prompt_tokens - 1);
+
+    // A fork continues exactly as the original.
+    smol::Generator branch = gpu.fork();
+    const std::string more = "Once upon a time there was";
+    CHECK(branch.generate(more, greedy).tokens == gpu.generate(more, greedy).tokens);
+
+    // GPU session -> CPU generator -> saved again: the same bytes (the cache is F16 on both).
+    const auto from_gpu = gpu.save_session();
+    cpu.restore_session(from_gpu);
+    CHECK(cpu.history() == gpu.history());
+    CHECK(cpu.save_session() == from_gpu);
+    // CPU session -> GPU generator, the same way round.
+    cpu.generate("The quick brown fox", greedy);
+    const auto from_cpu = cpu.save_session();
+    smol::Generator restored(gpu_model, options);
+    restored.restore_session(from_cpu);
+    CHECK(restored.save_session() == from_cpu);
+    CHECK(restored.n_cached() == cpu.n_cached());
+
+    // Cancellation through the seam (between chunks on the GPU).
+    smol::GeneratorOptions small_chunks = options;
+    small_chunks.prefill_chunk = 4;
+    smol::Generator cancelled(gpu_model, small_chunks);
+    greedy.logits_hook = [&](float*, size_t) { cancelled.cancel(); };
+    const auto c = cancelled.generate("The quick brown fox jumps over the lazy dog", greedy);
+    CHECK(c.stop_reason == smol::StopReason::cancelled);
+    CHECK(c.tokens.size() == 1);
+
+    // Two segments in one forward give what two forwards give.
+    const smol::Backend& backend = gpu_model->backend();
+    const size_t vocab = backend.vocab_size();
+    const auto x = gpu_model->tokenizer().encode("Hello there, general", false);
+    const auto y = gpu_model->tokenizer().encode("A longer second sequence of several tokens", false);
+    auto run = [&](bool together) {
+        auto cx = backend.make_cache(64), cy = backend.make_cache(64);
+        std::vector<float> lx(vocab), ly(vocab);
+        const smol::Segment both[2] = {one_segment(x, 0, *cx, lx), one_segment(y, 0, *cy, ly)};
+        if (together) {
+            backend.forward(both, 2);
+        } else {
+            backend.forward(both[0]);
+            backend.forward(both[1]);
+        }
+        return std::make_pair(lx, ly);
+    };
+    const auto together = run(true), alone = run(false);
+    check_logits_close(together.first.data(), alone.first.data(), vocab, "segment 0");
+    check_logits_close(together.second.data(), alone.second.data(), vocab, "segment 1");
+
+    // A CUDA cache refuses F32, a CPU cache on the GPU backend is refused.
+    CHECK_THROWS_AS(backend.make_cache(64, smol::KVType::f32), smol::Error);
+    smol::KVCache host = cpu_model->new_cache(64);
+    std::vector<float> logits(vocab);
+    try {
+        backend.forward(one_segment(x, 0, host, logits));
+        FAIL("a CPU cache ran on the GPU backend");
+    } catch (const smol::Error& e) {
+        CHECK(e.kind() == smol::ErrorKind::invalid_argument);
     }
 }
 

@@ -161,6 +161,9 @@ void require_device(int device) {
                          std::to_string(prop.minor) + "; smol::cuda needs 8.0 or newer");
 }
 
+// The longest chunk one forward step takes (the work buffers of a cache hold it).
+constexpr size_t kMaxChunk = 512;
+
 // The device's number of activation blocks for n_tokens rows of cols values.
 size_t act_blocks(size_t n_tokens, size_t cols) { return n_tokens * (cols / kActBlock); }
 
@@ -238,7 +241,7 @@ struct ModelState {
 
 struct CacheState {
     std::shared_ptr<ModelState> model;
-    size_t n_ctx = 0, size = 0, max_chunk = 0;
+    size_t n_ctx = 0, max_chunk = 0;  // the filled size is CudaKVCache's (BackendCache::size())
     cudaStream_t stream = nullptr;
     DeviceBuffer kv;  // F16 [layer][K, V][kv head][n_ctx][head_dim]
     // Work buffers for max_chunk tokens.
@@ -417,22 +420,58 @@ CudaModel::CudaModel(const cuda_detail::ModelUpload& up, int device) {
         s.layers.push_back(d);
     }
     state_ = std::move(state);
+    // The seam's view of this backend (model/backend.hpp): its caches are those
+    // made on this device state; chunks of up to 512 tokens (CacheState::max_chunk).
+    device_ = Device::cuda;
+    cache_owner_ = state_.get();
+    vocab_size_ = s.vocab_size;
+    context_length_ = s.context_length;
+    n_layers_ = s.n_layers;
+    n_kv_heads_ = s.n_kv_heads;
+    head_dim_ = s.head_dim;
+    max_chunk_ = kMaxChunk;
+    default_chunk_ = kMaxChunk;
 }
 
 CudaModel::~CudaModel() = default;
 CudaModel::CudaModel(CudaModel&&) noexcept = default;
 CudaModel& CudaModel::operator=(CudaModel&&) noexcept = default;
 
-size_t CudaModel::vocab_size() const noexcept { return state_ ? state_->vocab_size : 0; }
-size_t CudaModel::context_length() const noexcept { return state_ ? state_->context_length : 0; }
-int CudaModel::device() const noexcept { return state_ ? state_->device : -1; }
+int CudaModel::cuda_device() const noexcept { return state_ ? state_->device : -1; }
 std::string CudaModel::device_name() const { return state_ ? state_->device_name : "none"; }
 size_t CudaModel::weight_bytes() const noexcept { return state_ ? state_->weight_bytes : 0; }
+std::string CudaModel::name() const {
+    if (!state_) return "cuda (empty)";
+    return "cuda (" + state_->device_name + ", device " + std::to_string(state_->device) + ")";
+}
+
+std::unique_ptr<BackendCache> CudaModel::make_cache(size_t n_ctx, KVType type, uint64_t memory_budget) const {
+    using namespace cuda_detail;
+    if (!state_) detail::fail(ErrorKind::invalid_argument, "CudaKVCache: the CudaModel is empty (moved from)");
+    if (type != KVType::f16)
+        detail::fail(ErrorKind::unsupported, "CudaKVCache: the GPU cache stores F16 only (KVType::f32 is CPU-only)");
+    if (n_ctx == 0) detail::fail(ErrorKind::invalid_argument, "CudaKVCache: n_ctx must be positive");
+    if (n_ctx == BackendCache::kDefaultSize) n_ctx = 0;  // the constructor's default
+    const ModelState& m = *state_;
+    if (n_ctx > m.context_length)
+        detail::fail(ErrorKind::invalid_argument, "CudaKVCache: n_ctx " + std::to_string(n_ctx) +
+                                                      " exceeds the model's context length " +
+                                                      std::to_string(m.context_length));
+    const size_t positions = n_ctx ? n_ctx : std::min<size_t>(4096, m.context_length);
+    const size_t total = detail::checked_product(
+        "CudaKVCache", {uint64_t(positions), m.head_dim, 2, m.n_layers, m.n_kv_heads, sizeof(__half)});
+    detail::check_budget("CudaKVCache of " + std::to_string(positions) + " positions", total, memory_budget);
+    return std::unique_ptr<BackendCache>(new CudaKVCache(state_, n_ctx));
+}
 
 CudaKVCache::CudaKVCache(const CudaModel& model, size_t n_ctx) {
-    using namespace cuda_detail;
     if (!model.state_) detail::fail(ErrorKind::invalid_argument, "CudaKVCache: the CudaModel is empty (moved from)");
-    const ModelState& m = *model.state_;
+    *this = CudaKVCache(model.state_, n_ctx);
+}
+
+CudaKVCache::CudaKVCache(const std::shared_ptr<cuda_detail::ModelState>& model, size_t n_ctx) {
+    using namespace cuda_detail;
+    const ModelState& m = *model;
     if (n_ctx == 0) n_ctx = std::min<size_t>(4096, m.context_length);
     if (n_ctx > m.context_length)
         detail::fail(ErrorKind::invalid_argument, "CudaKVCache: n_ctx " + std::to_string(n_ctx) +
@@ -441,9 +480,9 @@ CudaKVCache::CudaKVCache(const CudaModel& model, size_t n_ctx) {
     const DeviceGuard device_guard(m.device);
     auto state = std::make_shared<CacheState>();
     CacheState& s = *state;
-    s.model = model.state_;
+    s.model = model;
     s.n_ctx = n_ctx;
-    s.max_chunk = std::min<size_t>(512, n_ctx);
+    s.max_chunk = std::min<size_t>(kMaxChunk, n_ctx);
     SMOL_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
     SMOL_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&s.staging), (1 + s.max_chunk) * sizeof(int32_t)));
     s.kv = DeviceBuffer(2 * m.n_layers * m.n_kv_heads * n_ctx * m.head_dim * sizeof(__half));
@@ -460,28 +499,82 @@ CudaKVCache::CudaKVCache(const CudaModel& model, size_t n_ctx) {
     s.logits = DeviceBuffer(m.vocab_size * sizeof(float));
     s.ints = DeviceBuffer((1 + c) * sizeof(int32_t));
     state_ = std::move(state);
+    device_ = Device::cuda;
+    owner_ = model.get();
+    n_layers_ = m.n_layers;
+    n_kv_heads_ = m.n_kv_heads;
+    head_dim_ = m.head_dim;
+    n_ctx_ = n_ctx;
+    size_ = 0;
 }
 
 CudaKVCache::~CudaKVCache() = default;
 CudaKVCache::CudaKVCache(CudaKVCache&&) noexcept = default;
 CudaKVCache& CudaKVCache::operator=(CudaKVCache&&) noexcept = default;
 
-size_t CudaKVCache::n_ctx() const noexcept { return state_ ? state_->n_ctx : 0; }
-size_t CudaKVCache::size() const noexcept { return state_ ? state_->size : 0; }
 size_t CudaKVCache::bytes() const noexcept { return state_ ? state_->kv.bytes() : 0; }
-void CudaKVCache::clear() noexcept {
-    if (state_) state_->size = 0;
+
+// The K/V buffer is [layer][K, V][kv head] blocks of [n_ctx][head_dim] F16, in
+// the order of the portable format, so the valid prefix of every block moves
+// as one 2D copy: height = the number of blocks, width = size() rows.
+std::vector<uint8_t> CudaKVCache::serialize() const {
+    using namespace cuda_detail;
+    if (!state_) detail::fail(ErrorKind::invalid_argument, "CudaKVCache: empty (moved from)");
+    const ModelState& m = *state_->model;
+    const size_t row = m.head_dim * sizeof(__half), blocks = 2 * m.n_layers * m.n_kv_heads;
+    std::vector<uint8_t> out;
+    detail::append_kv_header(out, KVType::f16, m.n_layers, m.n_kv_heads, m.head_dim, size_);
+    const size_t header = out.size();
+    out.resize(header + blocks * size_ * row);
+    if (size_ == 0) return out;
+    const DeviceGuard device_guard(m.device);
+    SMOL_CUDA_CHECK(cudaStreamSynchronize(state_->stream));
+    SMOL_CUDA_CHECK(cudaMemcpy2D(out.data() + header, size_ * row, state_->kv.get(), state_->n_ctx * row,
+                                 size_ * row, blocks, cudaMemcpyDeviceToHost));
+    return out;
 }
-void CudaKVCache::truncate(size_t n) {
-    if (!state_) {
-        if (n == 0) return;  // an empty (moved-from) cache already holds nothing
-        detail::fail(ErrorKind::invalid_argument, "CudaKVCache: empty (moved from)");
+
+void CudaKVCache::restore(const void* data, size_t bytes) {
+    using namespace cuda_detail;
+    if (!state_) detail::fail(ErrorKind::invalid_argument, "CudaKVCache: empty (moved from)");
+    const ModelState& m = *state_->model;
+    const detail::KVImage image =
+        detail::parse_kv_image(data, bytes, m.n_layers, m.n_kv_heads, m.head_dim, state_->n_ctx);
+    const size_t row = m.head_dim * sizeof(__half), blocks = 2 * m.n_layers * m.n_kv_heads;
+    const void* src = image.payload;
+    std::vector<uint16_t> converted;
+    if (image.type == KVType::f32) {  // a CPU F32 session: rounded to F16 as the GPU stores it
+        converted.resize(blocks * image.size * m.head_dim);
+        for (size_t i = 0; i < converted.size(); ++i) {
+            float value;
+            std::memcpy(&value, image.payload + i * sizeof(float), sizeof(float));
+            converted[i] = fp32_to_fp16(value);
+        }
+        src = converted.data();
     }
-    if (n > size())
-        detail::fail(ErrorKind::invalid_argument, "CudaKVCache: cannot truncate to " + std::to_string(n) +
-                                                      " positions, only " + std::to_string(size()) +
-                                                      " are filled");
-    state_->size = n;
+    const DeviceGuard device_guard(m.device);
+    SMOL_CUDA_CHECK(cudaStreamSynchronize(state_->stream));
+    size_ = 0;  // a copy that fails half way leaves an empty cache, never a mixed one
+    if (image.size > 0)
+        SMOL_CUDA_CHECK(cudaMemcpy2D(state_->kv.get(), state_->n_ctx * row, src, image.size * row,
+                                     image.size * row, blocks, cudaMemcpyHostToDevice));
+    size_ = image.size;
+}
+
+std::unique_ptr<BackendCache> CudaKVCache::clone() const {
+    using namespace cuda_detail;
+    if (!state_) detail::fail(ErrorKind::invalid_argument, "CudaKVCache: empty (moved from)");
+    const ModelState& m = *state_->model;
+    std::unique_ptr<CudaKVCache> copy(new CudaKVCache(state_->model, state_->n_ctx));
+    const size_t row = m.head_dim * sizeof(__half), blocks = 2 * m.n_layers * m.n_kv_heads;
+    if (size_ > 0) {
+        const DeviceGuard device_guard(m.device);
+        SMOL_CUDA_CHECK(cudaStreamSynchronize(state_->stream));
+        SMOL_CUDA_CHECK(cudaMemcpy2D(copy->state_->kv.get(), state_->n_ctx * row, state_->kv.get(),
+                                     state_->n_ctx * row, size_ * row, blocks, cudaMemcpyDeviceToDevice));
+    }
+    copy->size_ = size_;
+    return copy;
 }
 
 void CudaKVCache::load_row(size_t layer, int kind, size_t kv_head, size_t pos, float* out) const {
@@ -500,59 +593,52 @@ void CudaKVCache::load_row(size_t layer, int kind, size_t kv_head, size_t pos, f
 
 void CudaModel::forward(const int32_t* tokens, size_t n, size_t start_pos, CudaKVCache& kv,
                         float* logits_host, bool all_logits) const {
+    Segment segment;
+    segment.tokens = tokens;
+    segment.n_tokens = n;
+    segment.start = start_pos;
+    segment.cache = &kv;
+    segment.logits = logits_host;
+    segment.all_logits = all_logits;
+    forward(segment);
+}
+
+// Backend::forward (model/backend.hpp) checked the arguments, truncated each
+// cache to its start and split the segments into chunks of at most kMaxChunk
+// tokens; it sets the caches' sizes after this returns.
+void CudaModel::forward_step(const Segment* chunks, size_t n_chunks, const std::atomic<bool>*) const {
     using namespace cuda_detail;
     if (!state_) detail::fail(ErrorKind::invalid_argument, "cuda forward: the CudaModel is empty (moved from)");
-    if (!kv.state_ || kv.state_->model != state_)
-        detail::fail(ErrorKind::invalid_argument, "cuda forward: the CudaKVCache belongs to another CudaModel");
     const ModelState& m = *state_;
-    CacheState& cs = *kv.state_;
-    if (n == 0 || tokens == nullptr) detail::fail(ErrorKind::invalid_argument, "cuda forward: no tokens");
-    if (logits_host == nullptr) detail::fail(ErrorKind::invalid_argument, "cuda forward: no logits buffer");
-    if (start_pos > cs.size)
-        detail::fail(ErrorKind::out_of_range, "cuda forward: start position " + std::to_string(start_pos) +
-                                                  " is past the " + std::to_string(cs.size) +
-                                                  " cached positions");
-    if (n > cs.n_ctx || start_pos > cs.n_ctx - n)
-        detail::fail(ErrorKind::out_of_range, "cuda forward: positions " + std::to_string(start_pos) + ".." +
-                                                  std::to_string(start_pos + n - 1) +
-                                                  " exceed the context of " + std::to_string(cs.n_ctx) +
-                                                  " positions");
-    for (size_t i = 0; i < n; ++i)
-        if (tokens[i] < 0 || size_t(tokens[i]) >= m.vocab_size)
-            detail::fail(ErrorKind::invalid_argument, "cuda forward: token id " + std::to_string(tokens[i]) +
-                                                          " at index " + std::to_string(i) +
-                                                          " is outside the vocabulary of " +
-                                                          std::to_string(m.vocab_size));
     const DeviceGuard device_guard(m.device);
-    cs.size = start_pos;
     const char* graph_env = std::getenv("SMOL_CUDA_GRAPH");
     const bool graphs = !(graph_env && std::string(graph_env) == "0");
-
-    for (size_t done = 0; done < n; done += cs.max_chunk) {
-        const size_t chunk = std::min(cs.max_chunk, n - done);
-        const bool last = done + chunk == n;
+    for (size_t i = 0; i < n_chunks; ++i) {
+        const Segment& c = chunks[i];
+        CudaKVCache& kv = static_cast<CudaKVCache&>(*c.cache);  // owner checked by the seam
+        if (!kv.state_) detail::fail(ErrorKind::invalid_argument, "cuda forward: the CudaKVCache is empty (moved from)");
+        CacheState& cs = *kv.state_;
+        const size_t chunk = c.n_tokens;
         // The previous chunk finished (synchronized below), so the staging buffer is free.
-        cs.staging[0] = int32_t(start_pos + done);
-        std::memcpy(cs.staging + 1, tokens + done, chunk * sizeof(int32_t));
+        cs.staging[0] = int32_t(c.start);
+        std::memcpy(cs.staging + 1, c.tokens, chunk * sizeof(int32_t));
         SMOL_CUDA_CHECK(cudaMemcpyAsync(cs.ints.get(), cs.staging, (1 + chunk) * sizeof(int32_t),
                                         cudaMemcpyHostToDevice, cs.stream));
-        if (all_logits) {
+        if (c.all_logits) {
             const size_t need = chunk * m.vocab_size * sizeof(float);
             if (cs.all_logits.bytes() < need) cs.all_logits = DeviceBuffer(need);
             cs.enqueue_chunk(chunk, chunk, cs.all_logits.get<float>());
-            SMOL_CUDA_CHECK(cudaMemcpyAsync(logits_host + done * m.vocab_size, cs.all_logits.get(), need,
-                                            cudaMemcpyDeviceToHost, cs.stream));
+            SMOL_CUDA_CHECK(cudaMemcpyAsync(c.logits, cs.all_logits.get(), need, cudaMemcpyDeviceToHost, cs.stream));
         } else if (chunk == 1 && graphs && !cs.graph_failed && (cs.graph_exec || cs.capture_decode_graph())) {
             SMOL_CUDA_CHECK(cudaGraphLaunch(cs.graph_exec, cs.stream));
         } else {
-            cs.enqueue_chunk(chunk, last ? 1 : 0, cs.logits.get<float>());
+            cs.enqueue_chunk(chunk, c.logits ? 1 : 0, cs.logits.get<float>());
         }
         SMOL_CUDA_CHECK(cudaGetLastError());  // a failed launch of this chunk
-        if (last && !all_logits)
-            SMOL_CUDA_CHECK(cudaMemcpyAsync(logits_host, cs.logits.get(), m.vocab_size * sizeof(float),
+        if (c.logits && !c.all_logits)
+            SMOL_CUDA_CHECK(cudaMemcpyAsync(c.logits, cs.logits.get(), m.vocab_size * sizeof(float),
                                             cudaMemcpyDeviceToHost, cs.stream));
         SMOL_CUDA_CHECK(cudaStreamSynchronize(cs.stream));
-        cs.size = start_pos + done + chunk;
     }
 }
 

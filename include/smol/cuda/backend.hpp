@@ -5,6 +5,10 @@
 // library smol::cuda (CMake option SMOL_CUDA=ON), which defines
 // SMOL_CUDA_ENABLED=1 for whoever links it.
 //
+// The usual way in is not this header but LoadOptions::device = Device::cuda
+// (or automatic): the Model then owns a CudaModel as its backend
+// (model/backend.hpp) and every Generator on it runs on the GPU. Directly:
+//
 //   auto model = smol::Model::load("model.gguf");
 //   smol::CudaModel gpu(*model);                  // uploads the weights once
 //   smol::CudaKVCache kv = gpu.new_cache();       // one per session (F16, on the GPU)
@@ -18,10 +22,14 @@
 // (one [n_ctx][head_dim] block per (layer, K or V, kv head)), and the work
 // buffers of one chunk. Only the logits come back to the host.
 //
-// forward() follows the CPU contract of model/smollm3.hpp: start_pos <=
+// CudaModel is a smol::Backend and CudaKVCache a smol::BackendCache
+// (model/backend.hpp): forward() is the seam's Backend::forward, so its checks
+// and chunking (512 tokens by default and at most) are the CPU's: start_pos <=
 // kv.size() and start_pos + n <= kv.n_ctx() (else Error(out_of_range)); n == 0
 // or a token outside the vocabulary is Error(invalid_argument); logits are
-// [vocab] for the last position or [n][vocab] with all_logits. A CudaModel may
+// [vocab] for the last position or [n][vocab] with all_logits. Cancellation
+// is seen between chunks. A cache serializes to the portable format, so
+// sessions move between CPU and GPU generators of one model. A CudaModel may
 // be shared by threads that each use their own CudaKVCache (each cache owns a
 // CUDA stream, its work buffers and its decode graph); a cache keeps its
 // model's device state alive.
@@ -41,6 +49,7 @@
 #include <vector>
 
 #include "../error.hpp"
+#include "../model/backend.hpp"
 #include "../quant/types.hpp"
 
 SMOL_NAMESPACE_BEGIN
@@ -144,7 +153,9 @@ bool cuda_available(std::string* why = nullptr);
 
 class CudaKVCache;
 
-class CudaModel {
+// The CUDA backend (model/backend.hpp): smol::Model makes one for
+// LoadOptions::device cuda/automatic, and Generator drives it through the seam.
+class CudaModel final : public Backend {
 public:
     // Uploads the weights of `model` (a smol::Model or smol::SmolLM3) to device
     // `device`. The CPU model may be dropped afterwards.
@@ -152,53 +163,70 @@ public:
     explicit CudaModel(const CpuModel& model, int device = 0)
         : CudaModel(cuda_detail::describe(model), device) {}
     explicit CudaModel(const cuda_detail::ModelUpload& upload, int device = 0);
-    ~CudaModel();
+    ~CudaModel() override;
     CudaModel(CudaModel&&) noexcept;
     CudaModel& operator=(CudaModel&&) noexcept;
     CudaModel(const CudaModel&) = delete;
     CudaModel& operator=(const CudaModel&) = delete;
 
-    size_t vocab_size() const noexcept;
-    size_t context_length() const noexcept;
-    int device() const noexcept;
+    // vocab_size(), context_length(), device() (Device::cuda): Backend's.
+    int cuda_device() const noexcept;  // the CUDA device index
     std::string device_name() const;
     size_t weight_bytes() const noexcept;  // device memory held by the weights
+    std::string name() const override;     // "cuda (NAME, device N)"
 
     // A cache for this model: n_ctx 0 picks min(4096, context length).
     CudaKVCache new_cache(size_t n_ctx = 0) const;
+    // The seam's form: F16 only (KVType::f32 is Error(unsupported)); n_ctx
+    // kDefaultSize is the default, 0 Error(invalid_argument); the device bytes
+    // are held against memory_budget like a CPU cache's.
+    std::unique_ptr<BackendCache> make_cache(size_t n_ctx = BackendCache::kDefaultSize, KVType type = KVType::f16,
+                                             uint64_t memory_budget = 0) const override;
 
-    // See the contract at the top of this file.
+    // One segment through the seam (see the contract at the top of this file).
+    using Backend::forward;
     void forward(const int32_t* tokens, size_t n, size_t start_pos, CudaKVCache& kv,
                  float* logits_host, bool all_logits = false) const;
+
+protected:
+    // The chunks of a step one after another, each on its cache's stream
+    // (a batched step is the kernel session's work).
+    void forward_step(const Segment* chunks, size_t n_chunks, const std::atomic<bool>* cancel) const override;
 
 private:
     friend class CudaKVCache;
     std::shared_ptr<cuda_detail::ModelState> state_;
 };
 
-class CudaKVCache {
+// The CUDA backend's cache. size(), n_ctx(), truncate() and clear() are
+// BackendCache's (a moved-from cache is empty: truncate(0) is a no-op, more is
+// an Error). serialize() copies the valid prefix device -> host in the portable
+// format (F16); restore() takes F16 or F32 bytes (F32 rounded to F16) host ->
+// device; clone() copies device -> device.
+class CudaKVCache final : public BackendCache {
 public:
     // n_ctx 0 picks min(4096, the model's context length); more than the context
     // length is Error(invalid_argument).
     explicit CudaKVCache(const CudaModel& model, size_t n_ctx = 0);
-    ~CudaKVCache();
+    ~CudaKVCache() override;
     CudaKVCache(CudaKVCache&&) noexcept;
     CudaKVCache& operator=(CudaKVCache&&) noexcept;
     CudaKVCache(const CudaKVCache&) = delete;
     CudaKVCache& operator=(const CudaKVCache&) = delete;
 
-    size_t n_ctx() const noexcept;
-    size_t size() const noexcept;     // leading positions that hold valid entries
     size_t bytes() const noexcept;    // device memory of the K/V entries
-    void truncate(size_t n);          // drops positions >= n (n <= size())
-    void clear() noexcept;
 
     // Reads one stored row back as float: kind 0 keys (after RoPE), 1 values;
     // out[head_dim]. For tests (compare with the CPU KVCache::load_row).
     void load_row(size_t layer, int kind, size_t kv_head, size_t pos, float* out) const;
 
+    std::vector<uint8_t> serialize() const override;
+    void restore(const void* data, size_t bytes) override;
+    std::unique_ptr<BackendCache> clone() const override;
+
 private:
     friend class CudaModel;
+    CudaKVCache(const std::shared_ptr<cuda_detail::ModelState>& model, size_t n_ctx);
     std::shared_ptr<cuda_detail::CacheState> state_;  // shared_ptr: the type may stay incomplete here
 };
 
@@ -263,24 +291,31 @@ inline CudaModel::CudaModel(const cuda_detail::ModelUpload&, int) { cuda_detail:
 inline CudaModel::~CudaModel() = default;
 inline CudaModel::CudaModel(CudaModel&&) noexcept = default;
 inline CudaModel& CudaModel::operator=(CudaModel&&) noexcept = default;
-inline size_t CudaModel::vocab_size() const noexcept { return 0; }
-inline size_t CudaModel::context_length() const noexcept { return 0; }
-inline int CudaModel::device() const noexcept { return -1; }
+inline int CudaModel::cuda_device() const noexcept { return -1; }
 inline std::string CudaModel::device_name() const { return "none"; }
 inline size_t CudaModel::weight_bytes() const noexcept { return 0; }
+inline std::string CudaModel::name() const { return "cuda (not built)"; }
+inline std::unique_ptr<BackendCache> CudaModel::make_cache(size_t, KVType, uint64_t) const {
+    cuda_detail::not_built();
+}
 inline void CudaModel::forward(const int32_t*, size_t, size_t, CudaKVCache&, float*, bool) const {
     cuda_detail::not_built();
 }
+inline void CudaModel::forward_step(const Segment*, size_t, const std::atomic<bool>*) const {
+    cuda_detail::not_built();
+}
 inline CudaKVCache::CudaKVCache(const CudaModel&, size_t) { cuda_detail::not_built(); }
+inline CudaKVCache::CudaKVCache(const std::shared_ptr<cuda_detail::ModelState>&, size_t) {
+    cuda_detail::not_built();
+}
 inline CudaKVCache::~CudaKVCache() = default;
 inline CudaKVCache::CudaKVCache(CudaKVCache&&) noexcept = default;
 inline CudaKVCache& CudaKVCache::operator=(CudaKVCache&&) noexcept = default;
-inline size_t CudaKVCache::n_ctx() const noexcept { return 0; }
-inline size_t CudaKVCache::size() const noexcept { return 0; }
 inline size_t CudaKVCache::bytes() const noexcept { return 0; }
-inline void CudaKVCache::truncate(size_t) { cuda_detail::not_built(); }
-inline void CudaKVCache::clear() noexcept {}
 inline void CudaKVCache::load_row(size_t, int, size_t, size_t, float*) const { cuda_detail::not_built(); }
+inline std::vector<uint8_t> CudaKVCache::serialize() const { cuda_detail::not_built(); }
+inline void CudaKVCache::restore(const void*, size_t) { cuda_detail::not_built(); }
+inline std::unique_ptr<BackendCache> CudaKVCache::clone() const { cuda_detail::not_built(); }
 }  // inline namespace cuda_off
 #endif
 

@@ -15,8 +15,13 @@
 // forward() is SmolLM3::forward (model/smollm3.hpp) on the model's pool.
 //
 // Backends (model/backend.hpp): the Model owns the backend its generators run
-// on: a CpuBackend over the same SmolLM3 and pool. forward()/new_cache() drive
-// the CPU network directly (a KVCache is a CPU cache), for tests and tools.
+// on, chosen at load by LoadOptions::device: cpu (a CpuBackend over the same
+// SmolLM3 and pool), cuda (a CudaModel, cuda/backend.hpp: the weights uploaded
+// once; needs a unit linked against smol::cuda, so SMOL_CUDA_ENABLED, and a
+// device, else Error(unsupported)), or automatic (cuda when both exist and the
+// GPU can run the file, else cpu; LoadOptions::log says which and why). backend() is that choice;
+// forward()/new_cache() stay on the CPU whatever was chosen (a KVCache is a CPU
+// cache), for the tests and tools that drive the network directly.
 #pragma once
 
 #include "../detail/abi.hpp"
@@ -36,6 +41,7 @@
 #include "../detail/checked.hpp"
 #include "../error.hpp"
 #include "../gguf/gguf.hpp"
+#include "../cuda/backend.hpp"
 #include "../text/tokenizer.hpp"
 #include "backend.hpp"
 #include "config.hpp"
@@ -55,6 +61,11 @@ struct LoadOptions {
     // cache, the tokenizer's tables): past it, Error(resource) naming the size,
     // before anything is allocated. 0: the machine's physical memory.
     uint64_t memory_budget = 0;
+    // Where generators run (model/backend.hpp): cpu, cuda (Error(unsupported)
+    // without CUDA support or a device) or automatic (cuda if possible, else
+    // cpu; the log says which). cuda_device picks the GPU.
+    Device device = Device::cpu;
+    int cuda_device = 0;
     std::function<bool(float progress)> progress;  // 0..1; return false cancels the load
     std::function<void(int level, const std::string& msg)> log;  // level: 0 info, 1 warning
 };
@@ -132,7 +143,8 @@ public:
     // Shared by every generator on this model; jobs from different callers queue.
     ThreadPool& thread_pool() const noexcept { return *pool_; }
 
-    // The backend generators run on, and the CPU one, which always exists.
+    // The backend generators run on (LoadOptions::device), and the CPU one,
+    // which always exists.
     const Backend& backend() const noexcept {
         if (device_backend_) return *device_backend_;
         return cpu_;
@@ -187,7 +199,32 @@ private:
                                std::to_string(net_.config().n_layers) + " layers, hidden " +
                                std::to_string(net_.config().hidden) + ", " + std::to_string(threads) +
                                " threads, " + cpu_level_name(cpu_level()) + " kernels)");
+        choose_device(options);
         report(options, 1.0f);
+    }
+
+    void choose_device(const LoadOptions& options) {
+        if (options.device != Device::cpu && options.device != Device::cuda && options.device != Device::automatic)
+            detail::fail(ErrorKind::invalid_argument, "model: unknown LoadOptions::device");
+        std::string why;
+        if (options.device == Device::cpu) {
+            why = "asked for";
+        } else if (cuda_available(&why)) {
+            // automatic falls back to the CPU when the GPU cannot run this file
+            // (Error(unsupported): a matrix type or head size the kernels lack).
+            ErrorInfo error;
+            if (try_call([&] { device_backend_ = std::make_unique<CudaModel>(net_, options.cuda_device); }, &error))
+                why = options.device == Device::cuda ? "asked for" : "auto: a CUDA device exists";
+            else if (options.device == Device::automatic && error.kind == ErrorKind::unsupported)
+                why = "auto: " + error.message;
+            else
+                detail::fail(error.kind, error.message);
+        } else if (options.device == Device::cuda) {
+            detail::fail(ErrorKind::unsupported, "model: device cuda was asked for, but " + why);
+        } else {
+            why = "auto: " + why;
+        }
+        if (options.log) options.log(0, "smol: device " + backend().name() + " (" + why + ")");
     }
 
     static SmolLM3 bound(const std::shared_ptr<const gguf::File>& file, const LoadOptions& options) {
@@ -211,7 +248,7 @@ private:
     std::string identity_;
     std::unique_ptr<ThreadPool> pool_;
     CpuBackend cpu_;                           // over net_ and *pool_
-    std::unique_ptr<Backend> device_backend_;  // null: cpu_ (the only backend so far)
+    std::unique_ptr<Backend> device_backend_;  // null: cpu_
 };
 
 SMOL_NAMESPACE_END
