@@ -1,12 +1,13 @@
 // smol-bench: end-to-end speed of a GGUF model, in the spirit of llama-bench.
 //
 //   smol-bench -m MODEL [-p 512] [-n 128] [-d DEPTH] [-t THREADS] [-r 3] [-c CTX]
-//              [--chunk N] [--ttft-tokens 16] [--no-bandwidth] [--ops STEPS] [--cpu LEVEL] [--json]
+//              [--chunk N] [--ttft-tokens 16] [--no-bandwidth] [--ops STEPS] [--cpu LEVEL]
+//              [--device cpu|cuda|auto] [--json]
 //   smol-bench -m MODEL --check-prompt TEXT [-n N] [-t THREADS] [--json]
 //
 // What it measures (each test repeated -r times: mean and standard deviation):
 //   pp<P>  prefill of P random token ids (fixed seed) from an empty cache, one
-//          Model::forward call with the default chunking: P / seconds.
+//          forward call with the default chunking: P / seconds.
 //   tg<N>  N tokens generated one at a time, greedy argmax over the full
 //          vocabulary logits each step, after a 1-token prompt or after DEPTH
 //          tokens of context (-d; that prefill is done once and not timed):
@@ -25,7 +26,11 @@
 // {"prompt_ids": [...], "generated_ids": [...]}, comparable with
 // `smol-generate -m MODEL -p TEXT -n N --temp 0 --json`.
 //
-// --ops N adds an op-by-op profile of N decode steps (see profile_ops).
+// --ops N adds an op-by-op profile of N decode steps (see profile_ops; CPU only).
+//
+// --device picks the backend (LoadOptions::device): every timed forward runs
+// through the model's backend (model/backend.hpp), so `--device cuda` times the
+// GPU with the same tests; the memory roofline is the CPU's and is skipped there.
 //
 // --json (benchmark mode) prints one JSON object on the last line:
 // pp_tokens_per_s, pp_stddev, tg_tokens_per_s, tg_stddev, load_ms, peak_rss_mb,
@@ -77,7 +82,8 @@ void usage() {
                  "  --chunk N  prefill tokens per pass (default: the model's)\n"
                  "  --cpu LEVEL  kernel level: auto (default: SMOL_CPU, else the best), scalar, avx2,\n"
                  "               avxvnni, avx512, neon, dotprod\n"
-                 "  --ops N    also time each op of N decode-shaped passes (op profile)\n");
+                 "  --ops N    also time each op of N decode-shaped passes (op profile, CPU only)\n"
+                 "  --device DEV  cpu (default), cuda or auto (cuda when built with it and a GPU exists)\n");
 }
 
 struct Stats {
@@ -356,6 +362,7 @@ int main(int argc, char** argv) {
     long n_prompt = 512, n_gen = 128, depth = 0, repeats = 3, n_ctx_arg = 0, chunk = 0, ttft_tokens = 16;
     int n_threads = 0;
     smol::CpuLevel cpu = smol::CpuLevel::automatic;
+    smol::Device device = smol::Device::cpu;
 
     try {
         for (int i = 1; i < argc; ++i) {
@@ -385,6 +392,12 @@ int main(int argc, char** argv) {
                 if (!level) throw std::invalid_argument("--cpu: unknown kernel level '" + name + "'");
                 cpu = *level;
             }
+            else if (arg == "--device") {
+                const std::string name = value();
+                const auto parsed = smol::parse_device(name);
+                if (!parsed) throw std::invalid_argument("--device: expected cpu, cuda or auto, not '" + name + "'");
+                device = *parsed;
+            }
             else if (arg == "--ops") op_steps = count();
             else if (arg == "--check-prompt") check_prompt = value(), have_check = true;
             else if (arg == "--json") json = true;
@@ -408,8 +421,24 @@ int main(int argc, char** argv) {
         smol::LoadOptions load_options;
         load_options.n_threads = n_threads;
         load_options.cpu = cpu;
+        load_options.device = device;
+        if (device != smol::Device::cpu)
+            load_options.log = [](int, const std::string& message) {  // which device, and why
+                if (message.rfind("smol: device", 0) == 0) std::fprintf(stderr, "%s\n", message.c_str());
+            };
         smol::ForwardOptions forward_options;
         forward_options.chunk_size = size_t(chunk);
+        // One forward through the model's backend: tokens at start.. into cache, last logits.
+        auto run = [&](const smol::Model& model, smol::BackendCache& cache, const int32_t* tokens, size_t n,
+                       size_t start, std::vector<float>& out) {
+            smol::Segment segment;
+            segment.tokens = tokens;
+            segment.n_tokens = n;
+            segment.start = start;
+            segment.cache = &cache;
+            segment.logits = out.data();
+            model.backend().forward(segment, forward_options);
+        };
 
         // --- greedy check mode: the ids smol-generate --temp 0 would produce ---
         if (have_check) {
@@ -420,19 +449,20 @@ int main(int argc, char** argv) {
             tokenizer.encode(check_prompt, /*parse_special=*/true, prompt);
             if (prompt.empty()) throw std::invalid_argument("--check-prompt: the text has no tokens");
             const size_t need = prompt.size() + size_t(n_gen);
-            smol::KVCache kv = model->new_cache(
+            const auto cache = model->backend().make_cache(
                 n_ctx_arg ? size_t(n_ctx_arg)
                           : std::min(model->config().context_length,
                                      std::max(std::min<size_t>(4096, model->config().context_length), need)));
+            smol::BackendCache& kv = *cache;
             std::vector<float> logits(model->config().vocab_size);
-            model->forward(prompt.data(), prompt.size(), 0, kv, logits.data(), forward_options);
+            run(*model, kv, prompt.data(), prompt.size(), 0, logits);
             std::vector<int32_t> generated;
             while (generated.size() < size_t(n_gen)) {
                 const int32_t token = argmax(logits);
                 generated.push_back(token);
                 if (tokenizer.is_end_of_generation(token) || kv.size() >= kv.n_ctx()) break;
                 if (generated.size() >= size_t(n_gen)) break;
-                model->forward(&token, 1, kv.size(), kv, logits.data(), forward_options);
+                run(*model, kv, &token, 1, kv.size(), logits);
             }
             if (json) {
                 nlohmann::json out;
@@ -465,7 +495,9 @@ int main(int argc, char** argv) {
             throw std::invalid_argument("the tests need " + std::to_string(needed) + " positions, the cache has " +
                                         std::to_string(n_ctx) + " (model context " +
                                         std::to_string(config.context_length) + ")");
-        smol::KVCache kv = model->new_cache(n_ctx);
+        const auto cache = model->backend().make_cache(n_ctx);
+        smol::BackendCache& kv = *cache;
+        const bool on_cpu = model->device() == smol::Device::cpu;
         std::vector<float> logits(vocab);
 
         std::mt19937_64 rng(1234);
@@ -478,12 +510,12 @@ int main(int argc, char** argv) {
 
         const std::vector<int32_t> ttft_prompt = random_ids(size_t(ttft_tokens));
         const auto t_first = Clock::now();
-        model->forward(ttft_prompt.data(), ttft_prompt.size(), 0, kv, logits.data(), forward_options);
+        run(*model, kv, ttft_prompt.data(), ttft_prompt.size(), 0, logits);
         const int32_t first_token = argmax(logits);
         const double first_ms = ms_since(t_first);
         const double ttft_ms = load_ms + first_ms;
         // Warm-up: one decode step, so the tests below start from a warm pool.
-        model->forward(&first_token, 1, kv.size(), kv, logits.data(), forward_options);
+        run(*model, kv, &first_token, 1, kv.size(), logits);
 
         // --- pp: prefill from an empty cache ---
         // CPU share: process CPU time / (wall time x threads). Below ~100% the OS
@@ -496,7 +528,7 @@ int main(int argc, char** argv) {
             for (long r = 0; r < repeats; ++r) {
                 const double cpu0 = process_cpu_seconds();
                 const auto start = Clock::now();
-                model->forward(prompt.data(), prompt.size(), 0, kv, logits.data(), forward_options);
+                run(*model, kv, prompt.data(), prompt.size(), 0, logits);
                 (void)argmax(logits);
                 const double seconds = ms_since(start) / 1000.0;
                 pp_rates.push_back(double(n_prompt) / seconds);
@@ -512,7 +544,7 @@ int main(int argc, char** argv) {
         if (n_gen > 0) {
             const std::vector<int32_t> prefix = random_ids(context);
             const auto start = Clock::now();
-            model->forward(prefix.data(), prefix.size(), 0, kv, logits.data(), forward_options);
+            run(*model, kv, prefix.data(), prefix.size(), 0, logits);
             depth_prefill_ms = ms_since(start);
             const int32_t after_prefix = argmax(logits);
             for (long r = 0; r < repeats; ++r) {
@@ -521,7 +553,7 @@ int main(int argc, char** argv) {
                 const double cpu0 = process_cpu_seconds();
                 const auto t0 = Clock::now();
                 for (long i = 0; i < n_gen; ++i) {
-                    model->forward(&token, 1, kv.size(), kv, logits.data(), forward_options);
+                    run(*model, kv, &token, 1, kv.size(), logits);
                     token = argmax(logits);
                 }
                 const double seconds = ms_since(t0) / 1000.0;
@@ -537,7 +569,9 @@ int main(int argc, char** argv) {
 
         const Stats pp = stats_of(pp_rates), tg = stats_of(tg_rates);
         const double file_bytes = double(model->file().size());
-        const double kv_bytes = double(kv.bytes());
+        // F16 everywhere (the default of both backends' caches).
+        const double kv_bytes = double(kv.n_ctx()) * 2.0 * double(config.n_layers) * double(config.n_kv_heads) *
+                                double(config.head_dim) * 2.0;
         const double kv_bytes_per_position = kv_bytes / double(kv.n_ctx());
         const double weight_bytes = weight_bytes_per_token(model->file());
         // KV read per step at the middle of the generation test.
@@ -545,7 +579,7 @@ int main(int argc, char** argv) {
         const double bytes_per_token = weight_bytes + kv_read;
 
         double bandwidth_gbs = 0;
-        if (bandwidth && n_gen > 0) bandwidth_gbs = smol::measure_read_bandwidth(model->kernels(), threads);
+        if (bandwidth && n_gen > 0 && on_cpu) bandwidth_gbs = smol::measure_read_bandwidth(model->kernels(), threads);
         const double roofline_tps = bandwidth_gbs > 0 ? bandwidth_gbs * 1e9 / bytes_per_token : 0;
 
         // --- human output ---
@@ -554,9 +588,10 @@ int main(int argc, char** argv) {
         std::printf("model: %s (%s, %.2f %s params, %zu layers, hidden %zu, vocab %zu)\n", model_name.c_str(),
                     human_bytes(file_bytes).c_str(), params >= 1e9 ? params / 1e9 : params / 1e6,
                     params >= 1e9 ? "B" : "M", config.n_layers, config.hidden, vocab);
-        std::printf("threads: %d | kernels: %s (best %s) | repetitions: %ld | KV cache: %zu positions F16, %s | "
-                    "load average %s -> %s\n",
-                    threads, smol::cpu_level_name(model->cpu_level()), smol::cpu_level_name(smol::best_cpu_level()),
+        std::printf("backend: %s | threads: %d | kernels: %s (best %s) | repetitions: %ld | KV cache: %zu positions "
+                    "F16, %s | load average %s -> %s\n",
+                    model->backend().name().c_str(), threads, smol::cpu_level_name(model->cpu_level()),
+                    smol::cpu_level_name(smol::best_cpu_level()),
                     repeats, kv.n_ctx(), human_bytes(kv_bytes).c_str(), load_before.c_str(), load_after.c_str());
         auto cpu_share = [&](double cpu, double wall) { return wall > 0 ? 100.0 * cpu / (wall * threads) : 0.0; };
         std::printf("\n| model | size | threads | test | t/s | CPU share |\n|---|---|---|---|---|---|\n");
@@ -595,7 +630,10 @@ int main(int argc, char** argv) {
                         bandwidth_gbs, threads, bytes_per_token / 1e6, weight_bytes / 1e6, kv_read / 1e6,
                         roofline_tps, 100.0 * tg.mean / roofline_tps);
         }
-        if (op_steps > 0) profile_ops(*model, kv, context, int(op_steps), forward_options);
+        if (op_steps > 0 && on_cpu)
+            profile_ops(*model, static_cast<smol::KVCache&>(kv), context, int(op_steps), forward_options);
+        else if (op_steps > 0)
+            std::printf("--ops: the op profile times the CPU kernels; skipped on %s\n", model->backend().name().c_str());
         std::fflush(stdout);
 
         if (json) {
@@ -609,6 +647,8 @@ int main(int argc, char** argv) {
             out["ttft_ms"] = ttft_ms;
             out["threads"] = threads;
             out["kernels"] = smol::cpu_level_name(model->cpu_level());
+            out["device"] = smol::device_name(model->device());
+            out["backend"] = model->backend().name();
             out["n_prompt"] = n_prompt;
             out["n_gen"] = n_gen;
             out["depth"] = depth;

@@ -19,6 +19,7 @@
 int main(int argc, char** argv) {
     std::string model_path, system_prompt;
     int n_threads = 0;
+    smol::Device device = smol::Device::cpu;
     size_t n_ctx = smol::KVCache::kDefaultSize;  // -c: default min(4096, model max)
     smol::GenerateParams params;
     params.max_tokens = 512;
@@ -39,10 +40,16 @@ int main(int argc, char** argv) {
             else if (arg == "-t" || arg == "--threads") n_threads = std::stoi(value());
             else if (arg == "-c" || arg == "--ctx") n_ctx = size_t(std::stoul(value()));
             else if (arg == "--today") params.chat.today = value();
-            else {
+            else if (arg == "--device") {
+                const std::string name = value();
+                const auto parsed = smol::parse_device(name);
+                if (!parsed) throw std::invalid_argument("--device: expected cpu, cuda or auto, not '" + name + "'");
+                device = *parsed;
+            } else {
                 std::fprintf(stderr,
                              "usage: smol-chat [-m MODEL] [--system S] [--no-think] [-n N] [--temp T]\n"
-                             "                 [--seed S] [-t THREADS] [-c CTX] [--today DATE]\n");
+                             "                 [--seed S] [-t THREADS] [-c CTX] [--today DATE]\n"
+                             "                 [--device cpu|cuda|auto]\n");
                 return arg == "-h" || arg == "--help" ? 0 : 2;
             }
         }
@@ -61,6 +68,11 @@ int main(int argc, char** argv) {
         }
         smol::LoadOptions load_options;
         load_options.n_threads = n_threads;
+        load_options.device = device;
+        if (device != smol::Device::cpu)
+            load_options.log = [](int, const std::string& message) {  // which device, and why
+                if (message.rfind("smol: device", 0) == 0) std::fprintf(stderr, "%s\n", message.c_str());
+            };
         auto model = smol::Model::load(model_path, load_options);
         smol::GeneratorOptions options;
         options.n_ctx = n_ctx;

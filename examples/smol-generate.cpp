@@ -43,9 +43,11 @@ void usage() {
                  "                     [-t THREADS] [-c CTX] [--stop S]... [--chat] [--system S]\n"
                  "                     [--no-think] [--messages FILE.json] [--today DATE]\n"
                  "                     [--print-prompt] [--no-generation-prompt] [--json]\n"
-                 "                     [--logits-out FILE] [--cpu LEVEL] [--version]\n"
+                 "                     [--logits-out FILE] [--cpu LEVEL] [--device DEV] [--version]\n"
                  "  --cpu LEVEL  kernel level: auto (default: SMOL_CPU, else the best this CPU runs),\n"
-                 "               scalar, avx2, avxvnni, avx512, neon, dotprod\n");
+                 "               scalar, avx2, avxvnni, avx512, neon, dotprod\n"
+                 "  --device DEV where to run: cpu (default), cuda (a build with smol::cuda and a GPU),\n"
+                 "               auto (cuda when possible, else cpu)\n");
 }
 
 std::string read_text_file(const std::string& path) {
@@ -64,6 +66,7 @@ int main(int argc, char** argv) {
     bool generation_prompt = true;
     int n_threads = 0;
     smol::CpuLevel cpu = smol::CpuLevel::automatic;
+    smol::Device device = smol::Device::cpu;
     size_t n_ctx = smol::KVCache::kDefaultSize;  // -c: default min(4096, model max)
     smol::GenerateParams params;
     params.max_tokens = 128;
@@ -91,6 +94,12 @@ int main(int argc, char** argv) {
                 const auto level = smol::parse_cpu_level(name);
                 if (!level) throw std::invalid_argument("--cpu: unknown kernel level '" + name + "'");
                 cpu = *level;
+            }
+            else if (arg == "--device") {
+                const std::string name = value();
+                const auto parsed = smol::parse_device(name);
+                if (!parsed) throw std::invalid_argument("--device: expected cpu, cuda or auto, not '" + name + "'");
+                device = *parsed;
             }
             else if (arg == "-c" || arg == "--ctx") n_ctx = size_t(std::stoul(value()));
             else if (arg == "--stop") params.stop.push_back(value());
@@ -152,6 +161,11 @@ int main(int argc, char** argv) {
         smol::LoadOptions load_options;
         load_options.n_threads = n_threads;
         load_options.cpu = cpu;
+        load_options.device = device;
+        if (device != smol::Device::cpu)
+            load_options.log = [](int, const std::string& message) {  // which device, and why
+                if (message.rfind("smol: device", 0) == 0) std::fprintf(stderr, "%s\n", message.c_str());
+            };
         auto model = smol::Model::load(model_path, load_options);
 
         smol::GeneratorOptions options;
@@ -189,9 +203,10 @@ int main(int argc, char** argv) {
                                                  : gen.generate(prompt, params, stream);
         std::printf("\n");
         std::fprintf(stderr,
-                     "smol-generate: stop: %s | kernels %s | prompt %zu tokens (%zu reused), %.1f tok/s | "
+                     "smol-generate: stop: %s | kernels %s | backend %s | prompt %zu tokens (%zu reused), %.1f tok/s | "
                      "generated %zu tokens, %.1f tok/s\n",
-                     smol::to_string(r.stop_reason), smol::cpu_level_name(model->cpu_level()), r.n_prompt_tokens,
+                     smol::to_string(r.stop_reason), smol::cpu_level_name(model->cpu_level()),
+                     model->backend().name().c_str(), r.n_prompt_tokens,
                      r.n_reused_tokens,
                      r.prefill_tokens_per_s(), r.tokens.size(), r.decode_tokens_per_s());
         if (json) {
@@ -203,6 +218,7 @@ int main(int argc, char** argv) {
             out["text"] = r.text;
             out["stop_reason"] = smol::to_string(r.stop_reason);
             out["kernels"] = smol::cpu_level_name(model->cpu_level());
+            out["device"] = smol::device_name(model->device());
             out["n_prompt"] = r.n_prompt_tokens;
             out["n_generated"] = r.tokens.size();
             out["prefill_tokens_per_s"] = r.prefill_tokens_per_s();

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # CI stage: the optional CUDA backend. If nvcc exists, configures build-cuda
-# with -DSMOL_CUDA=ON (CUDA architectures 80 and 90), builds only smol::cuda and
-# test_cuda, and runs test_cuda: on a machine without a GPU it checks the host
-# emulation of the kernels' block code and that the backend reports
-# "unsupported", and skips the GPU cases with a message; with a GPU it runs the
-# kernel checks, the CPU comparison and the fixture goldens. If nvcc is absent
-# it says so and exits 0. Prints its time. Run from anywhere:
+# with -DSMOL_CUDA=ON (CUDA architectures 80 and 90), builds only smol::cuda,
+# test_cuda and the examples that take --device (linked with smol::cuda), and
+# runs test_cuda: on a machine without a GPU it checks the host emulation of the
+# kernels' block code, that the backend reports "unsupported" and that
+# LoadOptions::device auto falls back to the CPU, and skips the GPU cases with a
+# message; with a GPU it runs the kernel checks, the CPU comparison, the fixture
+# goldens and Generator on the GPU (sessions CPU <-> GPU). Then smol-generate
+# --device auto generates a few tokens from the tiny fixture (the GPU when there
+# is one, else the CPU; the device line says which). If nvcc is absent it says
+# so and exits 0. Prints its time. Run from anywhere:
 #   tools/ci-cuda.sh
 # Environment: SMOL_FIXTURES (default ../shared/fixtures beside the repo),
 # SMOL_JOBS (default 2), SMOL_CUDA_ARCHITECTURES (default "80;90"),
@@ -37,13 +41,19 @@ unset SMOL_GOLDEN_LOG
 say "configure build-cuda ($("$NVCC" --version | tail -n 2 | head -n 1), architectures $ARCHS)"
 cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DSMOL_CUDA=ON \
   -DCMAKE_CUDA_COMPILER="$NVCC" "-DCMAKE_CUDA_ARCHITECTURES=$ARCHS" \
-  -DSMOL_BUILD_TESTS=ON -DSMOL_BUILD_EXAMPLES=OFF -DSMOL_BUILD_BENCHMARKS=OFF \
+  -DSMOL_BUILD_TESTS=ON -DSMOL_BUILD_EXAMPLES=ON -DSMOL_BUILD_BENCHMARKS=OFF \
   -DSMOL_BUILD_TOOLS=OFF >/dev/null
 
-say "build smol::cuda and test_cuda"
-cmake --build build-cuda -j"$JOBS" --target smol_cuda test_cuda
+say "build smol::cuda, test_cuda and the --device examples"
+cmake --build build-cuda -j"$JOBS" --target smol_cuda test_cuda smol-generate smol-chat smol-bench
 
 say "run test_cuda"
 ./build-cuda/test_cuda
+
+if [ -f "$SMOL_FIXTURES/tiny-q4km.gguf" ]; then
+  say "smol-generate --device auto on tiny-q4km"
+  ./build-cuda/examples/smol-generate -m "$SMOL_FIXTURES/tiny-q4km.gguf" -p "Once upon a time" -n 8 \
+    --temp 0 --device auto
+fi
 
 say "done"
