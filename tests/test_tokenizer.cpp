@@ -1,7 +1,10 @@
 // Tests of text/unicode.hpp, text/tokenizer.hpp and text/detokenizer.hpp:
 // UTF-8 codec and code point classes, the Llama-3 pre-tokenizer split on tricky
 // inputs, golden token ids from the fixtures (both pre types, both
-// parse_special modes), round trips, streaming decode, and load-time errors.
+// parse_special modes), round trips, streaming decode, load-time errors, and
+// hostile vocabularies: token texts and merge pairs that collide under the old
+// unseeded hashes, a 4 MB special token, and the special-matching rule against
+// a brute-force reference.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
@@ -545,4 +548,392 @@ TEST_CASE("tokenizer: load errors name the key") {
         MiniVocab v;
         CHECK(load_error(v) == smol::ErrorKind::internal);  // the unmodified vocabulary loads
     }
+}
+
+// ---- hostile vocabularies ---------------------------------------------------
+
+namespace {
+
+// The attacker's model: the table hashes as they were before seeding (public
+// and unkeyed), with the capacities they were used at. Colliding keys are
+// computed against these, as a crafted file would be.
+uint64_t unseeded_hash_u64(uint64_t k) {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    k *= 0xc4ceb3fe1a85ec53ull;
+    return k ^ (k >> 33);
+}
+uint64_t unseeded_hash_bytes(std::string_view s) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+    return h ^ (h >> 29);
+}
+size_t unseeded_token_capacity(size_t count) {
+    size_t capacity = 16;
+    while (capacity < count * 2) capacity *= 2;
+    return capacity;
+}
+size_t unseeded_merge_capacity(size_t count) {
+    size_t capacity = 16;
+    while (capacity * 3 < count * 4) capacity *= 2;
+    return capacity;
+}
+
+// The longest lookup (occupied run + 1) of a linear-probing table of
+// `capacity` slots after inserting keys with these home slots.
+size_t longest_probe_of(const std::vector<size_t>& homes, size_t capacity) {
+    std::vector<bool> occupied(capacity, false);
+    for (size_t home : homes) {
+        size_t i = home & (capacity - 1);
+        while (occupied[i]) i = (i + 1) & (capacity - 1);
+        occupied[i] = true;
+    }
+    return smol::detail::longest_probe(capacity, [&](size_t i) { return bool(occupied[i]); });
+}
+
+// The ids of a text in which no merge applies: its byte tokens (a MiniVocab
+// has byte b at id b).
+void append_bytes(std::string_view text, std::vector<int32_t>& out) {
+    for (unsigned char c : text) out.push_back(int32_t(c));
+}
+
+}  // namespace
+
+TEST_CASE("tokenizer: token texts that collide under the unseeded hash") {
+    // 2048 texts whose unseeded slots all lie in the first 64 of the table:
+    // the old layout is one run of >= 2048 slots, every insert scanning it.
+    MiniVocab v;
+    v.tokens.resize(256);
+    v.types.resize(256);
+    v.merges.clear();
+    v.eos = 0;
+    constexpr size_t kColliding = 2048, kWindow = 64;
+    const size_t capacity = unseeded_token_capacity(256 + kColliding);
+    for (uint32_t k = 0; v.tokens.size() < 256 + kColliding; ++k) {
+        const std::string text = "tok" + std::to_string(k);
+        if ((unseeded_hash_bytes(text) & (capacity - 1)) < kWindow) v.tokens.push_back(text);
+    }
+    v.types.resize(v.tokens.size(), 1);
+    std::vector<size_t> homes;
+    for (const auto& t : v.tokens) homes.push_back(size_t(unseeded_hash_bytes(t)));
+    const size_t unseeded_probe = longest_probe_of(homes, capacity);
+    CHECK(unseeded_probe > kColliding);
+    CHECK(unseeded_probe > smol::detail::kMaxProbeSlots);
+
+    const auto file = v.file();
+    const auto tok = smol::Tokenizer::from_gguf(file);
+    const auto stats = tok.detail_table_stats();
+    MESSAGE("longest token lookup: unseeded " << unseeded_probe << ", seeded "
+                                              << stats.token_index_max_probe);
+    CHECK(stats.token_index_max_probe <= smol::detail::kMaxProbeSlots);
+    for (size_t id = 0; id < v.tokens.size(); id += 97)
+        CHECK(tok.token_id(v.tokens[id]) == int32_t(id));
+    CHECK(stats.heap_bytes <= 16 * file->size());
+}
+
+TEST_CASE("tokenizer: merge pairs that collide under the unseeded hash") {
+    // Two-letter tokens "Ab" (upper then lower: a lower-upper pair is never a
+    // token, so "AbCd" can only merge as Ab + Cd) and merges of pairs of them
+    // whose unseeded slots lie in the first 32 of the merge table.
+    MiniVocab v;
+    v.tokens.resize(256);
+    v.types.resize(256);
+    v.merges.clear();
+    v.eos = 0;
+    std::vector<std::string> pair_tokens;
+    for (char upper = 'A'; upper <= 'Z'; ++upper)
+        for (char lower = 'a'; lower <= 'z'; ++lower) {
+            pair_tokens.push_back({upper, lower});
+            v.tokens.push_back(pair_tokens.back());
+            v.merges.push_back({upper, ' ', lower});
+        }
+    constexpr size_t kColliding = 1536, kWindow = 32;
+    const size_t capacity = unseeded_merge_capacity(v.merges.size() + kColliding);
+    auto key = [](size_t left, size_t right) { return uint64_t(left) << 32 | right; };
+    std::vector<size_t> homes;  // of every merge, in the unseeded table
+    for (unsigned char upper = 'A'; upper <= 'Z'; ++upper)
+        for (unsigned char lower = 'a'; lower <= 'z'; ++lower)
+            homes.push_back(size_t(unseeded_hash_u64(key(upper, lower))));
+    std::vector<std::string> merged_texts;
+    for (size_t left = 0; left < pair_tokens.size() && merged_texts.size() < kColliding; ++left)
+        for (size_t right = 0; right < pair_tokens.size() && merged_texts.size() < kColliding;
+             ++right) {
+            const uint64_t h = unseeded_hash_u64(key(256 + left, 256 + right));
+            if ((h & (capacity - 1)) >= kWindow) continue;
+            homes.push_back(size_t(h));
+            merged_texts.push_back(pair_tokens[left] + pair_tokens[right]);
+            v.merges.push_back(pair_tokens[left] + " " + pair_tokens[right]);
+        }
+    REQUIRE(merged_texts.size() == kColliding);
+    const int32_t first_merged = int32_t(v.tokens.size());
+    v.tokens.insert(v.tokens.end(), merged_texts.begin(), merged_texts.end());
+    v.types.resize(v.tokens.size(), 1);
+    const size_t unseeded_probe = longest_probe_of(homes, capacity);
+    CHECK(unseeded_probe > kColliding);
+    CHECK(unseeded_probe > smol::detail::kMaxProbeSlots);
+
+    const auto file = v.file();
+    const auto tok = smol::Tokenizer::from_gguf(file);
+    const auto stats = tok.detail_table_stats();
+    MESSAGE("longest merge lookup: unseeded " << unseeded_probe << ", seeded "
+                                              << stats.merge_index_max_probe);
+    CHECK(stats.merge_index_max_probe <= smol::detail::kMaxProbeSlots);
+    CHECK(stats.token_index_max_probe <= smol::detail::kMaxProbeSlots);
+    CHECK(stats.heap_bytes <= 16 * file->size());
+    // Every merge applies (smaug-bpe: no whole-word lookup, BPE only).
+    for (size_t k = 0; k < merged_texts.size(); ++k)
+        CHECK(tok.encode(merged_texts[k], false) ==
+              std::vector<int32_t>{first_merged + int32_t(k)});
+}
+
+TEST_CASE("tokenizer: the real vocabulary's tables are well inside the probe bound") {
+    for (const char* model : {"tiny-q4km.gguf", "vocab-llama-bpe.gguf"}) {
+        auto tok = load_tokenizer(model);
+        if (!tok) continue;
+        const auto stats = tok->detail_table_stats();
+        MESSAGE(std::string(model) << ": longest token lookup " << stats.token_index_max_probe
+                      << ", longest merge lookup " << stats.merge_index_max_probe << " slots; "
+                      << stats.special_count << " specials in " << stats.special_matcher_bytes
+                      << " bytes; all tables " << stats.heap_bytes << " bytes");
+        CHECK(stats.token_index_max_probe <= smol::detail::kMaxProbeSlots / 2);
+        CHECK(stats.merge_index_max_probe <= smol::detail::kMaxProbeSlots / 2);
+        CHECK(stats.special_matcher_bytes <= 2048 + 128 * stats.special_count);
+        CHECK(stats.heap_bytes <= 4 * tok->file().size());
+    }
+}
+
+TEST_CASE("tokenizer: longest_probe counts runs across the end of the table") {
+    const std::vector<bool> layout = {true, true, false, true, false, false, true, true};
+    auto occupied = [&](size_t i) { return bool(layout[i]); };
+    CHECK(smol::detail::longest_probe(8, occupied) == 5);  // slots 6, 7, 0, 1, then empty 2
+    const std::vector<bool> sparse = {false, true, false, false};
+    CHECK(smol::detail::longest_probe(4, [&](size_t i) { return bool(sparse[i]); }) == 2);
+    CHECK(smol::detail::table_hash_seed(0) != smol::detail::table_hash_seed(1));
+}
+
+// ---- special-token matching -------------------------------------------------
+
+namespace {
+
+// Byte tokens only (no merges, so plain text encodes to its bytes) plus the
+// given special tokens, which get ids 256, 257, ...
+MiniVocab specials_vocab(const std::vector<std::pair<std::string, int32_t>>& specials) {
+    MiniVocab v;
+    v.tokens.resize(256);
+    v.types.assign(256, 1);
+    v.merges.clear();
+    v.eos = 0;
+    for (const auto& [text, type] : specials) {
+        v.tokens.push_back(text);
+        v.types.push_back(type);
+    }
+    return v;
+}
+
+// The matching rule written the slow, obvious way: every occurrence of every
+// eligible special, sorted by (priority, start), each claiming its span if
+// it overlaps none claimed before. Priority: longer first, then lower id; a
+// text listed twice answers as its first id (type included).
+std::vector<int32_t> reference_encode(const MiniVocab& v, std::string_view text,
+                                      bool parse_special) {
+    std::vector<int32_t> order;  // special ids by priority, repeats of a text dropped
+    for (int32_t id = 256; id < int32_t(v.tokens.size()); ++id) order.push_back(id);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+        return v.tokens[size_t(a)].size() > v.tokens[size_t(b)].size();
+    });
+    std::vector<int32_t> unique;
+    for (int32_t id : order) {
+        bool repeat = false;
+        for (int32_t u : unique) repeat |= v.tokens[size_t(u)] == v.tokens[size_t(id)];
+        if (!repeat) unique.push_back(id);
+    }
+    std::vector<std::pair<size_t, size_t>> claimed;  // (start, priority)
+    for (size_t priority = 0; priority < unique.size(); ++priority) {
+        const int32_t id = unique[priority];
+        if (!parse_special && v.types[size_t(id)] != 4) continue;
+        const std::string& special = v.tokens[size_t(id)];
+        for (size_t start = 0; start + special.size() <= text.size(); ++start) {
+            if (text.substr(start, special.size()) != special) continue;
+            bool free = true;
+            for (const auto& [s, p] : claimed)
+                free &=
+                    start + special.size() <= s || s + v.tokens[size_t(unique[p])].size() <= start;
+            if (free) claimed.push_back({start, priority});
+        }
+    }
+    std::sort(claimed.begin(), claimed.end());
+    std::vector<int32_t> out;
+    size_t done = 0;
+    for (const auto& [start, priority] : claimed) {
+        append_bytes(text.substr(done, start - done), out);
+        out.push_back(unique[priority]);
+        done = start + v.tokens[size_t(unique[priority])].size();
+    }
+    append_bytes(text.substr(done), out);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("tokenizer: special matching on overlapping, nested and adjacent specials") {
+    // Expectations as the byte-trie matcher produced them (checked against it).
+    const MiniVocab v = specials_vocab({
+        {"<|a|>", 3},  // 256
+        {"<|a", 3},    // 257: a prefix of 256
+        {"a|>", 3},    // 258: a suffix of 256
+        {"<|", 4},     // 259: user-defined, a prefix of 256 and 257
+        {"|><|", 3},   // 260: straddles two adjacent 256s
+        {"<|a|>", 4},  // 261: 256's text again: answers as 256 (a control token)
+        {"xx", 3},     // 262
+        {"xxx", 3},    // 263
+    });
+    const auto tok = smol::Tokenizer::from_gguf(v.file());
+    using Ids = std::vector<int32_t>;
+    CHECK(tok.encode("<|a|><|a|>", true) == Ids{256, 256});
+    CHECK(tok.encode("<|a|><|", true) == Ids{256, 259});
+    CHECK(tok.encode("<|a|", true) == Ids{257, '|'});
+    CHECK(tok.encode("x<|a|>", true) == Ids{'x', 256});
+    CHECK(tok.encode("xxxxx", true) == Ids{263, 262});
+    CHECK(tok.encode("xxxx", true) == Ids{263, 'x'});
+    // The longer 256 claims first even though 260 starts earlier.
+    CHECK(tok.encode("|><|a|>", true) == Ids{'|', '>', 256});
+    // 260 (length 4) outranks 257 and 258 (length 3) wherever they are.
+    CHECK(tok.encode("a|><|a", true) == Ids{'a', 260, 'a'});
+    CHECK(tok.encode("<|a|>x<|a", true) == Ids{256, 'x', 257});
+    // Without parse_special only user-defined tokens match, and 261 does
+    // not: its text answers as 256, a control token.
+    CHECK(tok.encode("<|a|><|", false) == Ids{259, 'a', '|', '>', 259});
+    for (const char* text :
+         {"<|a|><|a|>", "<|a|><|", "<|a|", "xxxxx", "|><|a|>", "a|><|a", "<|a|><|"})
+        for (bool parse_special : {true, false}) {
+            CAPTURE(text);
+            CAPTURE(parse_special);
+            CHECK(tok.encode(text, parse_special) == reference_encode(v, text, parse_special));
+        }
+}
+
+TEST_CASE("tokenizer: special matching equals the reference rule on random vocabularies") {
+    std::mt19937 rng(17);
+    // Bytes above 0x7F too: the matcher must order bytes as unsigned.
+    const std::string alphabet = "<|a\xC3\xA9";
+    auto random_text = [&](size_t length) {
+        std::string s(length, ' ');
+        for (char& c : s) c = alphabet[rng() % alphabet.size()];
+        return s;
+    };
+    int compared = 0;
+    for (int round = 0; round < 300; ++round) {
+        std::vector<std::pair<std::string, int32_t>> specials;
+        for (size_t k = 0, n = 1 + rng() % 10; k < n; ++k) {
+            const int32_t types[] = {2, 3, 4};
+            specials.push_back({random_text(2 + rng() % 5), types[rng() % 3]});
+        }
+        const MiniVocab v = specials_vocab(specials);
+        const auto tok = smol::Tokenizer::from_gguf(v.file());
+        for (int t = 0; t < 40; ++t) {
+            const std::string text = random_text(rng() % 32);
+            for (bool parse_special : {true, false}) {
+                const auto got = tok.encode(text, parse_special);
+                const auto want = reference_encode(v, text, parse_special);
+                if (got != want) {
+                    CAPTURE(round);
+                    CAPTURE(text);
+                    CAPTURE(parse_special);
+                    CHECK(got == want);
+                }
+                ++compared;
+            }
+        }
+    }
+    CHECK(compared == 300 * 40 * 2);
+}
+
+TEST_CASE("tokenizer: a 4 MB special token costs O(1) memory and still matches") {
+    MiniVocab v;  // its specials (<|end|> is 261) and byte tokens, no merges
+    v.merges.clear();
+    std::string big = "<|";
+    std::mt19937 rng(23);
+    while (big.size() < (4u << 20)) big += char('a' + rng() % 26);
+    big += "|>";
+    v.tokens.push_back(big);
+    v.types.push_back(3);
+    const int32_t big_id = int32_t(v.tokens.size() - 1);
+    // And a run of '<': a special that starts at every place of a text of
+    // '<'s. (Matching costs the text's length times the run's here: each
+    // place compares the run. Kept short; see SpecialMatcher.)
+    const std::string run(4096, '<');
+    v.tokens.push_back(run);
+    v.types.push_back(3);
+    const int32_t run_id = int32_t(v.tokens.size() - 1);
+    const auto file = v.file();
+    const auto tok = smol::Tokenizer::from_gguf(file);
+    const auto stats = tok.detail_table_stats();
+    MESSAGE("special matcher: " << stats.special_count << " specials, "
+                                << stats.special_matcher_nodes << " nodes, "
+                                << stats.special_matcher_bytes << " bytes; all tables "
+                                << stats.heap_bytes << " bytes for a file of " << file->size());
+    // A byte trie held ~100 bytes per byte of special text (500 MB here).
+    CHECK(stats.special_matcher_bytes <= 2048 + 128 * stats.special_count);
+    CHECK(stats.heap_bytes <= file->size() / 4);
+
+    using Ids = std::vector<int32_t>;
+    Ids want;
+    append_bytes("x", want);
+    want.push_back(big_id);
+    want.push_back(261);
+    append_bytes("y", want);
+    CHECK(tok.encode("x" + big + "<|end|>y", true) == want);
+    // A prefix of the big one is no match; the whole one after it is.
+    const std::string half = big.substr(0, big.size() / 2);
+    want.assign(1, '<');
+    want.insert(want.end(), {'|'});
+    Ids tail;
+    append_bytes(half.substr(2), tail);
+    want.insert(want.end(), tail.begin(), tail.end());
+    want.push_back(big_id);
+    CHECK(tok.encode(half + big, true) == want);
+
+    // Texts full of '<': the run special claims 16 times, left to right, the
+    // 5 left over are bytes.
+    const std::string lt(16 * run.size() + 5, '<');
+    want.assign(16, run_id);
+    append_bytes("<<<<<", want);
+    CHECK(tok.encode(lt, true) == want);
+    std::string mixed;
+    want.clear();
+    for (int i = 0; i < 20000; ++i) {
+        mixed += "<<|<|end";
+        append_bytes("<<|<|end", want);
+        if (i % 7 == 0) {
+            mixed += "<|end|>";
+            want.push_back(261);
+        }
+    }
+    CHECK(tok.encode(mixed, true) == want);
+}
+
+TEST_CASE("tokenizer: texts full of '<' on the real vocabulary") {
+    auto tok = load_tokenizer("vocab-llama-bpe.gguf");
+    if (!tok) return;
+    const auto im_start = *tok->token_id("<|im_start|>");
+    const auto eot = *tok->token_id("<|eot_id|>");
+    const char* noise[] = {"<", "<|", "<|im_", "|", ">", " <", "<<|", "<|reserved_special_token_"};
+    std::mt19937 rng(29);
+    std::string text;
+    long inserted = 0;
+    while (text.size() < 200000) {
+        const unsigned pick = rng() % 10;
+        if (pick == 0)
+            text += "<|im_start|>", ++inserted;
+        else if (pick == 1)
+            text += "<|eot_id|>", ++inserted;
+        else
+            text += noise[rng() % std::size(noise)];
+    }
+    const auto ids = tok->encode(text, true);
+    CHECK(std::count(ids.begin(), ids.end(), im_start) + std::count(ids.begin(), ids.end(), eot) ==
+          inserted);
+    CHECK(tok->decode(ids) == text);
+    CHECK(tok->decode(tok->encode(text, false)) == text);
 }

@@ -25,7 +25,16 @@
 //
 // Loading keeps views into the GGUF file (held by shared_ptr) and builds two
 // open-addressing hash tables: token text -> id, and (left id, right id) ->
-// (merge rank, merged id). A const Tokenizer is safe to use from many threads.
+// (merge rank, merged id), plus a radix tree of the special texts. A const
+// Tokenizer is safe to use from many threads.
+//
+// Hostile files: every structure is at most a small constant times the file
+// bytes it indexes (counts were checked against the file by the GGUF parser),
+// the hash tables are seeded with a per-process secret, and a table in which
+// some lookup would read more than detail::kMaxProbeSlots slots is rebuilt
+// under another seed, then refused (ErrorKind::format). So no file can make
+// loading or a lookup slower than that bound allows, or the special matcher
+// larger than O(number of specials).
 #pragma once
 
 #include "../detail/abi.hpp"
@@ -33,6 +42,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -42,6 +52,7 @@
 #include <utility>
 #include <vector>
 
+#include "../detail/seeded_hash.hpp"
 #include "../error.hpp"
 #include "../gguf/gguf.hpp"
 #include "unicode.hpp"
@@ -86,26 +97,6 @@ struct ByteLevelMap {
     }
 };
 
-// FNV-1a, in parts so that the hash of a concatenation a + b can be formed
-// from a's state; a final mix spreads the low bits for power-of-two tables.
-constexpr uint64_t kFnvStart = 1469598103934665603ull;
-inline uint64_t fnv_extend(uint64_t state, std::string_view s) noexcept {
-    for (unsigned char c : s) state = (state ^ c) * 1099511628211ull;
-    return state;
-}
-inline uint64_t fnv_finish(uint64_t state) noexcept { return state ^ (state >> 29); }
-inline uint64_t hash_bytes(std::string_view s) noexcept {
-    return fnv_finish(fnv_extend(kFnvStart, s));
-}
-
-inline uint64_t hash_u64(uint64_t k) noexcept {
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdull;
-    k ^= k >> 33;
-    k *= 0xc4ceb3fe1a85ec53ull;
-    return k ^ (k >> 33);
-}
-
 inline size_t table_capacity_for(size_t count) {
     size_t capacity = 16;
     while (capacity < count * 2) capacity *= 2;  // load factor <= 0.5
@@ -116,28 +107,34 @@ inline size_t table_capacity_for(size_t count) {
 // text's place in the file (32-bit offset from the first token's bytes: the
 // texts of one GGUF string array lie within it), its length and a hash tag, so
 // a probe touches one slot and, on a likely match, the text itself.
+// The texts come from the file, so the hash is seeded (seeded_hash.hpp) and a
+// layout whose longest lookup exceeds kMaxProbeSlots is rebuilt under another
+// seed.
 class TokenIndex {
 public:
-    void build(const std::vector<std::string_view>& texts) {
-        slots_.assign(table_capacity_for(texts.size()), Slot{0, 0, 0, -1});
-        mask_ = slots_.size() - 1;
+    // False when every seed tried leaves a lookup longer than kMaxProbeSlots:
+    // texts that collide whatever the seed.
+    bool build(const std::vector<std::string_view>& texts) {
         base_ = texts.empty() ? nullptr : texts.front().data();
-        for (size_t id = 0; id < texts.size(); ++id) {
-            const std::string_view text = texts[id];
-            const auto offset = uint64_t(text.data() - base_);
-            if (text.data() < base_ || offset + text.size() >= (uint64_t(1) << 32))
+        for (const std::string_view text : texts)
+            if (text.data() < base_ ||
+                uint64_t(text.data() - base_) + text.size() >= (uint64_t(1) << 32))
                 smol::detail::fail(ErrorKind::internal,
                                    "tokenizer: token texts do not lie in one block of the file");
-            const uint64_t h = hash_bytes(text);
-            size_t i = size_t(h) & mask_;
-            // A repeated text maps to its last id (as llama.cpp's map does).
-            while (slots_[i].id >= 0 && !matches(slots_[i], text, uint32_t(h >> 32)))
-                i = (i + 1) & mask_;
-            slots_[i] = Slot{uint32_t(offset), uint32_t(text.size()), uint32_t(h >> 32), int32_t(id)};
+        for (unsigned attempt = 0; attempt < kHashSeedAttempts; ++attempt) {
+            hash_ = SeededTextHash(table_hash_seed(attempt));
+            if (try_build(texts)) return true;
         }
+        return false;
     }
-    int32_t find(std::string_view text) const noexcept { return find(text, hash_bytes(text)); }
-    // With the text's hash_bytes() already computed (see prefetch()).
+    // The hash that find() and find_concat() take.
+    const SeededTextHash& hasher() const noexcept { return hash_; }
+    // The most slots one lookup can read (see longest_probe).
+    size_t max_probe() const noexcept { return max_probe_; }
+    size_t memory_bytes() const noexcept { return slots_.capacity() * sizeof(Slot); }
+
+    int32_t find(std::string_view text) const noexcept { return find(text, hash_(text)); }
+    // With the text's hasher()(text) already computed (see prefetch()).
     int32_t find(std::string_view text, uint64_t hash) const noexcept {
         if (slots_.empty()) return -1;
         for (size_t i = size_t(hash) & mask_;; i = (i + 1) & mask_) {
@@ -175,6 +172,38 @@ private:
         uint32_t tag;     // high half of the hash: most mismatches fail without a compare
         int32_t id;       // -1: empty
     };
+    // False as soon as one insert probes past the bound (so a hostile set
+    // costs at most n * kMaxProbeSlots probes per seed, not n^2).
+    bool try_build(const std::vector<std::string_view>& texts) {
+        slots_.assign(table_capacity_for(texts.size()), Slot{0, 0, 0, -1});
+        mask_ = slots_.size() - 1;
+        // In blocks: hash a block and prefetch its slots, then insert it, so
+        // that the cache misses of a block overlap.
+        constexpr size_t kBlock = 16;
+        uint64_t hashes[kBlock];
+        for (size_t first = 0; first < texts.size(); first += kBlock) {
+            const size_t count = std::min(kBlock, texts.size() - first);
+            for (size_t k = 0; k < count; ++k) {
+                hashes[k] = hash_(texts[first + k]);
+                prefetch(hashes[k]);
+            }
+            for (size_t k = 0; k < count; ++k)
+                if (!insert(texts[first + k], hashes[k], int32_t(first + k))) return false;
+        }
+        max_probe_ = longest_probe(slots_.size(), [&](size_t i) { return slots_[i].id >= 0; });
+        return max_probe_ <= kMaxProbeSlots;
+    }
+    bool insert(std::string_view text, uint64_t hash, int32_t id) {
+        size_t i = size_t(hash) & mask_, probes = 1;
+        // A repeated text maps to its last id (as llama.cpp's map does).
+        while (slots_[i].id >= 0 && !matches(slots_[i], text, uint32_t(hash >> 32))) {
+            i = (i + 1) & mask_;
+            if (++probes > kMaxProbeSlots) return false;
+        }
+        slots_[i] =
+            Slot{uint32_t(text.data() - base_), uint32_t(text.size()), uint32_t(hash >> 32), id};
+        return true;
+    }
     bool matches(const Slot& s, std::string_view text, uint32_t tag) const noexcept {
         return s.tag == tag && s.size == text.size() && equal(base_ + s.offset, text);
     }
@@ -186,37 +215,59 @@ private:
     const char* base_ = nullptr;  // into the GGUF file, which the Tokenizer keeps alive
     std::vector<Slot> slots_;
     size_t mask_ = 0;
+    SeededTextHash hash_;
+    size_t max_probe_ = 0;
 };
 
-// (left id, right id) -> (rank, merged id).
+// (left id, right id) -> (merge rank, merged id). Keys come from the file, so
+// the slot is a seeded mix of the key, and a table whose longest lookup
+// exceeds kMaxProbeSlots is refilled under another seed (see
+// Tokenizer::load_merges).
 class MergeIndex {
 public:
     struct Merge {
         uint32_t rank;
         int32_t merged;
     };
-    void reserve(size_t count) {
-        // Load factor up to 0.75: the table is probed ~3 times per byte encoded,
-        // so it pays to keep it small enough to stay in cache (8 MiB for 280k).
+    // Empties the table for `count` merges, hashed under the seed of `attempt`.
+    void reset(size_t count, unsigned attempt) {
+        // Load factor up to 0.6: the table is probed ~3 times per byte encoded,
+        // so it pays to keep it small enough to stay in cache (8 MiB for 280k);
+        // 0.75 would be smaller still but makes the longest probe of a random
+        // layout ~300 slots (see kMaxProbeSlots).
         size_t capacity = 16;
-        while (capacity * 3 < count * 4) capacity *= 2;
+        while (capacity * 3 < count * 5) capacity *= 2;
         slots_.assign(capacity, Slot{kEmpty, {0, -1}});
         mask_ = slots_.size() - 1;
+        seed_ = table_hash_seed(attempt);
+        max_probe_ = 0;
     }
-    // Keeps the first (lowest-rank) merge of a pair.
-    void insert(int32_t left, int32_t right, Merge merge) {
+    // Keeps the first (lowest-rank) merge of a pair. False when the insert
+    // probed past kMaxProbeSlots: the caller starts over under another seed.
+    bool insert(int32_t left, int32_t right, Merge merge) {
         const uint64_t key = make_key(left, right);
-        for (size_t i = size_t(hash_u64(key)) & mask_;; i = (i + 1) & mask_) {
-            if (slots_[i].key == key) return;
+        size_t probes = 1;
+        for (size_t i = slot_of(key);; i = (i + 1) & mask_, ++probes) {
+            if (probes > kMaxProbeSlots) return false;
+            if (slots_[i].key == key) return true;
             if (slots_[i].key == kEmpty) {
                 slots_[i] = Slot{key, merge};
-                return;
+                return true;
             }
         }
     }
+    // After the inserts: measures the longest lookup; false if over the bound.
+    bool seal() {
+        max_probe_ =
+            longest_probe(slots_.size(), [&](size_t i) { return slots_[i].key != kEmpty; });
+        return max_probe_ <= kMaxProbeSlots;
+    }
+    size_t max_probe() const noexcept { return max_probe_; }
+    size_t memory_bytes() const noexcept { return slots_.capacity() * sizeof(Slot); }
+
     void prefetch(int32_t left, int32_t right) const noexcept {
 #if defined(__GNUC__) || defined(__clang__)
-        __builtin_prefetch(&slots_[size_t(hash_u64(make_key(left, right))) & mask_]);
+        __builtin_prefetch(&slots_[slot_of(make_key(left, right))]);
 #else
         (void)left;
         (void)right;
@@ -224,7 +275,7 @@ public:
     }
     const Merge* find(int32_t left, int32_t right) const noexcept {
         const uint64_t key = make_key(left, right);
-        for (size_t i = size_t(hash_u64(key)) & mask_;; i = (i + 1) & mask_) {
+        for (size_t i = slot_of(key);; i = (i + 1) & mask_) {
             if (slots_[i].key == key) return &slots_[i].merge;
             if (slots_[i].key == kEmpty) return nullptr;
         }
@@ -235,16 +286,23 @@ private:
     static uint64_t make_key(int32_t left, int32_t right) noexcept {
         return uint64_t(uint32_t(left)) << 32 | uint32_t(right);
     }
+    size_t slot_of(uint64_t key) const noexcept {
+        return size_t(mix64(key ^ seed_)) & mask_;
+    }
     struct Slot {
         uint64_t key;
         Merge merge;
     };
     std::vector<Slot> slots_;
     size_t mask_ = 0;
+    uint64_t seed_ = 0;
+    size_t max_probe_ = 0;
 };
 
 // Pre-token -> ids for the duration of one encode call (keys are views into
-// the caller's text). Open addressing; grows at load 0.5.
+// the caller's text). Open addressing; grows at load 0.5. The caller's hash
+// must be seeded and well mixed (TokenIndex::hasher): the text is the
+// caller's, and the low bits pick the slot.
 class PieceCache {
 public:
     size_t size() const noexcept { return count_; }
@@ -295,6 +353,161 @@ private:
     std::vector<int32_t> ids_;
     size_t mask_ = 0;
     size_t count_ = 0;
+};
+
+// The special-token texts, for finding which of them start at a place in a
+// text. A radix tree: a byte trie whose chains of single children are merged
+// into one edge labelled by a view into a token text (so into the file). Its
+// size is O(number of specials) however long they are; a node per byte
+// (~100 bytes of heap per byte of text) let one 16 MB special take 1.6 GB.
+// A lookup at one place costs the length of the special prefix that the text
+// follows there: a byte or two for real vocabularies (the Llama-3 specials
+// all start with "<|"), but a text repeating a long special's prefix at many
+// places costs (places x prefix length), as the byte trie did.
+class SpecialMatcher {
+public:
+    // texts[order]: the special texts (none empty) in priority order. A text
+    // listed twice answers as its first order.
+    void build(const std::vector<std::string_view>& texts) {
+        nodes_.assign(1, Node{nullptr, 0, -1, 0, 0});
+        first_bytes_.assign(1, 0);
+        shorter_.assign(texts.size(), -1);
+        root_.fill(-1);
+        for (const std::string_view text : texts)
+            if (text.empty() || text.size() >= (size_t(1) << 32))  // label sizes are 32-bit
+                smol::detail::fail(ErrorKind::internal, "tokenizer: a special text of " +
+                                                            std::to_string(text.size()) + " bytes");
+        // Sorted, the texts below a node are a contiguous range, so the tree
+        // grows breadth first with each node's children side by side.
+        std::vector<uint32_t> sorted(texts.size());
+        for (size_t k = 0; k < sorted.size(); ++k) sorted[k] = uint32_t(k);
+        std::sort(sorted.begin(), sorted.end(), [&](uint32_t a, uint32_t b) {
+            const int c = texts[a].compare(texts[b]);
+            return c != 0 ? c < 0 : a < b;
+        });
+        std::vector<Range> ranges{Range{0, sorted.size(), 0, -1}};
+        for (size_t node = 0; node < nodes_.size(); ++node)
+            add_children(node, texts, sorted, ranges);
+    }
+
+    // Whether some special starts with byte c: a filter before longest_at.
+    bool may_start(unsigned char c) const noexcept { return root_[c] >= 0; }
+
+    // The order of the longest special that text[pos..] starts with and that
+    // eligible(order) accepts, or -1.
+    template <class Eligible>
+    int32_t longest_at(std::string_view text, size_t pos, Eligible eligible) const {
+        int32_t best = -1;
+        int32_t node = root_[static_cast<unsigned char>(text[pos])];
+        for (size_t at = pos; node >= 0;) {  // at: where the node's label starts in text
+            const Node& n = nodes_[size_t(node)];
+            if (text.size() - at < n.label_size || !label_matches(n, text.data() + at)) break;
+            at += n.label_size;
+            if (n.order >= 0 && eligible(n.order)) best = n.order;
+            if (at == text.size()) break;
+            node = child(n, static_cast<unsigned char>(text[at]));
+        }
+        return best;
+    }
+
+    // The order of the longest special that is a proper prefix of special
+    // `order`, or -1: the next candidate at a place where `order` matched.
+    int32_t shorter(int32_t order) const noexcept { return shorter_[size_t(order)]; }
+
+    size_t node_count() const noexcept { return nodes_.size(); }
+    size_t memory_bytes() const noexcept {
+        return nodes_.capacity() * sizeof(Node) + first_bytes_.capacity() +
+               shorter_.capacity() * sizeof(int32_t) + sizeof(root_);
+    }
+
+private:
+    struct Node {
+        const char* label;  // the edge into the node: the bytes after the parent's path
+        uint32_t label_size;
+        int32_t order;         // the special whose text ends here, or -1
+        uint32_t first_child;  // children: nodes_[first_child, + child_count), by first byte
+        uint32_t child_count;
+    };
+    struct Range {      // of a node, while building
+        size_t lo, hi;  // its texts: sorted[lo, hi)
+        size_t depth;   // the length of its path
+        int32_t above;  // the order ending nearest above it, or -1
+    };
+
+    void add_children(size_t node, const std::vector<std::string_view>& texts,
+                      const std::vector<uint32_t>& sorted, std::vector<Range>& ranges) {
+        const Range range = ranges[node];  // a copy: ranges grows below
+        size_t lo = range.lo;
+        int32_t above = range.above;
+        if (lo < range.hi && texts[sorted[lo]].size() == range.depth) {
+            // Equal texts sort by order, so the first is the one that answers.
+            nodes_[node].order = int32_t(sorted[lo]);
+            shorter_[sorted[lo]] = above;
+            above = int32_t(sorted[lo]);
+            while (lo < range.hi && texts[sorted[lo]].size() == range.depth) ++lo;
+        }
+        nodes_[node].first_child = uint32_t(nodes_.size());
+        while (lo < range.hi) {
+            const std::string_view first = texts[sorted[lo]];
+            const unsigned char byte = static_cast<unsigned char>(first[range.depth]);
+            const size_t end =
+                size_t(std::partition_point(
+                           sorted.begin() + long(lo), sorted.begin() + long(range.hi),
+                           [&](uint32_t k) {
+                               return static_cast<unsigned char>(texts[k][range.depth]) == byte;
+                           }) -
+                       sorted.begin());
+            // The edge runs to the end of the group's common prefix: that of
+            // its first and last text, as the group is sorted.
+            const std::string_view last = texts[sorted[end - 1]];
+            size_t common = range.depth + 1;
+            while (common < first.size() && common < last.size() && first[common] == last[common])
+                ++common;
+            if (node == 0) root_[byte] = int32_t(nodes_.size());
+            nodes_.push_back(
+                Node{first.data() + range.depth, uint32_t(common - range.depth), -1, 0, 0});
+            first_bytes_.push_back(byte);
+            ranges.push_back(Range{lo, end, common, above});
+            lo = end;
+        }
+        nodes_[node].child_count = uint32_t(nodes_.size() - nodes_[node].first_child);
+    }
+
+    static bool label_matches(const Node& n, const char* text) noexcept {
+        if (n.label_size > 16) return std::memcmp(text, n.label, n.label_size) == 0;
+        for (uint32_t k = 0; k < n.label_size; ++k)  // most labels are short: a loop beats a call
+            if (text[k] != n.label[k]) return false;
+        return true;
+    }
+    int32_t child(const Node& n, unsigned char c) const noexcept {
+        const unsigned char* bytes = first_bytes_.data() + n.first_child;
+        if (n.child_count <= 16) {
+            for (uint32_t k = 0; k < n.child_count; ++k)
+                if (bytes[k] == c) return int32_t(n.first_child + k);
+            return -1;
+        }
+        const unsigned char* it = std::lower_bound(bytes, bytes + n.child_count, c);
+        return it != bytes + n.child_count && *it == c
+                   ? int32_t(n.first_child + uint32_t(it - bytes))
+                   : -1;
+    }
+
+    std::vector<Node> nodes_;  // nodes_[0]: the root, empty label
+    std::vector<unsigned char>
+        first_bytes_;               // first byte of each node's label: a child scan reads one array
+    std::vector<int32_t> shorter_;  // by order (see shorter())
+    std::array<int32_t, 256> root_{};  // first byte -> child of the root, or -1
+};
+
+// The shape of a Tokenizer's load-time tables (Tokenizer::detail_table_stats),
+// for tests and tools that check the bounds of the hostile-input rules.
+struct TokenizerTableStats {
+    size_t token_index_max_probe = 0;  // most slots one text -> id lookup reads
+    size_t merge_index_max_probe = 0;  // most slots one pair -> merge lookup reads
+    size_t special_count = 0;
+    size_t special_matcher_nodes = 0;
+    size_t special_matcher_bytes = 0;
+    size_t heap_bytes = 0;  // all the tokenizer holds besides the file
 };
 
 }  // namespace detail
@@ -424,6 +637,22 @@ public:
 
     const gguf::File& file() const noexcept { return *file_; }
 
+    // For tests and tools, not a stable API: the probe lengths and sizes that
+    // the hostile-input rules bound (see the top of this file).
+    detail::TokenizerTableStats detail_table_stats() const noexcept {
+        detail::TokenizerTableStats stats;
+        stats.token_index_max_probe = index_.max_probe();
+        stats.merge_index_max_probe = merges_.max_probe();
+        stats.special_count = specials_.size();
+        stats.special_matcher_nodes = special_matcher_.node_count();
+        stats.special_matcher_bytes = special_matcher_.memory_bytes();
+        stats.heap_bytes = texts_.capacity() * sizeof(std::string_view) + types_.capacity() +
+                           index_.memory_bytes() + merges_.memory_bytes() +
+                           specials_.capacity() * sizeof(int32_t) + stats.special_matcher_bytes +
+                           end_ids_.capacity() * sizeof(int32_t) + pre_type_.capacity();
+        return stats;
+    }
+
 private:
     // Per-call buffers (so concurrent encodes on one Tokenizer share nothing).
     struct Symbol {
@@ -523,7 +752,13 @@ private:
             types_.assign(n, uint8_t(TokenType::normal));
         }
 
-        index_.build(texts_);
+        if (!index_.build(texts_))
+            smol::detail::fail(ErrorKind::format,
+                               where +
+                                   "tokenizer.ggml.tokens: under every hash seed tried, some "
+                                   "lookup would read more than " +
+                                   std::to_string(detail::kMaxProbeSlots) +
+                                   " slots (token texts that collide: a crafted file?)");
 
         // Byte tokens: the starting symbols of BPE.
         const auto& map = detail::ByteLevelMap::get();
@@ -557,41 +792,40 @@ private:
 
         // Special tokens, longest first (ties by id), for step 1 of encode.
         specials_.clear();
-        special_first_byte_.fill(false);
         has_user_defined_ = false;
         for (size_t id = 0; id < n; ++id) {
             if (!is_special_type(types_[id]) || texts_[id].empty()) continue;
             has_user_defined_ |= types_[id] == uint8_t(TokenType::user_defined);
             specials_.push_back(int32_t(id));
-            special_first_byte_[static_cast<unsigned char>(texts_[id][0])] = true;
         }
         std::stable_sort(specials_.begin(), specials_.end(), [&](int32_t a, int32_t b) {
             return texts_[size_t(a)].size() > texts_[size_t(b)].size();
         });
-        // A byte trie of the special texts finds every occurrence at a
-        // position in one walk.
-        special_trie_.assign(1, TrieNode{});
-        for (size_t order = 0; order < specials_.size(); ++order) {
-            int32_t node = 0;
-            for (unsigned char c : texts_[size_t(specials_[order])]) {
-                int32_t child = trie_child(node, c);
-                if (child < 0) {
-                    child = int32_t(special_trie_.size());
-                    special_trie_[size_t(node)].children.push_back({c, child});
-                    special_trie_.push_back(TrieNode{});
-                }
-                node = child;
-            }
-            // A text listed twice (two ids) keeps its first, longest-first order.
-            if (special_trie_[size_t(node)].order < 0) special_trie_[size_t(node)].order = int32_t(order);
-        }
+        std::vector<std::string_view> special_texts;
+        special_texts.reserve(specials_.size());
+        for (int32_t id : specials_) special_texts.push_back(texts_[size_t(id)]);
+        special_matcher_.build(special_texts);
     }
 
     void load_merges(const std::string& where) {
         const gguf::Value* v = file_->find_value("tokenizer.ggml.merges");
         if (!v) smol::detail::fail(ErrorKind::missing, where + "missing key 'tokenizer.ggml.merges'");
         const auto merges = file_->get<std::vector<std::string_view>>("tokenizer.ggml.merges");
-        merges_.reserve(merges.size());
+        for (unsigned attempt = 0; attempt < detail::kHashSeedAttempts; ++attempt) {
+            merges_.reset(merges.size(), attempt);
+            if (insert_merges(merges, where) && merges_.seal()) return;
+        }
+        smol::detail::fail(ErrorKind::format,
+                           where +
+                               "tokenizer.ggml.merges: under every hash seed tried, some lookup "
+                               "would read more than " +
+                               std::to_string(detail::kMaxProbeSlots) +
+                               " slots (merge pairs that collide: a crafted file?)");
+    }
+
+    // Resolves each merge to ids and inserts it; false as soon as an insert
+    // probes past the bound (load_merges then tries the next seed).
+    bool insert_merges(const std::vector<std::string_view>& merges, const std::string& where) {
         // Three table lookups per merge, 280k merges: memory-bound. Work in
         // blocks: split and hash a block, prefetch its slots, then resolve it,
         // so the cache misses of a block overlap instead of queueing.
@@ -600,6 +834,7 @@ private:
             uint64_t left_hash, right_hash, joined_hash;
             int32_t left_id, right_id, merged;
         };
+        const detail::SeededTextHash& hash = index_.hasher();
         constexpr size_t kBlock = 32;
         Parsed block[kBlock];
         for (size_t first = 0; first < merges.size(); first += kBlock) {
@@ -619,10 +854,10 @@ private:
                 Parsed& p = block[k];
                 p.left = m.substr(0, space);
                 p.right = m.substr(space + 1);
-                const uint64_t left_state = detail::fnv_extend(detail::kFnvStart, p.left);
-                p.left_hash = detail::fnv_finish(left_state);
-                p.right_hash = detail::hash_bytes(p.right);
-                p.joined_hash = detail::fnv_finish(detail::fnv_extend(left_state, p.right));
+                const uint64_t left_state = hash.extend(hash.start(), p.left);
+                p.left_hash = hash.finish(left_state);
+                p.right_hash = hash(p.right);
+                p.joined_hash = hash.finish(hash.extend(left_state, p.right));
                 index_.prefetch(p.left_hash);
                 index_.prefetch(p.right_hash);
                 index_.prefetch(p.joined_hash);
@@ -639,9 +874,11 @@ private:
                 // A merge whose sides or result are not tokens can never apply to
                 // token symbols: skip it (real vocabularies have none).
                 if (p.left_id < 0 || p.right_id < 0 || p.merged < 0) continue;
-                merges_.insert(p.left_id, p.right_id, {uint32_t(first + k), p.merged});
+                if (!merges_.insert(p.left_id, p.right_id, {uint32_t(first + k), p.merged}))
+                    return false;
             }
         }
+        return true;
     }
 
     // ---- encoding -------------------------------------------------------------
@@ -652,54 +889,84 @@ private:
     // Without parse_special only user-defined tokens are candidates.
     std::vector<std::pair<size_t, int32_t>> find_specials(std::string_view text,
                                                           bool parse_special) const {
-        struct Occurrence {
-            int32_t order;  // index in specials_ (longest first)
-            size_t start;
+        auto eligible = [&](int32_t order) {
+            return parse_special ||
+                   types_[size_t(specials_[size_t(order)])] == uint8_t(TokenType::user_defined);
         };
-        std::vector<Occurrence> found;
-        for (size_t pos = 0; pos < text.size(); ++pos) {
-            if (!special_first_byte_[static_cast<unsigned char>(text[pos])]) continue;
-            int32_t node = 0;
-            for (size_t k = pos; k < text.size(); ++k) {
-                node = trie_child(node, static_cast<unsigned char>(text[k]));
-                if (node < 0) break;
-                const int32_t order = special_trie_[size_t(node)].order;
-                if (order >= 0 &&
-                    (parse_special || types_[size_t(specials_[size_t(order)])] ==
-                                          uint8_t(TokenType::user_defined)))
-                    found.push_back({order, pos});
-            }
-        }
+        std::vector<SpecialCandidate> found = longest_specials(text, eligible);
+        // Usually no two overlap, and then each claims its place: a shorter
+        // candidate there lies inside it, and it overlaps nothing else.
+        for (size_t i = 1; i < found.size(); ++i)
+            if (found[i].start < found[i - 1].start + special_length(found[i - 1].order))
+                return claim_specials(std::move(found), eligible);
         std::vector<std::pair<size_t, int32_t>> chosen;  // (start, id) in text order
-        if (found.empty()) return chosen;
-        auto length_of = [&](int32_t order) { return texts_[size_t(specials_[size_t(order)])].size(); };
-        // Found in text order. Usually no two occurrences overlap, and then
-        // every one of them is claimed whatever the order of claiming.
-        bool overlap = false;
-        for (size_t i = 1; i < found.size() && !overlap; ++i)
-            overlap = found[i].start < found[i - 1].start + length_of(found[i - 1].order);
-        if (!overlap) {
-            chosen.reserve(found.size());
-            for (const Occurrence& o : found) chosen.push_back({o.start, specials_[size_t(o.order)]});
-            return chosen;
+        chosen.reserve(found.size());
+        for (const SpecialCandidate& c : found)
+            chosen.push_back({c.start, specials_[size_t(c.order)]});
+        return chosen;
+    }
+
+    struct SpecialCandidate {
+        int32_t order;  // index in specials_ (longest first)
+        size_t start;
+    };
+    size_t special_length(int32_t order) const noexcept {
+        return texts_[size_t(specials_[size_t(order)])].size();
+    }
+
+    // The longest eligible special at each place, in text order. Only the
+    // longest is kept: the shorter ones there are its prefixes
+    // (SpecialMatcher::shorter), visited only if it loses. So at most one
+    // entry per byte of text, however the specials nest.
+    template <class Eligible>
+    std::vector<SpecialCandidate> longest_specials(std::string_view text, Eligible eligible) const {
+        std::vector<SpecialCandidate> found;
+        for (size_t pos = 0; pos < text.size(); ++pos) {
+            if (!special_matcher_.may_start(static_cast<unsigned char>(text[pos]))) continue;
+            const int32_t order = special_matcher_.longest_at(text, pos, eligible);
+            if (order >= 0) found.push_back({order, pos});
         }
-        std::sort(found.begin(), found.end(), [](const Occurrence& a, const Occurrence& b) {
-            return a.order != b.order ? a.order < b.order : a.start < b.start;
-        });
+        return found;
+    }
+
+    // The claiming when spans overlap: every occurrence, taken in order of
+    // (order, start), claims its span unless that overlaps one claimed
+    // before. The occurrences at one place are visited lazily, longest first:
+    // the heap holds the next one of each place, so memory stays one entry per
+    // place even when specials nest ("<", "<<", "<<<", ...).
+    template <class Eligible>
+    std::vector<std::pair<size_t, int32_t>> claim_specials(std::vector<SpecialCandidate> heap,
+                                                           Eligible eligible) const {
+        auto later = [](const SpecialCandidate& a, const SpecialCandidate& b) {
+            return a.order != b.order ? a.order > b.order : a.start > b.start;
+        };
+        std::make_heap(heap.begin(), heap.end(), later);
         std::map<size_t, std::pair<size_t, int32_t>> claimed;  // start -> (end, id)
-        int32_t current = -1;
-        size_t current_end = 0;  // end of the last occurrence this token claimed
-        for (const Occurrence& o : found) {
-            if (o.order != current) current = o.order, current_end = 0;
-            const size_t end = o.start + length_of(o.order);
-            if (o.start < current_end) continue;
-            // Free if it overlaps neither neighbour among the claimed spans.
-            auto next = claimed.lower_bound(o.start);
-            if (next != claimed.end() && next->first < end) continue;
-            if (next != claimed.begin() && std::prev(next)->second.first > o.start) continue;
-            claimed.emplace_hint(next, o.start, std::make_pair(end, specials_[size_t(o.order)]));
-            current_end = end;
+        while (!heap.empty()) {
+            std::pop_heap(heap.begin(), heap.end(), later);
+            SpecialCandidate c = heap.back();
+            heap.pop_back();
+            auto next = claimed.lower_bound(c.start);
+            // Inside a claimed span: every candidate at this place overlaps it.
+            if (next != claimed.begin() && std::prev(next)->second.first > c.start) continue;
+            const size_t room = next == claimed.end() ? ~size_t(0) : next->first - c.start;
+            if (special_length(c.order) <= room) {
+                claimed.emplace_hint(
+                    next, c.start,
+                    std::make_pair(c.start + special_length(c.order), specials_[size_t(c.order)]));
+                continue;
+            }
+            // Too long for the room before the next claimed span, as is every
+            // candidate here until one fits; that one waits its turn (others
+            // of lower order may claim first).
+            int32_t order = special_matcher_.shorter(c.order);
+            while (order >= 0 && (special_length(order) > room || !eligible(order)))
+                order = special_matcher_.shorter(order);
+            if (order < 0) continue;
+            heap.push_back({order, c.start});
+            std::push_heap(heap.begin(), heap.end(), later);
         }
+        std::vector<std::pair<size_t, int32_t>> chosen;
         chosen.reserve(claimed.size());
         for (const auto& [start, span] : claimed) chosen.push_back({start, span.second});
         return chosen;
@@ -730,7 +997,7 @@ private:
         const bool cacheable = scratch.use_cache && piece.size() <= kCacheMaxPieceBytes;
         uint64_t piece_hash = 0;
         if (cacheable) {
-            piece_hash = detail::hash_bytes(piece);
+            piece_hash = index_.hasher()(piece);
             if (scratch.cache.append_if_cached(piece, piece_hash, out)) return;
         }
         const size_t out_start = out.size();
@@ -803,17 +1070,7 @@ private:
     detail::MergeIndex merges_;
     std::array<int32_t, 256> byte_tokens_{};  // byte -> its token, -1 if the vocabulary lacks it
     std::vector<int32_t> specials_;           // special token ids, longest text first
-    std::array<bool, 256> special_first_byte_{};
-    struct TrieNode {
-        std::vector<std::pair<unsigned char, int32_t>> children;  // (byte, node)
-        int32_t order = -1;  // index in specials_ of the text ending here, or -1
-    };
-    std::vector<TrieNode> special_trie_;  // node 0 is the root
-    int32_t trie_child(int32_t node, unsigned char c) const noexcept {
-        for (const auto& [byte, child] : special_trie_[size_t(node)].children)
-            if (byte == c) return child;
-        return -1;
-    }
+    detail::SpecialMatcher special_matcher_;  // over the texts of specials_, in that order
     std::vector<int32_t> end_ids_;
     std::string pre_type_;
     bool whole_word_first_ = false;
