@@ -2,7 +2,10 @@
 // Generator::try_restore_session on a generator of a micro model. A restore
 // either succeeds (and the generator then continues from the restored state
 // for two tokens) or fails with a typed error and leaves the generator as it
-// was; the sanitizers catch anything else.
+// was; the sanitizers catch anything else. Each input is tried twice: as it
+// is (the checksum check itself), and with its CRC-32C field recomputed, so
+// that mutations reach the parsing behind the checksum (a fuzzer cannot forge
+// a CRC by chance).
 //   tools/fuzz.sh fuzz_session 600
 #include <smol/smol.hpp>
 
@@ -10,6 +13,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+
+#include <smol/detail/crc32c.hpp>
+
+#include <cstring>
+#include <vector>
 
 #include "micro_model.hpp"
 
@@ -27,16 +35,14 @@ smol::Generator& generator() {
     return gen;
 }
 
-}  // namespace
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+void try_restore(const uint8_t* data, size_t size) {
     smol::Generator& gen = generator();
     const std::vector<int32_t> before = gen.history();
     const size_t cached_before = gen.n_cached();
     smol::ErrorInfo error;
     if (!gen.try_restore_session(data, size, &error)) {
         if (gen.history() != before || gen.n_cached() != cached_before) std::abort();  // state must survive
-        return 0;
+        return;
     }
     if (gen.n_cached() > gen.history().size()) std::abort();
     smol::GenerateParams params;
@@ -45,6 +51,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
         gen.generate("", params, nullptr);
     } catch (const smol::Error&) {
+    }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    try_restore(data, size);
+    // The session header: magic (8), version (4), CRC-32C of [0, 12) + [16, end) (4).
+    if (size >= 16) {
+        std::vector<uint8_t> fixed(data, data + size);
+        uint32_t crc = smol::detail::crc32c(fixed.data(), 12);
+        crc = smol::detail::crc32c_update(crc, fixed.data() + 16, size - 16);
+        std::memcpy(fixed.data() + 12, &crc, 4);
+        try_restore(fixed.data(), fixed.size());
     }
     return 0;
 }
