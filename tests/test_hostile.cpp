@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "expect_error.hpp"
 #include "fixtures.hpp"
 #include "hostile_files.hpp"
 
@@ -44,17 +45,9 @@ using smol_test::Bytes;
 using smol_test::put;
 using smol_test::RawGguf;
 
-// Runs `action`, which must throw smol::Error of `kind` whose message holds `needle`.
+// The bad-input check with one needle.
 void expect_error(const std::function<void()>& action, ErrorKind kind, const std::string& needle) {
-    try {
-        action();
-    } catch (const smol::Error& e) {
-        INFO("message: " << std::string(e.what()));
-        CHECK_MESSAGE(e.kind() == kind, "kind " << smol::to_string(e.kind()) << ", expected " << smol::to_string(kind));
-        CHECK_MESSAGE(std::string(e.what()).find(needle) != std::string::npos, "message lacks '" << needle << "'");
-        return;
-    }
-    FAIL("no smol::Error; expected " << smol::to_string(kind) << " naming '" << needle << "'");
+    smol_test::expect_error(action, kind, {needle});
 }
 
 long status_kb(const char* field) {

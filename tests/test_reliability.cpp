@@ -33,36 +33,19 @@
 
 #include <unistd.h>
 
+#include "expect_error.hpp"
 #include "fixtures.hpp"
 
 namespace {
 
 using smol::ErrorKind;
+using smol_test::expect_error;
 using smol::GGMLType;
 using smol::gguf::File;
 using smol::gguf::KeyValue;
 using smol::gguf::TensorInfo;
 using smol::gguf::Writer;
 using Bytes = std::vector<uint8_t>;
-
-// Runs `action`, which must throw smol::Error of `kind` whose message holds
-// every one of `needles`.
-void expect_error(const std::function<void()>& action, ErrorKind kind,
-                  const std::vector<std::string>& needles) {
-    try {
-        action();
-    } catch (const smol::Error& e) {
-        const std::string message = e.what();
-        INFO("message: " << message);
-        CHECK_MESSAGE(e.kind() == kind, "kind " << smol::to_string(e.kind()) << ", expected "
-                                                << smol::to_string(kind));
-        for (const auto& needle : needles)
-            CHECK_MESSAGE(message.find(needle) != std::string::npos, "message lacks '" << needle << "'");
-        return;
-    }
-    FAIL("no smol::Error; expected " << smol::to_string(kind) << " naming '"
-                                     << (needles.empty() ? "" : needles.front()) << "'");
-}
 
 // A temporary file that removes itself.
 struct TempFile {

@@ -13,13 +13,7 @@
 #include "../error.hpp"
 
 #if defined(_WIN32)
-#ifndef WIN32_LEAN_AND_MEAN
-#define WIN32_LEAN_AND_MEAN
-#endif
-#ifndef NOMINMAX
-#define NOMINMAX
-#endif
-#include <windows.h>
+#include "../detail/windows.hpp"
 #else
 #include <cerrno>
 #include <cstring>

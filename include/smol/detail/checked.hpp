@@ -20,13 +20,7 @@
 #include "../error.hpp"
 
 #if defined(_WIN32)
-#ifndef WIN32_LEAN_AND_MEAN
-#define WIN32_LEAN_AND_MEAN
-#endif
-#ifndef NOMINMAX
-#define NOMINMAX
-#endif
-#include <windows.h>
+#include "windows.hpp"
 #elif defined(__APPLE__)
 #include <sys/sysctl.h>
 #include <sys/types.h>
