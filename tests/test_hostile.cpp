@@ -78,7 +78,7 @@ struct ChildResult {
 // Runs fn() in a forked child and returns its exit code (fn's return value) and
 // its peak memory growth. `address_space_headroom`, when non-zero, limits the
 // child's address space (RLIMIT_AS) to what it uses now plus that many bytes.
-ChildResult run_in_child(const std::function<int()>& fn, uint64_t address_space_headroom = 0) {
+[[maybe_unused]] ChildResult run_in_child(const std::function<int()>& fn, uint64_t address_space_headroom = 0) {
     int fds[2];
     REQUIRE(::pipe(fds) == 0);
     const pid_t pid = ::fork();
@@ -116,7 +116,7 @@ ChildResult run_in_child(const std::function<int()>& fn, uint64_t address_space_
 
 // Exit codes of a child that runs an action expected to fail.
 constexpr int kGotKind = 0, kOtherError = 1, kBadAlloc = 2, kNoError = 3, kOtherException = 4;
-int classify(const std::function<void()>& action, ErrorKind expected) {
+[[maybe_unused]] int classify(const std::function<void()>& action, ErrorKind expected) {
     try {
         action();
     } catch (const smol::Error& e) {
