@@ -202,6 +202,7 @@ int main(int argc, char** argv) {
         const smol::GenerateResult r = chat_mode ? gen.chat(messages, params, stream)
                                                  : gen.generate(prompt, params, stream);
         std::printf("\n");
+        std::fflush(stdout);  // the text's last line ends before the stats line (stderr) starts
         std::fprintf(stderr,
                      "smol-generate: stop: %s | kernels %s | backend %s | prompt %zu tokens (%zu reused), %.1f tok/s | "
                      "generated %zu tokens, %.1f tok/s\n",
