@@ -815,13 +815,7 @@ private:
 
     // One sequence's share of a forward pass: this generator's cache, logits of the last position.
     Segment segment(const int32_t* tokens, size_t n, size_t start) const noexcept {
-        Segment s;
-        s.tokens = tokens;
-        s.n_tokens = n;
-        s.start = start;
-        s.cache = state_->kv.get();
-        s.logits = state_->logits.data();
-        return s;
+        return Segment{tokens, n, start, state_->kv.get(), state_->logits.data(), /*all_logits=*/false};
     }
     const Backend& backend() const noexcept { return state_->model->backend(); }
 

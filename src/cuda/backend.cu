@@ -593,14 +593,7 @@ void CudaKVCache::load_row(size_t layer, int kind, size_t kv_head, size_t pos, f
 
 void CudaModel::forward(const int32_t* tokens, size_t n, size_t start_pos, CudaKVCache& kv,
                         float* logits_host, bool all_logits) const {
-    Segment segment;
-    segment.tokens = tokens;
-    segment.n_tokens = n;
-    segment.start = start_pos;
-    segment.cache = &kv;
-    segment.logits = logits_host;
-    segment.all_logits = all_logits;
-    forward(segment);
+    forward(Segment{tokens, n, start_pos, &kv, logits_host, all_logits});
 }
 
 // Backend::forward (model/backend.hpp) checked the arguments, truncated each

@@ -167,11 +167,11 @@ public:
 
     // Runs tokens [n] at positions start_pos.. through the model, appending K/V to kv;
     // writes the logits of the last position ([vocab]) or of all ([n][vocab]) to logits.
-    // Errors and cancellation: see model/smollm3.hpp.
+    // Errors and cancellation: see model/smollm3.hpp; a failed allocation is
+    // Error(resource) (Backend::forward, model/backend.hpp).
     void forward(const int32_t* tokens, size_t n, size_t start_pos, KVCache& kv, float* logits,
                  const ForwardOptions& options = {}) const {
-        // Scratch grows with the caller's chunk size: a failed allocation is typed.
-        detail::translate_bad_alloc("forward", [&] { net_.forward(tokens, n, start_pos, kv, logits, *pool_, options); });
+        net_.forward(tokens, n, start_pos, kv, logits, *pool_, options);
     }
 
 private:

@@ -308,14 +308,7 @@ private:
 
 inline void SmolLM3::forward(const int32_t* tokens, size_t n, size_t start_pos, KVCache& kv, float* logits,
                              ThreadPool& pool, const ForwardOptions& options) const {
-    Segment segment;
-    segment.tokens = tokens;
-    segment.n_tokens = n;
-    segment.start = start_pos;
-    segment.cache = &kv;
-    segment.logits = logits;
-    segment.all_logits = options.all_logits;
-    CpuBackend(*this, pool).forward(segment, options);
+    CpuBackend(*this, pool).forward(Segment{tokens, n, start_pos, &kv, logits, options.all_logits}, options);
 }
 
 SMOL_NAMESPACE_END
