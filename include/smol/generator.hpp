@@ -96,6 +96,20 @@
 
 SMOL_NAMESPACE_BEGIN
 
+namespace detail {
+// The session header (save_session): magic (8 bytes), u32 version, u32 CRC-32C.
+constexpr size_t kSessionCrcOffset = 12;
+constexpr size_t kSessionHeaderBytes = 16;
+
+// The CRC-32C of a whole session (size >= kSessionHeaderBytes) except its own
+// field: what save_session stores and restore_session checks (tools that
+// rewrite a session, such as the fuzzer, reseal it with this).
+inline uint32_t session_checksum(const uint8_t* data, size_t size) noexcept {
+    const uint32_t head = crc32c(data, kSessionCrcOffset);
+    return crc32c_update(head, data + kSessionHeaderBytes, size - kSessionHeaderBytes);
+}
+}  // namespace detail
+
 // Why generation ended.
 enum class StopReason {
     eos,           // the model produced an end-of-generation token
@@ -489,14 +503,10 @@ public:
 private:
     static constexpr uint8_t kSessionMagic[8] = {'S', 'M', 'O', 'L', 'S', 'E', 'S', 'S'};
     static constexpr uint32_t kSessionVersion = 2;
-    static constexpr size_t kSessionCrcOffset = 12;
-    static constexpr size_t kSessionHeaderBytes = 16;
-
-    // CRC-32C of a whole session (size >= kSessionHeaderBytes) except its own field.
+    static constexpr size_t kSessionCrcOffset = detail::kSessionCrcOffset;
+    static constexpr size_t kSessionHeaderBytes = detail::kSessionHeaderBytes;
     static uint32_t session_crc(const uint8_t* data, size_t size) noexcept {
-        const uint32_t head = smol::detail::crc32c(data, kSessionCrcOffset);
-        return smol::detail::crc32c_update(head, data + kSessionHeaderBytes,
-                                           size - kSessionHeaderBytes);
+        return detail::session_checksum(data, size);
     }
 
     struct State {

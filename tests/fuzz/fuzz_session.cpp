@@ -14,8 +14,6 @@
 #include <cstdlib>
 #include <memory>
 
-#include <smol/detail/crc32c.hpp>
-
 #include <cstring>
 #include <vector>
 
@@ -58,12 +56,10 @@ void try_restore(const uint8_t* data, size_t size) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try_restore(data, size);
-    // The session header: magic (8), version (4), CRC-32C of [0, 12) + [16, end) (4).
-    if (size >= 16) {
+    if (size >= smol::detail::kSessionHeaderBytes) {
         std::vector<uint8_t> fixed(data, data + size);
-        uint32_t crc = smol::detail::crc32c(fixed.data(), 12);
-        crc = smol::detail::crc32c_update(crc, fixed.data() + 16, size - 16);
-        std::memcpy(fixed.data() + 12, &crc, 4);
+        const uint32_t crc = smol::detail::session_checksum(fixed.data(), fixed.size());
+        std::memcpy(fixed.data() + smol::detail::kSessionCrcOffset, &crc, 4);
         try_restore(fixed.data(), fixed.size());
     }
     return 0;
