@@ -155,16 +155,7 @@ public:
     // wrap). A floating T takes any numeric element as C++ converts it.
     template <class T>
     std::vector<T> to_vector() const {
-        static_assert(std::is_arithmetic_v<T>, "to_vector<T> needs an arithmetic T");
-        const size_t width = scalar_size(element_type_);
-        if (width == 0)
-            smol::detail::fail(ErrorKind::type, std::string("gguf: array of ") +
-                                                    value_type_name(element_type_) +
-                                                    " is not numeric");
-        if (std::is_integral_v<T> && (element_type_ == ValueType::f32 || element_type_ == ValueType::f64))
-            smol::detail::fail(ErrorKind::type, std::string("gguf: array of ") +
-                                                    value_type_name(element_type_) +
-                                                    " cannot be read as integers");
+        const size_t width = numeric_width<T>();
         std::vector<T> out(static_cast<size_t>(count_));
         for (size_t i = 0; i < out.size(); ++i) out[i] = element<T>(data_ + i * width);
         return out;
@@ -174,7 +165,20 @@ public:
     // without converting the rest.
     template <class T>
     T at(uint64_t i) const {
-        static_assert(std::is_arithmetic_v<T>, "at<T> needs an arithmetic T");
+        const size_t width = numeric_width<T>();
+        if (i >= count_)
+            smol::detail::fail(ErrorKind::out_of_range, "gguf: array index " + std::to_string(i) + " of " +
+                                                            std::to_string(count_));
+        return element<T>(data_ + size_t(i) * width);
+    }
+
+private:
+    // The element width, once the elements are known to convert to T: numeric,
+    // and not float when T is an integer (that conversion would be undefined
+    // behaviour or a silent wrap); ErrorKind::type otherwise.
+    template <class T>
+    size_t numeric_width() const {
+        static_assert(std::is_arithmetic_v<T>, "numeric array reads need an arithmetic T");
         const size_t width = scalar_size(element_type_);
         if (width == 0)
             smol::detail::fail(ErrorKind::type, std::string("gguf: array of ") +
@@ -183,13 +187,8 @@ public:
             smol::detail::fail(ErrorKind::type, std::string("gguf: array of ") +
                                                     value_type_name(element_type_) +
                                                     " cannot be read as integers");
-        if (i >= count_)
-            smol::detail::fail(ErrorKind::out_of_range, "gguf: array index " + std::to_string(i) + " of " +
-                                                            std::to_string(count_));
-        return element<T>(data_ + size_t(i) * width);
+        return width;
     }
-
-private:
     void require(ValueType t, const char* what) const {
         if (element_type_ != t)
             smol::detail::fail(ErrorKind::type, std::string("gguf: expected an array of ") + what +
