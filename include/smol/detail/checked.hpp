@@ -71,15 +71,10 @@ inline uint64_t physical_memory_bytes() noexcept {
 #endif
 }
 
-// budget 0 means "the machine's physical memory".
-inline uint64_t effective_budget(uint64_t budget) noexcept {
-    return budget != 0 ? budget : physical_memory_bytes();
-}
-
 // Error(resource) when `bytes` exceed the budget (0: physical memory; a system
 // that reports none imposes none).
 inline void check_budget(const std::string& what, uint64_t bytes, uint64_t budget) {
-    const uint64_t limit = effective_budget(budget);
+    const uint64_t limit = budget != 0 ? budget : physical_memory_bytes();
     if (limit != 0 && bytes > limit)
         fail(ErrorKind::resource, what + " needs " + std::to_string(bytes) + " bytes, more than the memory budget of " +
                                       std::to_string(limit) + " bytes");
