@@ -16,8 +16,8 @@
 // Compare GB/s with bench_memory's read bandwidth (the roofline).
 #include <benchmark/benchmark.h>
 
-#include <smol/core/tensor.hpp>
 #include <smol/core/threadpool.hpp>
+#include <smol/detail/aligned.hpp>
 #include <smol/kernels/kernels.hpp>
 
 #include <cstddef>
@@ -70,7 +70,7 @@ void fill_weights(GGMLType type, uint8_t* data, size_t rows, size_t cols, uint64
 
 // `copies` copies of one weight matrix, back to back.
 struct WeightSet {
-    smol::AlignedBuffer bytes;
+    smol::detail::AlignedBuffer bytes;
     std::vector<smol::WeightMatrix> copies;
     size_t matrix_bytes = 0;
 };

@@ -13,12 +13,12 @@
 // once; --no-nice turns that off for comparison.
 //
 //   npc-demo [-m MODEL] [--npcs N] [--frames N] [-t THREADS] [-n TOKENS] [--pause FRAMES]
-//            [--no-nice] [--baseline] [--verbose]
-// --baseline runs the same loop without generation: the machine's own noise.
+//            [--no-nice] [--baseline] [--verbose]          (npc-demo --help says what each does)
 #include <smol/smol.hpp>
 #include <smol/generator.hpp>
 
-#include "demo_model.hpp"
+#include "common/cli.hpp"
+#include "common/smol_options.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -75,25 +75,19 @@ int main(int argc, char** argv) {
     bool baseline = false;  // --baseline: the same loop with no generation (machine noise)
     int n_threads = std::max(1, int(std::thread::hardware_concurrency()) - 1);  // leave a core to the game
     bool verbose = false;
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-        if (arg == "-m") model_path = value();
-        else if (arg == "--npcs") n_npcs = std::max(1, std::stoi(value()));
-        else if (arg == "--frames") n_frames = std::max(1, std::stoi(value()));
-        else if (arg == "-t") n_threads = std::max(1, std::stoi(value()));
-        else if (arg == "-n") max_tokens = std::stoi(value());
-        else if (arg == "--pause") pause_frames = std::max(0, std::stoi(value()));
-        else if (arg == "--no-nice") nice_workers = false;
-        else if (arg == "--baseline") baseline = true;
-        else if (arg == "--verbose") verbose = true;
-        else {
-            std::fprintf(stderr,
-                         "usage: npc-demo [-m MODEL] [--npcs N] [--frames N] [-t THREADS] [-n TOKENS]\n"
-                         "                [--pause FRAMES] [--no-nice] [--baseline] [--verbose]\n");
-            return arg == "-h" || arg == "--help" ? 0 : 2;
-        }
-    }
+    smol_cli::Parser cli("npc-demo",
+                         "A 60 fps game loop in which NPCs that share one model talk through the async API;\n"
+                         "prints the frame times at the end.");
+    cli.option("-m, --model", model_path, "MODEL", "GGUF file (default: the demo model the build makes)");
+    cli.option("--npcs", n_npcs, "N", "NPCs (default 3)").at_least(1);
+    cli.option("--frames", n_frames, "N", "frames to run (default 600, 10 s)").at_least(1);
+    cli.option("-t, --threads", n_threads, "THREADS", "model threads (default: one core less than the machine's)").at_least(1);
+    cli.option("-n", max_tokens, "TOKENS", "most tokens per NPC line (default 96)");
+    cli.option("--pause", pause_frames, "FRAMES", "frames between an NPC's lines (default 6)").at_least(0);
+    cli.flag("--no-nice", nice_workers, "run the generation threads at normal priority", false);
+    cli.flag("--baseline", baseline, "the same loop without generation: the machine's own noise");
+    cli.flag("--verbose", verbose, "print every NPC line");
+    if (const auto exit_code = cli.parse(argc, argv)) return *exit_code;
     try {
         if (model_path.empty()) {
             model_path = smol_examples::demo_model_path();

@@ -51,6 +51,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -60,30 +61,15 @@
 #include <sys/resource.h>
 #endif
 
+#include "common/cli.hpp"
+#include "common/smol_options.hpp"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point start) {
     return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-void usage() {
-    std::fprintf(stderr,
-                 "usage: smol-bench -m MODEL [-p 512] [-n 128] [-d DEPTH] [-t THREADS] [-r 3]\n"
-                 "                  [-c CTX] [--chunk N] [--ttft-tokens 16] [--no-bandwidth] [--json]\n"
-                 "       smol-bench -m MODEL --check-prompt TEXT [-n N] [-t THREADS] [--json]\n"
-                 "  -p N   prompt tokens for the prefill test (0: skip)\n"
-                 "  -n N   tokens for the generation test (0: skip)\n"
-                 "  -d N   context depth before the generation test (prefilled once, not timed)\n"
-                 "  -t N   threads (default: physical cores)\n"
-                 "  -r N   repetitions of each test\n"
-                 "  -c N   KV cache positions (default: enough for the tests, at least 4096)\n"
-                 "  --chunk N  prefill tokens per pass (default: the model's)\n"
-                 "  --cpu LEVEL  kernel level: auto (default: SMOL_CPU, else the best), scalar, avx2,\n"
-                 "               avxvnni, avx512, neon, dotprod\n"
-                 "  --ops N    also time each op of N decode-shaped passes (op profile, CPU only)\n"
-                 "  --device DEV  cpu (default), cuda or auto (cuda when built with it and a GPU exists)\n");
 }
 
 struct Stats {
@@ -206,9 +192,6 @@ void profile_ops(const smol::Model& model, smol::KVCache& kv, size_t depth, int 
     const smol::Config& c = model.config();
     const smol::Weights& weights = model.weights();
     smol::ThreadPool& pool = model.thread_pool();
-    auto as_matrix = [](const smol::WeightView& v) {
-        return smol::make_weight_matrix(v.type, v.data, v.rows, v.cols, v.name ? *v.name : "");
-    };
     std::mt19937 rng(7);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     auto random_vector = [&](size_t n) {
@@ -235,11 +218,10 @@ void profile_ops(const smol::Model& model, smol::KVCache& kv, size_t depth, int 
         f();
         return ms_since(start);
     };
-    auto time_matmul = [&](OpTime& op, const smol::WeightView& view, const std::vector<float>& x) {
-        const smol::WeightMatrix w = as_matrix(view);
+    auto time_matmul = [&](OpTime& op, const smol::WeightMatrix& w, const std::vector<float>& x) {
         input.quantize(w.type, x.data(), 1, w.cols, &pool);
         op.ms += timed([&] { smol::matmul(w, input, out.data(), w.rows, pool); });
-        op.bytes += double(view.row_bytes) * double(view.rows);
+        op.bytes += double(w.row_bytes) * double(w.rows);
     };
     for (int step = -1; step < steps; ++step) {  // step -1: an untimed warm-up pass
         if (step == 0) {
@@ -255,7 +237,7 @@ void profile_ops(const smol::Model& model, smol::KVCache& kv, size_t depth, int 
                 time_matmul(ops[k], lw.attn_k, normed);
                 time_matmul(ops[v], lw.attn_v, normed);
             } else {
-                const smol::WeightMatrix wq = as_matrix(lw.attn_q), wk = as_matrix(lw.attn_k), wv = as_matrix(lw.attn_v);
+                const smol::WeightMatrix &wq = lw.attn_q, &wk = lw.attn_k, &wv = lw.attn_v;
                 if (smol::activation_type_for(wq.type) == smol::activation_type_for(wk.type) &&
                     smol::activation_type_for(wq.type) == smol::activation_type_for(wv.type)) {
                     input.quantize(wq.type, normed.data(), 1, c.hidden, &pool);
@@ -272,7 +254,7 @@ void profile_ops(const smol::Model& model, smol::KVCache& kv, size_t depth, int 
                 time_matmul(ops[gate], lw.ffn_gate, normed);
                 time_matmul(ops[up], lw.ffn_up, normed);
             } else {
-                const smol::WeightMatrix wg = as_matrix(lw.ffn_gate), wu = as_matrix(lw.ffn_up);
+                const smol::WeightMatrix &wg = lw.ffn_gate, &wu = lw.ffn_up;
                 if (smol::activation_type_for(wg.type) == smol::activation_type_for(wu.type)) {
                     input.quantize(wg.type, normed.data(), 1, c.hidden, &pool);
                     const smol::MatmulJob jobs[2] = {{wg, out2.data(), wg.rows}, {wu, out3.data(), wu.rows}};
@@ -356,76 +338,46 @@ void profile_ops(const smol::Model& model, smol::KVCache& kv, size_t depth, int 
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string model_path, check_prompt;
-    bool have_check = false, json = false, bandwidth = true;
+    std::string model_path;
+    std::optional<std::string> check_prompt;
+    bool json = false, bandwidth = true;
     long op_steps = 0;
     long n_prompt = 512, n_gen = 128, depth = 0, repeats = 3, n_ctx_arg = 0, chunk = 0, ttft_tokens = 16;
     int n_threads = 0;
     smol::CpuLevel cpu = smol::CpuLevel::automatic;
     smol::Device device = smol::Device::cpu;
 
-    try {
-        for (int i = 1; i < argc; ++i) {
-            const std::string arg = argv[i];
-            auto value = [&]() -> std::string {
-                if (i + 1 >= argc) throw std::invalid_argument("missing value for " + arg);
-                return argv[++i];
-            };
-            auto count = [&]() -> long {
-                const long v = std::stol(value());
-                if (v < 0) throw std::invalid_argument(arg + " must not be negative");
-                return v;
-            };
-            if (arg == "-m" || arg == "--model") model_path = value();
-            else if (arg == "-p" || arg == "--n-prompt") n_prompt = count();
-            else if (arg == "-n" || arg == "--n-gen") n_gen = count();
-            else if (arg == "-d" || arg == "--depth") depth = count();
-            else if (arg == "-t" || arg == "--threads") n_threads = int(count());
-            else if (arg == "-r" || arg == "--repetitions") repeats = std::max(1L, count());
-            else if (arg == "-c" || arg == "--ctx") n_ctx_arg = count();
-            else if (arg == "--chunk") chunk = count();
-            else if (arg == "--ttft-tokens") ttft_tokens = std::max(1L, count());
-            else if (arg == "--no-bandwidth") bandwidth = false;
-            else if (arg == "--cpu") {
-                const std::string name = value();
-                const auto level = smol::parse_cpu_level(name);
-                if (!level) throw std::invalid_argument("--cpu: unknown kernel level '" + name + "'");
-                cpu = *level;
-            }
-            else if (arg == "--device") {
-                const std::string name = value();
-                const auto parsed = smol::parse_device(name);
-                if (!parsed) throw std::invalid_argument("--device: expected cpu, cuda or auto, not '" + name + "'");
-                device = *parsed;
-            }
-            else if (arg == "--ops") op_steps = count();
-            else if (arg == "--check-prompt") check_prompt = value(), have_check = true;
-            else if (arg == "--json") json = true;
-            else if (arg == "-h" || arg == "--help") {
-                usage();
-                return 0;
-            } else {
-                std::fprintf(stderr, "smol-bench: unknown argument '%s'\n", arg.c_str());
-                usage();
-                return 2;
-            }
-        }
-        if (model_path.empty()) throw std::invalid_argument("-m MODEL is required");
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "smol-bench: %s\n", e.what());
-        usage();
-        return 2;
-    }
+    smol_cli::Parser cli("smol-bench",
+                         "End-to-end speed of a GGUF model: prefill (pp) and generation (tg) tokens/s, load time,\n"
+                         "time to first token, memory and the memory-bandwidth roofline.");
+    cli.option("-m, --model", model_path, "MODEL", "GGUF file").required();
+    cli.option("-p, --n-prompt", n_prompt, "N", "prompt tokens for the prefill test (default 512; 0: skip)").at_least(0);
+    cli.option("-n, --n-gen", n_gen, "N", "tokens for the generation test (default 128; 0: skip)").at_least(0);
+    cli.option("-d, --depth", depth, "N", "context depth before the generation test (prefilled once, not timed)")
+        .at_least(0);
+    cli.option("-t, --threads", n_threads, "N", "threads (default: physical cores)").at_least(0);
+    cli.option("-r, --repetitions", repeats, "N", "repetitions of each test (default 3)").at_least(1);
+    cli.option("-c, --ctx", n_ctx_arg, "N", "KV cache positions (default: enough for the tests, at least 4096)")
+        .at_least(0);
+    cli.option("--chunk", chunk, "N", "prefill tokens per pass (default: the model's)").at_least(0);
+    cli.option("--ttft-tokens", ttft_tokens, "N", "prompt tokens of the time-to-first-token test (default 16)")
+        .at_least(1);
+    cli.flag("--no-bandwidth", bandwidth, "skip the memory-bandwidth roofline", false);
+    smol_examples::add_cpu_option(cli, cpu);
+    smol_examples::add_device_option(cli, device);
+    cli.option("--ops", op_steps, "N", "also time each op of N decode-shaped passes (op profile, CPU only)").at_least(0);
+    cli.option("--check-prompt", check_prompt, "TEXT",
+               "instead of the benchmark: greedy ids for TEXT (prompt, then -n tokens),\n"
+               "comparable with smol-generate -p TEXT --temp 0 --json");
+    cli.flag("--json", json, "also print the results as one JSON line");
+    if (const auto exit_code = cli.parse(argc, argv)) return *exit_code;
 
     try {
         smol::LoadOptions load_options;
         load_options.n_threads = n_threads;
         load_options.cpu = cpu;
         load_options.device = device;
-        if (device != smol::Device::cpu)
-            load_options.log = [](int, const std::string& message) {  // which device, and why
-                if (message.rfind("smol: device", 0) == 0) std::fprintf(stderr, "%s\n", message.c_str());
-            };
+        smol_examples::log_device_choice(load_options);
         smol::ForwardOptions forward_options;
         forward_options.chunk_size = size_t(chunk);
         // One forward through the model's backend: tokens at start.. into cache, last logits.
@@ -441,12 +393,12 @@ int main(int argc, char** argv) {
         };
 
         // --- greedy check mode: the ids smol-generate --temp 0 would produce ---
-        if (have_check) {
+        if (check_prompt) {
             auto model = smol::Model::load(model_path, load_options);
             const smol::Tokenizer& tokenizer = model->tokenizer();
             std::vector<int32_t> prompt;
             if (tokenizer.add_bos() && tokenizer.bos_id()) prompt.push_back(*tokenizer.bos_id());
-            tokenizer.encode(check_prompt, /*parse_special=*/true, prompt);
+            tokenizer.encode(*check_prompt, /*parse_special=*/true, prompt);
             if (prompt.empty()) throw std::invalid_argument("--check-prompt: the text has no tokens");
             const size_t need = prompt.size() + size_t(n_gen);
             const auto cache = model->backend().make_cache(

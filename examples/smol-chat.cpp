@@ -3,18 +3,18 @@
 // re-sends the whole conversation and the generator reuses the cached prefix,
 // so only the new message is prefilled.
 //
-//   smol-chat [-m MODEL] [--system S] [--no-think] [-n N] [--temp T] [--seed S]
-//             [-t THREADS] [-c CTX] [--today DATE]
-//   commands: /exit (or end of input), /reset (forget the conversation)
+// Options: smol-chat --help. Commands: /exit (or end of input), /reset (forget
+// the conversation).
 #include <smol/smol.hpp>
 #include <smol/generator.hpp>
-
-#include "demo_model.hpp"
 
 #include <cstdio>
 #include <iostream>
 #include <string>
 #include <vector>
+
+#include "common/cli.hpp"
+#include "common/smol_options.hpp"
 
 int main(int argc, char** argv) {
     std::string model_path, system_prompt;
@@ -24,39 +24,22 @@ int main(int argc, char** argv) {
     smol::GenerateParams params;
     params.max_tokens = 512;
     params.temperature = 0.7f;
-    try {
-        for (int i = 1; i < argc; ++i) {
-            const std::string arg = argv[i];
-            auto value = [&]() -> std::string {
-                if (i + 1 >= argc) throw std::invalid_argument("missing value for " + arg);
-                return argv[++i];
-            };
-            if (arg == "-m" || arg == "--model") model_path = value();
-            else if (arg == "--system") system_prompt = value();
-            else if (arg == "--no-think") params.chat.enable_thinking = false;
-            else if (arg == "-n") params.max_tokens = std::stoi(value());
-            else if (arg == "--temp") params.temperature = std::stof(value());
-            else if (arg == "--seed") params.seed = std::stoull(value());
-            else if (arg == "-t" || arg == "--threads") n_threads = std::stoi(value());
-            else if (arg == "-c" || arg == "--ctx") n_ctx = size_t(std::stoul(value()));
-            else if (arg == "--today") params.chat.today = value();
-            else if (arg == "--device") {
-                const std::string name = value();
-                const auto parsed = smol::parse_device(name);
-                if (!parsed) throw std::invalid_argument("--device: expected cpu, cuda or auto, not '" + name + "'");
-                device = *parsed;
-            } else {
-                std::fprintf(stderr,
-                             "usage: smol-chat [-m MODEL] [--system S] [--no-think] [-n N] [--temp T]\n"
-                             "                 [--seed S] [-t THREADS] [-c CTX] [--today DATE]\n"
-                             "                 [--device cpu|cuda|auto]\n");
-                return arg == "-h" || arg == "--help" ? 0 : 2;
-            }
-        }
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "smol-chat: %s\n", e.what());
-        return 2;
-    }
+
+    smol_cli::Parser cli("smol-chat",
+                         "A streaming multi-turn chat on the terminal: each line on stdin is a user message.");
+    cli.option("-m, --model", model_path, "MODEL", "GGUF file (default: the demo model the build makes)");
+    cli.option("--system", system_prompt, "S", "system message");
+    cli.flag(
+        "--no-think", [&] { params.chat.enable_thinking = false; }, "answer without the reasoning part (<think>)");
+    cli.option("-n", params.max_tokens, "N", "most tokens per reply (default 512)");
+    cli.option("--temp", params.temperature, "T", "temperature (default 0.7; <= 0: greedy)");
+    cli.option("--seed", params.seed, "S", "sampling seed (default 0)");
+    cli.option("-t, --threads", n_threads, "N", "threads (default: physical cores)").at_least(0);
+    cli.option("-c, --ctx", n_ctx, "CTX", "KV cache positions (default: min(4096, the model's context))");
+    cli.option("--today", params.chat.today, "DATE", "the date the chat template shows");
+    smol_examples::add_device_option(cli, device);
+    cli.epilog("Commands: /reset forgets the conversation; /exit (or the end of input) quits.");
+    if (const auto exit_code = cli.parse(argc, argv)) return *exit_code;
 
     try {
         if (model_path.empty()) {
@@ -69,10 +52,7 @@ int main(int argc, char** argv) {
         smol::LoadOptions load_options;
         load_options.n_threads = n_threads;
         load_options.device = device;
-        if (device != smol::Device::cpu)
-            load_options.log = [](int, const std::string& message) {  // which device, and why
-                if (message.rfind("smol: device", 0) == 0) std::fprintf(stderr, "%s\n", message.c_str());
-            };
+        smol_examples::log_device_choice(load_options);
         auto model = smol::Model::load(model_path, load_options);
         smol::GeneratorOptions options;
         options.n_ctx = n_ctx;

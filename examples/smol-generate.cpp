@@ -1,11 +1,5 @@
 // smol-generate: one-shot text generation (or one chat turn) from a GGUF
-// model, streaming the text to stdout.
-//
-//   smol-generate [-m MODEL] [-p PROMPT | -f FILE] [-n N] [--temp T] [--top-k K]
-//                 [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S] [-t THREADS]
-//                 [-c CTX] [--stop S]... [--chat] [--system S] [--no-think]
-//                 [--messages FILE.json] [--today DATE] [--print-prompt]
-//                 [--no-generation-prompt] [--json] [--logits-out FILE]
+// model, streaming the text to stdout. `smol-generate --help` lists the options.
 //
 // Without -m it runs the demo model the build makes (random weights: its text
 // is gibberish; it is there so the first command works).
@@ -13,42 +7,24 @@
 // text, stop_reason, n_prompt, n_generated, prefill_tokens_per_s,
 // decode_tokens_per_s. --logits-out writes the logits of the last prompt
 // position (vocab_size little-endian f32). --print-prompt prints the rendered
-// chat prompt exactly (no newline added) and exits.
+// chat prompt exactly (no newline added) and exits. Every other output ends
+// with a newline, and the statistics are one line of their own on stderr.
 #include <smol/smol.hpp>
 #include <smol/generator.hpp>
-
-#include "demo_model.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <fstream>
-#include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#if defined(__linux__)
-#include <unistd.h>
-#endif
+#include "common/cli.hpp"
+#include "common/smol_options.hpp"
 
 namespace {
-
-void usage() {
-    std::fprintf(stderr,
-                 "usage: smol-generate [-m MODEL] [-p PROMPT | -f FILE] [-n N] [--temp T] [--top-k K]\n"
-                 "                     [--top-p P] [--min-p P] [--repeat-penalty R] [--seed S]\n"
-                 "                     [-t THREADS] [-c CTX] [--stop S]... [--chat] [--system S]\n"
-                 "                     [--no-think] [--messages FILE.json] [--today DATE]\n"
-                 "                     [--print-prompt] [--no-generation-prompt] [--json]\n"
-                 "                     [--logits-out FILE] [--cpu LEVEL] [--device DEV] [--version]\n"
-                 "  --cpu LEVEL  kernel level: auto (default: SMOL_CPU, else the best this CPU runs),\n"
-                 "               scalar, avx2, avxvnni, avx512, neon, dotprod\n"
-                 "  --device DEV where to run: cpu (default), cuda (a build with smol::cuda and a GPU),\n"
-                 "               auto (cuda when possible, else cpu)\n");
-}
 
 std::string read_text_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -61,8 +37,9 @@ std::string read_text_file(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    std::string model_path, prompt, prompt_file, system_prompt, messages_file, today, logits_out;
-    bool have_prompt = false, chat_mode = false, no_think = false, json = false, print_prompt = false;
+    std::string model_path, prompt_file, today, logits_out;
+    std::optional<std::string> prompt, system_prompt, messages_file;
+    bool chat_mode = false, no_think = false, json = false, print_prompt = false, show_version = false;
     bool generation_prompt = true;
     int n_threads = 0;
     smol::CpuLevel cpu = smol::CpuLevel::automatic;
@@ -71,79 +48,54 @@ int main(int argc, char** argv) {
     smol::GenerateParams params;
     params.max_tokens = 128;
 
-    try {
-        for (int i = 1; i < argc; ++i) {
-            const std::string arg = argv[i];
-            auto value = [&]() -> std::string {
-                if (i + 1 >= argc) throw std::invalid_argument("missing value for " + arg);
-                return argv[++i];
-            };
-            if (arg == "-m" || arg == "--model") model_path = value();
-            else if (arg == "-p" || arg == "--prompt") prompt = value(), have_prompt = true;
-            else if (arg == "-f" || arg == "--file") prompt_file = value();
-            else if (arg == "-n" || arg == "--n-predict") params.max_tokens = std::stoi(value());
-            else if (arg == "--temp") params.temperature = std::stof(value());
-            else if (arg == "--top-k") params.top_k = std::stoi(value());
-            else if (arg == "--top-p") params.top_p = std::stof(value());
-            else if (arg == "--min-p") params.min_p = std::stof(value());
-            else if (arg == "--repeat-penalty") params.repeat_penalty = std::stof(value());
-            else if (arg == "--seed") params.seed = std::stoull(value());
-            else if (arg == "-t" || arg == "--threads") n_threads = std::stoi(value());
-            else if (arg == "--cpu") {
-                const std::string name = value();
-                const auto level = smol::parse_cpu_level(name);
-                if (!level) throw std::invalid_argument("--cpu: unknown kernel level '" + name + "'");
-                cpu = *level;
-            }
-            else if (arg == "--device") {
-                const std::string name = value();
-                const auto parsed = smol::parse_device(name);
-                if (!parsed) throw std::invalid_argument("--device: expected cpu, cuda or auto, not '" + name + "'");
-                device = *parsed;
-            }
-            else if (arg == "-c" || arg == "--ctx") n_ctx = size_t(std::stoul(value()));
-            else if (arg == "--stop") params.stop.push_back(value());
-            else if (arg == "--chat") chat_mode = true;
-            else if (arg == "--system") system_prompt = value(), chat_mode = true;
-            else if (arg == "--no-think") no_think = true;
-            else if (arg == "--json") json = true;
-            else if (arg == "--logits-out") logits_out = value();
-            else if (arg == "--messages") messages_file = value(), chat_mode = true;
-            else if (arg == "--today") today = value();
-            else if (arg == "--print-prompt") print_prompt = true;
-            else if (arg == "--no-generation-prompt") generation_prompt = false;
-            else if (arg == "--version") {
-                std::printf("%s\n", smol::build_info_string().c_str());
-                return 0;
-            } else if (arg == "-h" || arg == "--help") {
-                usage();
-                return 0;
-            } else {
-                std::fprintf(stderr, "smol-generate: unknown argument '%s'\n", arg.c_str());
-                usage();
-                return 2;
-            }
-        }
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "smol-generate: %s\n", e.what());
-        usage();
-        return 2;
+    smol_cli::Parser cli("smol-generate",
+                         "Generates text (or one chat turn) from a GGUF model, streamed to stdout; the "
+                         "statistics\nfollow on stderr, on a line of their own.");
+    cli.option("-m, --model", model_path, "MODEL", "GGUF file (default: the demo model the build makes)");
+    cli.option("-p, --prompt", prompt, "PROMPT", "the prompt (default: \"Once upon a time\"); with --chat, the user message");
+    cli.option("-f, --file", prompt_file, "FILE", "read the prompt from FILE");
+    cli.option("-n, --n-predict", params.max_tokens, "N", "tokens to generate (default 128; < 0: until the end)");
+    cli.option("--temp", params.temperature, "T", "temperature (default 0.8; <= 0: greedy)");
+    cli.option("--top-k", params.top_k, "K", "keep the K most likely tokens (default 40; <= 0: all)");
+    cli.option("--top-p", params.top_p, "P", "keep the most likely tokens up to probability P (default 0.95; >= 1: off)");
+    cli.option("--min-p", params.min_p, "P", "drop tokens below P x the best one's probability (default 0.05)");
+    cli.option("--repeat-penalty", params.repeat_penalty, "R", "penalty for the last 64 tokens (default 1: none)");
+    cli.option("--seed", params.seed, "S", "sampling seed (default 0)");
+    cli.option("-t, --threads", n_threads, "N", "threads (default: physical cores)").at_least(0);
+    smol_examples::add_cpu_option(cli, cpu);
+    smol_examples::add_device_option(cli, device);
+    cli.option("-c, --ctx", n_ctx, "CTX", "KV cache positions (default: min(4096, the model's context))");
+    cli.option("--stop", params.stop, "S", "stop when the text contains S");
+    cli.flag("--chat", chat_mode, "chat: the prompt is a user message in the model's chat template");
+    cli.option("--system", system_prompt, "S", "system message (implies --chat)");
+    cli.option("--messages", messages_file, "FILE.json", "the conversation, a JSON array of {role, content} (implies --chat)");
+    cli.flag("--no-think", no_think, "chat without the reasoning part (<think>)");
+    cli.option("--today", today, "DATE", "the date the chat template shows");
+    cli.flag("--print-prompt", print_prompt, "print the rendered chat prompt exactly (no newline added) and exit");
+    cli.flag("--no-generation-prompt", generation_prompt, "render the chat without the assistant's opening", false);
+    cli.flag("--json", json, "also print one JSON line: prompt_ids, generated_ids, text, stop_reason,\n"
+                             "n_prompt, n_generated, prefill_tokens_per_s, decode_tokens_per_s, ...");
+    cli.option("--logits-out", logits_out, "FILE", "write the last prompt position's logits (vocab_size f32, little-endian)");
+    cli.flag("--version", show_version, "print the build information and exit");
+    if (const auto exit_code = cli.parse(argc, argv)) return *exit_code;
+    if (show_version) {
+        std::printf("%s\n", smol::build_info_string().c_str());
+        return 0;
     }
+    const bool have_prompt = prompt.has_value() || !prompt_file.empty();
+    if (system_prompt || messages_file) chat_mode = true;
 
     try {
-        if (!prompt_file.empty()) {
-            prompt = read_text_file(prompt_file);
-            have_prompt = true;
-        }
+        if (!prompt_file.empty()) prompt = read_text_file(prompt_file);
         std::vector<smol::ChatMessage> messages;
-        if (!messages_file.empty()) {
-            const nlohmann::json doc = nlohmann::json::parse(read_text_file(messages_file));
+        if (messages_file) {
+            const nlohmann::json doc = nlohmann::json::parse(read_text_file(*messages_file));
             if (!doc.is_array()) throw std::invalid_argument("--messages: expected a JSON array of {role, content}");
             for (const auto& m : doc)
                 messages.push_back({m.at("role").get<std::string>(), m.at("content").get<std::string>()});
         } else if (chat_mode) {
-            if (!system_prompt.empty()) messages.push_back({"system", system_prompt});
-            if (have_prompt) messages.push_back({"user", prompt});
+            if (system_prompt && !system_prompt->empty()) messages.push_back({"system", *system_prompt});
+            if (have_prompt) messages.push_back({"user", *prompt});
         }
         if (!chat_mode && !have_prompt) prompt = "Once upon a time";
         params.chat.add_generation_prompt = generation_prompt;
@@ -162,10 +114,7 @@ int main(int argc, char** argv) {
         load_options.n_threads = n_threads;
         load_options.cpu = cpu;
         load_options.device = device;
-        if (device != smol::Device::cpu)
-            load_options.log = [](int, const std::string& message) {  // which device, and why
-                if (message.rfind("smol: device", 0) == 0) std::fprintf(stderr, "%s\n", message.c_str());
-            };
+        smol_examples::log_device_choice(load_options);
         auto model = smol::Model::load(model_path, load_options);
 
         smol::GeneratorOptions options;
@@ -186,7 +135,7 @@ int main(int argc, char** argv) {
             smol::GenerateParams prefill_only = params;
             prefill_only.max_tokens = 0;
             if (chat_mode) gen.chat(messages, prefill_only);
-            else gen.generate(prompt, prefill_only);
+            else gen.generate(*prompt, prefill_only);
             const std::vector<float>& logits = gen.logits();
             std::FILE* f = std::fopen(logits_out.c_str(), "wb");
             if (!f || std::fwrite(logits.data(), sizeof(float), logits.size(), f) != logits.size())
@@ -200,7 +149,7 @@ int main(int argc, char** argv) {
             return true;
         };
         const smol::GenerateResult r = chat_mode ? gen.chat(messages, params, stream)
-                                                 : gen.generate(prompt, params, stream);
+                                                 : gen.generate(*prompt, params, stream);
         std::printf("\n");
         std::fflush(stdout);  // the text's last line ends before the stats line (stderr) starts
         std::fprintf(stderr,

@@ -1,13 +1,14 @@
 // smol-inspect: prints a GGUF file's metadata (arrays abbreviated) and its
 // tensor table (name, type, shape innermost first, bytes).
-//   smol-inspect MODEL.gguf [--no-tensors]
+//   smol-inspect [--no-tensors] MODEL.gguf
 #include <smol/smol.hpp>
 
 #include <cinttypes>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <string>
+
+#include "common/cli.hpp"
 
 namespace {
 
@@ -73,16 +74,17 @@ std::string array_text(const smol::gguf::ArrayView& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc < 2 || std::strcmp(argv[1], "-h") == 0 || std::strcmp(argv[1], "--help") == 0) {
-        std::fprintf(stderr, "usage: smol-inspect MODEL.gguf [--no-tensors]\n");
-        return argc < 2 ? 2 : 0;
-    }
-    const bool show_tensors = !(argc > 2 && std::strcmp(argv[2], "--no-tensors") == 0);
+    std::string path;
+    bool show_tensors = true;
+    smol_cli::Parser cli("smol-inspect", "Prints a GGUF file's metadata and tensor table.");
+    cli.positional("MODEL.gguf", path, "the file");
+    cli.flag("--no-tensors", show_tensors, "leave out the table of tensors", false);
+    if (const auto exit_code = cli.parse(argc, argv)) return *exit_code;
     try {
-        auto file = smol::gguf::File::open(argv[1]);
+        auto file = smol::gguf::File::open(path);
         std::printf("%s\n", smol::build_info_string().c_str());
         std::printf("file: %s\nversion: %u  alignment: %u  size: %zu bytes  data offset: %zu\n",
-                    argv[1], file->version(), file->alignment(), file->size(),
+                    path.c_str(), file->version(), file->alignment(), file->size(),
                     file->data_offset());
         std::printf("\nmetadata (%zu keys):\n", file->metadata().size());
         for (const auto& kv : file->metadata()) {

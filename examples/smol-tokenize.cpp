@@ -1,68 +1,48 @@
 // smol-tokenize: tokenizes text with a GGUF file's vocabulary and prints the
 // ids as a JSON array on one line (no BOS is added).
-//   smol-tokenize -m MODEL.gguf [-p TEXT | -f FILE] [--no-special]
+//   smol-tokenize -m MODEL.gguf [-p TEXT | -f FILE] [--no-special]   (--help: all options)
 // Without -p or -f the text is read from standard input. Special tokens
 // written in the text (<|im_start|>, <think>, ...) become single ids unless
 // --no-special is given.
 #include <smol/smol.hpp>
 
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 #include <string>
 
-namespace {
-
-int usage(const char* argv0) {
-    std::fprintf(stderr, "usage: %s -m MODEL.gguf [-p TEXT | -f FILE] [--no-special]\n", argv0);
-    return 2;
-}
-
-}  // namespace
+#include "common/cli.hpp"
 
 int main(int argc, char** argv) {
-    std::string model, text, text_file;
-    bool have_text = false, parse_special = true;
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
-        if (arg == "-m" || arg == "--model") {
-            const char* v = value();
-            if (!v) return usage(argv[0]);
-            model = v;
-        } else if (arg == "-p" || arg == "--prompt") {
-            const char* v = value();
-            if (!v) return usage(argv[0]);
-            text = v;
-            have_text = true;
-        } else if (arg == "-f" || arg == "--file") {
-            const char* v = value();
-            if (!v) return usage(argv[0]);
-            text_file = v;
-        } else if (arg == "--no-special") {
-            parse_special = false;
-        } else if (arg == "-h" || arg == "--help") {
-            usage(argv[0]);
-            return 0;
-        } else {
-            std::fprintf(stderr, "unknown argument '%s'\n", arg.c_str());
-            return usage(argv[0]);
-        }
+    std::string model, text_file;
+    std::optional<std::string> text_arg;
+    bool parse_special = true;
+    smol_cli::Parser cli("smol-tokenize",
+                         "Prints the token ids of a text (no BOS added) as a JSON array on one line.");
+    cli.option("-m, --model", model, "MODEL.gguf", "the file whose vocabulary to use").required();
+    cli.option("-p, --prompt", text_arg, "TEXT", "the text (default: standard input)");
+    cli.option("-f, --file", text_file, "FILE", "read the text from FILE");
+    cli.flag("--no-special", parse_special, "special tokens written in the text (<|im_start|>, ...) stay plain text",
+             false);
+    if (const auto exit_code = cli.parse(argc, argv)) return *exit_code;
+    if (text_arg && !text_file.empty()) {
+        std::fprintf(stderr, "smol-tokenize: -p and -f exclude each other\n%s\n", cli.usage_line().c_str());
+        return 2;
     }
-    if (model.empty() || (have_text && !text_file.empty())) return usage(argv[0]);
+    std::string text = text_arg.value_or("");
 
     try {
         if (!text_file.empty()) {
             std::ifstream in(text_file, std::ios::binary);
             if (!in) {
-                std::fprintf(stderr, "cannot open '%s'\n", text_file.c_str());
+                std::fprintf(stderr, "smol-tokenize: cannot open '%s'\n", text_file.c_str());
                 return 1;
             }
             text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-        } else if (!have_text) {
+        } else if (!text_arg) {
             std::ostringstream all;
             all << std::cin.rdbuf();
             text = all.str();

@@ -5,6 +5,7 @@
 // fixtures instead of being stored in the repository.
 #pragma once
 
+#include <smol/detail/bytes.hpp>
 #include <smol/smol.hpp>
 
 #include <cstdint>
@@ -22,14 +23,9 @@ using smol::gguf::Value;
 using smol::gguf::ValueType;
 using smol::GGMLType;
 
-template <class T>
-inline void put(Bytes& out, T v) {
-    uint8_t b[sizeof(T)];
-    std::memcpy(b, &v, sizeof(T));
-    out.insert(out.end(), b, b + sizeof(T));
-}
+using smol::detail::append_le;
 inline void put_string(Bytes& out, std::string_view s) {
-    put<uint64_t>(out, s.size());
+    append_le<uint64_t>(out, s.size());
     out.insert(out.end(), s.begin(), s.end());
 }
 
@@ -37,8 +33,8 @@ inline void put_string(Bytes& out, std::string_view s) {
 // many tensors sharing one range of bytes, dims whose byte size wraps.
 class RawGguf {
 public:
-    RawGguf& u32(std::string_view key, uint32_t v) { return value(key, ValueType::u32, [&](Bytes& b) { put(b, v); }); }
-    RawGguf& f32(std::string_view key, float v) { return value(key, ValueType::f32, [&](Bytes& b) { put(b, v); }); }
+    RawGguf& u32(std::string_view key, uint32_t v) { return value(key, ValueType::u32, [&](Bytes& b) { append_le(b, v); }); }
+    RawGguf& f32(std::string_view key, float v) { return value(key, ValueType::f32, [&](Bytes& b) { append_le(b, v); }); }
     RawGguf& str(std::string_view key, std::string_view v) {
         return value(key, ValueType::string, [&](Bytes& b) { put_string(b, v); });
     }
@@ -49,17 +45,18 @@ public:
                 case ValueType::string: put_string(b, v.as_string()); break;
                 case ValueType::array: {
                     const auto& a = v.as_array();
-                    put<uint32_t>(b, uint32_t(a.element_type()));
-                    put<uint64_t>(b, a.size());
+                    append_le<uint32_t>(b, uint32_t(a.element_type()));
+                    append_le<uint64_t>(b, a.size());
                     b.insert(b.end(), a.data(), a.data() + a.bytes());
                     break;
                 }
-                case ValueType::f32: put(b, float(v.as_f64())); break;
-                case ValueType::f64: put(b, v.as_f64()); break;
+                case ValueType::f32: append_le(b, float(v.as_f64())); break;
+                case ValueType::f64: append_le(b, v.as_f64()); break;
                 default: {
-                    const uint64_t raw = v.as_u64();  // two's complement for the signed types
-                    const uint8_t* p = reinterpret_cast<const uint8_t*>(&raw);
-                    b.insert(b.end(), p, p + smol::gguf::scalar_size(v.type()));
+                    // The low bytes of the two's complement value are the narrower types' encodings.
+                    Bytes raw;
+                    append_le<uint64_t>(raw, v.as_u64());
+                    b.insert(b.end(), raw.begin(), raw.begin() + long(smol::gguf::scalar_size(v.type())));
                 }
             }
         });
@@ -71,28 +68,28 @@ public:
     // An array of `count` u8 elements, all `fill`.
     RawGguf& u8_array(std::string_view key, uint64_t count, uint8_t fill = 0) {
         return value(key, ValueType::array, [&](Bytes& b) {
-            put<uint32_t>(b, uint32_t(ValueType::u8));
-            put<uint64_t>(b, count);
+            append_le<uint32_t>(b, uint32_t(ValueType::u8));
+            append_le<uint64_t>(b, count);
             b.resize(b.size() + size_t(count), fill);
         });
     }
     RawGguf& tensor(std::string_view name, GGMLType type, std::vector<uint64_t> dims, uint64_t offset = 0) {
         Bytes& b = tensors_;
         put_string(b, name);
-        put<uint32_t>(b, uint32_t(dims.size()));
-        for (uint64_t d : dims) put(b, d);
-        put<uint32_t>(b, uint32_t(type));
-        put(b, offset);
+        append_le<uint32_t>(b, uint32_t(dims.size()));
+        for (uint64_t d : dims) append_le(b, d);
+        append_le<uint32_t>(b, uint32_t(type));
+        append_le(b, offset);
         ++n_tensors_;
         return *this;
     }
     // The file: header, metadata, tensor table, padding to 32, then `data`.
     Bytes build(const Bytes& data = {}) const {
         Bytes out;
-        put<uint32_t>(out, smol::gguf::kMagic);
-        put<uint32_t>(out, 3);
-        put<uint64_t>(out, n_tensors_);
-        put<uint64_t>(out, n_keys_);
+        append_le<uint32_t>(out, smol::gguf::kMagic);
+        append_le<uint32_t>(out, 3);
+        append_le<uint64_t>(out, n_tensors_);
+        append_le<uint64_t>(out, n_keys_);
         out.insert(out.end(), keys_.begin(), keys_.end());
         out.insert(out.end(), tensors_.begin(), tensors_.end());
         out.resize((out.size() + 31) / 32 * 32, 0);
@@ -104,7 +101,7 @@ private:
     template <class F>
     RawGguf& value(std::string_view key, ValueType type, F&& payload) {
         put_string(keys_, key);
-        put<uint32_t>(keys_, uint32_t(type));
+        append_le<uint32_t>(keys_, uint32_t(type));
         payload(keys_);
         ++n_keys_;
         return *this;

@@ -98,8 +98,8 @@ std::vector<std::pair<std::string, Bytes>> hostile_set(const std::string& fixtur
             const std::string text = "<|" + std::string(big.begin(), big.end()) + "|>";
             tokens[128010] = text;  // a reserved control token
             Bytes b;
-            smol_test::put<uint32_t>(b, uint32_t(smol::gguf::ValueType::string));
-            smol_test::put<uint64_t>(b, tokens.size());
+            smol_test::append_le<uint32_t>(b, uint32_t(smol::gguf::ValueType::string));
+            smol_test::append_le<uint64_t>(b, tokens.size());
             for (auto t : tokens) smol_test::put_string(b, t);
             raw.raw(kv.key, smol::gguf::ValueType::array, b);
             return true;

@@ -1,9 +1,10 @@
-// Helpers for test_model.cpp: loading the fixture goldens and the comparisons
+// Helpers for test_model.cpp (and test_cuda.cpp): loading the fixture goldens, the comparisons
 // that define "matches the reference" (fixtures README, Tolerances):
 //   per-position top-8: each reference top-8 logit within 2% of our logit range;
 //   last position: cosine >= 0.999 and max abs error <= 2% of our range;
 //   greedy: same ids until the first difference, which must be at a step where
-//   the reference's top-1/top-2 gap was < 0.25.
+//   the reference's top-1/top-2 gap was < 0.25;
+// and small generated models (the model maker's) with the loader's error cases.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -20,11 +21,10 @@
 #include <vector>
 
 #include <map>
-#include <random>
 
 #include <smol/gguf/writer.hpp>
-#include <smol/quant/reference.hpp>
 
+#include "../tools/model_maker.hpp"
 #include "fixtures.hpp"
 
 namespace smol_test {
@@ -146,87 +146,59 @@ inline size_t check_greedy(const GoldenPrompt& g, const float* first_logits, siz
 }
 
 // ---------------------------------------------------------------------------
-// Small generated SmolLM3 files (no tokenizer): every machine can test the
-// forward pass without the fixtures. Weights follow the fixtures' recipe:
-// embeddings N(0, 0.02^2), projections N(0, 1/fan_in), norms 1 + N(0, 0.1^2),
-// output_norm 25 * (1 + N(0, 0.1^2)).
-struct ModelSpec {
-    std::string architecture = "smollm3";
-    size_t hidden = 256, layers = 4, heads = 4, kv_heads = 1, head_dim = 64, ffn = 512;
-    size_t vocab = 512, context = 512;
-    smol::GGMLType matrix_type = smol::GGMLType::Q4_K;  // attention and MLP matrices
-    smol::GGMLType embedding_type = smol::GGMLType::Q6_K;
-    bool tied = true;            // no output.weight
-    uint64_t seed = 1;
-    bool write_key_length = false;
-    // Sabotage for the error tests.
-    std::string skip_tensor;                      // leave this tensor out
-    std::string reshape_tensor;                   // write this tensor with its dims swapped/changed
-    std::map<std::string, smol::GGMLType> tensor_types;  // per-tensor type overrides
-    std::string skip_key;                         // leave this metadata key out
+// Generated models (tools/model_maker.hpp, the model maker behind
+// smol-make-model): every machine can test the forward pass without the
+// fixtures.
+
+// The forward-pass tests' model: 256 wide, 4 layers, 4/1 heads of 64, ffn 512,
+// 512 tokens, context 512, every matrix Q4_K and the embedding Q6_K, no
+// tokenizer. Change a field for another mix.
+inline smol_tools::MakeOptions small_model() {
+    smol_tools::MakeOptions options;
+    options.shape = smol_tools::preset_shape("tiny");
+    options.shape.layers = 4;
+    options.shape.kv_heads = 1;
+    options.shape.vocab = 512;
+    options.tokenizer = false;
+    options.matrix_type = smol::GGMLType::Q4_K;
+    options.embedding_type = smol::GGMLType::Q6_K;
+    options.effort = smol_tools::MakeOptions::Effort::fast;  // the tests need shapes, not the best scales
+    return options;
+}
+
+inline std::vector<uint8_t> make_model(const smol_tools::MakeOptions& options) {
+    smol::gguf::Writer writer;
+    smol_tools::make_model(options, writer);
+    return writer.to_bytes();
+}
+
+// What the model maker will not write, for the loader's error tests: a copy of
+// a GGUF file with a key or a tensor left out, a tensor's last dimension split
+// in two ([256, 64] -> [256, 32, 2], [256] -> [128, 2]) or u32 keys replaced.
+struct Breakage {
+    std::string drop_key;
+    std::string drop_tensor;
+    std::string reshape_tensor;
+    std::map<std::string, uint32_t> u32_keys;
 };
 
-inline std::vector<uint8_t> make_model(const ModelSpec& spec) {
+inline std::vector<uint8_t> broken(const std::vector<uint8_t>& bytes, const Breakage& breakage) {
+    const auto original = smol::gguf::File::from_bytes(bytes, "made-model");
     smol::gguf::Writer w;
-    const std::string p = spec.architecture + ".";
-    auto key_u32 = [&](const std::string& k, size_t v) {
-        if (k != spec.skip_key) w.set_u32(k, uint32_t(v));
-    };
-    if (spec.skip_key != "general.architecture") w.set_string("general.architecture", spec.architecture);
-    key_u32(p + "block_count", spec.layers);
-    key_u32(p + "embedding_length", spec.hidden);
-    key_u32(p + "feed_forward_length", spec.ffn);
-    key_u32(p + "attention.head_count", spec.heads);
-    key_u32(p + "attention.head_count_kv", spec.kv_heads);
-    if (spec.write_key_length) key_u32(p + "attention.key_length", spec.head_dim);
-    key_u32(p + "rope.dimension_count", spec.head_dim);
-    key_u32(p + "context_length", spec.context);
-    key_u32(p + "vocab_size", spec.vocab);
-    if (spec.skip_key != p + "rope.freq_base") w.set_f32(p + "rope.freq_base", 10000.0f);
-    if (spec.skip_key != p + "attention.layer_norm_rms_epsilon")
-        w.set_f32(p + "attention.layer_norm_rms_epsilon", 1e-6f);
-
-    std::mt19937_64 rng(spec.seed);
-    auto add = [&](const std::string& name, smol::GGMLType type, size_t cols, size_t rows,
-                   float mean, float sd) {
-        if (name == spec.skip_tensor) return;
-        auto it = spec.tensor_types.find(name);
-        if (it != spec.tensor_types.end()) type = it->second;
-        std::normal_distribution<float> normal(0.0f, 1.0f);
-        std::vector<float> values(cols * rows);
-        for (float& v : values) v = mean * (1.0f + 0.1f * normal(rng)) + (mean == 0 ? sd * normal(rng) : 0.0f);
-        std::vector<uint64_t> dims = rows == 1 ? std::vector<uint64_t>{cols} : std::vector<uint64_t>{cols, rows};
-        if (name == spec.reshape_tensor) dims = rows == 1 ? std::vector<uint64_t>{cols / 2, 2} : std::vector<uint64_t>{cols, rows / 2, 2};
-        if (!smol::can_quantize(type)) {
-            // Types we cannot write (e.g. Q4_0): store zero bytes of the right size.
-            const size_t bytes = smol::row_bytes(type, cols) * rows;
-            std::vector<uint8_t> zeros(bytes);
-            w.add_tensor(name, type, dims, zeros.data(), zeros.size());
-            return;
+    for (const auto& kv : original->metadata()) {
+        if (kv.key == breakage.drop_key) continue;
+        const auto replaced = breakage.u32_keys.find(kv.key);
+        if (replaced != breakage.u32_keys.end()) w.set_u32(kv.key, replaced->second);
+        else w.copy_value(kv.key, kv.value);
+    }
+    for (const auto& t : original->tensors()) {
+        if (t.name == breakage.drop_tensor) continue;
+        std::vector<uint64_t> dims = t.dims;
+        if (t.name == breakage.reshape_tensor) {
+            dims.back() /= 2;
+            dims.push_back(2);
         }
-        const size_t row_bytes = smol::row_bytes(type, cols);
-        std::vector<uint8_t> packed(row_bytes * rows);
-        for (size_t r = 0; r < rows; ++r)
-            smol::quantize_row(type, &values[r * cols], &packed[r * row_bytes], cols,
-                               smol::QuantizeEffort::fast);
-        w.add_tensor(name, type, dims, packed.data(), packed.size());
-    };
-    const size_t q_dim = spec.heads * spec.head_dim, kv_dim = spec.kv_heads * spec.head_dim;
-    add("token_embd.weight", spec.embedding_type, spec.hidden, spec.vocab, 0.0f, 0.02f);
-    if (!spec.tied) add("output.weight", spec.embedding_type, spec.hidden, spec.vocab, 0.0f, 0.05f);
-    add("output_norm.weight", smol::GGMLType::F32, spec.hidden, 1, 25.0f, 0.0f);
-    for (size_t i = 0; i < spec.layers; ++i) {
-        const std::string b = "blk." + std::to_string(i) + ".";
-        const smol::GGMLType t = spec.matrix_type;
-        add(b + "attn_norm.weight", smol::GGMLType::F32, spec.hidden, 1, 1.0f, 0.0f);
-        add(b + "attn_q.weight", t, spec.hidden, q_dim, 0.0f, 1.0f / std::sqrt(float(spec.hidden)));
-        add(b + "attn_k.weight", t, spec.hidden, kv_dim, 0.0f, 1.0f / std::sqrt(float(spec.hidden)));
-        add(b + "attn_v.weight", t, spec.hidden, kv_dim, 0.0f, 1.0f / std::sqrt(float(spec.hidden)));
-        add(b + "attn_output.weight", t, q_dim, spec.hidden, 0.0f, 0.5f / std::sqrt(float(q_dim)));
-        add(b + "ffn_norm.weight", smol::GGMLType::F32, spec.hidden, 1, 1.0f, 0.0f);
-        add(b + "ffn_gate.weight", t, spec.hidden, spec.ffn, 0.0f, 1.0f / std::sqrt(float(spec.hidden)));
-        add(b + "ffn_up.weight", t, spec.hidden, spec.ffn, 0.0f, 1.0f / std::sqrt(float(spec.hidden)));
-        add(b + "ffn_down.weight", t, spec.ffn, spec.hidden, 0.0f, 0.5f / std::sqrt(float(spec.ffn)));
+        w.add_tensor(t.name, t.type, dims, t.data, t.n_bytes);
     }
     return w.to_bytes();
 }

@@ -1,4 +1,4 @@
-// Core types: fp16/bf16 conversion, Tensor views, AlignedBuffer, block sizes.
+// Core types: fp16/bf16 conversion, the aligned allocator (AlignedBuffer), block sizes.
 #include <doctest/doctest.h>
 #include <smol/smol.hpp>
 #include <smol/cuda/backend.hpp>
@@ -6,8 +6,10 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 TEST_CASE("fp16 round trips every half value") {
     for (uint32_t h = 0; h < 65536; ++h) {
@@ -56,28 +58,20 @@ TEST_CASE("block sizes match the geometry table") {
     CHECK(smol::type_name(smol::GGMLType(99)) == "type#99");
 }
 
-TEST_CASE("Tensor view shape, strides and indexing") {
-    float data[24];
-    for (int i = 0; i < 24; ++i) data[i] = float(i);
-    smol::Tensor<float> t(data, {4, 3, 2});
-    CHECK(t.dims() == 3);
-    CHECK(t.numel() == 24);
-    CHECK(t.stride(1) == 4);
-    CHECK(t.stride(2) == 12);
-    CHECK(t(1, 2, 1) == 1 + 8 + 12);
-    CHECK(t.row(2)[0] == 8);
-}
-
 TEST_CASE("AlignedBuffer is aligned, zeroed, copyable and movable") {
-    smol::AlignedBuffer a(100);
-    CHECK(reinterpret_cast<uintptr_t>(a.data()) % smol::AlignedBuffer::kAlignment == 0);
+    smol::detail::AlignedBuffer a(100);
+    CHECK(reinterpret_cast<uintptr_t>(a.data()) % smol::detail::kAlignment == 0);
     for (size_t i = 0; i < a.size(); ++i) REQUIRE(a.data()[i] == 0);
     a.data()[5] = 7;
-    smol::AlignedBuffer b = a;
+    smol::detail::AlignedBuffer b = a;
     CHECK(b.data()[5] == 7);
-    smol::AlignedBuffer c = std::move(a);
+    smol::detail::AlignedBuffer c = std::move(a);
     CHECK(c.data()[5] == 7);
     CHECK(c.size() == 100);
+
+    // The KV cache's form of the same allocator: uninitialized, same alignment.
+    const smol::detail::AlignedArray<uint8_t> raw(static_cast<uint8_t*>(smol::detail::aligned_allocate(3)));
+    CHECK(reinterpret_cast<uintptr_t>(raw.get()) % smol::detail::kAlignment == 0);
 }
 
 // This unit is compiled without SMOL_CUDA_ENABLED: it gets the backend's stubs,
@@ -96,5 +90,72 @@ TEST_CASE("cuda stubs: a build without the backend says why, as an Error") {
         FAIL("the stub constructed a CudaModel");
     } catch (const smol::Error& e) {
         CHECK(e.kind() == smol::ErrorKind::unsupported);
+    }
+}
+
+namespace {
+smol::Expected<int> parse_digit(char c) {
+    if (c < '0' || c > '9') return smol::ErrorInfo{smol::ErrorKind::invalid_argument, std::string("not a digit: ") + c};
+    return c - '0';
+}
+smol::Expected<int> sum_digits(const std::string& text) {
+    int sum = 0;
+    for (char c : text) {
+        SMOL_TRY_ASSIGN(const int digit, parse_digit(c));
+        sum += digit;
+    }
+    return sum;
+}
+smol::Status require_even(const std::string& text) {
+    SMOL_TRY_ASSIGN(const int sum, sum_digits(text));
+    if (sum % 2 != 0) return smol::Status(smol::ErrorKind::format, "odd sum " + std::to_string(sum));
+    return {};
+}
+smol::Status check_all(const std::vector<std::string>& texts) {
+    for (const std::string& text : texts) SMOL_TRY(require_even(text));
+    return {};
+}
+}  // namespace
+
+TEST_CASE("errors as values: Status, Expected, SMOL_TRY and SMOL_TRY_ASSIGN") {
+    const smol::Status ok;
+    CHECK(ok.ok());
+    CHECK(bool(ok));
+    const smol::Status bad(smol::ErrorKind::io, "no file");
+    CHECK_FALSE(bad.ok());
+    CHECK(bad.error().kind == smol::ErrorKind::io);
+    CHECK(bad.error().message == "no file");
+
+    CHECK(sum_digits("123").value() == 6);
+    const smol::Expected<int> not_digits = sum_digits("12x");
+    REQUIRE_FALSE(not_digits.ok());
+    CHECK(not_digits.error().kind == smol::ErrorKind::invalid_argument);
+    CHECK(not_digits.error().message == "not a digit: x");
+
+    // The first failure travels unchanged through the layers.
+    CHECK(check_all({"22", "4"}).ok());
+    smol::Status odd = check_all({"22", "3", "x"});
+    REQUIRE_FALSE(odd.ok());
+    CHECK(odd.error().kind == smol::ErrorKind::format);
+    CHECK(odd.take_error().message == "odd sum 3");
+    smol::Status not_digit = check_all({"22", "x", "3"});
+    CHECK(not_digit.error().kind == smol::ErrorKind::invalid_argument);
+
+    // Move-only values, and an Expected made from a failed Status.
+    smol::Expected<std::unique_ptr<int>> owned(std::make_unique<int>(7));
+    REQUIRE(owned.ok());
+    std::unique_ptr<int> taken = std::move(owned).value();
+    CHECK(*taken == 7);
+    const smol::Expected<std::string> from_status(smol::Status(smol::ErrorKind::missing, "gone"));
+    CHECK(from_status.error().kind == smol::ErrorKind::missing);
+
+    // The throwing forms raise the same error.
+    CHECK(smol::detail::value_or_fail(sum_digits("99")) == 18);
+    try {
+        smol::detail::ok_or_fail(require_even("1"));
+        FAIL("ok_or_fail did not throw");
+    } catch (const smol::Error& e) {
+        CHECK(e.kind() == smol::ErrorKind::format);
+        CHECK(std::string(e.what()) == "odd sum 1");
     }
 }

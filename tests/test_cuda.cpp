@@ -192,8 +192,7 @@ TEST_CASE("cuda: without a usable device, the backend reports unsupported") {
         return;
     }
     CHECK(!why.empty());
-    smol_test::ModelSpec spec;
-    const auto file = smol::gguf::File::from_bytes(smol_test::make_model(spec), "made-model");
+    const auto file = smol::gguf::File::from_bytes(smol_test::make_model(smol_test::small_model()), "made-model");
     const smol::SmolLM3 net(file);
     bool threw = false;
     try {
@@ -400,14 +399,13 @@ TEST_CASE("cuda forward agrees with the CPU forward on generated models") {
                           {GGMLType::Q8_0, GGMLType::Q8_0, false, 8, 2, 32}};
     smol::ThreadPool pool(2);
     for (const Case& c : cases) {
-        smol_test::ModelSpec spec;
+        auto spec = smol_test::small_model();
         spec.matrix_type = c.matrices;
         spec.embedding_type = c.embedding;
-        spec.tied = c.tied;
-        spec.heads = c.heads;
-        spec.kv_heads = c.kv_heads;
-        spec.head_dim = c.head_dim;
-        spec.write_key_length = c.head_dim != spec.hidden / c.heads;
+        spec.untied = !c.tied;
+        spec.shape.heads = uint32_t(c.heads);
+        spec.shape.kv_heads = uint32_t(c.kv_heads);
+        spec.shape.head_dim = uint32_t(c.head_dim);
         spec.seed = uint64_t(c.matrices) * 17 + c.heads;
         const std::string where = smol::type_name(c.matrices) + " model";
         CAPTURE(where);
@@ -487,8 +485,7 @@ TEST_CASE("cuda forward agrees with the CPU forward on generated models") {
 
 TEST_CASE("cuda host side: moved-from caches, the caller's device, row sizes") {
     if (!have_gpu()) return;
-    smol_test::ModelSpec spec;
-    const auto file = smol::gguf::File::from_bytes(smol_test::make_model(spec), "made-model");
+    const auto file = smol::gguf::File::from_bytes(smol_test::make_model(smol_test::small_model()), "made-model");
     const smol::SmolLM3 net(file);
     int before = -1;
     REQUIRE(cudaGetDevice(&before) == cudaSuccess);
@@ -519,7 +516,7 @@ TEST_CASE("cuda host side: moved-from caches, the caller's device, row sizes") {
 
 TEST_CASE("cuda forward: unsupported matrix types are named") {
     if (!have_gpu()) return;
-    smol_test::ModelSpec spec;
+    auto spec = smol_test::small_model();
     spec.matrix_type = GGMLType::F16;
     const auto file = smol::gguf::File::from_bytes(smol_test::make_model(spec), "made-model");
     const smol::SmolLM3 net(file);

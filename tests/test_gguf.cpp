@@ -5,6 +5,7 @@
 // never an allocation larger than the input.
 #include <doctest/doctest.h>
 #include <smol/smol.hpp>
+#include <smol/detail/bytes.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -176,10 +177,10 @@ void expect_rejected(const Bytes& bytes, ErrorKind kind, const std::string& need
 // Hand-built GGUF bytes, for what the writer refuses to produce.
 struct Forge {
     Bytes b;
-    Forge& u8(uint8_t v) { return raw(&v, 1); }
-    Forge& u32(uint32_t v) { return raw(&v, 4); }
-    Forge& u64(uint64_t v) { return raw(&v, 8); }
-    Forge& f32(float v) { return raw(&v, 4); }
+    Forge& u8(uint8_t v) { return le(v); }
+    Forge& u32(uint32_t v) { return le(v); }
+    Forge& u64(uint64_t v) { return le(v); }
+    Forge& f32(float v) { return le(v); }
     Forge& str(const std::string& s) {
         u64(s.size());
         return raw(s.data(), s.size());
@@ -203,6 +204,11 @@ struct Forge {
         b.resize(b.size() + n, 0);
         return *this;
     }
+    template <class T>
+    Forge& le(T v) {
+        smol::detail::append_le(b, v);
+        return *this;
+    }
     Forge& raw(const void* p, size_t n) {
         const auto* c = static_cast<const uint8_t*>(p);
         b.insert(b.end(), c, c + n);
@@ -210,7 +216,7 @@ struct Forge {
     }
 };
 
-void put_u32(Bytes& b, size_t at, uint32_t v) { std::memcpy(b.data() + at, &v, 4); }
+void put_u32(Bytes& b, size_t at, uint32_t v) { smol::detail::write_le(b.data(), at, v); }
 
 // Two parsed files hold the same metadata (keys in order, types, values
 // byte for byte) and the same tensors (names, shapes, types, bytes).

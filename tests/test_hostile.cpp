@@ -42,7 +42,7 @@ using smol::gguf::File;
 using smol::gguf::Value;
 using smol::gguf::ValueType;
 using smol_test::Bytes;
-using smol_test::put;
+using smol_test::append_le;
 using smol_test::RawGguf;
 
 // The bad-input check with one needle.
@@ -220,10 +220,10 @@ TEST_CASE("hostile: metadata and tensor counts past smol's limits are refused be
     // bytes that the claim is not refused as truncated.
     auto header = [](uint64_t tensors, uint64_t keys) {
         Bytes out;
-        put<uint32_t>(out, smol::gguf::kMagic);
-        put<uint32_t>(out, 3);
-        put<uint64_t>(out, tensors);
-        put<uint64_t>(out, keys);
+        append_le<uint32_t>(out, smol::gguf::kMagic);
+        append_le<uint32_t>(out, 3);
+        append_le<uint64_t>(out, tensors);
+        append_le<uint64_t>(out, keys);
         out.resize(out.size() + size_t(std::max(tensors * 32, keys * 13)), 0);
         return out;
     };

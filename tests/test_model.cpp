@@ -286,8 +286,8 @@ TEST_CASE("fast forward with an F32 KV cache matches the goldens") {
 
 namespace {
 
-std::shared_ptr<const smol::gguf::File> made_file(const smol_test::ModelSpec& spec) {
-    return smol::gguf::File::from_bytes(smol_test::make_model(spec), "made-model");
+std::shared_ptr<const smol::gguf::File> made_file(const smol_tools::MakeOptions& options) {
+    return smol::gguf::File::from_bytes(smol_test::make_model(options), "made-model");
 }
 
 smol_test::TopList top8(const float* logits, size_t vocab) {
@@ -348,14 +348,13 @@ TEST_CASE("fast forward agrees with the reference on generated models") {
     };
     smol::ThreadPool pool(2);
     for (const Case& c : cases) {
-        smol_test::ModelSpec spec;
+        auto spec = smol_test::small_model();
         spec.matrix_type = c.matrices;
         spec.embedding_type = c.embedding;
-        spec.tied = c.tied;
-        spec.heads = c.heads;
-        spec.kv_heads = c.kv_heads;
-        spec.head_dim = c.head_dim;
-        spec.write_key_length = c.head_dim != spec.hidden / c.heads;
+        spec.untied = !c.tied;
+        spec.shape.heads = uint32_t(c.heads);
+        spec.shape.kv_heads = uint32_t(c.kv_heads);
+        spec.shape.head_dim = uint32_t(c.head_dim);
         spec.seed = uint64_t(c.matrices) * 31 + c.heads * 7 + c.kv_heads;
         const std::string where = smol::type_name(c.matrices) + " model (embeddings " +
                                   smol::type_name(c.embedding) + (c.tied ? ", tied" : ", untied") +
@@ -409,8 +408,8 @@ TEST_CASE("fast forward agrees with the reference on generated models") {
 }
 
 TEST_CASE("generated model: identical logits with 1 or 2 threads; any chunk size agrees") {
-    smol_test::ModelSpec spec;
-    spec.kv_heads = 2;
+    auto spec = smol_test::small_model();
+    spec.shape.kv_heads = 2;
     const auto file = made_file(spec);
     const smol::SmolLM3 net(file);
     const size_t vocab = net.config().vocab_size;
@@ -446,8 +445,8 @@ TEST_CASE("generated model: identical logits with 1 or 2 threads; any chunk size
 }
 
 TEST_CASE("KV cache: fork, truncate, serialize") {
-    smol_test::ModelSpec spec;
-    spec.kv_heads = 2;
+    auto spec = smol_test::small_model();
+    spec.shape.kv_heads = 2;
     const auto file = made_file(spec);
     const smol::SmolLM3 net(file);
     const size_t vocab = net.config().vocab_size;
@@ -527,8 +526,8 @@ smol::ErrorKind error_kind_of(const std::function<void()>& f, std::string* messa
 }  // namespace
 
 TEST_CASE("positions past the context are errors, not crashes") {
-    smol_test::ModelSpec spec;
-    spec.context = 64;
+    auto spec = smol_test::small_model();
+    spec.shape.ctx = 64;
     const auto file = made_file(spec);
     const smol::SmolLM3 net(file);
     const size_t vocab = net.config().vocab_size;
@@ -570,8 +569,7 @@ TEST_CASE("positions past the context are errors, not crashes") {
 }
 
 TEST_CASE("cancellation between layers") {
-    smol_test::ModelSpec spec;
-    const auto file = made_file(spec);
+    const auto file = made_file(smol_test::small_model());
     const smol::SmolLM3 net(file);
     smol::ThreadPool pool(1);
     const auto ids = random_tokens(20, net.config().vocab_size, 6);
@@ -592,83 +590,43 @@ TEST_CASE("cancellation between layers") {
 
 TEST_CASE("made models with errors name the key or tensor") {
     using T = smol::GGMLType;
-    auto load_error = [](const smol_test::ModelSpec& spec, smol::ErrorKind kind, const std::string& needle) {
+    auto load_error = [](const std::vector<uint8_t>& bytes, smol::ErrorKind kind, const std::string& needle) {
         std::string message;
-        const smol::ErrorKind got = error_kind_of([&] { smol::SmolLM3 net(made_file(spec)); }, &message);
+        const smol::ErrorKind got = error_kind_of(
+            [&] { smol::SmolLM3 net(smol::gguf::File::from_bytes(bytes, "made-model")); }, &message);
         CHECK_MESSAGE(got == kind, message);
         CHECK_MESSAGE(message.find(needle) != std::string::npos, message << " should name " << needle);
     };
+    const std::vector<uint8_t> good = smol_test::make_model(smol_test::small_model());
+    auto broken = [&good](const smol_test::Breakage& breakage) { return smol_test::broken(good, breakage); };
     {
-        smol_test::ModelSpec spec;
-        spec.architecture = "llama";
-        load_error(spec, smol::ErrorKind::unsupported, "llama");
+        auto options = smol_test::small_model();
+        options.architecture = "llama";
+        load_error(smol_test::make_model(options), smol::ErrorKind::unsupported, "llama");
+    }
+    load_error(broken({"", "blk.1.ffn_up.weight", "", {}}), smol::ErrorKind::missing, "blk.1.ffn_up.weight");
+    load_error(broken({"", "output_norm.weight", "", {}}), smol::ErrorKind::missing, "output_norm.weight");
+    load_error(broken({"", "", "blk.3.attn_k.weight", {}}), smol::ErrorKind::shape,
+               "tensor 'blk.3.attn_k.weight': expected [256, 64], found [256, 32, 2]");
+    load_error(broken({"", "", "blk.0.ffn_norm.weight", {}}), smol::ErrorKind::shape, "blk.0.ffn_norm.weight");
+    {
+        auto options = smol_test::small_model();
+        options.tensor_types["blk.2.attn_q.weight"] = T::Q4_0;
+        load_error(smol_test::make_model(options), smol::ErrorKind::unsupported, "blk.2.attn_q.weight");
     }
     {
-        smol_test::ModelSpec spec;
-        spec.skip_tensor = "blk.1.ffn_up.weight";
-        load_error(spec, smol::ErrorKind::missing, "blk.1.ffn_up.weight");
+        auto options = smol_test::small_model();
+        options.tensor_types["blk.0.attn_norm.weight"] = T::Q8_0;
+        load_error(smol_test::make_model(options), smol::ErrorKind::unsupported, "blk.0.attn_norm.weight");
     }
-    {
-        smol_test::ModelSpec spec;
-        spec.skip_tensor = "output_norm.weight";
-        load_error(spec, smol::ErrorKind::missing, "output_norm.weight");
-    }
-    {
-        smol_test::ModelSpec spec;
-        spec.reshape_tensor = "blk.3.attn_k.weight";
-        load_error(spec, smol::ErrorKind::shape, "tensor 'blk.3.attn_k.weight': expected [256, 64], found [256, 32, 2]");
-    }
-    {
-        smol_test::ModelSpec spec;
-        spec.reshape_tensor = "blk.0.ffn_norm.weight";
-        load_error(spec, smol::ErrorKind::shape, "blk.0.ffn_norm.weight");
-    }
-    {
-        smol_test::ModelSpec spec;
-        spec.tensor_types["blk.2.attn_q.weight"] = T::Q4_0;
-        load_error(spec, smol::ErrorKind::unsupported, "blk.2.attn_q.weight");
-    }
-    {
-        smol_test::ModelSpec spec;
-        spec.tensor_types["blk.0.attn_norm.weight"] = T::Q8_0;
-        spec.hidden = 256;
-        load_error(spec, smol::ErrorKind::unsupported, "blk.0.attn_norm.weight");
-    }
-    {
-        smol_test::ModelSpec spec;
-        spec.skip_key = "smollm3.embedding_length";
-        load_error(spec, smol::ErrorKind::missing, "smollm3.embedding_length");
-    }
-    {
-        smol_test::ModelSpec spec;
-        spec.skip_key = "smollm3.rope.freq_base";
-        load_error(spec, smol::ErrorKind::missing, "smollm3.rope.freq_base");
-    }
-    {
-        smol_test::ModelSpec spec;
-        spec.skip_key = "general.architecture";
-        load_error(spec, smol::ErrorKind::missing, "general.architecture");
-    }
-    {
-        smol_test::ModelSpec spec;
-        spec.kv_heads = 3;  // does not divide 4 heads
-        load_error(spec, smol::ErrorKind::format, "head_count_kv");
-    }
-    {
-        // The vocabulary key disagrees with token_embd's rows.
-        smol_test::ModelSpec spec;
-        auto bytes = smol_test::make_model(spec);
-        spec.vocab = 256;
-        smol::gguf::Writer w;
-        const auto original = smol::gguf::File::from_bytes(bytes);
-        for (const auto& kv : original->metadata()) w.copy_value(kv.key, kv.value);
-        w.set_u32("smollm3.vocab_size", 256);
-        for (const auto& t : original->tensors()) w.add_tensor(t.name, t.type, t.dims, t.data, t.n_bytes);
-        std::string message;
-        CHECK(error_kind_of([&] { smol::SmolLM3 net(smol::gguf::File::from_bytes(w.to_bytes())); }, &message) ==
-              smol::ErrorKind::shape);
-        CHECK(message.find("token_embd.weight") != std::string::npos);
-    }
+    load_error(broken({"smollm3.embedding_length", "", "", {}}), smol::ErrorKind::missing, "smollm3.embedding_length");
+    load_error(broken({"smollm3.rope.freq_base", "", "", {}}), smol::ErrorKind::missing, "smollm3.rope.freq_base");
+    load_error(broken({"general.architecture", "", "", {}}), smol::ErrorKind::missing, "general.architecture");
+    // 3 KV heads do not divide 4 heads.
+    load_error(broken({"", "", "", {{"smollm3.attention.head_count_kv", 3}}}), smol::ErrorKind::format,
+               "head_count_kv");
+    // The vocabulary key disagrees with token_embd's rows.
+    load_error(broken({"", "", "", {{"smollm3.vocab_size", 256}}}), smol::ErrorKind::shape, "token_embd.weight");
 }
 
 TEST_CASE("Model: load, identity, progress, cancelled load") {

@@ -7,6 +7,7 @@
 // changes one thing.
 #include <doctest/doctest.h>
 #include <smol/smol.hpp>
+#include <smol/detail/bytes.hpp>
 
 #if __has_include(<smol/model/config.hpp>)
 #include <smol/model/config.hpp>
@@ -117,7 +118,7 @@ TEST_CASE("files: missing, a directory, empty, not GGUF, wrong version, truncate
 
     for (uint32_t version : {1u, 4u}) {
         Bytes v = good;
-        std::memcpy(v.data() + 4, &version, 4);
+        smol::detail::write_le<uint32_t>(v.data(), 4, version);
         TempFile file("version.gguf");
         file.write(v);
         expect_error([&] { File::open(file.path); }, ErrorKind::unsupported,
@@ -151,23 +152,19 @@ TEST_CASE("tensors: unknown type id, misaligned, overlapping the end") {
     const uint8_t* at = std::search(bytes.data(), bytes.data() + real->data_offset(), name.begin(), name.end());
     REQUIRE(at != bytes.data() + real->data_offset());
     const size_t type_pos = size_t(at - bytes.data()) + name.size() + 4 + 2 * 8;
-    uint32_t type = 0;
-    std::memcpy(&type, bytes.data() + type_pos, 4);
+    const uint32_t type = smol::detail::read_le<uint32_t>(bytes.data(), type_pos);
     REQUIRE(type == uint32_t(GGMLType::Q4_K));
-    const uint32_t unknown = 99;
-    std::memcpy(bytes.data() + type_pos, &unknown, 4);
+    smol::detail::write_le<uint32_t>(bytes.data(), type_pos, 99);
     expect_error([&] { parse(bytes, "patched.gguf"); }, ErrorKind::unsupported,
                  {"patched.gguf", "'blk.0.attn_q.weight'", "unknown type id 99"});
     // Its offset, moved off the alignment grid.
-    std::memcpy(bytes.data() + type_pos, &type, 4);
-    uint64_t offset = 0;
-    std::memcpy(&offset, bytes.data() + type_pos + 4, 8);
-    const uint64_t misaligned = offset + 4;
-    std::memcpy(bytes.data() + type_pos + 4, &misaligned, 8);
+    smol::detail::write_le<uint32_t>(bytes.data(), type_pos, type);
+    const uint64_t offset = smol::detail::read_le<uint64_t>(bytes.data(), type_pos + 4);
+    smol::detail::write_le<uint64_t>(bytes.data(), type_pos + 4, offset + 4);
     expect_error([&] { parse(bytes, "patched.gguf"); }, ErrorKind::format,
                  {"'blk.0.attn_q.weight'", "not aligned"});
     const uint64_t past = uint64_t(real->size()) / 32 * 32;
-    std::memcpy(bytes.data() + type_pos + 4, &past, 8);
+    smol::detail::write_le<uint64_t>(bytes.data(), type_pos + 4, past);
     expect_error([&] { parse(bytes, "patched.gguf"); }, ErrorKind::format,
                  {"'blk.0.attn_q.weight'", "past the end"});
     smol_test::count_golden();

@@ -5,6 +5,7 @@
 // unchecked version 1).
 #include <doctest/doctest.h>
 
+#include <smol/detail/bytes.hpp>
 #include <smol/detail/crc32c.hpp>
 #include <smol/generator.hpp>
 
@@ -394,7 +395,7 @@ TEST_CASE("a version-1 session (reserved word, no checksum) is unsupported") {
     std::vector<uint8_t> v3 = v2;
     v3[8] = 3;
     const uint32_t crc = smol::detail::session_checksum(v3.data(), v3.size());
-    std::memcpy(v3.data() + 12, &crc, 4);
+    smol::detail::write_le<uint32_t>(v3.data(), 12, crc);
     CHECK(expect_error([&] { target.gen.restore_session(v3); }).kind() ==
           smol::ErrorKind::unsupported);
     CHECK(target.unchanged());
@@ -405,8 +406,7 @@ TEST_CASE("the checksum covers the magic, the version and the body, not itself")
     smol::Generator gen(model);
     gen.generate("Count me", sampled(3, 9));
     const auto bytes = gen.save_session();
-    uint32_t stored;
-    std::memcpy(&stored, bytes.data() + 12, 4);
+    const uint32_t stored = smol::detail::read_le<uint32_t>(bytes.data(), 12);
     const uint32_t expected = smol::detail::crc32c_update(smol::detail::crc32c(bytes.data(), 12),
                                                           bytes.data() + 16, bytes.size() - 16);
     CHECK(stored == expected);

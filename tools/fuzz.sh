@@ -59,7 +59,7 @@ case $TARGET in
     "$OUT/make_model_seeds" "$TARGET" "$OUT/seeds/$TARGET"
     ;;
   *)
-    "$CLANGXX" -std=c++17 -O1 "$ROOT/tests/fuzz/make_text_seeds.cpp" -o "$OUT/make_text_seeds"
+    "$CLANGXX" -std=c++17 -O1 -I"$ROOT/include" "$ROOT/tests/fuzz/make_text_seeds.cpp" -o "$OUT/make_text_seeds"
     "$OUT/make_text_seeds" "$SMOL_FIXTURES" "$TARGET" "$OUT/seeds/$TARGET"
     ;;
 esac

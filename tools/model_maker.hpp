@@ -2,8 +2,11 @@
 // with random weights (the shapes, metadata keys, tensor names and per-tensor
 // quantization recipes of real files), for tests, demos and speed work.
 //
-// Shared by the tool and tests/test_quant.cpp (which checks the recipe and reads a
-// made model back). Not part of the library: it lives in tools/ and may print.
+// The repository's one writer of random models: the tool, the demo model, and
+// every test that needs a model without the fixtures (tests/test_quant.cpp checks
+// the recipe; model_testutil.hpp, generator_testutil.hpp, test_backend.cpp and
+// the fuzzers' micro models build on it). Not part of the library: it lives in
+// tools/ and may print.
 //
 // Weights follow the fixtures' generator: token embeddings N(0, 0.02^2); the input
 // projections (attn_q/k/v, ffn_gate/up) N(0, 1/fan_in); the residual output
@@ -19,6 +22,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <smol/smol.hpp>
 #include <stdexcept>
@@ -367,13 +371,39 @@ struct MakeOptions {
     Recipe recipe = Recipe::q4_k_m;
     bool untied = false;
     std::string tokenizer_from;  // a GGUF to copy tokenizer.* from; empty: byte vocabulary
+    // false: no tokenizer.* keys (a forward pass needs none); shape.vocab, which
+    // must then be set, is token_embd's row count.
+    bool tokenizer = true;
     uint64_t seed = 1;
     unsigned threads = 2;
     // Quantization effort; `fast` is used automatically above ~1e9 parameters unless
     // forced here.
     enum class Effort { automatic, standard, fast } effort = Effort::automatic;
     std::string name;  // general.name; empty: "SmolLM3 random <hidden>x<layers> seed <seed>"
+
+    // For the tests of other type mixes and of what a loader must reject; a
+    // real-shaped file needs none of these.
+    std::string architecture = "smollm3";  // general.architecture, and the prefix of its keys
+    std::optional<smol::GGMLType> matrix_type;     // every attention and MLP matrix, instead of the recipe's
+    std::optional<smol::GGMLType> embedding_type;  // token_embd (and output), instead of the recipe's
+    // One tensor's type by name, applied last. A type smol cannot quantize (e.g.
+    // Q4_0) is written as zero bytes of the right size: enough to be rejected.
+    std::map<std::string, smol::GGMLType> tensor_types;
 };
+
+// The recipe's plan with `options`' type overrides applied.
+inline std::vector<TensorPlan> plan_tensors(const ModelShape& shape, const MakeOptions& options) {
+    std::vector<TensorPlan> plan = plan_tensors(shape, options.recipe, options.untied);
+    for (TensorPlan& t : plan) {
+        const bool embedding = t.name == "token_embd.weight" || t.name == "output.weight";
+        if (embedding && options.embedding_type) t.type = *options.embedding_type;
+        const bool matrix = t.dims.size() == 2 && !embedding;
+        if (matrix && options.matrix_type) t.type = *options.matrix_type;
+        const auto forced = options.tensor_types.find(t.name);
+        if (forced != options.tensor_types.end()) t.type = forced->second;
+    }
+    return plan;
+}
 
 // Fills one tensor's bytes: rows generated and quantized in parallel.
 inline std::vector<uint8_t> make_tensor_data(const TensorPlan& t, uint64_t tensor_index,
@@ -384,6 +414,7 @@ inline std::vector<uint8_t> make_tensor_data(const TensorPlan& t, uint64_t tenso
     for (size_t i = 1; i < t.dims.size(); ++i) rows *= t.dims[i];
     const size_t bytes_per_row = smol::row_bytes(t.type, row_length);
     std::vector<uint8_t> data(size_t(rows) * bytes_per_row);
+    if (!smol::can_quantize(t.type)) return data;  // a forced type no writer has (MakeOptions::tensor_types)
     float stddev = 1, mean = 0;
     switch (t.init) {
         case Init::embedding:
@@ -452,7 +483,10 @@ inline void make_model(const MakeOptions& options, smol::gguf::Writer& writer,
 
     // Tokenizer first: it fixes the vocabulary size.
     uint32_t token_count = 0;
-    if (!options.tokenizer_from.empty()) {
+    if (!options.tokenizer) {
+        if (shape.vocab == 0) throw std::invalid_argument("a model without a tokenizer needs --vocab");
+        token_count = shape.vocab;
+    } else if (!options.tokenizer_from.empty()) {
         auto source = smol::gguf::File::open(options.tokenizer_from);
         for (const auto& kv : source->metadata())
             if (kv.key.rfind("tokenizer.", 0) == 0) writer.copy_value(kv.key, kv.value);
@@ -475,30 +509,31 @@ inline void make_model(const MakeOptions& options, smol::gguf::Writer& writer,
                                     " tokens");
     shape.vocab = token_count;
 
-    writer.set_string("general.architecture", "smollm3");
+    const std::string& arch = options.architecture;
+    writer.set_string("general.architecture", arch);
     writer.set_string("general.name", options.name.empty()
                                           ? "SmolLM3 random " + std::to_string(shape.hidden) + "x" +
                                                 std::to_string(shape.layers) + " seed " +
                                                 std::to_string(options.seed)
                                           : options.name);
     writer.set_u32("general.file_type", file_type_of(options.recipe));
-    writer.set_u32("smollm3.vocab_size", shape.vocab);
-    writer.set_u32("smollm3.context_length", shape.ctx);
-    writer.set_u32("smollm3.embedding_length", shape.hidden);
-    writer.set_u32("smollm3.block_count", shape.layers);
-    writer.set_u32("smollm3.feed_forward_length", shape.ffn);
-    writer.set_u32("smollm3.attention.head_count", shape.heads);
-    writer.set_u32("smollm3.attention.head_count_kv", shape.kv_heads);
-    writer.set_u32("smollm3.rope.dimension_count", shape.head_dim);
-    writer.set_f32("smollm3.rope.freq_base", 5e6f);
-    writer.set_f32("smollm3.attention.layer_norm_rms_epsilon", 1e-6f);
+    writer.set_u32(arch + ".vocab_size", shape.vocab);
+    writer.set_u32(arch + ".context_length", shape.ctx);
+    writer.set_u32(arch + ".embedding_length", shape.hidden);
+    writer.set_u32(arch + ".block_count", shape.layers);
+    writer.set_u32(arch + ".feed_forward_length", shape.ffn);
+    writer.set_u32(arch + ".attention.head_count", shape.heads);
+    writer.set_u32(arch + ".attention.head_count_kv", shape.kv_heads);
+    writer.set_u32(arch + ".rope.dimension_count", shape.head_dim);
+    writer.set_f32(arch + ".rope.freq_base", 5e6f);
+    writer.set_f32(arch + ".attention.layer_norm_rms_epsilon", 1e-6f);
     if (shape.head_dim * shape.heads != shape.hidden) {
-        writer.set_u32("smollm3.attention.key_length", shape.head_dim);
-        writer.set_u32("smollm3.attention.value_length", shape.head_dim);
+        writer.set_u32(arch + ".attention.key_length", shape.head_dim);
+        writer.set_u32(arch + ".attention.value_length", shape.head_dim);
     }
     writer.set_u32("general.quantization_version", 2);
 
-    const std::vector<TensorPlan> plan = plan_tensors(shape, options.recipe, options.untied);
+    const std::vector<TensorPlan> plan = plan_tensors(shape, options);
     uint64_t parameters = 0;
     for (const auto& t : plan) {
         uint64_t n = 1;

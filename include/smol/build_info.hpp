@@ -32,7 +32,8 @@ inline BuildInfo build_info() noexcept {
     info.version = SMOL_VERSION_STRING;
     CpuLevel level = best_cpu_level();
     info.best_isa = cpu_level_name(level);
-    if (!try_call([&] { level = requested_cpu_level(); })) level = best_cpu_level();
+    const Expected<CpuLevel> requested = try_requested_cpu_level();
+    if (requested.ok()) level = requested.value();
     info.isa = cpu_level_name(level);
     info.simd = level != CpuLevel::scalar;
     info.exceptions = SMOL_HAS_EXCEPTIONS != 0;

@@ -1,7 +1,7 @@
 // smol: header-only SmolLM3 inference from GGUF files.
 //
 // Include this one header. Layers, bottom to top (each uses only those below):
-//   gguf/ quant/ core/   file format, block layouts, tensors, fp16
+//   gguf/ quant/ core/   file format, block layouts, weight matrix views, fp16
 //   kernels/             quantized dot products and friends (scalar + SIMD)
 //   model/               SmolLM3 config, weights, KV cache, forward pass
 //   text/ sampling/      tokenizer, chat template, sampler
@@ -11,7 +11,6 @@
 #include "version.hpp"
 #include "error.hpp"
 #include "core/fp16.hpp"
-#include "core/tensor.hpp"
 #include "core/mmap.hpp"
 #include "quant/types.hpp"
 #include "quant/blocks.hpp"

@@ -206,26 +206,27 @@ struct ModelState {
         return buffers.back().get<const float>();
     }
 
-    DeviceMatrix upload_matrix(const MatrixUpload& m, bool for_matmul) {
+    DeviceMatrix upload_matrix(const WeightMatrix& m, bool for_matmul) {
+        const std::string name = m.name.empty() ? std::string("<unnamed>") : std::string(m.name);
         const bool ok = for_matmul ? matmul_supports(m.type) : embed_supports(m.type);
         if (!ok)
             detail::fail(ErrorKind::unsupported,
-                         "cuda: " + source + ": tensor '" + m.name + "' has type " + type_name(m.type) +
+                         "cuda: " + source + ": tensor '" + name + "' has type " + type_name(m.type) +
                              "; the CUDA backend computes with Q4_K, Q5_K, Q6_K and Q8_0 matrices");
         if (m.data == nullptr && m.rows > 0)
-            detail::fail(ErrorKind::invalid_argument, "cuda: " + source + ": tensor '" + m.name + "' has no data");
+            detail::fail(ErrorKind::invalid_argument, "cuda: " + source + ": tensor '" + name + "' has no data");
         if (m.cols % kActBlock != 0)
-            detail::fail(ErrorKind::shape, "cuda: " + source + ": tensor '" + m.name +
+            detail::fail(ErrorKind::shape, "cuda: " + source + ": tensor '" + name +
                                                "' has " + std::to_string(m.cols) +
                                                " columns (must be a multiple of 32)");
         if (m.row_bytes != row_bytes(m.type, m.cols))
-            detail::fail(ErrorKind::shape, "cuda: " + source + ": tensor '" + m.name + "' has rows of " +
+            detail::fail(ErrorKind::shape, "cuda: " + source + ": tensor '" + name + "' has rows of " +
                                                std::to_string(m.row_bytes) + " bytes, but " +
                                                std::to_string(m.cols) + " " + type_name(m.type) + " values take " +
                                                std::to_string(row_bytes(m.type, m.cols)) +
                                                " (the CUDA backend uploads unpadded, contiguous rows)");
         if (m.rows > size_t(1) << 30 || m.cols > size_t(1) << 30)
-            detail::fail(ErrorKind::shape, "cuda: " + source + ": tensor '" + m.name + "' is too large");
+            detail::fail(ErrorKind::shape, "cuda: " + source + ": tensor '" + name + "' is too large");
         buffers.emplace_back(m.rows * m.row_bytes);
         buffers.back().upload(m.data, m.rows * m.row_bytes);
         weight_bytes += m.rows * m.row_bytes;
@@ -445,22 +446,26 @@ std::string CudaModel::name() const {
     return "cuda (" + state_->device_name + ", device " + std::to_string(state_->device) + ")";
 }
 
-std::unique_ptr<BackendCache> CudaModel::make_cache(size_t n_ctx, KVType type, uint64_t memory_budget) const {
+Expected<std::unique_ptr<BackendCache>> CudaModel::create_cache(size_t n_ctx, KVType type,
+                                                                uint64_t memory_budget) const {
     using namespace cuda_detail;
-    if (!state_) detail::fail(ErrorKind::invalid_argument, "CudaKVCache: the CudaModel is empty (moved from)");
+    if (!state_) return ErrorInfo{ErrorKind::invalid_argument, "CudaKVCache: the CudaModel is empty (moved from)"};
     if (type != KVType::f16)
-        detail::fail(ErrorKind::unsupported, "CudaKVCache: the GPU cache stores F16 only (KVType::f32 is CPU-only)");
-    if (n_ctx == 0) detail::fail(ErrorKind::invalid_argument, "CudaKVCache: n_ctx must be positive");
+        return ErrorInfo{ErrorKind::unsupported,
+                         "CudaKVCache: the GPU cache stores F16 only (KVType::f32 is CPU-only)"};
+    if (n_ctx == 0) return ErrorInfo{ErrorKind::invalid_argument, "CudaKVCache: n_ctx must be positive"};
     if (n_ctx == BackendCache::kDefaultSize) n_ctx = 0;  // the constructor's default
     const ModelState& m = *state_;
     if (n_ctx > m.context_length)
-        detail::fail(ErrorKind::invalid_argument, "CudaKVCache: n_ctx " + std::to_string(n_ctx) +
-                                                      " exceeds the model's context length " +
-                                                      std::to_string(m.context_length));
+        return ErrorInfo{ErrorKind::invalid_argument, "CudaKVCache: n_ctx " + std::to_string(n_ctx) +
+                                                          " exceeds the model's context length " +
+                                                          std::to_string(m.context_length)};
     const size_t positions = n_ctx ? n_ctx : std::min<size_t>(4096, m.context_length);
-    const size_t total = detail::checked_product(
-        "CudaKVCache", {uint64_t(positions), m.head_dim, 2, m.n_layers, m.n_kv_heads, sizeof(__half)});
-    detail::check_budget("CudaKVCache of " + std::to_string(positions) + " positions", total, memory_budget);
+    SMOL_TRY_ASSIGN(const size_t total,
+                    detail::checked_product("CudaKVCache", {uint64_t(positions), m.head_dim, 2, m.n_layers,
+                                                            m.n_kv_heads, sizeof(__half)}));
+    SMOL_TRY(detail::check_budget("CudaKVCache of " + std::to_string(positions) + " positions", total,
+                                  memory_budget));
     return std::unique_ptr<BackendCache>(new CudaKVCache(state_, n_ctx));
 }
 
@@ -599,7 +604,7 @@ void CudaModel::forward(const int32_t* tokens, size_t n, size_t start_pos, CudaK
 // Backend::forward (model/backend.hpp) checked the arguments, truncated each
 // cache to its start and split the segments into chunks of at most kMaxChunk
 // tokens; it sets the caches' sizes after this returns.
-void CudaModel::forward_step(const Segment* chunks, size_t n_chunks, const std::atomic<bool>*) const {
+Status CudaModel::forward_step(const Segment* chunks, size_t n_chunks, const std::atomic<bool>*) const {
     using namespace cuda_detail;
     if (!state_) detail::fail(ErrorKind::invalid_argument, "cuda forward: the CudaModel is empty (moved from)");
     const ModelState& m = *state_;
@@ -633,6 +638,7 @@ void CudaModel::forward_step(const Segment* chunks, size_t n_chunks, const std::
                                             cudaMemcpyDeviceToHost, cs.stream));
         SMOL_CUDA_CHECK(cudaStreamSynchronize(cs.stream));
     }
+    return {};
 }
 
 // ---------------------------------------------------------------------------

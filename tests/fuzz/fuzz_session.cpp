@@ -8,6 +8,7 @@
 // a CRC by chance).
 //   tools/fuzz.sh fuzz_session 600
 #include <smol/smol.hpp>
+#include <smol/detail/bytes.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -59,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size >= smol::detail::kSessionHeaderBytes) {
         std::vector<uint8_t> fixed(data, data + size);
         const uint32_t crc = smol::detail::session_checksum(fixed.data(), fixed.size());
-        std::memcpy(fixed.data() + smol::detail::kSessionCrcOffset, &crc, 4);
+        smol::detail::write_le<uint32_t>(fixed.data(), smol::detail::kSessionCrcOffset, crc);
         try_restore(fixed.data(), fixed.size());
     }
     return 0;

@@ -9,6 +9,7 @@
 // StreamDecoder's pushes + finish() equal decode(ids) whenever that is valid
 // UTF-8. Needs SMOL_FIXTURES (tools/fuzz.sh sets it).
 #include <smol/detail/utf8.hpp>
+#include <smol/detail/bytes.hpp>
 #include <smol/text/detokenizer.hpp>
 #include <smol/text/tokenizer.hpp>
 
@@ -69,8 +70,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (mode & 4) {
         std::vector<int32_t> ids;
         for (size_t i = 1; i + 4 <= size; i += 4) {
-            uint32_t raw;
-            std::memcpy(&raw, data + i, 4);
+            const uint32_t raw = smol::detail::read_le<uint32_t>(data, i);
             // Mostly valid ids, sometimes just past the end or negative.
             int32_t id = int32_t(raw % uint32_t(tok.vocab_size() + 4));
             if ((raw >> 30) == 3) id = -int32_t(raw & 7) - 1;

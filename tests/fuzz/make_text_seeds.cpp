@@ -3,6 +3,7 @@
 // input format (see the top comment of each target).
 //   make_text_seeds FIXTURES_DIR TARGET OUT_DIR
 #include <nlohmann/json.hpp>
+#include <smol/detail/bytes.hpp>
 
 #include <cstdio>
 #include <fstream>
@@ -32,12 +33,9 @@ int main(int argc, char** argv) {
                 const char mode = char(vocab | (special ? 2 : 0));
                 save(out + "/text-" + std::to_string(n++), std::string(1, mode) + c["text"].get<std::string>());
                 // The same case as an id stream for the detokenizer.
-                std::string ids(1, char(mode | 4));
-                for (const auto& id : c["ids"]) {
-                    const uint32_t v = id.get<uint32_t>();
-                    ids.append(reinterpret_cast<const char*>(&v), 4);
-                }
-                save(out + "/ids-" + std::to_string(n++), ids);
+                std::vector<uint8_t> ids(1, uint8_t(mode | 4));
+                for (const auto& id : c["ids"]) smol::detail::append_le(ids, id.get<uint32_t>());
+                save(out + "/ids-" + std::to_string(n++), std::string(ids.begin(), ids.end()));
             }
             vocab = 1;
         }

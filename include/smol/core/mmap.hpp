@@ -28,7 +28,8 @@ SMOL_NAMESPACE_BEGIN
 class MappedFile {
 public:
     MappedFile() = default;
-    explicit MappedFile(const std::string& path) { open(path); }
+    // Throws smol::Error; try_open reports the same errors as a value.
+    explicit MappedFile(const std::string& path) : MappedFile(detail::value_or_fail(try_open(path))) {}
     ~MappedFile() { close(); }
     MappedFile(const MappedFile&) = delete;
     MappedFile& operator=(const MappedFile&) = delete;
@@ -36,6 +37,14 @@ public:
     MappedFile& operator=(MappedFile&& other) noexcept {
         swap(other);
         return *this;
+    }
+
+    // Maps `path`: Error(io) when it cannot be opened, is not a regular file
+    // or cannot be mapped; Error(format) when it is empty.
+    static Expected<MappedFile> try_open(const std::string& path) {
+        MappedFile file;
+        SMOL_TRY(file.open(path));
+        return file;
     }
 
     const uint8_t* data() const noexcept { return data_; }
@@ -62,62 +71,52 @@ public:
     }
 
 private:
-    void open(const std::string& path) {
+    Status open(const std::string& path) {
 #if defined(_WIN32)
         HANDLE file = CreateFileA(path.c_str(), GENERIC_READ, FILE_SHARE_READ, nullptr,
                                   OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, nullptr);
-        if (file == INVALID_HANDLE_VALUE)
-            detail::fail(ErrorKind::io, "cannot open '" + path + "'");
+        if (file == INVALID_HANDLE_VALUE) return Status(ErrorKind::io, "cannot open '" + path + "'");
         LARGE_INTEGER size;
         if (!GetFileSizeEx(file, &size)) {
             CloseHandle(file);
-            detail::fail(ErrorKind::io, "cannot get the size of '" + path + "'");
+            return Status(ErrorKind::io, "cannot get the size of '" + path + "'");
         }
-        size_ = size_t(size.QuadPart);
-        if (size_ == 0) {
+        if (size.QuadPart == 0) {
             CloseHandle(file);
-            detail::fail(ErrorKind::format, "'" + path + "' is empty");
+            return Status(ErrorKind::format, "'" + path + "' is empty");
         }
         HANDLE mapping = CreateFileMappingA(file, nullptr, PAGE_READONLY, 0, 0, nullptr);
         CloseHandle(file);
-        if (!mapping) detail::fail(ErrorKind::io, "cannot map '" + path + "'");
+        if (!mapping) return Status(ErrorKind::io, "cannot map '" + path + "'");
         void* view = MapViewOfFile(mapping, FILE_MAP_READ, 0, 0, 0);
         CloseHandle(mapping);
-        if (!view) detail::fail(ErrorKind::io, "cannot map '" + path + "'");
+        if (!view) return Status(ErrorKind::io, "cannot map '" + path + "'");
+        size_ = size_t(size.QuadPart);
         data_ = static_cast<const uint8_t*>(view);
+        return {};
 #else
         // Non-blocking, so that opening a FIFO (or a device) cannot wait for a
         // writer; only a regular file goes on to be mapped.
         const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-        if (fd < 0)
-            detail::fail(ErrorKind::io,
-                         "cannot open '" + path + "': " + std::strerror(errno));
+        if (fd < 0) return Status(ErrorKind::io, "cannot open '" + path + "': " + std::strerror(errno));
+        auto refuse = [fd](ErrorKind kind, std::string message) {
+            ::close(fd);
+            return Status(kind, std::move(message));
+        };
         struct stat st {};
-        if (fstat(fd, &st) != 0) {
-            ::close(fd);
-            detail::fail(ErrorKind::io, "cannot stat '" + path + "'");
-        }
-        if (S_ISDIR(st.st_mode)) {
-            ::close(fd);
-            detail::fail(ErrorKind::io, "'" + path + "' is a directory, not a file");
-        }
-        if (!S_ISREG(st.st_mode)) {
-            ::close(fd);
-            detail::fail(ErrorKind::io, "'" + path + "' is not a regular file (a FIFO, socket or device); "
-                                        "models are read from regular files only");
-        }
-        if (st.st_size <= 0) {
-            ::close(fd);
-            detail::fail(ErrorKind::format, "'" + path + "' is empty");
-        }
-        size_ = size_t(st.st_size);
-        void* p = mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
+        if (fstat(fd, &st) != 0) return refuse(ErrorKind::io, "cannot stat '" + path + "'");
+        if (S_ISDIR(st.st_mode)) return refuse(ErrorKind::io, "'" + path + "' is a directory, not a file");
+        if (!S_ISREG(st.st_mode))
+            return refuse(ErrorKind::io, "'" + path + "' is not a regular file (a FIFO, socket or device); "
+                                                      "models are read from regular files only");
+        if (st.st_size <= 0) return refuse(ErrorKind::format, "'" + path + "' is empty");
+        const size_t size = size_t(st.st_size);
+        void* p = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
         ::close(fd);
-        if (p == MAP_FAILED) {
-            size_ = 0;
-            detail::fail(ErrorKind::io, "cannot map '" + path + "': " + std::strerror(errno));
-        }
+        if (p == MAP_FAILED) return Status(ErrorKind::io, "cannot map '" + path + "': " + std::strerror(errno));
+        size_ = size;
         data_ = static_cast<const uint8_t*>(p);
+        return {};
 #endif
     }
 

@@ -65,16 +65,29 @@ class ThreadPool {
 public:
     using Job = std::function<void(int thread, int n_threads)>;
 
+    static constexpr int kMaxThreads = 1024;
+
+    // Error(invalid_argument) for a thread count the constructor refuses (more
+    // than kMaxThreads), as a value: a caller can check before constructing.
+    static Status check_size(int n_threads) {
+        if (n_threads > kMaxThreads)
+            return Status(ErrorKind::invalid_argument,
+                          "ThreadPool: " + std::to_string(n_threads) + " threads is too many");
+        return {};
+    }
+
     // n_threads counts the caller: ThreadPool(1) starts no workers and runs
     // jobs inline. n_threads <= 0 means std::thread::hardware_concurrency().
+    // A thread that cannot be started throws std::system_error; without
+    // exceptions that ends the process (nothing can check it in advance).
     explicit ThreadPool(int n_threads = 1) {
         if (n_threads <= 0) n_threads = int(std::max(1u, std::thread::hardware_concurrency()));
-        if (n_threads > 1024) {
-            detail::fail(ErrorKind::invalid_argument,
-                         "ThreadPool: " + std::to_string(n_threads) + " threads is too many");
-        }
+        detail::ok_or_fail(check_size(n_threads));
         size_ = n_threads;
         workers_.reserve(size_t(n_threads - 1));
+        // Guarded because it must catch: a thread that fails to start must not
+        // leave the started ones joinable (their std::thread destructors would
+        // terminate). Without exceptions that failure ends the process anyway.
 #if SMOL_HAS_EXCEPTIONS
         try {
             for (int t = 1; t < n_threads; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
@@ -150,6 +163,9 @@ private:
             if (stop_flag_.load(std::memory_order_acquire)) return;
             seen = current;
             if (!try_enter(current)) continue;  // closed before we got here
+            // Guarded because it must catch: a job's exception (a caller's job
+            // may throw when exceptions are on) is carried to run()'s caller,
+            // not lost on a worker. Without exceptions no job can throw.
 #if SMOL_HAS_EXCEPTIONS
             try {
                 (*job_)(thread, size_);

@@ -51,6 +51,7 @@
 #include "../error.hpp"
 #include "../model/backend.hpp"
 #include "../quant/types.hpp"
+#include "../quant/weight_matrix.hpp"
 
 SMOL_NAMESPACE_BEGIN
 
@@ -65,19 +66,12 @@ inline namespace cuda_off {
 
 namespace cuda_detail {
 
-// A weight matrix in host memory (the mapped file): `rows` rows of `cols`
-// elements of `type`, each row `row_bytes` bytes, rows contiguous.
-struct MatrixUpload {
-    const void* data = nullptr;
-    GGMLType type = GGMLType::F32;
-    size_t rows = 0, cols = 0, row_bytes = 0;
-    std::string name;
-};
-
+// The matrices are the CPU model's own WeightMatrix views (host memory, the
+// mapped file), so the bytes and names must live until the upload returns.
 struct LayerUpload {
     const float* attn_norm = nullptr;  // [hidden]
     const float* ffn_norm = nullptr;   // [hidden]
-    MatrixUpload q, k, v, o, gate, up, down;
+    WeightMatrix q, k, v, o, gate, up, down;
 };
 
 // Everything CudaModel copies to the device, as plain data (so the .cu files
@@ -87,7 +81,7 @@ struct ModelUpload {
     size_t n_layers = 0, hidden = 0, ffn = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
     size_t rope_dims = 0, vocab_size = 0, context_length = 0, nope_interval = 4;
     float rope_freq_base = 0, rms_eps = 0;
-    MatrixUpload token_embd, lm_head;
+    WeightMatrix token_embd, lm_head;
     const float* output_norm = nullptr;  // [hidden]
     std::vector<LayerUpload> layers;
 };
@@ -113,31 +107,12 @@ ModelUpload describe(const CpuModel& model) {
     m.nope_interval = c.nope_interval;
     m.rope_freq_base = c.rope_freq_base;
     m.rms_eps = c.rms_eps;
-    auto matrix = [](const auto& view) {
-        MatrixUpload u;
-        u.data = view.data;
-        u.type = view.type;
-        u.rows = view.rows;
-        u.cols = view.cols;
-        u.row_bytes = view.row_bytes;
-        u.name = view.name ? *view.name : std::string("<unnamed>");
-        return u;
-    };
-    m.token_embd = matrix(w.token_embd);
-    m.lm_head = matrix(w.lm_head);
+    m.token_embd = w.token_embd;
+    m.lm_head = w.lm_head;
     m.output_norm = w.output_norm.data();
     for (const auto& l : w.layers) {
-        LayerUpload u;
-        u.attn_norm = l.attn_norm.data();
-        u.ffn_norm = l.ffn_norm.data();
-        u.q = matrix(l.attn_q);
-        u.k = matrix(l.attn_k);
-        u.v = matrix(l.attn_v);
-        u.o = matrix(l.attn_output);
-        u.gate = matrix(l.ffn_gate);
-        u.up = matrix(l.ffn_up);
-        u.down = matrix(l.ffn_down);
-        m.layers.push_back(std::move(u));
+        m.layers.push_back(LayerUpload{l.attn_norm.data(), l.ffn_norm.data(), l.attn_q, l.attn_k, l.attn_v,
+                                       l.attn_output, l.ffn_gate, l.ffn_up, l.ffn_down});
     }
     return m;
 }
@@ -177,21 +152,21 @@ public:
 
     // A cache for this model: n_ctx 0 picks min(4096, context length).
     CudaKVCache new_cache(size_t n_ctx = 0) const;
-    // The seam's form: F16 only (KVType::f32 is Error(unsupported)); n_ctx
-    // kDefaultSize is the default, 0 Error(invalid_argument); the device bytes
-    // are held against memory_budget like a CPU cache's.
-    std::unique_ptr<BackendCache> make_cache(size_t n_ctx = BackendCache::kDefaultSize, KVType type = KVType::f16,
-                                             uint64_t memory_budget = 0) const override;
-
     // One segment through the seam (see the contract at the top of this file).
     using Backend::forward;
     void forward(const int32_t* tokens, size_t n, size_t start_pos, CudaKVCache& kv,
                  float* logits_host, bool all_logits = false) const;
 
 protected:
+    // The seam's make_cache / try_make_cache: F16 only (KVType::f32 is
+    // Error(unsupported)); n_ctx kDefaultSize is the default, 0
+    // Error(invalid_argument); the device bytes are held against
+    // memory_budget like a CPU cache's.
+    Expected<std::unique_ptr<BackendCache>> create_cache(size_t n_ctx, KVType type,
+                                                         uint64_t memory_budget) const override;
     // The chunks of a step one after another, each on its cache's stream
     // (a batched step is the kernel session's work).
-    void forward_step(const Segment* chunks, size_t n_chunks, const std::atomic<bool>* cancel) const override;
+    Status forward_step(const Segment* chunks, size_t n_chunks, const std::atomic<bool>* cancel) const override;
 
 private:
     friend class CudaKVCache;
@@ -277,11 +252,12 @@ void emulate_dequantize_row(GGMLType type, const void* row, size_t cols, float* 
 // A build that does not link smol::cuda: the seam still compiles and reports why
 // nothing runs (every entry point is Error(unsupported)).
 namespace cuda_detail {
-[[noreturn]] inline void not_built() {
-    detail::fail(ErrorKind::unsupported,
-                 "cuda: smol was built without its CUDA backend (configure with -DSMOL_CUDA=ON "
-                 "and link smol::cuda)");
+inline ErrorInfo not_built_error() {
+    return ErrorInfo{ErrorKind::unsupported,
+                     "cuda: smol was built without its CUDA backend (configure with -DSMOL_CUDA=ON "
+                     "and link smol::cuda)"};
 }
+[[noreturn]] inline void not_built() { detail::fail(not_built_error()); }
 }  // namespace cuda_detail
 inline bool cuda_available(std::string* why) {
     if (why) *why = "smol was built without its CUDA backend (SMOL_CUDA=OFF)";
@@ -295,14 +271,14 @@ inline int CudaModel::cuda_device() const noexcept { return -1; }
 inline std::string CudaModel::device_name() const { return "none"; }
 inline size_t CudaModel::weight_bytes() const noexcept { return 0; }
 inline std::string CudaModel::name() const { return "cuda (not built)"; }
-inline std::unique_ptr<BackendCache> CudaModel::make_cache(size_t, KVType, uint64_t) const {
-    cuda_detail::not_built();
+inline Expected<std::unique_ptr<BackendCache>> CudaModel::create_cache(size_t, KVType, uint64_t) const {
+    return cuda_detail::not_built_error();
 }
 inline void CudaModel::forward(const int32_t*, size_t, size_t, CudaKVCache&, float*, bool) const {
     cuda_detail::not_built();
 }
-inline void CudaModel::forward_step(const Segment*, size_t, const std::atomic<bool>*) const {
-    cuda_detail::not_built();
+inline Status CudaModel::forward_step(const Segment*, size_t, const std::atomic<bool>*) const {
+    return cuda_detail::not_built_error();
 }
 inline CudaKVCache::CudaKVCache(const CudaModel&, size_t) { cuda_detail::not_built(); }
 inline CudaKVCache::CudaKVCache(const std::shared_ptr<cuda_detail::ModelState>&, size_t) {

@@ -1,5 +1,6 @@
 // Little-endian byte (de)serialization of trivially copyable values, shared by
-// the GGUF writer, KVCache::serialize and the generator's session format.
+// the GGUF reader and writer, KVCache::serialize, the generator's session
+// format and the tests and tools that forge or patch such bytes.
 // smol targets little-endian hosts only (x86-64, aarch64), so this is a memcpy.
 #pragma once
 
@@ -30,6 +31,13 @@ inline T read_le(const uint8_t* base, size_t offset) noexcept {
     T value;
     std::memcpy(&value, base + offset, sizeof(T));
     return value;
+}
+
+// Overwrites the sizeof(T) bytes at base + offset; the caller has checked the bounds.
+template <class T>
+inline void write_le(uint8_t* base, size_t offset, T value) noexcept {
+    static_assert(std::is_trivially_copyable_v<T>, "write_le needs a trivially copyable T");
+    std::memcpy(base + offset, &value, sizeof(T));
 }
 
 }  // namespace detail

@@ -1,6 +1,6 @@
 // Sizes that come from a file or a caller: overflow-checked products and sums,
-// the memory budget they are checked against, and the conversion of an
-// allocation failure into smol::Error. A size computed from hostile numbers
+// the memory budget they are checked against (both as error values), and the
+// conversion of an allocation failure into smol::Error. A size computed from hostile numbers
 // must fail before anything is allocated (Linux overcommit may kill the
 // process instead of failing a too-large allocation, so a refusal has to come
 // from a check, not from operator new).
@@ -45,13 +45,13 @@ inline bool add_fits(uint64_t a, uint64_t b, uint64_t* out) noexcept {
 
 // The product of `factors`, or Error(resource) naming `what` when it does not
 // fit in 64 bits or in size_t (a 32-bit host cannot address it either).
-inline size_t checked_product(const std::string& what, std::initializer_list<uint64_t> factors) {
+inline Expected<size_t> checked_product(const std::string& what, std::initializer_list<uint64_t> factors) {
     uint64_t total = 1;
     for (uint64_t f : factors)
-        if (!mul_fits(total, f, &total))
-            fail(ErrorKind::resource, what + ": size overflows 64 bits");
+        if (!mul_fits(total, f, &total)) return ErrorInfo{ErrorKind::resource, what + ": size overflows 64 bits"};
     if (total > uint64_t(std::numeric_limits<size_t>::max()))
-        fail(ErrorKind::resource, what + ": " + std::to_string(total) + " bytes do not fit this host's address space");
+        return ErrorInfo{ErrorKind::resource,
+                         what + ": " + std::to_string(total) + " bytes do not fit this host's address space"};
     return size_t(total);
 }
 
@@ -73,18 +73,22 @@ inline uint64_t physical_memory_bytes() noexcept {
 
 // Error(resource) when `bytes` exceed the budget (0: physical memory; a system
 // that reports none imposes none).
-inline void check_budget(const std::string& what, uint64_t bytes, uint64_t budget) {
+inline Status check_budget(const std::string& what, uint64_t bytes, uint64_t budget) {
     const uint64_t limit = budget != 0 ? budget : physical_memory_bytes();
     if (limit != 0 && bytes > limit)
-        fail(ErrorKind::resource, what + " needs " + std::to_string(bytes) + " bytes, more than the memory budget of " +
-                                      std::to_string(limit) + " bytes");
+        return Status(ErrorKind::resource, what + " needs " + std::to_string(bytes) +
+                                               " bytes, more than the memory budget of " + std::to_string(limit) +
+                                               " bytes");
+    return {};
 }
 
 // Runs f() and turns a std::bad_alloc escaping it into Error(resource) naming
 // `what`: an allocation that passed the budget can still fail (address-space
 // limits, other processes), and the caller must see a typed error, not a raw
-// exception. Without exceptions a failed allocation ends the process (the
-// standard containers give no other way out).
+// exception. This form throws that error; catch_bad_alloc below returns it.
+// Without exceptions a failed allocation ends the process (the standard
+// containers give no other way out), so there is nothing to catch: the guard
+// is what lets these headers compile under -fno-exceptions.
 template <class F>
 decltype(auto) translate_bad_alloc(std::string_view what, F&& f) {
 #if SMOL_HAS_EXCEPTIONS
@@ -92,6 +96,22 @@ decltype(auto) translate_bad_alloc(std::string_view what, F&& f) {
         return std::forward<F>(f)();
     } catch (const std::bad_alloc&) {
         fail(ErrorKind::resource, std::string(what) + ": out of memory");
+    }
+#else
+    (void)what;
+    return std::forward<F>(f)();
+#endif
+}
+
+// As translate_bad_alloc, for an f() that returns a Status or an Expected: the
+// allocation failure comes back as that value (the try_* entry points).
+template <class F>
+auto catch_bad_alloc(std::string_view what, F&& f) -> decltype(std::forward<F>(f)()) {
+#if SMOL_HAS_EXCEPTIONS
+    try {
+        return std::forward<F>(f)();
+    } catch (const std::bad_alloc&) {
+        return ErrorInfo{ErrorKind::resource, std::string(what) + ": out of memory"};
     }
 #else
     (void)what;

@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "abi.hpp"
+#include "fnv.hpp"
 
 SMOL_NAMESPACE_BEGIN
 namespace detail {
@@ -110,10 +111,9 @@ size_t longest_probe(size_t capacity, Occupied occupied) {
 class SeededTextHash {
 public:
     explicit SeededTextHash(uint64_t seed = 0) noexcept : seed_(seed) {}
-    uint64_t start() const noexcept { return 0xcbf29ce484222325ull ^ seed_; }
+    uint64_t start() const noexcept { return kFnv1aOffset ^ seed_; }
     static uint64_t extend(uint64_t state, std::string_view s) noexcept {
-        for (unsigned char c : s) state = (state ^ c) * 0x100000001b3ull;
-        return state;
+        return fnv1a(s.data(), s.size(), state);
     }
     uint64_t finish(uint64_t state) const noexcept { return mix64(state ^ seed_); }
     uint64_t operator()(std::string_view s) const noexcept { return finish(extend(start(), s)); }

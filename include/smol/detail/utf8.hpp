@@ -1,7 +1,10 @@
-// UTF-8 validation for text that enters the generator (prompts, chat messages,
-// stop strings): strict RFC 3629 (no overlong forms, no surrogates, nothing
-// past U+10FFFF), reporting the byte offset of the first bad sequence so the
-// error message can point at it.
+// UTF-8 validation: the one decoder of Unicode's well-formed byte sequences
+// (Table 3-7, the strict RFC 3629 form: no overlongs, no surrogates, nothing
+// past U+10FFFF), scan_utf8, and the checks built on it for text that enters
+// the generator (prompts, chat messages, stop strings), which report the byte
+// offset of the first bad sequence so the error message can point at it. The
+// tokenizer's codec and the detokenizer's repair (text/unicode.hpp) use the
+// same scan_utf8.
 #pragma once
 
 #include "abi.hpp"
@@ -17,38 +20,63 @@
 SMOL_NAMESPACE_BEGIN
 namespace detail {
 
-// Offset of the first byte that does not start a valid UTF-8 sequence, or
-// std::string_view::npos when the whole text is valid.
+// What the bytes at a position hold.
+enum class Utf8Status : uint8_t {
+    complete,    // a whole character of `length` bytes, `codepoint` set
+    incomplete,  // a valid start of `length` bytes that the text ends inside
+    invalid,     // an ill-formed maximal subpart of `length` (>= 1) bytes
+};
+struct Utf8Scan {
+    Utf8Status status = Utf8Status::invalid;
+    uint32_t length = 0;
+    char32_t codepoint = 0;
+};
+
+// Classifies the character starting at text[0] (available > 0 bytes).
+inline Utf8Scan scan_utf8(const char* text, size_t available) noexcept {
+    const auto* p = reinterpret_cast<const unsigned char*>(text);
+    const unsigned char lead = p[0];
+    if (lead < 0x80) return {Utf8Status::complete, 1, lead};
+    uint32_t length;
+    unsigned char second_lo = 0x80, second_hi = 0xBF;  // allowed range of the second byte
+    char32_t cp;
+    if (lead >= 0xC2 && lead <= 0xDF) {
+        length = 2;
+        cp = lead & 0x1F;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+        length = 3;
+        cp = lead & 0x0F;
+        if (lead == 0xE0) second_lo = 0xA0;  // no overlongs
+        if (lead == 0xED) second_hi = 0x9F;  // no surrogates
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+        length = 4;
+        cp = lead & 0x07;
+        if (lead == 0xF0) second_lo = 0x90;  // no overlongs
+        if (lead == 0xF4) second_hi = 0x8F;  // nothing past U+10FFFF
+    } else {
+        return {Utf8Status::invalid, 1, lead};  // 80..C1 (continuation, overlong lead), F5..FF
+    }
+    for (uint32_t i = 1; i < length; ++i) {
+        if (i >= available) return {Utf8Status::incomplete, i, 0};
+        const unsigned char lo = (i == 1) ? second_lo : 0x80, hi = (i == 1) ? second_hi : 0xBF;
+        if (p[i] < lo || p[i] > hi) return {Utf8Status::invalid, i, 0};
+        cp = cp << 6 | (p[i] & 0x3F);
+    }
+    return {Utf8Status::complete, length, cp};
+}
+
+// Offset of the first byte that does not start a complete, valid UTF-8
+// sequence, or std::string_view::npos when the whole text is valid.
 inline size_t find_invalid_utf8(std::string_view text) noexcept {
-    const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
-    const size_t size = text.size();
     size_t i = 0;
-    while (i < size) {
-        const unsigned char lead = bytes[i];
-        if (lead < 0x80) {
+    while (i < text.size()) {
+        if (static_cast<unsigned char>(text[i]) < 0x80) {  // ASCII, most of any text: no call
             ++i;
             continue;
         }
-        size_t length = 0;
-        unsigned char low = 0x80, high = 0xBF;  // allowed range of the second byte
-        if (lead >= 0xC2 && lead <= 0xDF) {
-            length = 2;
-        } else if (lead >= 0xE0 && lead <= 0xEF) {
-            length = 3;
-            if (lead == 0xE0) low = 0xA0;        // overlong
-            else if (lead == 0xED) high = 0x9F;  // surrogates
-        } else if (lead >= 0xF0 && lead <= 0xF4) {
-            length = 4;
-            if (lead == 0xF0) low = 0x90;        // overlong
-            else if (lead == 0xF4) high = 0x8F;  // past U+10FFFF
-        } else {
-            return i;  // continuation byte, C0/C1, or F5..FF
-        }
-        if (size - i < length) return i;
-        if (bytes[i + 1] < low || bytes[i + 1] > high) return i;
-        for (size_t k = 2; k < length; ++k)
-            if ((bytes[i + k] & 0xC0) != 0x80) return i;
-        i += length;
+        const Utf8Scan scan = scan_utf8(text.data() + i, text.size() - i);
+        if (scan.status != Utf8Status::complete) return i;
+        i += scan.length;
     }
     return std::string_view::npos;
 }

@@ -15,6 +15,8 @@
 //   requested_cpu_level() the level named by the SMOL_CPU environment variable,
 //                   or best; Error(invalid_argument) if SMOL_CPU names a level this
 //                   build does not know or this CPU cannot run.
+//                   try_requested_cpu_level() returns that error as a value (as
+//                   try_resolve_cpu_level() does for resolve_cpu_level()).
 //
 // Detection is done once per process (a function-local static) and never
 // uses instructions the CPU might lack: cpuid and xgetbv exist on every
@@ -204,29 +206,33 @@ inline std::string supported_cpu_levels() {
 
 // `level` itself when this CPU runs it (best for automatic), else
 // Error(invalid_argument) naming what it can run. `what` prefixes the message.
-inline CpuLevel resolve_cpu_level(CpuLevel level, const std::string& what) {
+inline Expected<CpuLevel> try_resolve_cpu_level(CpuLevel level, const std::string& what) {
     if (level == CpuLevel::automatic) return best_cpu_level();
     size_t count = 0;
     const CpuLevel* levels = compiled_cpu_levels(count);
     bool compiled = false;
     for (size_t i = 0; i < count; ++i) compiled = compiled || levels[i] == level;
     if (!compiled || !cpu_supports(level))
-        smol::detail::fail(ErrorKind::invalid_argument,
-                           what + ": this CPU cannot run the '" + cpu_level_name(level) +
-                               "' kernels (it runs: " + supported_cpu_levels() + ")");
+        return ErrorInfo{ErrorKind::invalid_argument, what + ": this CPU cannot run the '" + cpu_level_name(level) +
+                                                          "' kernels (it runs: " + supported_cpu_levels() + ")"};
     return level;
 }
+inline CpuLevel resolve_cpu_level(CpuLevel level, const std::string& what) {
+    return smol::detail::value_or_fail(try_resolve_cpu_level(level, what));
+}
 
-// SMOL_CPU from the environment (unset or empty: automatic), resolved.
-inline CpuLevel requested_cpu_level() {
+// SMOL_CPU from the environment (unset or empty: automatic), resolved; a name
+// that is no level, or a level this CPU cannot run, is Error(invalid_argument).
+inline Expected<CpuLevel> try_requested_cpu_level() {
     const char* env = std::getenv("SMOL_CPU");
     if (env == nullptr || *env == '\0') return best_cpu_level();
     const std::optional<CpuLevel> level = parse_cpu_level(env);
     if (!level)
-        smol::detail::fail(ErrorKind::invalid_argument,
-                           std::string("SMOL_CPU=") + env +
-                               " is not a kernel level (known: auto, scalar, avx2, avxvnni, avx512, neon, dotprod)");
-    return resolve_cpu_level(*level, std::string("SMOL_CPU=") + env);
+        return ErrorInfo{ErrorKind::invalid_argument,
+                         std::string("SMOL_CPU=") + env +
+                             " is not a kernel level (known: auto, scalar, avx2, avxvnni, avx512, neon, dotprod)"};
+    return try_resolve_cpu_level(*level, std::string("SMOL_CPU=") + env);
 }
+inline CpuLevel requested_cpu_level() { return smol::detail::value_or_fail(try_requested_cpu_level()); }
 
 SMOL_NAMESPACE_END

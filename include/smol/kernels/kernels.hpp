@@ -7,12 +7,13 @@
 //
 // Public API (namespace smol):
 //
-//   struct WeightMatrix { GGMLType type; const void* data; size_t rows, cols, row_bytes; };
-//       rows = output features, cols = input features (= GGUF dims[0]); row r is
-//       row_bytes bytes at data + r * row_bytes (the GGUF layout), at any alignment.
+//   struct WeightMatrix   the host view of one matrix (quant/weight_matrix.hpp):
+//       type, data, rows = output features, cols = input features (= GGUF dims[0]),
+//       row_bytes, name; row r is row_bytes bytes at data + r * row_bytes, any alignment.
 //   WeightMatrix make_weight_matrix(GGMLType type, const void* data, size_t rows, size_t cols,
-//                                   const std::string& name = "");
-//       checks the type is supported and cols fits its block size (Error names `name`).
+//                                   std::string_view name = {});
+//       checks the type is supported and cols fits its block size (Error names `name`);
+//       the result keeps `name`, so it must outlive the matrix like the bytes.
 //   bool is_supported_weight_type(GGMLType);   // the kWeightTypes table (weight_types.hpp)
 //   ActivationType activation_type_for(GGMLType weight_type);
 //       Q8_K32 for Q4_K/Q5_K/Q6_K, Q8_0 for Q8_0, F32 for F32/F16/BF16
@@ -54,14 +55,17 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "../core/tensor.hpp"
 #include "../core/threadpool.hpp"
+#include "../detail/aligned.hpp"
 #include "../error.hpp"
 #include "../quant/blocks.hpp"
 #include "../quant/types.hpp"
+#include "../quant/weight_matrix.hpp"
 #include "activations.hpp"
 #include "dispatch.hpp"
 #include "kernel_set.hpp"
@@ -69,16 +73,6 @@
 #include "weight_types.hpp"
 
 SMOL_NAMESPACE_BEGIN
-
-// ---- ISA-independent description of a weight matrix ------------------------------
-
-struct WeightMatrix {
-    GGMLType type = GGMLType::F32;
-    const void* data = nullptr;
-    size_t rows = 0;       // output features
-    size_t cols = 0;       // input features (GGUF dims[0])
-    size_t row_bytes = 0;  // bytes from one row to the next
-};
 
 // The format activations must be in to meet a weight of this type.
 inline ActivationType activation_type_for(GGMLType weight_type) {
@@ -90,8 +84,9 @@ inline ActivationType activation_type_for(GGMLType weight_type) {
 }
 
 inline WeightMatrix make_weight_matrix(GGMLType type, const void* data, size_t rows, size_t cols,
-                                       const std::string& name = "") {
-    const std::string what = name.empty() ? std::string("weight matrix") : "tensor '" + name + "'";
+                                       std::string_view name = {}) {
+    const std::string what =
+        name.empty() ? std::string("weight matrix") : "tensor '" + std::string(name) + "'";
     if (!is_supported_weight_type(type)) {
         smol::detail::fail(ErrorKind::unsupported,
                      what + ": type " + type_name(type) + " has no matmul kernel");
@@ -103,7 +98,7 @@ inline WeightMatrix make_weight_matrix(GGMLType type, const void* data, size_t r
                                            " block size " + std::to_string(block));
     }
     if (data == nullptr && rows != 0) smol::detail::fail(ErrorKind::invalid_argument, what + ": no data");
-    return WeightMatrix{type, data, rows, cols, smol::row_bytes(type, cols)};
+    return WeightMatrix{type, static_cast<const uint8_t*>(data), rows, cols, smol::row_bytes(type, cols), name};
 }
 
 // One matrix of a matmul_batch: y[t * y_stride + r] = dot(row r of w, token t).
@@ -204,8 +199,8 @@ public:
 
 private:
     const kernels::KernelSet* kernels_;
-    AlignedBuffer buffer_;         // n_tokens rows of row_bytes_, natural layout, grows only
-    AlignedBuffer kernel_buffer_;  // the permuted copy, when the kernels want one
+    smol::detail::AlignedBuffer buffer_;         // n_tokens rows of row_bytes_, natural layout, grows only
+    smol::detail::AlignedBuffer kernel_buffer_;  // the permuted copy, when the kernels want one
     const uint8_t* kernel_layout_ = nullptr;
     ActivationType type_ = ActivationType::F32;
     size_t n_tokens_ = 0;
@@ -280,7 +275,7 @@ inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedIn
             chunk_rows = std::max<size_t>(4, (48 * 1024 / w.row_bytes) / 4 * 4);
             chunk_rows = std::min(chunk_rows, std::max<size_t>(4, (w.rows / n_threads + 3) / 4 * 4));
         }
-        plans[j] = Plan{static_cast<const uint8_t*>(w.data), chunk_rows, n_chunks,
+        plans[j] = Plan{w.data, chunk_rows, n_chunks,
                         x.kernels().tile(w.type, kernels::kMaxTileCols),
                         tail_cols ? x.kernels().tile(w.type, tail_cols) : nullptr};
         n_chunks += (w.rows + chunk_rows - 1) / chunk_rows;
@@ -321,11 +316,10 @@ inline void matmul(const WeightMatrix& w, const QuantizedInput& x, float* y, siz
 
 inline void matmul_reference(const WeightMatrix& w, const QuantizedInput& x, float* y, size_t y_stride) {
     kernels::check_matmul_args(w, x, y);
-    const uint8_t* weights = static_cast<const uint8_t*>(w.data);
     const ReferenceDot reference = weight_type_info(w.type)->dot_reference;
     for (size_t t = 0; t < x.n_tokens(); ++t) {
         for (size_t r = 0; r < w.rows; ++r) {
-            y[t * y_stride + r] = reference(weights + r * w.row_bytes, x.row(t), w.cols);
+            y[t * y_stride + r] = reference(w.row(r), x.row(t), w.cols);
         }
     }
 }

@@ -45,7 +45,9 @@
 // one reader). restore() takes either element type and converts if the cache
 // stores another one (the CPU cache adopts the saved type instead).
 //
-// Errors: smol::Error. A check that fails changes nothing.
+// Errors: each fallible call has a try_* form that returns the error as a
+// Status / Expected (error.hpp) and a plain form that throws it as
+// smol::Error. A check that fails changes nothing.
 #pragma once
 
 #include "../detail/abi.hpp"
@@ -134,6 +136,10 @@ public:
     // version: Error(unsupported). On error the cache is unchanged (a device
     // copy that fails half way leaves it empty).
     virtual void restore(const void* data, size_t bytes) = 0;
+    // As restore(), with those errors as a value. This default checks the
+    // bytes first, so restore() then meets only failures of the device; the
+    // CPU cache overrides it to report its memory budget as a value too.
+    virtual Status try_restore(const void* data, size_t bytes);
     // An independent copy of the valid prefix, same n_ctx (a forked session).
     virtual std::unique_ptr<BackendCache> clone() const = 0;
 
@@ -200,17 +206,34 @@ public:
     // min(4096, context length); 0 or more than the context length is
     // Error(invalid_argument); a size over `memory_budget` (0: physical memory)
     // is Error(resource); a type the backend cannot store is Error(unsupported).
-    virtual std::unique_ptr<BackendCache> make_cache(size_t n_ctx = BackendCache::kDefaultSize,
-                                                     KVType type = KVType::f16,
-                                                     uint64_t memory_budget = 0) const = 0;
+    // try_make_cache returns these errors as a value (and, with exceptions, a
+    // failed allocation as Error(resource)); make_cache throws them.
+    Expected<std::unique_ptr<BackendCache>> try_make_cache(size_t n_ctx = BackendCache::kDefaultSize,
+                                                           KVType type = KVType::f16,
+                                                           uint64_t memory_budget = 0) const {
+        return detail::catch_bad_alloc("KVCache", [&] { return create_cache(n_ctx, type, memory_budget); });
+    }
+    std::unique_ptr<BackendCache> make_cache(size_t n_ctx = BackendCache::kDefaultSize, KVType type = KVType::f16,
+                                             uint64_t memory_budget = 0) const {
+        return detail::value_or_fail(try_make_cache(n_ctx, type, memory_budget));
+    }
 
     // Runs every segment (see the top of this file). After it returns each
-    // cache's size() is its start + n_tokens. After an exception (cancelled
+    // cache's size() is its start + n_tokens. After an error (cancelled
     // included) each cache covers exactly the steps that completed: start +
     // k * chunk for some k, or the whole segment; a failed check changes nothing.
+    // try_forward returns the errors (argument checks, Error(cancelled) and,
+    // with exceptions, a failed allocation as Error(resource)) as a value;
+    // forward throws them.
+    Status try_forward(const Segment* segments, size_t n_segments, const ForwardOptions& options = {}) const {
+        SMOL_TRY(check_segments(segments, n_segments));
+        return detail::catch_bad_alloc("forward", [&] { return run_steps(segments, n_segments, options); });
+    }
+    Status try_forward(const Segment& segment, const ForwardOptions& options = {}) const {
+        return try_forward(&segment, 1, options);
+    }
     void forward(const Segment* segments, size_t n_segments, const ForwardOptions& options = {}) const {
-        check_segments(segments, n_segments);
-        detail::translate_bad_alloc("forward", [&] { run_steps(segments, n_segments, options); });
+        detail::ok_or_fail(try_forward(segments, n_segments, options));
     }
     void forward(const Segment& segment, const ForwardOptions& options = {}) const {
         forward(&segment, 1, options);
@@ -234,8 +257,13 @@ protected:
     // vocabulary; logits null when not wanted, else [vocab] for the chunk's last
     // position or [n_tokens][vocab] with all_logits). Writes K/V of positions
     // [start, start + n_tokens) of each; forward() sets the sizes afterwards. May
-    // throw Error(cancelled) when *cancel is set.
-    virtual void forward_step(const Segment* chunks, size_t n_chunks, const std::atomic<bool>* cancel) const = 0;
+    // return Error(cancelled) when *cancel is set (then the step's caches hold
+    // no new valid positions: forward() leaves their sizes where they were).
+    virtual Status forward_step(const Segment* chunks, size_t n_chunks, const std::atomic<bool>* cancel) const = 0;
+
+    // make_cache's work (see there), its errors as a value.
+    virtual Expected<std::unique_ptr<BackendCache>> create_cache(size_t n_ctx, KVType type,
+                                                                 uint64_t memory_budget) const = 0;
 
     Device device_ = Device::cpu;
     // Identifies the caches this backend may run: BackendCache::owner_ must be
@@ -247,45 +275,44 @@ protected:
 
 private:
     // The checks build no string unless one fails (they run on every decode step).
-    [[noreturn]] static void fail_at(ErrorKind kind, size_t segment, size_t n_segments, const std::string& what) {
-        detail::fail(kind, (n_segments > 1 ? "forward (segment " + std::to_string(segment) + "): " : "forward: ") +
-                               what);
-    }
-
-    void check_segments(const Segment* segments, size_t n_segments) const {
-        if (segments == nullptr || n_segments == 0)
-            detail::fail(ErrorKind::invalid_argument, "forward: no segments");
+    Status check_segments(const Segment* segments, size_t n_segments) const {
+        if (segments == nullptr || n_segments == 0) return Status(ErrorKind::invalid_argument, "forward: no segments");
         for (size_t s = 0; s < n_segments; ++s) {
             const Segment& seg = segments[s];
-            auto fail = [&](ErrorKind kind, const std::string& what) { fail_at(kind, s, n_segments, what); };
-            if (seg.n_tokens == 0 || seg.tokens == nullptr) fail(ErrorKind::invalid_argument, "no tokens");
-            if (seg.logits == nullptr) fail(ErrorKind::invalid_argument, "no logits buffer");
-            if (seg.cache == nullptr) fail(ErrorKind::invalid_argument, "no KV cache");
+            auto refuse = [&](ErrorKind kind, const std::string& what) {
+                return Status(kind, (n_segments > 1 ? "forward (segment " + std::to_string(s) + "): " : "forward: ") +
+                                        what);
+            };
+            if (seg.n_tokens == 0 || seg.tokens == nullptr) return refuse(ErrorKind::invalid_argument, "no tokens");
+            if (seg.logits == nullptr) return refuse(ErrorKind::invalid_argument, "no logits buffer");
+            if (seg.cache == nullptr) return refuse(ErrorKind::invalid_argument, "no KV cache");
             const BackendCache& kv = *seg.cache;
             if (kv.device_ != device_ || kv.owner_ != cache_owner_)
-                fail(ErrorKind::invalid_argument, "the KV cache belongs to another backend (a " +
-                                                      std::string(device_name(kv.device_)) + " cache on the " +
-                                                      device_name(device_) + " backend)");
+                return refuse(ErrorKind::invalid_argument, "the KV cache belongs to another backend (a " +
+                                                               std::string(device_name(kv.device_)) + " cache on the " +
+                                                               device_name(device_) + " backend)");
             if (kv.n_layers_ != n_layers_ || kv.n_kv_heads_ != n_kv_heads_ || kv.head_dim_ != head_dim_)
-                fail(ErrorKind::invalid_argument, "the KV cache was made for another model geometry");
+                return refuse(ErrorKind::invalid_argument, "the KV cache was made for another model geometry");
             for (size_t other = 0; other < s; ++other)
                 if (segments[other].cache == seg.cache)
-                    fail(ErrorKind::invalid_argument, "the same KV cache is in segments " + std::to_string(other) +
-                                                          " and " + std::to_string(s));
+                    return refuse(ErrorKind::invalid_argument, "the same KV cache is in segments " +
+                                                                   std::to_string(other) + " and " + std::to_string(s));
             if (seg.start > kv.size_)
-                fail(ErrorKind::out_of_range, "start position " + std::to_string(seg.start) + " is past the " +
-                                                  std::to_string(kv.size_) + " cached positions");
+                return refuse(ErrorKind::out_of_range, "start position " + std::to_string(seg.start) + " is past the " +
+                                                           std::to_string(kv.size_) + " cached positions");
             if (seg.n_tokens > kv.n_ctx_ || seg.start > kv.n_ctx_ - seg.n_tokens)
-                fail(ErrorKind::out_of_range, "positions " + std::to_string(seg.start) + ".." +
-                                                  std::to_string(seg.start + seg.n_tokens - 1) +
-                                                  " exceed the context of " + std::to_string(kv.n_ctx_) +
-                                                  " positions");
+                return refuse(ErrorKind::out_of_range, "positions " + std::to_string(seg.start) + ".." +
+                                                           std::to_string(seg.start + seg.n_tokens - 1) +
+                                                           " exceed the context of " + std::to_string(kv.n_ctx_) +
+                                                           " positions");
             for (size_t i = 0; i < seg.n_tokens; ++i)
                 if (seg.tokens[i] < 0 || size_t(seg.tokens[i]) >= vocab_size_)
-                    fail(ErrorKind::invalid_argument, "token id " + std::to_string(seg.tokens[i]) + " at index " +
-                                                          std::to_string(i) + " is outside the vocabulary of " +
-                                                          std::to_string(vocab_size_));
+                    return refuse(ErrorKind::invalid_argument, "token id " + std::to_string(seg.tokens[i]) +
+                                                                   " at index " + std::to_string(i) +
+                                                                   " is outside the vocabulary of " +
+                                                                   std::to_string(vocab_size_));
         }
+        return {};
     }
 
     // The chunk of `seg` that starts `done` tokens in.
@@ -301,7 +328,7 @@ private:
         return c;
     }
 
-    void run_steps(const Segment* segments, size_t n_segments, const ForwardOptions& options) const {
+    Status run_steps(const Segment* segments, size_t n_segments, const ForwardOptions& options) const {
         size_t chunk = options.chunk_size ? options.chunk_size : default_chunk_;
         if (max_chunk_ && chunk > max_chunk_) chunk = max_chunk_;
         size_t longest = 0;
@@ -313,23 +340,24 @@ private:
         if (n_segments == 1) {  // the decode path: no allocation
             const Segment& seg = segments[0];
             for (size_t done = 0; done < seg.n_tokens; done += chunk) {
-                if (cancelled()) detail::fail(ErrorKind::cancelled, "forward: cancelled");
+                if (cancelled()) return Status(ErrorKind::cancelled, "forward: cancelled");
                 const Segment c = chunk_of(seg, done, chunk);
-                forward_step(&c, 1, options.cancel);
+                SMOL_TRY(forward_step(&c, 1, options.cancel));
                 seg.cache->size_ = c.start + c.n_tokens;
             }
-            return;
+            return {};
         }
         std::vector<Segment> step;
         step.reserve(n_segments);
         for (size_t done = 0; done < longest; done += chunk) {
-            if (cancelled()) detail::fail(ErrorKind::cancelled, "forward: cancelled");
+            if (cancelled()) return Status(ErrorKind::cancelled, "forward: cancelled");
             step.clear();
             for (size_t s = 0; s < n_segments; ++s)
                 if (done < segments[s].n_tokens) step.push_back(chunk_of(segments[s], done, chunk));
-            forward_step(step.data(), step.size(), options.cancel);
+            SMOL_TRY(forward_step(step.data(), step.size(), options.cancel));
             for (const Segment& c : step) c.cache->size_ = c.start + c.n_tokens;
         }
+        return {};
     }
 };
 
@@ -360,27 +388,29 @@ inline void append_kv_header(std::vector<uint8_t>& out, KVType type, size_t n_la
 }
 
 // Validates serialized bytes for a cache of the given geometry and n_ctx.
-inline KVImage parse_kv_image(const void* data, size_t bytes, size_t n_layers, size_t n_kv_heads,
-                              size_t head_dim, size_t n_ctx) {
+inline Expected<KVImage> try_parse_kv_image(const void* data, size_t bytes, size_t n_layers, size_t n_kv_heads,
+                                            size_t head_dim, size_t n_ctx) {
     const uint8_t* p = static_cast<const uint8_t*>(data);
-    if (!p || bytes < kKVHeaderBytes) fail(ErrorKind::format, "KVCache: serialized cache is truncated (header)");
-    if (read_le<uint32_t>(p, 0) != kKVMagic) fail(ErrorKind::format, "KVCache: not a serialized cache (bad magic)");
+    if (!p || bytes < kKVHeaderBytes)
+        return ErrorInfo{ErrorKind::format, "KVCache: serialized cache is truncated (header)"};
+    if (read_le<uint32_t>(p, 0) != kKVMagic)
+        return ErrorInfo{ErrorKind::format, "KVCache: not a serialized cache (bad magic)"};
     if (read_le<uint32_t>(p, 4) != kKVVersion)
-        fail(ErrorKind::unsupported,
-             "KVCache: unsupported serialization version " + std::to_string(read_le<uint32_t>(p, 4)));
+        return ErrorInfo{ErrorKind::unsupported,
+                         "KVCache: unsupported serialization version " + std::to_string(read_le<uint32_t>(p, 4))};
     const uint32_t type = read_le<uint32_t>(p, 8);
     if (type != uint32_t(KVType::f16) && type != uint32_t(KVType::f32))
-        fail(ErrorKind::format, "KVCache: unknown element type " + std::to_string(type));
+        return ErrorInfo{ErrorKind::format, "KVCache: unknown element type " + std::to_string(type)};
     const size_t layers = read_le<uint32_t>(p, 12), heads = read_le<uint32_t>(p, 16), dim = read_le<uint32_t>(p, 20);
     const uint64_t size = read_le<uint64_t>(p, 24);
     if (layers != n_layers || heads != n_kv_heads || dim != head_dim)
-        fail(ErrorKind::shape, "KVCache: serialized cache has " + std::to_string(layers) + " layers x " +
-                                   std::to_string(heads) + " kv heads x " + std::to_string(dim) +
-                                   " dims, the model has " + std::to_string(n_layers) + " x " +
-                                   std::to_string(n_kv_heads) + " x " + std::to_string(head_dim));
+        return ErrorInfo{ErrorKind::shape, "KVCache: serialized cache has " + std::to_string(layers) + " layers x " +
+                                               std::to_string(heads) + " kv heads x " + std::to_string(dim) +
+                                               " dims, the model has " + std::to_string(n_layers) + " x " +
+                                               std::to_string(n_kv_heads) + " x " + std::to_string(head_dim)};
     if (size > n_ctx)
-        fail(ErrorKind::out_of_range, "KVCache: serialized cache holds " + std::to_string(size) +
-                                          " positions, more than n_ctx " + std::to_string(n_ctx));
+        return ErrorInfo{ErrorKind::out_of_range, "KVCache: serialized cache holds " + std::to_string(size) +
+                                                      " positions, more than n_ctx " + std::to_string(n_ctx)};
     KVImage image;
     image.type = KVType(type);
     image.size = size_t(size);
@@ -389,16 +419,27 @@ inline KVImage parse_kv_image(const void* data, size_t bytes, size_t n_layers, s
     // buffer and send a copy past its end.
     size_t payload = 2;
     for (const size_t factor : {layers, heads, size_t(size), image.row_bytes}) {
-        if (factor != 0 && payload > SIZE_MAX / factor) fail(ErrorKind::format, "KVCache: serialized cache size overflows");
+        if (factor != 0 && payload > SIZE_MAX / factor)
+            return ErrorInfo{ErrorKind::format, "KVCache: serialized cache size overflows"};
         payload *= factor;
     }
     if (bytes - kKVHeaderBytes != payload)
-        fail(ErrorKind::format, "KVCache: serialized cache has " + std::to_string(bytes - kKVHeaderBytes) +
-                                    " payload bytes, expected " + std::to_string(payload));
+        return ErrorInfo{ErrorKind::format, "KVCache: serialized cache has " + std::to_string(bytes - kKVHeaderBytes) +
+                                                " payload bytes, expected " + std::to_string(payload)};
     image.payload = p + kKVHeaderBytes;
     return image;
 }
+inline KVImage parse_kv_image(const void* data, size_t bytes, size_t n_layers, size_t n_kv_heads, size_t head_dim,
+                              size_t n_ctx) {
+    return value_or_fail(try_parse_kv_image(data, bytes, n_layers, n_kv_heads, head_dim, n_ctx));
+}
 
 }  // namespace detail
+
+inline Status BackendCache::try_restore(const void* data, size_t bytes) {
+    SMOL_TRY(detail::try_parse_kv_image(data, bytes, n_layers_, n_kv_heads_, head_dim_, n_ctx_));
+    restore(data, bytes);
+    return {};
+}
 
 SMOL_NAMESPACE_END

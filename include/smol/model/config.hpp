@@ -12,6 +12,7 @@
 // A missing required key is ErrorKind::missing, an impossible value (zero,
 // heads not dividing, odd head_dim, ...) is ErrorKind::format, another
 // architecture is ErrorKind::unsupported; every message names the key.
+// try_from_gguf returns these errors as values, from_gguf throws them.
 //
 // SmolLM3 facts that are implied by the architecture rather than stored:
 // every 4th layer (index 3, 7, 11, ...) uses no positional encoding (NoPE),
@@ -53,109 +54,107 @@ struct Config {
         return nope_interval == 0 || (layer + 1) % nope_interval != 0;
     }
 
-    // Reads and validates the config of a SmolLM3 GGUF file.
-    static Config from_gguf(const gguf::File& file) {
+    // Reads and validates the config of a SmolLM3 GGUF file; try_from_gguf
+    // returns the error as a value, from_gguf throws it.
+    static Expected<Config> try_from_gguf(const gguf::File& file) {
         const std::string& source = file.source();
-        const auto arch = file.get<std::string>("general.architecture");
+        SMOL_TRY_ASSIGN(const auto arch, file.try_get<std::string>("general.architecture"));
         if (arch != "smollm3")
-            detail::fail(ErrorKind::unsupported, "model: " + source + ": general.architecture is '" +
-                                                     arch + "', smol runs only 'smollm3'");
+            return ErrorInfo{ErrorKind::unsupported, "model: " + source + ": general.architecture is '" + arch +
+                                                         "', smol runs only 'smollm3'"};
         Config c;
         c.architecture = arch;
         const std::string p = arch + ".";
-        auto required = [&](const std::string& key) -> uint64_t {
-            const uint64_t v = file.get<uint64_t>(p + key);
+        auto required = [&](const std::string& key) -> Expected<uint64_t> {
+            SMOL_TRY_ASSIGN(const uint64_t v, file.try_get<uint64_t>(p + key));
             if (v == 0 || v > (uint64_t(1) << 31))
-                detail::fail(ErrorKind::format, "model: " + source + ": key '" + p + key +
-                                                    "' = " + std::to_string(v) +
-                                                    " is out of range");
+                return ErrorInfo{ErrorKind::format, "model: " + source + ": key '" + p + key + "' = " +
+                                                        std::to_string(v) + " is out of range"};
             return v;
         };
-        auto optional = [&](const std::string& key, uint64_t fallback) -> uint64_t {
+        auto optional = [&](const std::string& key, uint64_t fallback) -> Expected<uint64_t> {
             if (!file.has(p + key)) return fallback;
             return required(key);
         };
-        c.n_layers = size_t(required("block_count"));
-        c.hidden = size_t(required("embedding_length"));
-        c.ffn = size_t(required("feed_forward_length"));
-        c.n_heads = size_t(required("attention.head_count"));
-        c.context_length = size_t(required("context_length"));
-        c.n_kv_heads = size_t(optional("attention.head_count_kv", c.n_heads));
+        SMOL_TRY_ASSIGN(c.n_layers, required("block_count"));
+        SMOL_TRY_ASSIGN(c.hidden, required("embedding_length"));
+        SMOL_TRY_ASSIGN(c.ffn, required("feed_forward_length"));
+        SMOL_TRY_ASSIGN(c.n_heads, required("attention.head_count"));
+        SMOL_TRY_ASSIGN(c.context_length, required("context_length"));
+        SMOL_TRY_ASSIGN(c.n_kv_heads, optional("attention.head_count_kv", c.n_heads));
         if (!file.has(p + "attention.key_length") && c.hidden % c.n_heads != 0)
-            detail::fail(ErrorKind::format, "model: " + source + ": key '" + p +
-                                                "embedding_length' " + std::to_string(c.hidden) +
-                                                " is not divisible by attention.head_count " +
-                                                std::to_string(c.n_heads));
-        c.head_dim = size_t(optional("attention.key_length", c.hidden / c.n_heads));
-        if (file.has(p + "attention.value_length") &&
-            required("attention.value_length") != c.head_dim)
-            detail::fail(ErrorKind::unsupported,
-                         "model: " + source + ": key '" + p +
-                             "attention.value_length' differs from the key length");
-        c.rope_dims = size_t(optional("rope.dimension_count", c.head_dim));
-        c.rope_freq_base = file.get<float>(p + "rope.freq_base");
-        c.rms_eps = file.get<float>(p + "attention.layer_norm_rms_epsilon");
+            return ErrorInfo{ErrorKind::format, "model: " + source + ": key '" + p + "embedding_length' " +
+                                                    std::to_string(c.hidden) +
+                                                    " is not divisible by attention.head_count " +
+                                                    std::to_string(c.n_heads)};
+        SMOL_TRY_ASSIGN(c.head_dim, optional("attention.key_length", c.hidden / c.n_heads));
+        if (file.has(p + "attention.value_length")) {
+            SMOL_TRY_ASSIGN(const uint64_t value_length, required("attention.value_length"));
+            if (value_length != c.head_dim)
+                return ErrorInfo{ErrorKind::unsupported, "model: " + source + ": key '" + p +
+                                                             "attention.value_length' differs from the key length"};
+        }
+        SMOL_TRY_ASSIGN(c.rope_dims, optional("rope.dimension_count", c.head_dim));
+        SMOL_TRY_ASSIGN(c.rope_freq_base, file.try_get<float>(p + "rope.freq_base"));
+        SMOL_TRY_ASSIGN(c.rms_eps, file.try_get<float>(p + "attention.layer_norm_rms_epsilon"));
 
         // The vocabulary: the explicit key, else the tokenizer's token list; when both
         // exist they must agree (logit i is token i).
         std::optional<uint64_t> token_count;
         if (const gguf::Value* tokens = file.find_value("tokenizer.ggml.tokens")) {
             if (tokens->type() != gguf::ValueType::array)
-                detail::fail(ErrorKind::type,
-                             "model: " + source + ": key 'tokenizer.ggml.tokens' is not an array");
+                return ErrorInfo{ErrorKind::type, "model: " + source + ": key 'tokenizer.ggml.tokens' is not an array"};
             token_count = tokens->as_array().size();
         }
         if (file.has(p + "vocab_size")) {
-            c.vocab_size = size_t(required("vocab_size"));
+            SMOL_TRY_ASSIGN(c.vocab_size, required("vocab_size"));
             if (token_count && *token_count != c.vocab_size)
-                detail::fail(ErrorKind::shape, "model: " + source + ": key '" + p + "vocab_size' = " +
-                                                   std::to_string(c.vocab_size) +
-                                                   " but 'tokenizer.ggml.tokens' has " +
-                                                   std::to_string(*token_count) + " tokens");
+                return ErrorInfo{ErrorKind::shape, "model: " + source + ": key '" + p + "vocab_size' = " +
+                                                       std::to_string(c.vocab_size) +
+                                                       " but 'tokenizer.ggml.tokens' has " +
+                                                       std::to_string(*token_count) + " tokens"};
         } else if (token_count && *token_count > 0) {
             c.vocab_size = size_t(*token_count);
         } else {
-            detail::fail(ErrorKind::missing, "model: " + source + ": missing metadata key '" + p +
-                                                 "vocab_size' (and no 'tokenizer.ggml.tokens')");
+            return ErrorInfo{ErrorKind::missing, "model: " + source + ": missing metadata key '" + p +
+                                                     "vocab_size' (and no 'tokenizer.ggml.tokens')"};
         }
 
-        if (const auto scaling = file.find<std::string>(p + "rope.scaling.type")) {
-            if (*scaling != "none")
-                detail::fail(ErrorKind::unsupported, "model: " + source + ": key '" + p +
-                                                         "rope.scaling.type' = '" + *scaling +
-                                                         "' (smol implements plain RoPE only)");
-        }
-        c.validate(source);
+        SMOL_TRY_ASSIGN(const auto scaling, file.try_find<std::string>(p + "rope.scaling.type"));
+        if (scaling && *scaling != "none")
+            return ErrorInfo{ErrorKind::unsupported, "model: " + source + ": key '" + p + "rope.scaling.type' = '" +
+                                                         *scaling + "' (smol implements plain RoPE only)"};
+        SMOL_TRY(c.try_validate(source));
         return c;
     }
+    static Config from_gguf(const gguf::File& file) { return detail::value_or_fail(try_from_gguf(file)); }
 
     // Checks the relations between the fields; `source` names the file in messages.
-    void validate(const std::string& source = "<config>") const {
-        auto bad = [&](const std::string& what) {
-            detail::fail(ErrorKind::format, "model: " + source + ": " + what);
-        };
+    Status try_validate(const std::string& source = "<config>") const {
+        auto bad = [&](const std::string& what) { return Status(ErrorKind::format, "model: " + source + ": " + what); };
         const std::string p = architecture + ".";
-        if (n_layers == 0) bad("key '" + p + "block_count' must be positive");
-        if (hidden == 0) bad("key '" + p + "embedding_length' must be positive");
-        if (ffn == 0) bad("key '" + p + "feed_forward_length' must be positive");
-        if (n_heads == 0) bad("key '" + p + "attention.head_count' must be positive");
+        if (n_layers == 0) return bad("key '" + p + "block_count' must be positive");
+        if (hidden == 0) return bad("key '" + p + "embedding_length' must be positive");
+        if (ffn == 0) return bad("key '" + p + "feed_forward_length' must be positive");
+        if (n_heads == 0) return bad("key '" + p + "attention.head_count' must be positive");
         if (n_kv_heads == 0 || n_heads % n_kv_heads != 0)
-            bad("key '" + p + "attention.head_count_kv' = " + std::to_string(n_kv_heads) +
-                " must divide attention.head_count = " + std::to_string(n_heads));
+            return bad("key '" + p + "attention.head_count_kv' = " + std::to_string(n_kv_heads) +
+                       " must divide attention.head_count = " + std::to_string(n_heads));
         if (head_dim == 0 || head_dim % 2 != 0)
-            bad("key '" + p + "attention.key_length' (head dim) = " + std::to_string(head_dim) +
-                " must be positive and even");
+            return bad("key '" + p + "attention.key_length' (head dim) = " + std::to_string(head_dim) +
+                       " must be positive and even");
         if (rope_dims == 0 || rope_dims % 2 != 0 || rope_dims > head_dim)
-            bad("key '" + p + "rope.dimension_count' = " + std::to_string(rope_dims) +
-                " must be even and at most the head dim " + std::to_string(head_dim));
+            return bad("key '" + p + "rope.dimension_count' = " + std::to_string(rope_dims) +
+                       " must be even and at most the head dim " + std::to_string(head_dim));
         if (!(rope_freq_base > 0.0f) || !std::isfinite(rope_freq_base))
-            bad("key '" + p + "rope.freq_base' must be a positive number");
+            return bad("key '" + p + "rope.freq_base' must be a positive number");
         if (!(rms_eps > 0.0f) || !std::isfinite(rms_eps) || rms_eps > 1.0f)
-            bad("key '" + p + "attention.layer_norm_rms_epsilon' must be in (0, 1]");
-        if (context_length == 0) bad("key '" + p + "context_length' must be positive");
-        if (vocab_size == 0 || vocab_size > (size_t(1) << 31))
-            bad("key '" + p + "vocab_size' is out of range");
+            return bad("key '" + p + "attention.layer_norm_rms_epsilon' must be in (0, 1]");
+        if (context_length == 0) return bad("key '" + p + "context_length' must be positive");
+        if (vocab_size == 0 || vocab_size > (size_t(1) << 31)) return bad("key '" + p + "vocab_size' is out of range");
+        return {};
     }
+    void validate(const std::string& source = "<config>") const { detail::ok_or_fail(try_validate(source)); }
 };
 
 SMOL_NAMESPACE_END

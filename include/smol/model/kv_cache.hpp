@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "../core/fp16.hpp"
+#include "../detail/aligned.hpp"
 #include "../detail/checked.hpp"
 #include "../error.hpp"
 #include "backend.hpp"
@@ -58,24 +59,26 @@ public:
     // context_length is ErrorKind::invalid_argument. The cache's bytes are
     // checked against `memory_budget` (0: the machine's physical memory; see
     // LoadOptions::memory_budget) before anything is allocated: a geometry
-    // whose size overflows or exceeds it is ErrorKind::resource.
+    // whose size overflows or exceeds it is ErrorKind::resource. try_create
+    // returns these errors (and, with exceptions, a failed allocation) as a value.
     explicit KVCache(const Config& config, size_t n_ctx = kDefaultSize, KVType type = KVType::f16,
                      uint64_t memory_budget = 0)
-        : BackendCache(Device::cpu, &detail::kCpuCacheOwner, config.n_layers, config.n_kv_heads,
-                       config.head_dim, 0),
-          type_(type), memory_budget_(memory_budget) {
-        n_ctx = resolve_n_ctx(config, n_ctx);
+        : KVCache(detail::value_or_fail(try_create(config, n_ctx, type, memory_budget))) {}
+    static Expected<KVCache> try_create(const Config& config, size_t n_ctx = kDefaultSize,
+                                        KVType type = KVType::f16, uint64_t memory_budget = 0) {
+        SMOL_TRY_ASSIGN(n_ctx, resolve_n_ctx(config, n_ctx));
         if (type != KVType::f16 && type != KVType::f32)
-            detail::fail(ErrorKind::invalid_argument, "KVCache: unknown element type");
-        if (n_layers_ == 0 || n_kv_heads_ == 0 || head_dim_ == 0)
-            detail::fail(ErrorKind::invalid_argument, "KVCache: empty model geometry");
-        n_ctx_ = n_ctx;
-        check_size();
-        allocate();
+            return ErrorInfo{ErrorKind::invalid_argument, "KVCache: unknown element type"};
+        if (config.n_layers == 0 || config.n_kv_heads == 0 || config.head_dim == 0)
+            return ErrorInfo{ErrorKind::invalid_argument, "KVCache: empty model geometry"};
+        KVCache cache(config.n_layers, config.n_kv_heads, config.head_dim, n_ctx, type, memory_budget);
+        SMOL_TRY(cache.check_size());
+        SMOL_TRY(cache.allocate());
+        return cache;
     }
 
     KVCache(const KVCache& other) : BackendCache(other), type_(other.type_), memory_budget_(other.memory_budget_) {
-        allocate();
+        detail::ok_or_fail(allocate());
         copy_prefix_from(other, other.size_);
     }
     KVCache& operator=(const KVCache& other) {
@@ -166,54 +169,56 @@ public:
     // n_ctx ErrorKind::out_of_range.
     static KVCache deserialize(const Config& config, const void* data, size_t bytes,
                                size_t n_ctx = kDefaultSize) {
-        n_ctx = resolve_n_ctx(config, n_ctx);
-        const detail::KVImage image =
-            detail::parse_kv_image(data, bytes, config.n_layers, config.n_kv_heads, config.head_dim, n_ctx);
-        KVCache cache(config, n_ctx, image.type);
+        return detail::value_or_fail(try_deserialize(config, data, bytes, n_ctx));
+    }
+    static Expected<KVCache> try_deserialize(const Config& config, const void* data, size_t bytes,
+                                             size_t n_ctx = kDefaultSize) {
+        SMOL_TRY_ASSIGN(n_ctx, resolve_n_ctx(config, n_ctx));
+        SMOL_TRY_ASSIGN(const detail::KVImage image, detail::try_parse_kv_image(data, bytes, config.n_layers,
+                                                                                config.n_kv_heads, config.head_dim,
+                                                                                n_ctx));
+        SMOL_TRY_ASSIGN(KVCache cache, try_create(config, n_ctx, image.type));
         cache.fill_from(image);
         return cache;
     }
 
     // The interface's deserialize: same n_ctx and memory budget, the saved
     // element type; unchanged on error.
-    void restore(const void* data, size_t bytes) override {
-        const detail::KVImage image =
-            detail::parse_kv_image(data, bytes, n_layers_, n_kv_heads_, head_dim_, n_ctx_);
-        KVCache cache(*this, image.type);
+    void restore(const void* data, size_t bytes) override { detail::ok_or_fail(try_restore(data, bytes)); }
+    Status try_restore(const void* data, size_t bytes) override {
+        SMOL_TRY_ASSIGN(const detail::KVImage image,
+                        detail::try_parse_kv_image(data, bytes, n_layers_, n_kv_heads_, head_dim_, n_ctx_));
+        KVCache cache(n_layers_, n_kv_heads_, head_dim_, n_ctx_, image.type, memory_budget_);
+        SMOL_TRY(cache.check_size());
+        SMOL_TRY(cache.allocate());
         cache.fill_from(image);
         *this = std::move(cache);
+        return {};
     }
 
 private:
-    struct AlignedDelete {
-        void operator()(uint8_t* p) const noexcept { ::operator delete(p, std::align_val_t(64)); }
-    };
-
-    static size_t resolve_n_ctx(const Config& config, size_t n_ctx) {
+    static Expected<size_t> resolve_n_ctx(const Config& config, size_t n_ctx) {
         if (n_ctx == kDefaultSize) n_ctx = std::min(kDefaultContext, config.context_length);
-        if (n_ctx == 0) detail::fail(ErrorKind::invalid_argument, "KVCache: n_ctx must be positive");
+        if (n_ctx == 0) return ErrorInfo{ErrorKind::invalid_argument, "KVCache: n_ctx must be positive"};
         if (n_ctx > config.context_length)
-            detail::fail(ErrorKind::invalid_argument,
-                         "KVCache: n_ctx " + std::to_string(n_ctx) +
-                             " exceeds the model's context length " +
-                             std::to_string(config.context_length));
+            return ErrorInfo{ErrorKind::invalid_argument, "KVCache: n_ctx " + std::to_string(n_ctx) +
+                                                              " exceeds the model's context length " +
+                                                              std::to_string(config.context_length)};
         return n_ctx;
     }
 
-    // An empty cache of `like`'s geometry, n_ctx and budget, storing `type`.
-    KVCache(const KVCache& like, KVType type)
-        : BackendCache(Device::cpu, &detail::kCpuCacheOwner, like.n_layers_, like.n_kv_heads_, like.head_dim_,
-                       like.n_ctx_),
-          type_(type), memory_budget_(like.memory_budget_) {
-        check_size();
-        allocate();
-    }
+    // A cache of this geometry with nothing allocated yet: check_size() and
+    // allocate() follow.
+    KVCache(size_t n_layers, size_t n_kv_heads, size_t head_dim, size_t n_ctx, KVType type, uint64_t memory_budget)
+        : BackendCache(Device::cpu, &detail::kCpuCacheOwner, n_layers, n_kv_heads, head_dim, n_ctx),
+          type_(type), memory_budget_(memory_budget) {}
 
     // The geometry comes from a file: each factor is bounded, their product is not.
-    void check_size() const {
-        const size_t total = detail::checked_product(
-            "KVCache", {uint64_t(n_ctx_), head_dim_, 2, n_layers_, n_kv_heads_, element_bytes()});
-        detail::check_budget("KVCache of " + std::to_string(n_ctx_) + " positions", total, memory_budget_);
+    Status check_size() const {
+        SMOL_TRY_ASSIGN(const size_t total,
+                        detail::checked_product("KVCache", {uint64_t(n_ctx_), head_dim_, 2, n_layers_, n_kv_heads_,
+                                                            element_bytes()}));
+        return detail::check_budget("KVCache of " + std::to_string(n_ctx_) + " positions", total, memory_budget_);
     }
 
     // Copies a parsed image of this cache's element type and geometry.
@@ -234,12 +239,13 @@ private:
     }
 
     // Uninitialized on purpose: pages are touched only as positions fill.
-    // The size was checked in the constructor (a copy has the same geometry).
-    void allocate() {
+    // The size was checked by check_size() (a copy has the same geometry).
+    Status allocate() {
         const size_t total = bytes();
-        data_.reset(detail::translate_bad_alloc("KVCache", [total] {
-            return static_cast<uint8_t*>(::operator new(total, std::align_val_t(64)));
-        }));
+        return detail::catch_bad_alloc("KVCache", [&]() -> Status {
+            data_.reset(static_cast<uint8_t*>(detail::aligned_allocate(total)));
+            return {};
+        });
     }
 
     void copy_prefix_from(const KVCache& other, size_t n) {
@@ -262,7 +268,7 @@ private:
 
     KVType type_ = KVType::f16;
     uint64_t memory_budget_ = 0;
-    std::unique_ptr<uint8_t[], AlignedDelete> data_;
+    detail::AlignedArray<uint8_t> data_;
 };
 
 SMOL_NAMESPACE_END

@@ -10,8 +10,9 @@
 //
 // Loading: maps the file (or borrows the caller's buffer), reads and validates
 // the Config, binds every tensor by name (zero-copy), builds the tokenizer and
-// starts the thread pool. Errors are smol::Error naming the file, key or
-// tensor; LoadOptions::progress returning false cancels with Error(cancelled).
+// starts the thread pool. Errors name the file, key or tensor: try_load returns
+// them as a value, load throws them as smol::Error; LoadOptions::progress
+// returning false cancels with Error(cancelled).
 // forward() is SmolLM3::forward (model/smollm3.hpp) on the model's pool.
 //
 // Backends (model/backend.hpp): the Model owns the backend its generators run
@@ -39,6 +40,7 @@
 
 #include "../core/threadpool.hpp"
 #include "../detail/checked.hpp"
+#include "../detail/fnv.hpp"
 #include "../error.hpp"
 #include "../gguf/gguf.hpp"
 #include "../cuda/backend.hpp"
@@ -94,34 +96,37 @@ inline int physical_core_count() {
     return logical;
 }
 
-// FNV-1a, 64-bit.
-inline uint64_t fnv1a(const uint8_t* data, size_t n, uint64_t hash = 0xcbf29ce484222325ull) noexcept {
-    for (size_t i = 0; i < n; ++i) hash = (hash ^ data[i]) * 0x100000001b3ull;
-    return hash;
-}
-
 }  // namespace detail
 
 class Model {
 public:
-    // An allocation that fails while loading is Error(resource); nothing half
-    // built is left behind.
-    static std::shared_ptr<const Model> load(const std::string& path, const LoadOptions& options = {}) {
-        return detail::translate_bad_alloc("model: loading " + path, [&] {
-            report(options, 0.0f);
-            std::shared_ptr<const gguf::File> file = gguf::File::open(path);
-            return std::shared_ptr<const Model>(new Model(std::move(file), options));
+    // Loads a model file. try_load returns every error as a value (the file,
+    // its metadata, tensors and vocabulary, the options, a cancelled load and,
+    // with exceptions, a failed allocation as Error(resource)); load throws
+    // it. Nothing half built is left behind.
+    static Expected<std::shared_ptr<const Model>> try_load(const std::string& path, const LoadOptions& options = {}) {
+        return detail::catch_bad_alloc("model: loading " + path, [&]() -> Expected<std::shared_ptr<const Model>> {
+            SMOL_TRY(report(options, 0.0f));
+            SMOL_TRY_ASSIGN(std::shared_ptr<const gguf::File> file, gguf::File::try_open(path));
+            return create(std::move(file), options);
         });
+    }
+    static std::shared_ptr<const Model> load(const std::string& path, const LoadOptions& options = {}) {
+        return detail::value_or_fail(try_load(path, options));
     }
 
     // The caller keeps the buffer alive (and unchanged) as long as the Model lives.
+    static Expected<std::shared_ptr<const Model>> try_load_from_memory(const void* data, size_t size,
+                                                                       const LoadOptions& options = {}) {
+        return detail::catch_bad_alloc("model: loading from memory", [&]() -> Expected<std::shared_ptr<const Model>> {
+            SMOL_TRY(report(options, 0.0f));
+            SMOL_TRY_ASSIGN(std::shared_ptr<const gguf::File> file, gguf::File::try_from_buffer(data, size));
+            return create(std::move(file), options);
+        });
+    }
     static std::shared_ptr<const Model> load_from_memory(const void* data, size_t size,
                                                          const LoadOptions& options = {}) {
-        return detail::translate_bad_alloc("model: loading from memory", [&] {
-            report(options, 0.0f);
-            std::shared_ptr<const gguf::File> file = gguf::File::from_buffer(data, size);
-            return std::shared_ptr<const Model>(new Model(std::move(file), options));
-        });
+        return detail::value_or_fail(try_load_from_memory(data, size, options));
     }
 
     const Config& config() const noexcept { return net_.config(); }
@@ -159,7 +164,10 @@ public:
     // than the context length is Error(invalid_argument).
     // Its size is checked against LoadOptions::memory_budget (Error(resource)).
     KVCache new_cache(size_t n_ctx = KVCache::kDefaultSize, KVType type = KVType::f16) const {
-        return KVCache(config(), n_ctx, type, memory_budget_);
+        return detail::value_or_fail(try_new_cache(n_ctx, type));
+    }
+    Expected<KVCache> try_new_cache(size_t n_ctx = KVCache::kDefaultSize, KVType type = KVType::f16) const {
+        return KVCache::try_create(config(), n_ctx, type, memory_budget_);
     }
 
     // LoadOptions::memory_budget as given at load (0: physical memory).
@@ -173,73 +181,116 @@ public:
                  const ForwardOptions& options = {}) const {
         net_.forward(tokens, n, start_pos, kv, logits, *pool_, options);
     }
+    // As forward, with the errors (arguments, cancellation) as a value.
+    Status try_forward(const int32_t* tokens, size_t n, size_t start_pos, KVCache& kv, float* logits,
+                       const ForwardOptions& options = {}) const {
+        return cpu_.try_forward(Segment{tokens, n, start_pos, &kv, logits, options.all_logits}, options);
+    }
 
 private:
-    Model(std::shared_ptr<const gguf::File> file, const LoadOptions& options)
-        : net_(bound(file, options)), tokenizer_(Tokenizer::from_gguf(file)),
-          memory_budget_(options.memory_budget),
-          pool_(std::make_unique<ThreadPool>(options.n_threads > 0 ? options.n_threads
-                                                                   : detail::physical_core_count())),
-          cpu_(net_, *pool_) {
-        report(options, 0.8f);
+    Model(SmolLM3 net, Tokenizer tokenizer, const LoadOptions& options, int threads)
+        : net_(std::move(net)), tokenizer_(std::move(tokenizer)), memory_budget_(options.memory_budget),
+          pool_(std::make_unique<ThreadPool>(threads)), cpu_(net_, *pool_) {}
+
+    // The steps of a load after the file is parsed, in order, each reporting
+    // progress: the network (config, weights, kernels), the tokenizer, the
+    // thread pool, the checks between them, the device.
+    static Expected<std::shared_ptr<const Model>> create(std::shared_ptr<const gguf::File> file,
+                                                         const LoadOptions& options) {
+        SMOL_TRY(report(options, 0.2f));
+        SMOL_TRY_ASSIGN(const kernels::KernelSet* kernel_set, kernels_for(options));
+        SMOL_TRY_ASSIGN(SmolLM3 net, SmolLM3::try_create(file, *kernel_set));
+        SMOL_TRY(report(options, 0.6f));
+        SMOL_TRY_ASSIGN(Tokenizer tokenizer, Tokenizer::try_from_gguf(file));
+        const int threads = options.n_threads > 0 ? options.n_threads : detail::physical_core_count();
+        SMOL_TRY(ThreadPool::check_size(threads));
+        std::shared_ptr<Model> model(new Model(std::move(net), std::move(tokenizer), options, threads));
+        SMOL_TRY(model->finish(*file, options));
+        return std::shared_ptr<const Model>(std::move(model));
+    }
+
+    // LoadOptions::cpu (automatic: SMOL_CPU, else the best level), checked
+    // before the kernel set is built.
+    static Expected<const kernels::KernelSet*> kernels_for(const LoadOptions& options) {
+        if (options.cpu == CpuLevel::automatic) {
+            SMOL_TRY(try_requested_cpu_level());
+            return &kernels::default_kernels();
+        }
+        SMOL_TRY(try_resolve_cpu_level(options.cpu, "kernels"));
+        return &kernels::kernel_set(options.cpu);
+    }
+
+    Status finish(const gguf::File& file, const LoadOptions& options) {
+        SMOL_TRY(report(options, 0.8f));
         if (size_t(tokenizer_.vocab_size()) != net_.config().vocab_size)
-            detail::fail(ErrorKind::shape, "model: " + file->source() + ": the tokenizer has " +
-                                               std::to_string(tokenizer_.vocab_size()) +
-                                               " tokens, the model " +
-                                               std::to_string(net_.config().vocab_size));
-        const uint64_t size = file->size();
-        uint64_t hash = detail::fnv1a(file->bytes(), file->data_offset());
-        hash = detail::fnv1a(reinterpret_cast<const uint8_t*>(&size), sizeof size, hash);
+            return Status(ErrorKind::shape, "model: " + file.source() + ": the tokenizer has " +
+                                                std::to_string(tokenizer_.vocab_size()) + " tokens, the model " +
+                                                std::to_string(net_.config().vocab_size));
+        const uint64_t size = file.size();
+        uint64_t hash = detail::fnv1a(file.bytes(), file.data_offset());
+        hash = detail::fnv1a(&size, sizeof size, hash);
         char hex[17];
         std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
         identity_ = "smollm3-" + std::string(hex);
         const int threads = pool_->size();
         if (options.log)
-            options.log(0, "smol: loaded " + file->source() + " (" +
+            options.log(0, "smol: loaded " + file.source() + " (" +
                                std::to_string(net_.config().n_layers) + " layers, hidden " +
                                std::to_string(net_.config().hidden) + ", " + std::to_string(threads) +
                                " threads, " + cpu_level_name(cpu_level()) + " kernels)");
-        choose_device(options);
-        report(options, 1.0f);
+        SMOL_TRY(choose_device(options));
+        return report(options, 1.0f);
     }
 
-    void choose_device(const LoadOptions& options) {
+    Status choose_device(const LoadOptions& options) {
         if (options.device != Device::cpu && options.device != Device::cuda && options.device != Device::automatic)
-            detail::fail(ErrorKind::invalid_argument, "model: unknown LoadOptions::device");
+            return Status(ErrorKind::invalid_argument, "model: unknown LoadOptions::device");
         std::string why;
         if (options.device == Device::cpu) {
             why = "asked for";
         } else if (cuda_available(&why)) {
             // automatic falls back to the CPU when the GPU cannot run this file
             // (Error(unsupported): a matrix type or head size the kernels lack).
-            ErrorInfo error;
-            if (try_call([&] { device_backend_ = std::make_unique<CudaModel>(net_, options.cuda_device); }, &error))
+            Expected<std::unique_ptr<Backend>> gpu = make_cuda_backend(options.cuda_device);
+            if (gpu.ok()) {
+                device_backend_ = std::move(gpu).value();
                 why = options.device == Device::cuda ? "asked for" : "auto: a CUDA device exists";
-            else if (options.device == Device::automatic && error.kind == ErrorKind::unsupported)
-                why = "auto: " + error.message;
-            else
-                detail::fail(error.kind, error.message);
+            } else if (options.device == Device::automatic && gpu.error().kind == ErrorKind::unsupported) {
+                why = "auto: " + gpu.error().message;
+            } else {
+                return gpu.take_error();
+            }
         } else if (options.device == Device::cuda) {
-            detail::fail(ErrorKind::unsupported, "model: device cuda was asked for, but " + why);
+            return Status(ErrorKind::unsupported, "model: device cuda was asked for, but " + why);
         } else {
             why = "auto: " + why;
         }
         if (options.log) options.log(0, "smol: device " + backend().name() + " (" + why + ")");
+        return {};
     }
 
-    static SmolLM3 bound(const std::shared_ptr<const gguf::File>& file, const LoadOptions& options) {
-        report(options, 0.2f);
-        const kernels::KernelSet& kernel_set = options.cpu == CpuLevel::automatic
-                                                   ? kernels::default_kernels()
-                                                   : kernels::kernel_set(options.cpu);
-        SmolLM3 net(file, kernel_set);
-        report(options, 0.6f);
-        return net;
+    // CudaModel's constructor is compiled into smol::cuda (src/cuda/*.cu) and
+    // reports what it cannot run by throwing smol::Error: the one error of a
+    // load that has to be caught, hence the guard. smol::cuda is built with
+    // exceptions, so a -fno-exceptions unit (another ABI tag, detail/abi.hpp)
+    // cannot link it and never gets here with a device; it is told so.
+    Expected<std::unique_ptr<Backend>> make_cuda_backend(int device) const {
+#if SMOL_HAS_EXCEPTIONS
+        try {
+            return std::unique_ptr<Backend>(std::make_unique<CudaModel>(net_, device));
+        } catch (const Error& e) {
+            return ErrorInfo{e.kind(), e.what()};
+        }
+#else
+        (void)device;
+        return ErrorInfo{ErrorKind::unsupported, "model: the CUDA backend needs exceptions (smol::cuda throws)"};
+#endif
     }
 
-    static void report(const LoadOptions& options, float progress) {
+    static Status report(const LoadOptions& options, float progress) {
         if (options.progress && !options.progress(progress))
-            detail::fail(ErrorKind::cancelled, "model: loading cancelled");
+            return Status(ErrorKind::cancelled, "model: loading cancelled");
+        return {};
     }
 
     SmolLM3 net_;

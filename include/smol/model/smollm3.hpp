@@ -29,7 +29,7 @@
 //     Error(invalid_argument). Nothing is changed when these checks fail.
 //   - logits: [vocab] for the last position, or [n][vocab] with all_logits.
 //   - Cancellation: options.cancel is read between layers; once set, forward
-//     throws Error(cancelled). Then, as after any exception, kv.size() covers
+//     fails with Error(cancelled). Then, as after any error, kv.size() covers
 //     exactly the chunks that completed (start_pos + k * chunk_size).
 //   - Results do not depend on the thread count or the chunk size beyond float
 //     rounding of the prefill tiles (the kernels never split a reduction).
@@ -64,25 +64,17 @@ SMOL_NAMESPACE_BEGIN
 class SmolLM3 {
 public:
     // Reads the config and binds the weights of `file` (kept alive by the model);
-    // every op runs with `kernel_set` (kernels/dispatch.hpp).
+    // every op runs with `kernel_set` (kernels/dispatch.hpp). try_create
+    // returns the errors of Config::try_from_gguf and Weights::try_bind as a
+    // value; the constructor throws them.
     explicit SmolLM3(std::shared_ptr<const gguf::File> file,
                      const kernels::KernelSet& kernel_set = kernels::default_kernels())
-        : file_(std::move(file)), config_(Config::from_gguf(*file_)),
-          weights_(Weights::bind(*file_, config_)), kernels_(&kernel_set) {
-        auto as_matrix = [](const WeightView& v) {
-            return make_weight_matrix(v.type, v.data, v.rows, v.cols, v.name ? *v.name : "");
-        };
-        lm_head_ = as_matrix(weights_.lm_head);
-        for (const LayerWeights& l : weights_.layers) {
-            layers_.push_back({as_matrix(l.attn_q), as_matrix(l.attn_k), as_matrix(l.attn_v),
-                               as_matrix(l.attn_output), as_matrix(l.ffn_gate), as_matrix(l.ffn_up),
-                               as_matrix(l.ffn_down)});
-        }
-        // theta_i = pos * base^(-2i / rope_dims); the per-pair frequencies in double.
-        inverse_frequency_.resize(config_.rope_dims / 2);
-        for (size_t i = 0; i < inverse_frequency_.size(); ++i)
-            inverse_frequency_[i] = std::pow(double(config_.rope_freq_base),
-                                             -2.0 * double(i) / double(config_.rope_dims));
+        : SmolLM3(detail::value_or_fail(try_create(std::move(file), kernel_set))) {}
+    static Expected<SmolLM3> try_create(std::shared_ptr<const gguf::File> file,
+                                        const kernels::KernelSet& kernel_set = kernels::default_kernels()) {
+        SMOL_TRY_ASSIGN(Config config, Config::try_from_gguf(*file));
+        SMOL_TRY_ASSIGN(Weights weights, Weights::try_bind(*file, config));
+        return SmolLM3(std::move(file), std::move(config), std::move(weights), kernel_set);
     }
 
     const Config& config() const noexcept { return config_; }
@@ -99,10 +91,6 @@ public:
 
 private:
     friend class CpuBackend;
-
-    struct LayerMatrices {
-        WeightMatrix q, k, v, o, gate, up, down;
-    };
 
     // Work buffers of one forward call, sized for the largest chunk.
     struct Scratch {
@@ -134,9 +122,21 @@ private:
         }
     }
 
-    void run_chunk(const int32_t* tokens, size_t m, size_t start, KVCache& kv, float* logits,
-                   bool all_logits, ThreadPool& pool, const std::atomic<bool>* cancel,
-                   Scratch& s) const {
+    SmolLM3(std::shared_ptr<const gguf::File> file, Config config, Weights weights,
+            const kernels::KernelSet& kernel_set)
+        : file_(std::move(file)), config_(std::move(config)), weights_(std::move(weights)), kernels_(&kernel_set) {
+        // theta_i = pos * base^(-2i / rope_dims); the per-pair frequencies in double.
+        inverse_frequency_.resize(config_.rope_dims / 2);
+        for (size_t i = 0; i < inverse_frequency_.size(); ++i)
+            inverse_frequency_[i] = std::pow(double(config_.rope_freq_base),
+                                             -2.0 * double(i) / double(config_.rope_dims));
+    }
+
+    // Error(cancelled) when *cancel is set between layers (the chunk's K/V
+    // are then partly written: the seam does not count them).
+    Status run_chunk(const int32_t* tokens, size_t m, size_t start, KVCache& kv, float* logits,
+                     bool all_logits, ThreadPool& pool, const std::atomic<bool>* cancel,
+                     Scratch& s) const {
         const Config& c = config_;
         const size_t hidden = c.hidden, q_dim = c.q_dim(), kv_dim = c.kv_dim(), ffn = c.ffn;
         s.x.resize(m * hidden);
@@ -154,14 +154,14 @@ private:
 
         for (size_t li = 0; li < c.n_layers; ++li) {
             if (cancel && cancel->load(std::memory_order_relaxed))
-                detail::fail(ErrorKind::cancelled, "forward: cancelled");
+                return Status(ErrorKind::cancelled, "forward: cancelled");
             const LayerWeights& lw = weights_.layers[li];
-            const LayerMatrices& lm = layers_[li];
 
             // --- attention block ---
             for (size_t t = 0; t < m; ++t)
                 kernels_->rmsnorm(&s.x[t * hidden], lw.attn_norm.data(), &s.normed[t * hidden], hidden, c.rms_eps);
-            const MatmulJob qkv[3] = {{lm.q, s.q.data(), q_dim}, {lm.k, s.k.data(), kv_dim}, {lm.v, s.v.data(), kv_dim}};
+            const MatmulJob qkv[3] = {
+                {lw.attn_q, s.q.data(), q_dim}, {lw.attn_k, s.k.data(), kv_dim}, {lw.attn_v, s.v.data(), kv_dim}};
             matmul_shared_input(qkv, 3, s.normed.data(), m, hidden, s.input, pool);
             if (c.layer_uses_rope(li)) {
                 for (size_t t = 0; t < m; ++t) {
@@ -171,23 +171,23 @@ private:
             }
             for (size_t t = 0; t < m; ++t) kv.store(li, start + t, &s.k[t * kv_dim], &s.v[t * kv_dim]);
             attention(li, start, m, kv, pool, s);
-            s.input.quantize(lm.o.type, s.attn.data(), m, q_dim, &pool);
-            matmul(lm.o, s.input, s.out.data(), hidden, pool);
+            s.input.quantize(lw.attn_output.type, s.attn.data(), m, q_dim, &pool);
+            matmul(lw.attn_output, s.input, s.out.data(), hidden, pool);
             for (size_t i = 0; i < m * hidden; ++i) s.x[i] += s.out[i];
 
             // --- SwiGLU MLP ---
             for (size_t t = 0; t < m; ++t)
                 kernels_->rmsnorm(&s.x[t * hidden], lw.ffn_norm.data(), &s.normed[t * hidden], hidden, c.rms_eps);
-            const MatmulJob gate_up[2] = {{lm.gate, s.gate.data(), ffn}, {lm.up, s.up.data(), ffn}};
+            const MatmulJob gate_up[2] = {{lw.ffn_gate, s.gate.data(), ffn}, {lw.ffn_up, s.up.data(), ffn}};
             matmul_shared_input(gate_up, 2, s.normed.data(), m, hidden, s.input, pool);
             kernels_->swiglu(s.gate.data(), s.up.data(), s.gate.data(), m * ffn);
-            s.input.quantize(lm.down.type, s.gate.data(), m, ffn, &pool);
-            matmul(lm.down, s.input, s.out.data(), hidden, pool);
+            s.input.quantize(lw.ffn_down.type, s.gate.data(), m, ffn, &pool);
+            matmul(lw.ffn_down, s.input, s.out.data(), hidden, pool);
             for (size_t i = 0; i < m * hidden; ++i) s.x[i] += s.out[i];
         }
         if (cancel && cancel->load(std::memory_order_relaxed))
-            detail::fail(ErrorKind::cancelled, "forward: cancelled");
-        if (!logits) return;
+            return Status(ErrorKind::cancelled, "forward: cancelled");
+        if (!logits) return {};
 
         // --- LM head over the positions whose logits were asked for ---
         const size_t first = all_logits ? 0 : m - 1;
@@ -195,8 +195,9 @@ private:
         for (size_t t = first; t < m; ++t)
             kernels_->rmsnorm(&s.x[t * hidden], weights_.output_norm.data(), &s.normed[(t - first) * hidden],
                               hidden, c.rms_eps);
-        s.input.quantize(lm_head_.type, s.normed.data(), rows, hidden, &pool);
-        matmul(lm_head_, s.input, logits, c.vocab_size, pool);
+        s.input.quantize(weights_.lm_head.type, s.normed.data(), rows, hidden, &pool);
+        matmul(weights_.lm_head, s.input, logits, c.vocab_size, pool);
+        return {};
     }
 
     // cos/sin of pos * inverse_frequency[i] for the chunk's positions: [m][rope_dims / 2].
@@ -256,9 +257,7 @@ private:
 
     std::shared_ptr<const gguf::File> file_;
     Config config_;
-    Weights weights_;
-    WeightMatrix lm_head_;
-    std::vector<LayerMatrices> layers_;
+    Weights weights_;  // the matrices the forward reads, as bound: views into *file_
     std::vector<double> inverse_frequency_;  // [rope_dims / 2]
     const kernels::KernelSet* kernels_;       // static storage (kernels/dispatch.hpp)
 };
@@ -280,25 +279,25 @@ public:
                (pool_->size() == 1 ? " thread)" : " threads)");
     }
 
-    std::unique_ptr<BackendCache> make_cache(size_t n_ctx = BackendCache::kDefaultSize, KVType type = KVType::f16,
-                                             uint64_t memory_budget = 0) const override {
-        return detail::translate_bad_alloc("KVCache", [&] {
-            return std::unique_ptr<BackendCache>(new KVCache(net_->config(), n_ctx, type, memory_budget));
-        });
-    }
-
     const SmolLM3& network() const noexcept { return *net_; }
     ThreadPool& thread_pool() const noexcept { return *pool_; }
 
 protected:
-    void forward_step(const Segment* chunks, size_t n_chunks, const std::atomic<bool>* cancel) const override {
+    Expected<std::unique_ptr<BackendCache>> create_cache(size_t n_ctx, KVType type,
+                                                         uint64_t memory_budget) const override {
+        SMOL_TRY_ASSIGN(KVCache cache, KVCache::try_create(net_->config(), n_ctx, type, memory_budget));
+        return std::unique_ptr<BackendCache>(new KVCache(std::move(cache)));
+    }
+
+    Status forward_step(const Segment* chunks, size_t n_chunks, const std::atomic<bool>* cancel) const override {
         // The seam checked that every cache is a KVCache (device cpu, the CPU owner tag).
         SmolLM3::Scratch scratch(net_->kernels());
         for (size_t i = 0; i < n_chunks; ++i) {
             const Segment& c = chunks[i];
-            net_->run_chunk(c.tokens, c.n_tokens, c.start, static_cast<KVCache&>(*c.cache), c.logits,
-                            c.all_logits, *pool_, cancel, scratch);
+            SMOL_TRY(net_->run_chunk(c.tokens, c.n_tokens, c.start, static_cast<KVCache&>(*c.cache), c.logits,
+                                     c.all_logits, *pool_, cancel, scratch));
         }
+        return {};
     }
 
 private:

@@ -1,7 +1,8 @@
 // smol::Weights: the SmolLM3 tensors of a GGUF file bound by name, each
 // checked for presence, type and shape against the Config. Matrices stay in
-// the file's bytes (zero-copy views); only the tiny norm vectors are converted
-// to float at bind time so the kernels read them directly.
+// the file's bytes: each is a WeightMatrix (quant/weight_matrix.hpp), the view
+// the kernels and the CUDA upload take as it is; only the tiny norm vectors are
+// converted to float at bind time so the kernels read them directly.
 //
 // Names and shapes (GGUF dims, innermost first: a matrix [in, out] has `out`
 // rows of `in` elements; y = W x reads one row per output):
@@ -34,56 +35,48 @@
 #include "../gguf/gguf.hpp"
 #include "../quant/reference.hpp"
 #include "../quant/types.hpp"
+#include "../quant/weight_matrix.hpp"
 #include "../kernels/weight_types.hpp"
 #include "config.hpp"
 
 SMOL_NAMESPACE_BEGIN
 
-// A weight matrix inside the mapped file: `rows` rows of `cols` elements of `type`,
-// each row `row_bytes` bytes, rows contiguous.
-struct WeightView {
-    const uint8_t* data = nullptr;
-    GGMLType type = GGMLType::F32;
-    size_t cols = 0;       // input width (GGUF dim 0)
-    size_t rows = 0;       // output width (GGUF dim 1)
-    size_t row_bytes = 0;
-    const std::string* name = nullptr;  // the tensor's name (owned by the gguf::File)
-
-    const uint8_t* row(size_t r) const noexcept { return data + r * row_bytes; }
-};
-
 struct LayerWeights {
     std::vector<float> attn_norm;  // [hidden]
-    WeightView attn_q;             // [q_dim rows][hidden]
-    WeightView attn_k;             // [kv_dim rows][hidden]
-    WeightView attn_v;             // [kv_dim rows][hidden]
-    WeightView attn_output;        // [hidden rows][q_dim]
+    WeightMatrix attn_q;           // [q_dim rows][hidden]
+    WeightMatrix attn_k;           // [kv_dim rows][hidden]
+    WeightMatrix attn_v;           // [kv_dim rows][hidden]
+    WeightMatrix attn_output;      // [hidden rows][q_dim]
     std::vector<float> ffn_norm;   // [hidden]
-    WeightView ffn_gate;           // [ffn rows][hidden]
-    WeightView ffn_up;             // [ffn rows][hidden]
-    WeightView ffn_down;           // [hidden rows][ffn]
+    WeightMatrix ffn_gate;         // [ffn rows][hidden]
+    WeightMatrix ffn_up;           // [ffn rows][hidden]
+    WeightMatrix ffn_down;         // [hidden rows][ffn]
 };
 
 struct Weights {
-    WeightView token_embd;         // [vocab rows][hidden]
-    WeightView lm_head;            // output.weight, or token_embd when tied
+    WeightMatrix token_embd;       // [vocab rows][hidden]
+    WeightMatrix lm_head;          // output.weight, or token_embd when tied
     bool tied_embeddings = true;
     std::vector<float> output_norm;  // [hidden]
     std::vector<LayerWeights> layers;
 
-    // Binds every tensor of `file` against `config`. The File must outlive the Weights.
+    // Binds every tensor of `file` against `config`. The File must outlive the
+    // Weights. try_bind returns the error as a value, bind throws it.
     static Weights bind(const gguf::File& file, const Config& config) {
+        return detail::value_or_fail(try_bind(file, config));
+    }
+    static Expected<Weights> try_bind(const gguf::File& file, const Config& config) {
         Weights w;
         const size_t vocab = config.vocab_size, hidden = config.hidden;
-        w.token_embd = matrix(file, "token_embd.weight", hidden, vocab);
+        SMOL_TRY_ASSIGN(w.token_embd, matrix(file, "token_embd.weight", hidden, vocab));
         if (file.find_tensor("output.weight")) {
-            w.lm_head = matrix(file, "output.weight", hidden, vocab);
+            SMOL_TRY_ASSIGN(w.lm_head, matrix(file, "output.weight", hidden, vocab));
             w.tied_embeddings = false;
         } else {
             w.lm_head = w.token_embd;
             w.tied_embeddings = true;
         }
-        w.output_norm = vector(file, "output_norm.weight", hidden);
+        SMOL_TRY_ASSIGN(w.output_norm, vector(file, "output_norm.weight", hidden));
         // A layer's record is added only once its tensors are found, so a
         // block_count larger than the tensor table (a count from the file)
         // fails at the first missing tensor, never after allocating a record
@@ -93,15 +86,15 @@ struct Weights {
         for (size_t i = 0; i < config.n_layers; ++i) {
             const std::string b = "blk." + std::to_string(i) + ".";
             LayerWeights l;
-            l.attn_norm = vector(file, b + "attn_norm.weight", hidden);
-            l.attn_q = matrix(file, b + "attn_q.weight", hidden, config.q_dim());
-            l.attn_k = matrix(file, b + "attn_k.weight", hidden, config.kv_dim());
-            l.attn_v = matrix(file, b + "attn_v.weight", hidden, config.kv_dim());
-            l.attn_output = matrix(file, b + "attn_output.weight", config.q_dim(), hidden);
-            l.ffn_norm = vector(file, b + "ffn_norm.weight", hidden);
-            l.ffn_gate = matrix(file, b + "ffn_gate.weight", hidden, config.ffn);
-            l.ffn_up = matrix(file, b + "ffn_up.weight", hidden, config.ffn);
-            l.ffn_down = matrix(file, b + "ffn_down.weight", config.ffn, hidden);
+            SMOL_TRY_ASSIGN(l.attn_norm, vector(file, b + "attn_norm.weight", hidden));
+            SMOL_TRY_ASSIGN(l.attn_q, matrix(file, b + "attn_q.weight", hidden, config.q_dim()));
+            SMOL_TRY_ASSIGN(l.attn_k, matrix(file, b + "attn_k.weight", hidden, config.kv_dim()));
+            SMOL_TRY_ASSIGN(l.attn_v, matrix(file, b + "attn_v.weight", hidden, config.kv_dim()));
+            SMOL_TRY_ASSIGN(l.attn_output, matrix(file, b + "attn_output.weight", config.q_dim(), hidden));
+            SMOL_TRY_ASSIGN(l.ffn_norm, vector(file, b + "ffn_norm.weight", hidden));
+            SMOL_TRY_ASSIGN(l.ffn_gate, matrix(file, b + "ffn_gate.weight", hidden, config.ffn));
+            SMOL_TRY_ASSIGN(l.ffn_up, matrix(file, b + "ffn_up.weight", hidden, config.ffn));
+            SMOL_TRY_ASSIGN(l.ffn_down, matrix(file, b + "ffn_down.weight", config.ffn, hidden));
             w.layers.push_back(std::move(l));
         }
         return w;
@@ -123,43 +116,38 @@ private:
         return s + "]";
     }
 
-    static const gguf::TensorInfo& find(const gguf::File& file, const std::string& name,
-                                        const std::vector<uint64_t>& expected) {
+    static Expected<const gguf::TensorInfo*> find(const gguf::File& file, const std::string& name,
+                                                  const std::vector<uint64_t>& expected) {
         const gguf::TensorInfo* t = file.find_tensor(name);
         if (!t)
-            detail::fail(ErrorKind::missing, "model: " + file.source() + ": missing tensor '" +
-                                                 name + "' (expected " + shape_string(expected) + ")");
+            return ErrorInfo{ErrorKind::missing, "model: " + file.source() + ": missing tensor '" + name +
+                                                     "' (expected " + shape_string(expected) + ")"};
         if (t->dims != expected)
-            detail::fail(ErrorKind::shape, "model: " + file.source() + ": tensor '" + name +
-                                               "': expected " + shape_string(expected) +
-                                               ", found " + shape_string(t->dims));
-        return *t;
+            return ErrorInfo{ErrorKind::shape, "model: " + file.source() + ": tensor '" + name + "': expected " +
+                                                   shape_string(expected) + ", found " + shape_string(t->dims)};
+        return t;
     }
 
-    static WeightView matrix(const gguf::File& file, const std::string& name, size_t cols,
-                             size_t rows) {
-        const gguf::TensorInfo& t = find(file, name, {uint64_t(cols), uint64_t(rows)});
+    // The reader already checked that cols is a whole number of the type's
+    // blocks and that the bytes lie inside the file.
+    static Expected<WeightMatrix> matrix(const gguf::File& file, const std::string& name, size_t cols,
+                                         size_t rows) {
+        SMOL_TRY_ASSIGN(const gguf::TensorInfo* found, find(file, name, {uint64_t(cols), uint64_t(rows)}));
+        const gguf::TensorInfo& t = *found;
         if (!is_supported_weight_type(t.type))
-            detail::fail(ErrorKind::unsupported,
-                         "model: " + file.source() + ": tensor '" + name + "' has type " +
-                             type_name(t.type) +
-                             ", which smol cannot compute with (F32, F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K)");
-        WeightView v;
-        v.data = t.data;
-        v.type = t.type;
-        v.cols = cols;
-        v.rows = rows;
-        v.row_bytes = smol::row_bytes(t.type, cols);
-        v.name = &t.name;
-        return v;
+            return ErrorInfo{ErrorKind::unsupported,
+                             "model: " + file.source() + ": tensor '" + name + "' has type " + type_name(t.type) +
+                                 ", which smol cannot compute with (F32, F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K)"};
+        return WeightMatrix{t.type, t.data, rows, cols, smol::row_bytes(t.type, cols), t.name};
     }
 
-    static std::vector<float> vector(const gguf::File& file, const std::string& name, size_t n) {
-        const gguf::TensorInfo& t = find(file, name, {uint64_t(n)});
+    static Expected<std::vector<float>> vector(const gguf::File& file, const std::string& name, size_t n) {
+        SMOL_TRY_ASSIGN(const gguf::TensorInfo* found, find(file, name, {uint64_t(n)}));
+        const gguf::TensorInfo& t = *found;
         if (t.type != GGMLType::F32 && t.type != GGMLType::F16 && t.type != GGMLType::BF16)
-            detail::fail(ErrorKind::unsupported, "model: " + file.source() + ": tensor '" + name +
-                                                     "' has type " + type_name(t.type) +
-                                                     " (norm weights must be F32, F16 or BF16)");
+            return ErrorInfo{ErrorKind::unsupported, "model: " + file.source() + ": tensor '" + name +
+                                                         "' has type " + type_name(t.type) +
+                                                         " (norm weights must be F32, F16 or BF16)"};
         std::vector<float> out(n);
         dequantize_row(t.type, t.data, out.data(), n);
         return out;

@@ -81,4 +81,33 @@ inline uint16_t load_u16(const uint8_t* p) noexcept {
     return v;
 }
 
+namespace detail {
+
+// Q4_K / Q5_K pack eight 6-bit scales and eight 6-bit mins into 12 bytes:
+//   bytes 0-3:  scale[0..3] in bits 0-5; bits 6-7 hold bits 4-5 of scale[4..7]
+//   bytes 4-7:  min[0..3]   in bits 0-5; bits 6-7 hold bits 4-5 of min[4..7]
+//   bytes 8-11: low 4 bits of scale[4..7] (low nibble) and of min[4..7] (high nibble)
+inline void unpack_scale_min_k4(const uint8_t* packed, int sub_block, uint8_t& scale,
+                                uint8_t& min) noexcept {
+    const int j = sub_block;
+    if (j < 4) {
+        scale = packed[j] & 63;
+        min = packed[j + 4] & 63;
+    } else {
+        scale = uint8_t((packed[j + 4] & 0x0F) | ((packed[j - 4] >> 6) << 4));
+        min = uint8_t((packed[j + 4] >> 4) | ((packed[j] >> 6) << 4));
+    }
+}
+
+inline void pack_scales_mins_k4(const uint8_t scales[8], const uint8_t mins[8],
+                                uint8_t packed[K_SCALE_SIZE]) noexcept {
+    for (int j = 0; j < 4; ++j) {
+        packed[j] = uint8_t((scales[j] & 63) | ((scales[j + 4] >> 4) << 6));
+        packed[j + 4] = uint8_t((mins[j] & 63) | ((mins[j + 4] >> 4) << 6));
+        packed[j + 8] = uint8_t((scales[j + 4] & 0x0F) | ((mins[j + 4] & 0x0F) << 4));
+    }
+}
+
+}  // namespace detail
+
 SMOL_NAMESPACE_END

@@ -96,21 +96,28 @@ inline void apply_penalties(float* logits, size_t n_vocab, const std::vector<int
     }
 }
 
-// Step 2 on its own.
-inline void apply_logit_bias(float* logits, size_t n_vocab, const SamplingParams& params) {
-    for (const auto& [id, bias] : params.logit_bias) {
-        if (id < 0 || static_cast<size_t>(id) >= n_vocab) {
-            detail::fail(ErrorKind::invalid_argument,
-                         "SamplingParams::logit_bias: token id " + std::to_string(id) +
-                             " is outside the vocabulary of " + std::to_string(n_vocab));
-        }
-        logits[id] += bias;
+// The logit_bias ids against the vocabulary: Error(invalid_argument) for an
+// id outside [0, n_vocab).
+inline Status check_logit_bias(const SamplingParams& params, size_t n_vocab) {
+    for (const auto& entry : params.logit_bias) {
+        const int32_t id = entry.first;
+        if (id < 0 || static_cast<size_t>(id) >= n_vocab)
+            return Status(ErrorKind::invalid_argument, "SamplingParams::logit_bias: token id " + std::to_string(id) +
+                                                           " is outside the vocabulary of " + std::to_string(n_vocab));
     }
+    return {};
 }
 
-// Argmax with ties going to the lowest id; NaN never wins. Throws when no
-// logit is a number above -inf (nothing can be chosen).
-inline int32_t greedy_token(const float* logits, size_t n_vocab) {
+// Step 2 on its own (check_logit_bias's error is thrown; nothing is changed then).
+inline void apply_logit_bias(float* logits, size_t n_vocab, const SamplingParams& params) {
+    detail::ok_or_fail(check_logit_bias(params, n_vocab));
+    for (const auto& [id, bias] : params.logit_bias) logits[id] += bias;
+}
+
+// Argmax with ties going to the lowest id; NaN never wins. An error
+// (invalid_argument) when no logit is a number above -inf (nothing can be
+// chosen): a value from try_greedy_token, thrown by greedy_token.
+inline Expected<int32_t> try_greedy_token(const float* logits, size_t n_vocab) {
     int32_t best = -1;
     float best_logit = -std::numeric_limits<float>::infinity();
     for (size_t i = 0; i < n_vocab; ++i) {
@@ -119,11 +126,12 @@ inline int32_t greedy_token(const float* logits, size_t n_vocab) {
             best = static_cast<int32_t>(i);
         }
     }
-    if (best < 0) {
-        detail::fail(ErrorKind::invalid_argument,
-                     "Sampler: every logit is -inf or NaN, no token can be chosen");
-    }
+    if (best < 0)
+        return ErrorInfo{ErrorKind::invalid_argument, "Sampler: every logit is -inf or NaN, no token can be chosen"};
     return best;
+}
+inline int32_t greedy_token(const float* logits, size_t n_vocab) {
+    return detail::value_or_fail(try_greedy_token(logits, n_vocab));
 }
 
 // One sampler per generation stream: it owns the random stream and scratch
@@ -131,16 +139,40 @@ inline int32_t greedy_token(const float* logits, size_t n_vocab) {
 // thread-safe; copies are independent and continue the same stream.
 class Sampler {
 public:
+    // Throws what validate() reports; create() returns it as a value.
     explicit Sampler(const SamplingParams& params = SamplingParams())
         : params_(params), rng_(params.seed) {
-        validate(params_);
+        detail::ok_or_fail(validate(params_));
+    }
+    static Expected<Sampler> create(const SamplingParams& params = SamplingParams()) {
+        SMOL_TRY(validate(params));
+        return Sampler(params);
+    }
+
+    // Error(invalid_argument) for parameters no sampler takes: a NaN
+    // temperature, top_p or min_p, a repeat_penalty that is not a positive
+    // finite number, non-finite presence or frequency penalties. (logit_bias
+    // ids are checked against the vocabulary when sampling: check_logit_bias.)
+    static Status validate(const SamplingParams& p) {
+        auto bad = [](const std::string& what) {
+            return Status(ErrorKind::invalid_argument, "SamplingParams: " + what);
+        };
+        if (std::isnan(p.temperature)) return bad("temperature is NaN");
+        if (std::isnan(p.top_p)) return bad("top_p is NaN");
+        if (std::isnan(p.min_p)) return bad("min_p is NaN");
+        if (!(p.repeat_penalty > 0.0f) || !std::isfinite(p.repeat_penalty))
+            return bad("repeat_penalty must be a positive finite number (1 = off), got " +
+                       std::to_string(p.repeat_penalty));
+        if (!std::isfinite(p.presence_penalty) || !std::isfinite(p.frequency_penalty))
+            return bad("presence_penalty and frequency_penalty must be finite");
+        return {};
     }
 
     const SamplingParams& params() const { return params_; }
 
     // Replaces the parameters; the random stream continues (reseed to restart it).
     void set_params(const SamplingParams& params) {
-        validate(params);
+        detail::ok_or_fail(validate(params));
         params_ = params;
     }
 
@@ -148,10 +180,13 @@ public:
 
     // Picks the next token. logits (n_vocab floats) are modified in place by
     // the penalties, the bias and the hook; history is prompt + generated.
-    int32_t sample(float* logits, size_t n_vocab, const std::vector<int32_t>& history) {
-        prepare(logits, n_vocab, history);
-        if (params_.temperature <= 0.0f) return greedy_token(logits, n_vocab);
-        select_candidates(logits, n_vocab);
+    // Errors (invalid_argument): no logits, more than 2^31 of them, a
+    // logit_bias id outside the vocabulary, no logit a number above -inf.
+    // try_sample returns them as a value, sample throws them.
+    Expected<int32_t> try_sample(float* logits, size_t n_vocab, const std::vector<int32_t>& history) {
+        SMOL_TRY(prepare(logits, n_vocab, history));
+        if (params_.temperature <= 0.0f) return try_greedy_token(logits, n_vocab);
+        SMOL_TRY(select_candidates(logits, n_vocab));
         // Cumulative walk over the survivors in id order; u in [0, total).
         const double u = rng_.next_unit() * total_weight_;
         double cumulative = 0.0;
@@ -161,15 +196,18 @@ public:
         }
         return candidates_.back().id;  // u rounded onto the very top of the range
     }
+    int32_t sample(float* logits, size_t n_vocab, const std::vector<int32_t>& history) {
+        return detail::value_or_fail(try_sample(logits, n_vocab, history));
+    }
 
     // The distribution sample() would draw from (same steps, same in-place
     // logit changes, no draw), sorted by probability descending then id.
-    // Greedy gives one token with probability 1.
+    // Greedy gives one token with probability 1. Throws sample()'s errors.
     std::vector<TokenProbability> distribution(float* logits, size_t n_vocab,
                                                const std::vector<int32_t>& history) {
-        prepare(logits, n_vocab, history);
+        detail::ok_or_fail(prepare(logits, n_vocab, history));
         if (params_.temperature <= 0.0f) return {{greedy_token(logits, n_vocab), 1.0}};
-        select_candidates(logits, n_vocab);
+        detail::ok_or_fail(select_candidates(logits, n_vocab));
         std::vector<TokenProbability> out;
         out.reserve(candidates_.size());
         for (size_t i = 0; i < candidates_.size(); ++i) {
@@ -194,32 +232,15 @@ private:
     }
     static bool by_id(const Candidate& a, const Candidate& b) { return a.id < b.id; }
 
-    static void validate(const SamplingParams& p) {
-        auto bad = [](const std::string& what) {
-            detail::fail(ErrorKind::invalid_argument, "SamplingParams: " + what);
-        };
-        if (std::isnan(p.temperature)) bad("temperature is NaN");
-        if (std::isnan(p.top_p)) bad("top_p is NaN");
-        if (std::isnan(p.min_p)) bad("min_p is NaN");
-        if (!(p.repeat_penalty > 0.0f) || !std::isfinite(p.repeat_penalty)) {
-            bad("repeat_penalty must be a positive finite number (1 = off), got " +
-                std::to_string(p.repeat_penalty));
-        }
-        if (!std::isfinite(p.presence_penalty) || !std::isfinite(p.frequency_penalty)) {
-            bad("presence_penalty and frequency_penalty must be finite");
-        }
-    }
-
-    void prepare(float* logits, size_t n_vocab, const std::vector<int32_t>& history) {
-        if (logits == nullptr || n_vocab == 0) {
-            detail::fail(ErrorKind::invalid_argument, "Sampler: empty logits");
-        }
-        if (n_vocab > static_cast<size_t>(std::numeric_limits<int32_t>::max())) {
-            detail::fail(ErrorKind::invalid_argument, "Sampler: vocabulary larger than int32");
-        }
+    Status prepare(float* logits, size_t n_vocab, const std::vector<int32_t>& history) {
+        if (logits == nullptr || n_vocab == 0) return Status(ErrorKind::invalid_argument, "Sampler: empty logits");
+        if (n_vocab > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
+            return Status(ErrorKind::invalid_argument, "Sampler: vocabulary larger than int32");
+        SMOL_TRY(check_logit_bias(params_, n_vocab));
         apply_penalties(logits, n_vocab, history, params_);
         apply_logit_bias(logits, n_vocab, params_);
         if (params_.logits_hook) params_.logits_hook(logits, n_vocab);
+        return {};
     }
 
     // NaN and -inf have probability 0 and are never candidates; +inf becomes
@@ -234,7 +255,7 @@ private:
     // the sum. Every filter is a cut in the ranks_before order, applied by a
     // stable removal, so the survivors stay in id order whatever the
     // selection algorithms did: the draw is canonical. Cost: O(n_vocab).
-    void select_candidates(const float* logits, size_t n_vocab) {
+    Status select_candidates(const float* logits, size_t n_vocab) {
         candidates_.clear();
         const size_t k = params_.top_k > 0 ? static_cast<size_t>(params_.top_k) : 0;
         if (k > 0 && k < n_vocab) {
@@ -260,10 +281,8 @@ private:
                 }
             }
         }
-        if (candidates_.empty()) {
-            detail::fail(ErrorKind::invalid_argument,
-                         "Sampler: every logit is -inf or NaN, no token can be chosen");
-        }
+        if (candidates_.empty())
+            return Status(ErrorKind::invalid_argument, "Sampler: every logit is -inf or NaN, no token can be chosen");
 
         double max_logit = candidates_.front().logit;
         for (const Candidate& c : candidates_) max_logit = std::max(max_logit, double(c.logit));
@@ -316,6 +335,7 @@ private:
             weights_.assign(1, 1.0);
             total_weight_ = 1.0;
         }
+        return {};
     }
 
     // Top-p over the candidates left by min-p (which all rank before the

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../detail/utf8.hpp"
 #include "../error.hpp"
 #include "unicode_tables.hpp"
 
@@ -93,51 +94,12 @@ inline bool is_letter(char32_t cp) noexcept { return codepoint_flags(cp) == kLet
 inline bool is_number(char32_t cp) noexcept { return codepoint_flags(cp) == kNumber; }
 inline bool is_whitespace(char32_t cp) noexcept { return codepoint_flags(cp) == kWhitespace; }
 
-// What the bytes at a position hold, per Unicode's well-formed UTF-8 byte
-// sequences (Table 3-7: no overlongs, no surrogates, nothing past U+10FFFF).
-enum class Utf8Status : uint8_t {
-    complete,    // a whole character of `length` bytes, `codepoint` set
-    incomplete,  // a valid start of `length` bytes that the text ends inside
-    invalid,     // an ill-formed maximal subpart of `length` (>= 1) bytes
-};
-struct Utf8Scan {
-    Utf8Status status = Utf8Status::invalid;
-    uint32_t length = 0;
-    char32_t codepoint = 0;
-};
-
-// Classifies the character starting at text[0] (available > 0 bytes).
-inline Utf8Scan scan_utf8(const char* text, size_t available) noexcept {
-    const auto* p = reinterpret_cast<const unsigned char*>(text);
-    const unsigned char lead = p[0];
-    if (lead < 0x80) return {Utf8Status::complete, 1, lead};
-    uint32_t length;
-    unsigned char second_lo = 0x80, second_hi = 0xBF;
-    char32_t cp;
-    if (lead >= 0xC2 && lead <= 0xDF) {
-        length = 2;
-        cp = lead & 0x1F;
-    } else if (lead >= 0xE0 && lead <= 0xEF) {
-        length = 3;
-        cp = lead & 0x0F;
-        if (lead == 0xE0) second_lo = 0xA0;  // no overlongs
-        if (lead == 0xED) second_hi = 0x9F;  // no surrogates
-    } else if (lead >= 0xF0 && lead <= 0xF4) {
-        length = 4;
-        cp = lead & 0x07;
-        if (lead == 0xF0) second_lo = 0x90;  // no overlongs
-        if (lead == 0xF4) second_hi = 0x8F;  // nothing past U+10FFFF
-    } else {
-        return {Utf8Status::invalid, 1, lead};  // 80..C1 (continuation, overlong lead), F5..FF
-    }
-    for (uint32_t i = 1; i < length; ++i) {
-        if (i >= available) return {Utf8Status::incomplete, i, 0};
-        const unsigned char lo = (i == 1) ? second_lo : 0x80, hi = (i == 1) ? second_hi : 0xBF;
-        if (p[i] < lo || p[i] > hi) return {Utf8Status::invalid, i, 0};
-        cp = cp << 6 | (p[i] & 0x3F);
-    }
-    return {Utf8Status::complete, length, cp};
-}
+// The UTF-8 decoder is detail/utf8.hpp's scan_utf8 (Unicode's well-formed
+// sequences, Table 3-7), shared with the generator's input checks; the codec
+// below is built on it.
+using smol::detail::scan_utf8;
+using smol::detail::Utf8Scan;
+using smol::detail::Utf8Status;
 
 // One decoded UTF-8 character. `length` is the number of bytes consumed (1..4);
 // when `valid` is false (ill-formed or truncated), `length` is 1 and
@@ -174,18 +136,7 @@ inline void append_utf8(std::string& out, char32_t cp) {
 }
 
 inline bool is_valid_utf8(std::string_view text) noexcept {
-    size_t pos = 0;
-    while (pos < text.size()) {
-        const unsigned char c = static_cast<unsigned char>(text[pos]);
-        if (c < 0x80) {
-            ++pos;
-            continue;
-        }
-        const Utf8Char ch = decode_utf8(text.data() + pos, text.size() - pos);
-        if (!ch.valid) return false;
-        pos += ch.length;
-    }
-    return true;
+    return smol::detail::find_invalid_utf8(text) == std::string_view::npos;
 }
 
 // Appends `bytes` to `out` as valid UTF-8: each ill-formed maximal subpart

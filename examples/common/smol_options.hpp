@@ -1,0 +1,74 @@
+// What several examples share beyond argument parsing: the options that need
+// smol's own parsers (--cpu, --device) and where the build's demo model is.
+#pragma once
+
+#include <smol/smol.hpp>
+
+#include <string>
+
+#if defined(__linux__)
+#include <unistd.h>
+#endif
+
+#include "cli.hpp"
+
+namespace smol_examples {
+
+// --cpu LEVEL into LoadOptions::cpu.
+inline smol_cli::Option& add_cpu_option(smol_cli::Parser& cli, smol::CpuLevel& target) {
+    return cli.option(
+        "--cpu",
+        [&target](const std::string& name) {
+            const auto level = smol::parse_cpu_level(name);
+            if (!level) throw smol_cli::BadValue("unknown kernel level '" + name + "'");
+            target = *level;
+        },
+        "LEVEL",
+        "kernel level: auto (default: SMOL_CPU, else the best this CPU runs),\n"
+        "scalar, avx2, avxvnni, avx512, neon, dotprod");
+}
+
+// --device DEV into LoadOptions::device.
+inline smol_cli::Option& add_device_option(smol_cli::Parser& cli, smol::Device& target) {
+    return cli.option(
+        "--device",
+        [&target](const std::string& name) {
+            const auto device = smol::parse_device(name);
+            if (!device) throw smol_cli::BadValue("expected cpu, cuda or auto, not '" + name + "'");
+            target = *device;
+        },
+        "DEV",
+        "where to run: cpu (default), cuda (a build with smol::cuda and a GPU),\n"
+        "auto (cuda when possible, else cpu)");
+}
+
+// With a device other than the CPU the load log's device line says which one
+// ran and why; everything else in that log stays quiet.
+inline void log_device_choice(smol::LoadOptions& options) {
+    if (options.device == smol::Device::cpu) return;
+    options.log = [](int, const std::string& message) {
+        if (message.rfind("smol: device", 0) == 0) std::fprintf(stderr, "%s\n", message.c_str());
+    };
+}
+
+// Where the examples find the demo model when no -m is given: the path the
+// build defined (SMOL_DEMO_MODEL_PATH, from tools/demo-model.cmake), else
+// build/demo/smol-demo.gguf next to build/examples/ (this binary's folder).
+inline std::string demo_model_path() {
+#ifdef SMOL_DEMO_MODEL_PATH
+    return SMOL_DEMO_MODEL_PATH;
+#else
+#if defined(__linux__)
+    char buf[4096];
+    const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n > 0) {
+        std::string exe(buf, size_t(n));
+        const size_t slash = exe.rfind('/');
+        if (slash != std::string::npos) return exe.substr(0, slash) + "/../demo/smol-demo.gguf";
+    }
+#endif
+    return "demo/smol-demo.gguf";
+#endif
+}
+
+}  // namespace smol_examples

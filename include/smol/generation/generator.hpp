@@ -1,0 +1,625 @@
+// smol::Generator: prompt or conversation in, text out. The top layer of the
+// library; everything an application needs to talk to a loaded model.
+//
+// Owns, per generator (a "session"): a KV cache, the token history whose keys
+// and values the cache holds, the chat format, and the run state (cancel flag,
+// async worker). The weights belong to the smol::Model, which any number of
+// generators share. The generator reaches the network only through the
+// model's backend (model/backend.hpp: Backend::try_forward over one Segment, a
+// BackendCache made by Backend::make_cache), so everything here (sampling,
+// stop strings, chat, prefix reuse, sessions, async, fork, cancel) runs the
+// same on the CPU or on CUDA (LoadOptions::device), and a saved session moves
+// between the two.
+//
+//   auto model = smol::Model::load("SmolLM3-3B-Q4_K_M.gguf");
+//   smol::Generator gen(model);                       // n_ctx: min(4096, model max)
+//   smol::GenerateParams p;  p.max_tokens = 128;  p.stop = {"\nUser:"};
+//   auto r = gen.generate("Once upon a time", p,
+//                         [](std::string_view piece) { std::cout << piece; return true; });
+//   auto c = gen.chat({{"system", "You are a blacksmith."}, {"user", "Hi!"}}, p);
+//
+// Every call takes the *whole* context (the prompt, or the whole conversation)
+// and reuses the longest prefix it shares with the session's history: only the
+// new tokens are prefilled (GenerateResult::n_reused_tokens says how many were
+// not). Generated ids, including a final end-of-generation token such as
+// <|im_end|>, stay in the history, so the next chat turn, which re-renders the
+// conversation, usually reuses everything up to the new user message.
+//
+// Stopping: an end-of-generation token of the file (never emitted as text),
+// a stop string (matched across token boundaries; text that might begin one is
+// held back from the callback until it cannot; the stop string and anything
+// after it never reach the callback or GenerateResult::text), max_tokens, the
+// callback returning false or cancel() (StopReason::cancelled), or a full
+// context (StopReason::context_full: reported, not thrown). A prompt longer
+// than the context is smol::Error(out_of_range); a prompt, message or stop
+// string that is not valid UTF-8 is smol::Error(invalid_argument) naming the
+// byte offset. Streamed pieces are always whole UTF-8.
+//
+// Thread-safety contract:
+//   - smol::Model is immutable after load: share one (std::shared_ptr) between
+//     any number of generators on any threads. Their forward passes share the
+//     model's thread pool (LoadOptions::n_threads), which runs one job at a
+//     time (calls queue), so busy generators split the machine rather than
+//     oversubscribe it. (A 1-thread pool runs each job on its caller's thread.)
+//   - A Generator is used by one thread at a time. The exceptions: cancel()
+//     may be called from any thread at any moment (also during a prefill), and
+//     an AsyncGeneration's methods may be called from any one thread while its
+//     worker runs. Two overlapping runs on one generator (e.g. generate() from
+//     two threads) are detected and rejected with smol::Error(invalid_argument);
+//     a run started while an async run is still going first waits for it.
+//   - fork() and save_session() need a generator that is not running.
+//   - Async runs execute on one persistent worker thread per generator
+//     (started by the first generate_async / chat_async; on_worker_start runs
+//     there first). Starting a run only queues it; AsyncGeneration::poll() and
+//     done() are lock-free, so a game loop never waits for a decode step.
+//
+// Without exceptions (-fno-exceptions): generate()/chat() report failures as
+// StopReason::error with GenerateResult::error; use try_load_model(),
+// Generator::try_create() and try_restore_session(). Errors travel as values
+// (error.hpp: Status / Expected) all the way, so nothing is abandoned.
+#pragma once
+
+#include "../detail/abi.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "../build_info.hpp"
+#include "../error.hpp"
+#include "../model/backend.hpp"
+#include "../model/model.hpp"
+#include "../sampling/sampler.hpp"
+#include "../text/chat_template.hpp"
+#include "../text/tokenizer.hpp"
+#include "async.hpp"
+#include "inputs.hpp"
+#include "params.hpp"
+#include "session_format.hpp"
+#include "run_gate.hpp"
+#include "text_sink.hpp"
+
+SMOL_NAMESPACE_BEGIN
+
+class Generator {
+public:
+    // Throws smol::Error (invalid_argument for a bad n_ctx, resource for a
+    // cache past the memory budget, ...).
+    explicit Generator(std::shared_ptr<const Model> model, const GeneratorOptions& options = {})
+        : state_(detail::value_or_fail(make_state(std::move(model), options))) {
+        log_start();
+    }
+
+    // The non-throwing way to construct (for -fno-exceptions consumers): null
+    // and *error filled on failure.
+    static std::unique_ptr<Generator> try_create(std::shared_ptr<const Model> model,
+                                                 const GeneratorOptions& options = {},
+                                                 ErrorInfo* error = nullptr) {
+        Expected<std::unique_ptr<State>> state = make_state(std::move(model), options);
+        if (!state) {
+            if (error) *error = state.take_error();
+            return nullptr;
+        }
+        std::unique_ptr<Generator> out(new Generator(PrivateTag{}, std::move(state).value()));
+        out->log_start();
+        return out;
+    }
+
+    // Moving waits for an async run of `other` to finish (the run refers to
+    // the generator it was started on). A moved-from generator may only be
+    // destroyed or assigned to.
+    Generator(Generator&& other) noexcept {
+        other.wait_async_idle();
+        state_ = std::move(other.state_);
+    }
+    Generator& operator=(Generator&& other) noexcept {
+        if (this != &other) {
+            shutdown();
+            other.wait_async_idle();
+            state_ = std::move(other.state_);
+        }
+        return *this;
+    }
+    Generator(const Generator&) = delete;
+    Generator& operator=(const Generator&) = delete;
+    ~Generator() { shutdown(); }
+
+    // --- generation ---
+
+    // Completes `prompt` (raw text; special tokens such as <|im_start|> are
+    // parsed; BOS is added only if the file asks for it).
+    GenerateResult generate(std::string_view prompt, const GenerateParams& params = {},
+                            const TokenCallback& on_text = {}) {
+        return run_guarded([&](std::vector<int32_t>& ids) { return text_prompt(prompt, ids); }, params,
+                           on_text, make_flag());
+    }
+
+    // Completes a prompt given as token ids (no BOS added).
+    GenerateResult generate_tokens(const std::vector<int32_t>& prompt, const GenerateParams& params = {},
+                                   const TokenCallback& on_text = {}) {
+        return run_guarded(
+            [&](std::vector<int32_t>& ids) {
+                ids = prompt;
+                return Status();
+            },
+            params, on_text, make_flag());
+    }
+
+    // Renders the whole conversation with the file's chat format (SmolLM3's
+    // template when the file carries it, else ChatML) and params.chat, then
+    // generates the assistant's reply. GenerateResult::reasoning / answer hold
+    // the <think> part and the rest.
+    GenerateResult chat(const std::vector<ChatMessage>& messages, const GenerateParams& params = {},
+                        const TokenCallback& on_text = {}) {
+        return run_guarded(
+            [&](std::vector<int32_t>& ids) { return chat_prompt(messages, params.chat, ids); }, params,
+            on_text, make_flag());
+    }
+
+    // As generate() / chat(), on a worker thread; the arguments are copied.
+    AsyncGeneration generate_async(std::string prompt, GenerateParams params = {}) {
+        return start_async(
+            [this, prompt = std::move(prompt)](std::vector<int32_t>& ids) { return text_prompt(prompt, ids); },
+            std::move(params));
+    }
+    AsyncGeneration chat_async(std::vector<ChatMessage> messages, GenerateParams params = {}) {
+        ChatOptions chat_options = params.chat;
+        return start_async(
+            [this, messages = std::move(messages), chat_options](std::vector<int32_t>& ids) {
+                return chat_prompt(messages, chat_options, ids);
+            },
+            std::move(params));
+    }
+
+    // Runs the prompt (or conversation) into the KV cache without generating,
+    // e.g. a shared system prompt before fork(). Returns the tokens prefilled.
+    size_t prefill(std::string_view prompt) {
+        GenerateParams params;
+        params.max_tokens = 0;
+        return generate(prompt, params).n_prefilled_tokens();
+    }
+    size_t prefill_chat(const std::vector<ChatMessage>& messages, const ChatOptions& options = {}) {
+        GenerateParams params;
+        params.max_tokens = 0;
+        params.chat = options;
+        return chat(messages, params).n_prefilled_tokens();
+    }
+
+    // Stops the run in progress, from any thread (checked between layers during
+    // prefill and before every token). No effect when nothing runs.
+    void cancel() noexcept {
+        if (state_) state_->gate->cancel();
+    }
+
+    // --- session state ---
+
+    // Forgets the history and empties the KV cache.
+    void reset() {
+        ExclusiveScope scope(*this, "reset");
+        state_->history.clear();
+        state_->kv->clear();
+    }
+
+    // An independent generator with a copy of this one's KV cache and history
+    // (nothing mutable shared): e.g. many NPCs branching from one prefilled
+    // system prompt.
+    Generator fork() {
+        ExclusiveScope scope(*this, "fork");
+        return Generator(PrivateTag{}, *state_);
+    }
+
+    // The session (history + KV cache) as bytes, tagged with the model's
+    // identity; restore_session() on a generator of the same model brings it
+    // back. The format: generation/session_format.hpp.
+    std::vector<uint8_t> save_session() {
+        ExclusiveScope scope(*this, "save_session");
+        return detail::encode_session(state_->model->identity(), state_->history, state_->kv->serialize());
+    }
+
+    // Restores a session from save_session(). Another model's session is
+    // smol::Error(invalid_argument); malformed or corrupted bytes (checksum
+    // mismatch) are ErrorKind::format; another session version (1 included) is
+    // ErrorKind::unsupported; a session longer than this generator's n_ctx is
+    // ErrorKind::out_of_range. On error the generator keeps its previous state.
+    void restore_session(const std::vector<uint8_t>& bytes) { restore_session(bytes.data(), bytes.size()); }
+    void restore_session(const uint8_t* data, size_t size) {
+        ErrorInfo error;
+        if (!try_restore_session(data, size, &error)) detail::fail(error);
+    }
+    // The non-throwing variant: false (and *error) on failure.
+    bool try_restore_session(const uint8_t* data, size_t size, ErrorInfo* error = nullptr) {
+        Status status = begin_exclusive("restore_session");
+        if (status) {
+            status = restore_unlocked(data, size);
+            end_exclusive();
+        }
+        if (!status && error) *error = status.take_error();
+        return status.ok();
+    }
+
+    // --- inspection ---
+    const Model& model() const noexcept { return *state_->model; }
+    std::shared_ptr<const Model> model_ptr() const noexcept { return state_->model; }
+    size_t n_ctx() const noexcept { return state_->kv->n_ctx(); }
+    // Tokens whose keys/values the cache holds (a prefix of history()).
+    size_t n_cached() const noexcept { return state_->kv->size(); }
+    // Prompt + generated ids of the last run (the cache holds all but possibly the last).
+    const std::vector<int32_t>& history() const noexcept { return state_->history; }
+    ChatFormat chat_format() const noexcept { return state_->chat_format; }
+    // [vocab] logits of the last position the model ran. After a prefill-only
+    // call (max_tokens 0) they are the raw logits of the last prompt token;
+    // sampling rewrites them in place (penalties, bias, hook).
+    const std::vector<float>& logits() const noexcept { return state_->logits; }
+
+    // The token ids generate() would use for `prompt` (special tokens parsed,
+    // BOS when the file asks).
+    std::vector<int32_t> tokenize(std::string_view prompt) const {
+        const Tokenizer& tokenizer = state_->model->tokenizer();
+        std::vector<int32_t> ids;
+        if (tokenizer.add_bos() && tokenizer.bos_id()) ids.push_back(*tokenizer.bos_id());
+        tokenizer.encode(prompt, /*parse_special=*/true, ids);
+        return ids;
+    }
+    // The exact prompt chat() would run for `messages`.
+    std::string render_chat(const std::vector<ChatMessage>& messages, const ChatOptions& options = {}) const {
+        detail::ok_or_fail(detail::messages_status(messages));
+        return smol::render_chat(state_->chat_format, messages, options);
+    }
+
+private:
+    struct State {
+        std::shared_ptr<const Model> model;
+        GeneratorOptions options;
+        std::unique_ptr<BackendCache> kv;  // made by the model's backend (model/backend.hpp)
+        std::vector<int32_t> history;  // invariant: kv->size() <= history.size(), and the
+                                       // cache holds history[0, kv->size())
+        std::vector<float> logits;     // [vocab]
+        ChatFormat chat_format = ChatFormat::chatml;
+
+        // One run at a time, cancel, the async worker (generation/run_gate.hpp).
+        // Declared last: its worker stops before the rest of the state goes.
+        std::unique_ptr<detail::RunGate> gate;
+    };
+
+    struct PrivateTag {};
+    Generator(PrivateTag, std::unique_ptr<State> state) : state_(std::move(state)) {}
+    // fork(): a copy of `from`'s session.
+    Generator(PrivateTag, const State& from) : state_(std::make_unique<State>()) {
+        state_->model = from.model;
+        state_->options = from.options;
+        state_->gate = std::make_unique<detail::RunGate>(from.options.on_worker_start);
+        state_->kv = from.kv->clone();
+        state_->history = from.history;
+        state_->logits.resize(from.logits.size());
+        state_->chat_format = from.chat_format;
+    }
+
+    // Everything a new generator needs, checked and allocated as values.
+    static Expected<std::unique_ptr<State>> make_state(std::shared_ptr<const Model> model,
+                                                       const GeneratorOptions& options) {
+        SMOL_TRY(options_status(model.get(), options));
+        auto state = std::make_unique<State>();
+        state->model = std::move(model);
+        state->options = options;
+        state->gate = std::make_unique<detail::RunGate>(options.on_worker_start);
+        SMOL_TRY_ASSIGN(state->kv, state->model->backend().try_make_cache(options.n_ctx, options.kv_type,
+                                                                          state->model->memory_budget()));
+        state->logits.resize(state->model->config().vocab_size);
+        const auto chat_template = state->model->file().find<std::string>("tokenizer.chat_template");
+        state->chat_format =
+            detect_chat_format(chat_template ? std::string_view(*chat_template) : std::string_view());
+        return state;
+    }
+
+    static Status options_status(const Model* model, const GeneratorOptions& options) {
+        if (!model) return Status(ErrorKind::invalid_argument, "Generator: model is null");
+        const size_t limit = model->config().context_length;
+        if (options.n_ctx == 0) return Status(ErrorKind::invalid_argument, "Generator: n_ctx must be positive");
+        if (options.n_ctx != KVCache::kDefaultSize && options.n_ctx > limit)
+            return Status(ErrorKind::invalid_argument, "Generator: n_ctx " + std::to_string(options.n_ctx) +
+                                                           " exceeds the model's context length " +
+                                                           std::to_string(limit));
+        if (options.kv_type != KVType::f16 && options.kv_type != KVType::f32)
+            return Status(ErrorKind::invalid_argument, "Generator: unknown kv_type");
+        return {};
+    }
+
+    void log_start() const {
+        log(log_info, build_info_string() + ", backend " + backend().name() + ", n_ctx " +
+                          std::to_string(n_ctx()) + ", chat format " +
+                          (state_->chat_format == ChatFormat::smollm3 ? "smollm3" : "chatml"));
+        if (backend().device() == Device::cpu && state_->model->cpu_level() == CpuLevel::scalar)
+            log(log_warning,
+                "smol runs the scalar reference kernels (forced by SMOL_CPU / LoadOptions::cpu, or a CPU "
+                "without AVX2/NEON): decoding is several times slower");
+    }
+    void log(int level, const std::string& message) const {
+        if (state_->options.log) state_->options.log(level, message);
+    }
+
+    static std::shared_ptr<std::atomic<bool>> make_flag() { return std::make_shared<std::atomic<bool>>(false); }
+    const Backend& backend() const noexcept { return state_->model->backend(); }
+
+    // ---- prompts: text or a conversation to ids (checks: generation/inputs.hpp) ----
+
+    Status text_prompt(std::string_view prompt, std::vector<int32_t>& ids) const {
+        SMOL_TRY(detail::utf8_status(prompt, "prompt"));
+        ids = tokenize(prompt);
+        return {};
+    }
+    Status chat_prompt(const std::vector<ChatMessage>& messages, const ChatOptions& options,
+                       std::vector<int32_t>& ids) const {
+        SMOL_TRY(detail::messages_status(messages));
+        ids = tokenize(smol::render_chat(state_->chat_format, messages, options));
+        return {};
+    }
+
+    // ---- exclusive use (one run at a time: detail::RunGate) ----
+
+    Status begin_exclusive(const char* what) { return state_->gate->enter(what); }
+    void end_exclusive() noexcept { state_->gate->leave(); }
+    // begin_exclusive .. end_exclusive for the calls that throw when busy.
+    struct ExclusiveScope {
+        ExclusiveScope(Generator& generator, const char* what) : generator_(generator) {
+            detail::ok_or_fail(generator_.begin_exclusive(what));
+        }
+        ~ExclusiveScope() { generator_.end_exclusive(); }
+        ExclusiveScope(const ExclusiveScope&) = delete;
+        ExclusiveScope& operator=(const ExclusiveScope&) = delete;
+        Generator& generator_;
+    };
+    void wait_async_idle() noexcept {
+        if (state_) state_->gate->wait_async_idle();
+    }
+    void shutdown() noexcept {
+        if (state_) state_->gate->shutdown();
+    }
+
+    // ---- one run ----
+
+    // Marks the generator busy, gets the prompt ids, generates. Errors leave
+    // the session consistent (history trimmed to what the cache holds) and are
+    // thrown (without exceptions: returned as StopReason::error).
+    template <class PromptFn>
+    GenerateResult run_guarded(PromptFn&& prompt_ids, const GenerateParams& params, const TokenCallback& on_text,
+                               std::shared_ptr<std::atomic<bool>> cancel_flag, bool exclusive_taken = false) {
+        if (!exclusive_taken) {
+            Status busy = begin_exclusive("generate");
+            if (!busy) return error_result(busy.take_error());
+        }
+        state_->gate->set_cancel_flag(cancel_flag);
+        // Ends the run however it leaves (including an exception thrown by the
+        // caller's callback or hook): the session stays consistent (history
+        // trimmed to what the cache holds, which is only ever extended after a
+        // forward pass completes) and the generator is free again.
+        struct RunScope {
+            Generator& generator;
+            bool completed = false;
+            ~RunScope() {
+                State& state = *generator.state_;
+                if (!completed && state.history.size() > state.kv->size()) state.history.resize(state.kv->size());
+                generator.end_exclusive();
+            }
+        } scope{*this};
+        Expected<GenerateResult> result = [&]() -> Expected<GenerateResult> {
+            std::vector<int32_t> ids;
+            SMOL_TRY(prompt_ids(ids));
+            SMOL_TRY(detail::run_inputs_status(ids, params, state_->logits.size(), n_ctx()));
+            return run(std::move(ids), params, on_text, *cancel_flag);
+        }();
+        scope.completed = result.ok();
+        if (!result) return error_result(result.take_error());
+        return std::move(result).value();
+    }
+
+    // A failed run: thrown with exceptions, a StopReason::error result without.
+    GenerateResult error_result(ErrorInfo error) const {
+        log(log_error, error.message);
+#if SMOL_HAS_EXCEPTIONS
+        detail::fail(error);
+#else
+        GenerateResult result;
+        result.stop_reason = StopReason::error;
+        result.error = std::move(error.message);
+        result.error_kind = error.kind;
+        return result;
+#endif
+    }
+
+    template <class PromptFn>
+    AsyncGeneration start_async(PromptFn prompt_ids, GenerateParams params) {
+        detail::ok_or_fail(begin_exclusive("generate_async"));
+        auto shared = std::make_shared<AsyncGeneration::Shared>();
+        std::shared_ptr<std::atomic<bool>> flag = shared->cancel;
+        state_->gate->set_cancel_flag(flag);
+        auto body = [this, shared, flag, prompt_ids = std::move(prompt_ids), params = std::move(params)]() mutable {
+            const TokenCallback on_text = [&shared, &flag](std::string_view piece) {
+                shared->text.push(piece);
+                return !flag->load(std::memory_order_relaxed);
+            };
+            GenerateResult result = run_on_worker(prompt_ids, params, on_text, flag);
+            // Free the generator before reporting done, so that a caller who sees
+            // done() and starts the next run never waits on this thread.
+            state_->gate->async_finished();
+            shared->result = std::move(result);
+            shared->done.store(true, std::memory_order_release);
+            // Taking the mutex once between setting `done` and notifying means a
+            // waiter that saw done == false under the mutex is already asleep.
+            { std::lock_guard<std::mutex> lock(shared->mutex); }
+            shared->finished.notify_all();
+        };
+        state_->gate->post_async(std::move(body));
+        return AsyncGeneration(std::move(shared));
+    }
+
+    // An async run's body: every error becomes the result, since nothing on
+    // the worker thread could catch it. (With exceptions, the caller's
+    // callback or logits hook may still throw anything.)
+    template <class PromptFn>
+    GenerateResult run_on_worker(PromptFn& prompt_ids, const GenerateParams& params, const TokenCallback& on_text,
+                                 const std::shared_ptr<std::atomic<bool>>& flag) {
+#if SMOL_HAS_EXCEPTIONS
+        GenerateResult result;
+        result.stop_reason = StopReason::error;
+        result.error_kind = ErrorKind::internal;
+        try {
+            return run_guarded(prompt_ids, params, on_text, flag, /*exclusive_taken=*/true);
+        } catch (const Error& e) {
+            result.error = e.what();
+            result.error_kind = e.kind();
+        } catch (const std::exception& e) {
+            result.error = e.what();
+        } catch (...) {
+            result.error = "unknown exception in an async generation";
+        }
+        return result;
+#else
+        return run_guarded(prompt_ids, params, on_text, flag, /*exclusive_taken=*/true);
+#endif
+    }
+
+    // The steps of a run: reuse the cached prefix, prefill the rest, decode.
+    Expected<GenerateResult> run(std::vector<int32_t> prompt, const GenerateParams& params,
+                                 const TokenCallback& on_text, const std::atomic<bool>& cancel_flag) {
+        using Clock = std::chrono::steady_clock;
+        auto ms_since = [](Clock::time_point start) {
+            return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+        };
+        Sampler sampler(params);  // run_inputs_status checked the parameters
+        GenerateResult result;
+        result.n_prompt_tokens = prompt.size();
+        result.n_reused_tokens = reuse_cached_prefix(prompt);
+
+        const auto prefill_start = Clock::now();
+        const size_t reuse = result.n_reused_tokens;
+        SMOL_TRY_ASSIGN(const bool prefilled,
+                        run_forward(prompt.data() + reuse, prompt.size() - reuse, reuse, cancel_flag));
+        result.prefill_ms = ms_since(prefill_start);
+        if (!prefilled) {
+            state_->history.resize(state_->kv->size());
+            return finish(std::move(result), StopReason::cancelled);
+        }
+
+        const auto decode_start = Clock::now();
+        detail::TextSink sink(state_->model->tokenizer(), params.stop, on_text, result.text);
+        SMOL_TRY_ASSIGN(StopReason reason, decode(sampler, params, sink, cancel_flag, result));
+        if (sink.matched()) {  // also when the final flush completed a stop string
+            reason = StopReason::stop_string;
+            result.matched_stop = sink.matched_string();
+        }
+        result.decode_ms = ms_since(decode_start);
+        return finish(std::move(result), reason);
+    }
+
+    // Keeps the longest prefix of `prompt` the cache already holds, but always
+    // leaves at least the last prompt token to run: its logits pick the first
+    // token. The history becomes the prompt. Returns the tokens kept.
+    size_t reuse_cached_prefix(const std::vector<int32_t>& prompt) {
+        std::vector<int32_t>& history = state_->history;
+        size_t reuse = 0;
+        const size_t limit = std::min(state_->kv->size(), prompt.size() - 1);
+        while (reuse < limit && history[reuse] == prompt[reuse]) ++reuse;
+        state_->kv->truncate(reuse);
+        history = prompt;
+        log(log_debug, "prompt " + std::to_string(prompt.size()) + " tokens, " + std::to_string(reuse) +
+                           " reused from the cache");
+        return reuse;
+    }
+
+    // Samples and runs one token at a time until a stop condition; returns it.
+    Expected<StopReason> decode(Sampler& sampler, const GenerateParams& params, detail::TextSink& sink,
+                                const std::atomic<bool>& cancel_flag, GenerateResult& result) {
+        const Tokenizer& tokenizer = state_->model->tokenizer();
+        BackendCache& kv = *state_->kv;
+        std::vector<int32_t>& history = state_->history;
+        const size_t max_tokens = params.max_tokens < 0 ? SIZE_MAX : size_t(params.max_tokens);
+        while (true) {
+            if (result.tokens.size() >= max_tokens) {
+                sink.flush();
+                return StopReason::max_tokens;
+            }
+            if (cancel_flag.load(std::memory_order_relaxed)) return StopReason::cancelled;
+            const int32_t token = sampler.sample(state_->logits.data(), state_->logits.size(), history);
+            result.tokens.push_back(token);
+            history.push_back(token);
+            if (!params.ignore_eos && tokenizer.is_end_of_generation(token)) {
+                sink.flush();
+                return StopReason::eos;
+            }
+            sink.push(token);
+            if (sink.matched()) return StopReason::stop_string;
+            if (sink.callback_stopped()) return StopReason::cancelled;
+            if (result.tokens.size() >= max_tokens) continue;  // reported at the loop top
+            if (kv.size() >= kv.n_ctx()) {
+                sink.flush();
+                return StopReason::context_full;
+            }
+            SMOL_TRY_ASSIGN(const bool ran, run_forward(&history.back(), 1, kv.size(), cancel_flag));
+            if (!ran) return StopReason::cancelled;
+        }
+    }
+
+    static GenerateResult finish(GenerateResult result, StopReason reason) {
+        result.stop_reason = reason;
+        ReasoningSplit split = split_reasoning(result.text);
+        result.reasoning = std::move(split.reasoning);
+        result.answer = std::move(split.answer);
+        return result;
+    }
+
+    // Runs `tokens` at positions [start, start + n) through the model; false if
+    // cancelled (the backend checks the flag between layers). The backend
+    // extends the cache chunk by chunk, so after a cancel it holds [0, start +
+    // the chunks that completed): still valid, and kept.
+    Expected<bool> run_forward(const int32_t* tokens, size_t n, size_t start, const std::atomic<bool>& cancel_flag) {
+        if (cancel_flag.load(std::memory_order_relaxed)) return false;
+        ForwardOptions options;
+        if (state_->options.prefill_chunk) options.chunk_size = state_->options.prefill_chunk;
+        options.cancel = &cancel_flag;
+        const Segment segment{tokens, n, start, state_->kv.get(), state_->logits.data(), /*all_logits=*/false};
+        Status status = backend().try_forward(segment, options);
+        if (status) return true;
+        if (status.error().kind == ErrorKind::cancelled) return false;
+        return status.take_error();
+    }
+
+    // Checks everything before the generator changes (on error it keeps its
+    // state): the bytes, the model identity, the cache image against this cache.
+    Status restore_unlocked(const uint8_t* data, size_t size) {
+        SMOL_TRY_ASSIGN(detail::SessionParts parts, detail::parse_session(data, size, state_->logits.size()));
+        const std::string expected = state_->model->identity();
+        if (parts.identity != expected)
+            return Status(ErrorKind::invalid_argument, "session: saved for model '" + parts.identity +
+                                                           "', but this generator runs model '" + expected + "'");
+        BackendCache& kv = *state_->kv;
+        SMOL_TRY_ASSIGN(const detail::KVImage image,
+                        detail::try_parse_kv_image(parts.kv, parts.kv_size, kv.n_layers(), kv.n_kv_heads(),
+                                                   kv.head_dim(), kv.n_ctx()));
+        if (image.size > parts.history.size())
+            return Status(ErrorKind::format, "session: the cache holds more positions than the history");
+        SMOL_TRY(kv.try_restore(parts.kv, parts.kv_size));
+        state_->history = std::move(parts.history);
+        return {};
+    }
+
+    std::unique_ptr<State> state_;
+};
+
+// The non-throwing way to load a model (for -fno-exceptions consumers): null
+// and *error filled on failure.
+inline std::shared_ptr<const Model> try_load_model(const std::string& path, ErrorInfo* error = nullptr,
+                                                   const LoadOptions& options = {}) {
+    Expected<std::shared_ptr<const Model>> model = Model::try_load(path, options);
+    if (model) return std::move(model).value();
+    if (error) *error = model.take_error();
+    return nullptr;
+}
+
+SMOL_NAMESPACE_END

@@ -1,0 +1,57 @@
+// The checks a run's inputs get before anything runs, as values: text must be
+// valid UTF-8 (the error names the byte offset), prompt ids must be in the
+// vocabulary and fit the context, the sampling parameters must be usable.
+#pragma once
+
+#include "../detail/abi.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../detail/utf8.hpp"
+#include "../error.hpp"
+#include "../sampling/sampler.hpp"
+#include "../text/chat_template.hpp"
+#include "params.hpp"
+
+SMOL_NAMESPACE_BEGIN
+
+namespace detail {
+
+inline Status utf8_status(std::string_view text, const std::string& what) {
+    if (auto error = utf8_error(text, what)) return *error;
+    return {};
+}
+
+inline Status messages_status(const std::vector<ChatMessage>& messages) {
+    for (size_t i = 0; i < messages.size(); ++i) {
+        const std::string what = "chat message " + std::to_string(i);
+        SMOL_TRY(utf8_status(messages[i].role, what + " role"));
+        SMOL_TRY(utf8_status(messages[i].content, what + " (" + messages[i].role + ")"));
+    }
+    return {};
+}
+
+// A run of `prompt` with `params` on a generator of n_ctx positions.
+inline Status run_inputs_status(const std::vector<int32_t>& prompt, const GenerateParams& params, size_t n_vocab,
+                                size_t n_ctx) {
+    for (size_t i = 0; i < params.stop.size(); ++i)
+        SMOL_TRY(utf8_status(params.stop[i], "stop string " + std::to_string(i)));
+    if (prompt.empty())
+        return Status(ErrorKind::invalid_argument, "prompt is empty (it has no tokens, and this model adds no BOS)");
+    for (size_t i = 0; i < prompt.size(); ++i)
+        if (prompt[i] < 0 || size_t(prompt[i]) >= n_vocab)
+            return Status(ErrorKind::invalid_argument, "prompt token " + std::to_string(i) + " has id " +
+                                                           std::to_string(prompt[i]) + ", outside the vocabulary of " +
+                                                           std::to_string(n_vocab));
+    if (prompt.size() > n_ctx)
+        return Status(ErrorKind::out_of_range, "prompt has " + std::to_string(prompt.size()) +
+                                                   " tokens, more than the context of " + std::to_string(n_ctx) +
+                                                   " (GeneratorOptions::n_ctx)");
+    return Sampler::validate(params);
+}
+
+}  // namespace detail
+
+SMOL_NAMESPACE_END

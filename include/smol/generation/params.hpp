@@ -1,0 +1,105 @@
+// What a generation takes and gives back: GeneratorOptions (per generator),
+// GenerateParams (per call: the sampler's parameters, stopping, the chat
+// template's options), GenerateResult and StopReason.
+#pragma once
+
+#include "../detail/abi.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "../error.hpp"
+#include "../model/kv_cache.hpp"
+#include "../sampling/sampler.hpp"
+#include "../text/chat_template.hpp"
+
+SMOL_NAMESPACE_BEGIN
+
+// Why generation ended.
+enum class StopReason {
+    eos,           // the model produced an end-of-generation token
+    max_tokens,    // GenerateParams::max_tokens tokens were generated
+    stop_string,   // a GenerateParams::stop string appeared in the text
+    cancelled,     // cancel(), AsyncGeneration::cancel(), or the callback returned false
+    context_full,  // the KV cache is full (n_ctx positions)
+    error,         // only without exceptions: see GenerateResult::error
+};
+
+inline const char* to_string(StopReason reason) noexcept {
+    switch (reason) {
+        case StopReason::eos: return "eos";
+        case StopReason::max_tokens: return "max_tokens";
+        case StopReason::stop_string: return "stop_string";
+        case StopReason::cancelled: return "cancelled";
+        case StopReason::context_full: return "context_full";
+        case StopReason::error: return "error";
+    }
+    return "unknown";
+}
+
+// Log levels of GeneratorOptions::log (LoadOptions::log uses the same numbers:
+// 0 info, 1 warning).
+enum LogLevel : int { log_debug = -1, log_info = 0, log_warning = 1, log_error = 2 };
+
+struct GeneratorOptions {
+    // KV cache positions. Default (KVCache::kDefaultSize): min(4096, the model's
+    // context length); 0 or more than the context length: Error(invalid_argument).
+    size_t n_ctx = KVCache::kDefaultSize;
+    KVType kv_type = KVType::f16;
+    size_t prefill_chunk = 0;  // tokens per prefill forward call; 0 = the model's default
+    // Silent by default. Called on the generating thread.
+    std::function<void(int level, const std::string& message)> log;
+    // Called first thing on each async worker thread (generate_async /
+    // chat_async), e.g. to lower its priority or pin it so that a game's
+    // main thread keeps its core.
+    std::function<void()> on_worker_start;
+};
+
+// How chat() renders a conversation: the template's own options
+// (text/chat_template.hpp: generation prompt, thinking, date, tools).
+using ChatOptions = ChatTemplateOptions;
+
+// One call's parameters. The sampling fields are SamplingParams' own
+// (sampling/sampler.hpp has the exact order: penalties over the last
+// penalty_last_n tokens (prompt included), logit bias, logits hook, top-k,
+// top-p, min-p, temperature (<= 0: greedy), a draw from a PRNG seeded with
+// `seed` at the start of every call); the rest says when to stop and how
+// chat() renders.
+struct GenerateParams : SamplingParams {
+    int max_tokens = 256;           // < 0: until end-of-generation or a full context; 0: prefill only
+    std::vector<std::string> stop;  // stop strings (valid UTF-8; empty ones ignored)
+    bool ignore_eos = false;        // keep going past end-of-generation tokens
+    ChatOptions chat;               // used by chat() / chat_async()
+};
+
+struct GenerateResult {
+    std::string text;       // everything emitted (never a matched stop string)
+    std::string reasoning;  // the <think>...</think> part of text, without the tags
+    std::string answer;     // text without the reasoning
+    std::vector<int32_t> tokens;  // generated ids, including a final end-of-generation id
+    StopReason stop_reason = StopReason::max_tokens;
+    std::string matched_stop;     // the stop string that ended generation, if any
+    size_t n_prompt_tokens = 0;   // tokens of the prompt / rendered conversation
+    size_t n_reused_tokens = 0;   // of those, already in the KV cache (not prefilled)
+    double prefill_ms = 0;        // prefill of n_prompt_tokens - n_reused_tokens tokens
+    double decode_ms = 0;         // sampling + decoding of the generated tokens
+    std::string error;            // StopReason::error only (no-exceptions builds)
+    ErrorKind error_kind = ErrorKind::internal;
+
+    size_t n_prefilled_tokens() const noexcept { return n_prompt_tokens - n_reused_tokens; }
+    double prefill_tokens_per_s() const noexcept {
+        return prefill_ms > 0 ? 1000.0 * double(n_prefilled_tokens()) / prefill_ms : 0.0;
+    }
+    double decode_tokens_per_s() const noexcept {
+        return decode_ms > 0 ? 1000.0 * double(tokens.size()) / decode_ms : 0.0;
+    }
+};
+
+// Receives each new piece of text (whole UTF-8); return false to stop.
+using TokenCallback = std::function<bool(std::string_view piece)>;
+
+SMOL_NAMESPACE_END

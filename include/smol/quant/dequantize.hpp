@@ -1,0 +1,207 @@
+// Reference (scalar) dequantization of the weight formats smol reads: F32,
+// F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K (and Q8_K, the activation format, for
+// tests). Part of quant/reference.hpp.
+//
+// This file is the readable spec of what each block means; the SIMD kernels are
+// tested against it. Element order inside a block (see blocks.hpp for the bytes):
+//   Q4_K / Q5_K: 256 weights = 4 chunks of 64. In chunk c, byte qs[32c + i] holds
+//     weight 64c + i in its low nibble (sub-block 2c) and weight 64c + 32 + i in its
+//     high nibble (sub-block 2c + 1). Q5_K's 5th bit of those two weights is bit 2c
+//     and bit 2c + 1 of qh[i]. Weight = d * scale[s] * q - dmin * min[s].
+//   Q6_K: 256 weights = 2 halves of 128. In half h, for i in 0..31:
+//     weight 128h + i      = low nibble of ql[64h + i]       + bits 0-1 of qh[32h + i]
+//     weight 128h + i + 32 = low nibble of ql[64h + i + 32]  + bits 2-3 of qh[32h + i]
+//     weight 128h + i + 64 = high nibble of ql[64h + i]      + bits 4-5 of qh[32h + i]
+//     weight 128h + i + 96 = high nibble of ql[64h + i + 32] + bits 6-7 of qh[32h + i]
+//     (the 2 high bits above the 4 low ones), and weight = d * scales[w / 16] * (q - 32).
+//   Q8_0: weight = d * q. Q8_K: weight = d * q (float d).
+#pragma once
+
+#include "../detail/abi.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "../core/fp16.hpp"
+#include "../error.hpp"
+#include "blocks.hpp"
+#include "detail/checks.hpp"
+#include "types.hpp"
+
+SMOL_NAMESPACE_BEGIN
+
+// ---------------------------------------------------------------------------
+// Dequantization: n elements (a multiple of the block size) -> n floats.
+// ---------------------------------------------------------------------------
+
+inline void dequantize_row_f32(const float* src, float* dst, size_t n) noexcept {
+    std::memcpy(dst, src, n * sizeof(float));
+}
+
+inline void dequantize_row_f16(const uint16_t* src, float* dst, size_t n) noexcept {
+    for (size_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(src[i]);
+}
+
+inline void dequantize_row_bf16(const uint16_t* src, float* dst, size_t n) noexcept {
+    for (size_t i = 0; i < n; ++i) dst[i] = bf16_to_fp32(src[i]);
+}
+
+inline void dequantize_row_q8_0(const BlockQ8_0* src, float* dst, size_t n) noexcept {
+    for (size_t b = 0; b < n / QK8_0; ++b) {
+        const float d = fp16_to_fp32(src[b].d);
+        for (int i = 0; i < QK8_0; ++i) dst[b * QK8_0 + i] = d * float(src[b].qs[i]);
+    }
+}
+
+inline void dequantize_row_q8_k(const BlockQ8K* src, float* dst, size_t n) noexcept {
+    for (size_t b = 0; b < n / QK_K; ++b) {
+        for (int i = 0; i < QK_K; ++i) dst[b * QK_K + i] = src[b].d * float(src[b].qs[i]);
+    }
+}
+
+inline void dequantize_row_q4_k(const BlockQ4K* src, float* dst, size_t n) noexcept {
+    for (size_t b = 0; b < n / QK_K; ++b) {
+        const BlockQ4K& block = src[b];
+        const float d = fp16_to_fp32(block.d);
+        const float dmin = fp16_to_fp32(block.dmin);
+        float* out = dst + b * QK_K;
+        for (int chunk = 0; chunk < 4; ++chunk) {
+            uint8_t scale_lo, min_lo, scale_hi, min_hi;
+            detail::unpack_scale_min_k4(block.scales, 2 * chunk, scale_lo, min_lo);
+            detail::unpack_scale_min_k4(block.scales, 2 * chunk + 1, scale_hi, min_hi);
+            const float step_lo = d * float(scale_lo), offset_lo = dmin * float(min_lo);
+            const float step_hi = d * float(scale_hi), offset_hi = dmin * float(min_hi);
+            const uint8_t* qs = block.qs + 32 * chunk;
+            for (int i = 0; i < 32; ++i) {
+                out[64 * chunk + i] = step_lo * float(qs[i] & 0x0F) - offset_lo;
+                out[64 * chunk + 32 + i] = step_hi * float(qs[i] >> 4) - offset_hi;
+            }
+        }
+    }
+}
+
+inline void dequantize_row_q5_k(const BlockQ5K* src, float* dst, size_t n) noexcept {
+    for (size_t b = 0; b < n / QK_K; ++b) {
+        const BlockQ5K& block = src[b];
+        const float d = fp16_to_fp32(block.d);
+        const float dmin = fp16_to_fp32(block.dmin);
+        float* out = dst + b * QK_K;
+        for (int chunk = 0; chunk < 4; ++chunk) {
+            uint8_t scale_lo, min_lo, scale_hi, min_hi;
+            detail::unpack_scale_min_k4(block.scales, 2 * chunk, scale_lo, min_lo);
+            detail::unpack_scale_min_k4(block.scales, 2 * chunk + 1, scale_hi, min_hi);
+            const float step_lo = d * float(scale_lo), offset_lo = dmin * float(min_lo);
+            const float step_hi = d * float(scale_hi), offset_hi = dmin * float(min_hi);
+            const uint8_t* qs = block.qs + 32 * chunk;
+            const uint8_t bit_lo = uint8_t(1u << (2 * chunk));
+            const uint8_t bit_hi = uint8_t(1u << (2 * chunk + 1));
+            for (int i = 0; i < 32; ++i) {
+                const int q_lo = (qs[i] & 0x0F) | ((block.qh[i] & bit_lo) ? 16 : 0);
+                const int q_hi = (qs[i] >> 4) | ((block.qh[i] & bit_hi) ? 16 : 0);
+                out[64 * chunk + i] = step_lo * float(q_lo) - offset_lo;
+                out[64 * chunk + 32 + i] = step_hi * float(q_hi) - offset_hi;
+            }
+        }
+    }
+}
+
+inline void dequantize_row_q6_k(const BlockQ6K* src, float* dst, size_t n) noexcept {
+    for (size_t b = 0; b < n / QK_K; ++b) {
+        const BlockQ6K& block = src[b];
+        const float d = fp16_to_fp32(block.d);
+        float* out = dst + b * QK_K;
+        for (int half = 0; half < 2; ++half) {
+            const uint8_t* ql = block.ql + 64 * half;
+            const uint8_t* qh = block.qh + 32 * half;
+            const int8_t* scales = block.scales + 8 * half;  // 8 sub-blocks of 16 per half
+            float* y = out + 128 * half;
+            for (int i = 0; i < 32; ++i) {
+                const int sub = i / 16;
+                const int q0 = ((ql[i] & 0x0F) | (((qh[i] >> 0) & 3) << 4)) - 32;
+                const int q1 = ((ql[i + 32] & 0x0F) | (((qh[i] >> 2) & 3) << 4)) - 32;
+                const int q2 = ((ql[i] >> 4) | (((qh[i] >> 4) & 3) << 4)) - 32;
+                const int q3 = ((ql[i + 32] >> 4) | (((qh[i] >> 6) & 3) << 4)) - 32;
+                y[i] = d * float(scales[sub + 0]) * float(q0);
+                y[i + 32] = d * float(scales[sub + 2]) * float(q1);
+                y[i + 64] = d * float(scales[sub + 4]) * float(q2);
+                y[i + 96] = d * float(scales[sub + 6]) * float(q3);
+            }
+        }
+    }
+}
+
+// True for the types dequantize_row handles: F32, F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K, Q8_K.
+inline bool can_dequantize(GGMLType type) noexcept {
+    switch (type) {
+        case GGMLType::F32:
+        case GGMLType::F16:
+        case GGMLType::BF16:
+        case GGMLType::Q8_0:
+        case GGMLType::Q4_K:
+        case GGMLType::Q5_K:
+        case GGMLType::Q6_K:
+        case GGMLType::Q8_K:
+            return true;
+        default:
+            return false;
+    }
+}
+
+// Dequantizes n elements (n a multiple of the type's block size) from src to dst.
+// Throws smol::Error(unsupported) naming the type otherwise (invalid_argument
+// for a bad n).
+inline void dequantize_row(GGMLType type, const void* src, float* dst, size_t n) {
+    if (!can_dequantize(type))
+        detail::fail(ErrorKind::unsupported,
+                     "dequantize_row: type " + type_name(type) + " is not supported");
+    detail::require_block_multiple(type, n, "dequantize_row");
+    // general.alignment = 1 is legal GGUF, so src may sit where the block
+    // struct (or float) cannot be read in place: copy whole blocks to aligned
+    // storage, a few KiB at a time, and dequantize from there.
+    const size_t alignment = type == GGMLType::F32 ? alignof(float) : alignof(uint16_t);
+    if (reinterpret_cast<uintptr_t>(src) % alignment != 0) {
+        const TypeTraits traits = type_traits(type);
+        alignas(16) uint8_t aligned[4096];
+        const size_t blocks_per_copy = sizeof aligned / traits.type_size;
+        const uint8_t* bytes = static_cast<const uint8_t*>(src);
+        for (size_t block = 0, n_blocks = n / traits.block_size; block < n_blocks; block += blocks_per_copy) {
+            const size_t count = std::min(blocks_per_copy, n_blocks - block);
+            std::memcpy(aligned, bytes + block * traits.type_size, count * traits.type_size);
+            dequantize_row(type, aligned, dst + block * traits.block_size, count * traits.block_size);
+        }
+        return;
+    }
+    switch (type) {
+        case GGMLType::F32:
+            dequantize_row_f32(static_cast<const float*>(src), dst, n);
+            break;
+        case GGMLType::F16:
+            dequantize_row_f16(static_cast<const uint16_t*>(src), dst, n);
+            break;
+        case GGMLType::BF16:
+            dequantize_row_bf16(static_cast<const uint16_t*>(src), dst, n);
+            break;
+        case GGMLType::Q8_0:
+            dequantize_row_q8_0(static_cast<const BlockQ8_0*>(src), dst, n);
+            break;
+        case GGMLType::Q4_K:
+            dequantize_row_q4_k(static_cast<const BlockQ4K*>(src), dst, n);
+            break;
+        case GGMLType::Q5_K:
+            dequantize_row_q5_k(static_cast<const BlockQ5K*>(src), dst, n);
+            break;
+        case GGMLType::Q6_K:
+            dequantize_row_q6_k(static_cast<const BlockQ6K*>(src), dst, n);
+            break;
+        case GGMLType::Q8_K:
+            dequantize_row_q8_k(static_cast<const BlockQ8K*>(src), dst, n);
+            break;
+        default:
+            break;
+    }
+}
+
+SMOL_NAMESPACE_END
