@@ -261,10 +261,8 @@ public:
     // The token ids generate() would use for `prompt` (special tokens parsed,
     // BOS when the file asks).
     std::vector<int32_t> tokenize(std::string_view prompt) const {
-        const Tokenizer& tokenizer = state_->model->tokenizer();
         std::vector<int32_t> ids;
-        if (tokenizer.add_bos() && tokenizer.bos_id()) ids.push_back(*tokenizer.bos_id());
-        tokenizer.encode(prompt, /*parse_special=*/true, ids);
+        detail::ok_or_fail(tokenize_into(prompt, ids));
         return ids;
     }
     // The exact prompt chat() would run for `messages`.
@@ -312,7 +310,8 @@ private:
         SMOL_TRY_ASSIGN(state->kv, state->model->backend().try_make_cache(options.n_ctx, options.kv_type,
                                                                           state->model->memory_budget()));
         state->logits.resize(state->model->config().vocab_size);
-        const auto chat_template = state->model->file().find<std::string>("tokenizer.chat_template");
+        SMOL_TRY_ASSIGN(const auto chat_template,
+                        state->model->file().try_find<std::string>("tokenizer.chat_template"));
         state->chat_format =
             detect_chat_format(chat_template ? std::string_view(*chat_template) : std::string_view());
         return state;
@@ -351,14 +350,19 @@ private:
 
     Status text_prompt(std::string_view prompt, std::vector<int32_t>& ids) const {
         SMOL_TRY(detail::utf8_status(prompt, "prompt"));
-        ids = tokenize(prompt);
-        return {};
+        return tokenize_into(prompt, ids);
     }
     Status chat_prompt(const std::vector<ChatMessage>& messages, const ChatOptions& options,
                        std::vector<int32_t>& ids) const {
         SMOL_TRY(detail::messages_status(messages));
-        ids = tokenize(smol::render_chat(state_->chat_format, messages, options));
-        return {};
+        return tokenize_into(smol::render_chat(state_->chat_format, messages, options), ids);
+    }
+    // Special tokens parsed; BOS first when the file asks for it.
+    Status tokenize_into(std::string_view text, std::vector<int32_t>& ids) const {
+        const Tokenizer& tokenizer = state_->model->tokenizer();
+        ids.clear();
+        if (tokenizer.add_bos() && tokenizer.bos_id()) ids.push_back(*tokenizer.bos_id());
+        return tokenizer.try_encode(text, /*parse_special=*/true, ids);
     }
 
     // ---- exclusive use (one run at a time: detail::RunGate) ----
@@ -546,7 +550,8 @@ private:
                 return StopReason::max_tokens;
             }
             if (cancel_flag.load(std::memory_order_relaxed)) return StopReason::cancelled;
-            const int32_t token = sampler.sample(state_->logits.data(), state_->logits.size(), history);
+            SMOL_TRY_ASSIGN(const int32_t token,
+                            sampler.try_sample(state_->logits.data(), state_->logits.size(), history));
             result.tokens.push_back(token);
             history.push_back(token);
             if (!params.ignore_eos && tokenizer.is_end_of_generation(token)) {

@@ -50,20 +50,6 @@ namespace kernels {
 
 namespace detail {
 
-// Q4_K/Q5_K sub-block s (0..7): its 6-bit scale and 6-bit min from the 12 packed bytes.
-//   bytes 0-3:  scale[0..3] (bits 0-5), bits 6-7 = high bits of scale[4..7]
-//   bytes 4-7:  min[0..3]   (bits 0-5), bits 6-7 = high bits of min[4..7]
-//   bytes 8-11: low nibble = low 4 bits of scale[4..7], high nibble = of min[4..7]
-inline void k4_scale_min(const uint8_t* packed, int s, int& scale, int& min) noexcept {
-    if (s < 4) {
-        scale = packed[s] & 63;
-        min = packed[s + 4] & 63;
-    } else {
-        scale = (packed[s + 4] & 0x0f) | ((packed[s - 4] >> 6) << 4);
-        min = (packed[s + 4] >> 4) | ((packed[s] >> 6) << 4);
-    }
-}
-
 // Round half to even, the rounding the SIMD conversions use by default.
 inline int round_even(float v) noexcept { return int(std::nearbyint(v)); }
 
@@ -148,8 +134,8 @@ inline float dot_k4_q8k32(const uint8_t* w, const BlockQ8K32* x, size_t n_blocks
         const uint8_t* qh = nullptr;
         if constexpr (has_high_bit) qh = block + offsetof(Block, qh);
         for (int s = 0; s < 8; ++s) {
-            int scale, min;
-            detail::k4_scale_min(packed_scales, s, scale, min);
+            uint8_t scale, min;
+            smol::detail::unpack_scale_min_k4(packed_scales, s, scale, min);
             const uint8_t* bytes = qs + 32 * (s / 2);
             const int8_t* q8 = x[b].qs + 32 * s;
             int32_t dot = 0;

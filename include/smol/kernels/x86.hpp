@@ -169,7 +169,7 @@ inline void quantize_row_q8_0(const float* x, BlockQ8_0* y, size_t n) noexcept {
 // ---- K-quant scale unpacking ---------------------------------------------------
 
 // The 12 packed bytes of a Q4_K/Q5_K block -> 16 bytes: scale[0..7], min[0..7]
-// (see kernels::detail::k4_scale_min for the bit layout). Reads 16 bytes: the
+// (see smol::detail::unpack_scale_min_k4 in quant/blocks.hpp for the bit layout). Reads 16 bytes: the
 // 4 after the scales are the block's own qs/qh and are ignored.
 inline __m128i unpack_k4_scales(const uint8_t* packed) noexcept {
     const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed));

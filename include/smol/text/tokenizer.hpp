@@ -114,10 +114,14 @@ public:
     // parse_special: control / unknown tokens written in the text become
     // single ids; otherwise they are encoded as plain text. User-defined tokens
     // (added vocabulary that is not a control token) are matched either way,
-    // as the reference engine does. The one error is the vocabulary's: a byte
-    // of the text that has no byte token (ErrorKind::format); try_encode
-    // returns it (out then holds a partial encoding), encode throws it.
+    // as the reference engine does. Errors: a text of 4 GiB or more
+    // (invalid_argument: the pre-tokenizer's offsets are 32-bit), and a byte of
+    // the text that has no byte token in the vocabulary (format). try_encode
+    // returns them (out then holds a partial encoding), encode throws them.
     Status try_encode(std::string_view text, bool parse_special, std::vector<int32_t>& out) const {
+        if (text.size() >= (size_t(1) << 32))  // split_llama3's limit, checked here as a value
+            return Status(ErrorKind::invalid_argument, "tokenizer: text of " + std::to_string(text.size()) +
+                                                           " bytes is too large to encode at once (limit 4 GiB)");
         Scratch scratch;
         scratch.use_cache = text.size() >= kCacheFromTextBytes;
         if (specials_.empty() || (!parse_special && !has_user_defined_)) {
