@@ -10,6 +10,8 @@
 
 SMOL_NAMESPACE_BEGIN
 
+namespace detail {
+
 inline float bits_to_float(uint32_t bits) noexcept {
     float f;
     std::memcpy(&f, &bits, sizeof f);
@@ -22,24 +24,26 @@ inline uint32_t float_to_bits(float f) noexcept {
     return bits;
 }
 
+}  // namespace detail
+
 // fp16 -> fp32, handles subnormals, infinities and NaN exactly.
 inline float fp16_to_fp32(uint16_t h) noexcept {
     const uint32_t sign = uint32_t(h & 0x8000u) << 16;
     const uint32_t exponent = (h >> 10) & 0x1fu;
     uint32_t mantissa = h & 0x3ffu;
     if (exponent == 0) {
-        if (mantissa == 0) return bits_to_float(sign);
+        if (mantissa == 0) return detail::bits_to_float(sign);
         // Subnormal: value = mantissa * 2^-24, exact in float.
         float value = float(mantissa) * (1.0f / 16777216.0f);
         return sign ? -value : value;
     }
-    if (exponent == 31) return bits_to_float(sign | 0x7f800000u | (mantissa << 13));
-    return bits_to_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+    if (exponent == 31) return detail::bits_to_float(sign | 0x7f800000u | (mantissa << 13));
+    return detail::bits_to_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
 }
 
 // fp32 -> fp16 with round-to-nearest-even; overflow gives infinity, NaN stays NaN.
 inline uint16_t fp32_to_fp16(float f) noexcept {
-    const uint32_t bits = float_to_bits(f);
+    const uint32_t bits = detail::float_to_bits(f);
     const uint16_t sign = uint16_t((bits >> 16) & 0x8000u);
     const uint32_t abs_bits = bits & 0x7fffffffu;
     if (abs_bits >= 0x7f800000u) {  // inf or NaN
@@ -48,7 +52,7 @@ inline uint16_t fp32_to_fp16(float f) noexcept {
     if (abs_bits >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // rounds to >= 65520: inf
     if (abs_bits < 0x38800000u) {  // result is subnormal (or zero) in half
         // Scale into the subnormal range; the float add rounds to nearest even for us.
-        const float magnitude = bits_to_float(abs_bits);
+        const float magnitude = detail::bits_to_float(abs_bits);
         const float scaled = magnitude * 16777216.0f;  // units of 2^-24
         // Round half to even on the integer count of 2^-24 units.
         uint32_t units = uint32_t(scaled);
@@ -63,11 +67,11 @@ inline uint16_t fp32_to_fp16(float f) noexcept {
     return uint16_t(sign | half);
 }
 
-inline float bf16_to_fp32(uint16_t b) noexcept { return bits_to_float(uint32_t(b) << 16); }
+inline float bf16_to_fp32(uint16_t b) noexcept { return detail::bits_to_float(uint32_t(b) << 16); }
 
 // fp32 -> bf16, round-to-nearest-even; NaN stays a (quiet) NaN.
 inline uint16_t fp32_to_bf16(float f) noexcept {
-    const uint32_t bits = float_to_bits(f);
+    const uint32_t bits = detail::float_to_bits(f);
     if ((bits & 0x7fffffffu) > 0x7f800000u) return uint16_t((bits >> 16) | 0x40u);
     const uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
     return uint16_t((bits + rounding) >> 16);

@@ -87,6 +87,8 @@ inline const CpuLevel* compiled_cpu_levels(size_t& count) noexcept {
     return levels;
 }
 
+namespace detail {
+
 // The raw features smol's levels need.
 struct CpuFeatures {
     bool avx2 = false;        // AVX2 + FMA + F16C, with the OS saving the YMM state
@@ -94,8 +96,6 @@ struct CpuFeatures {
     bool avx512 = false;      // AVX-512 F, BW, VL, VNNI, with the OS saving the ZMM state
     bool dotprod = false;     // AArch64 SDOT/UDOT
 };
-
-namespace detail {
 
 #if defined(SMOL_ARCH_X86_64)
 struct CpuidRegisters {
@@ -158,15 +158,15 @@ inline CpuFeatures detect_cpu_features() noexcept {
     return f;
 }
 
-}  // namespace detail
-
 inline const CpuFeatures& cpu_features() noexcept {
-    static const CpuFeatures features = detail::detect_cpu_features();
+    static const CpuFeatures features = detect_cpu_features();
     return features;
 }
 
+}  // namespace detail
+
 inline bool cpu_supports(CpuLevel level) noexcept {
-    const CpuFeatures& f = cpu_features();
+    const detail::CpuFeatures& f = detail::cpu_features();
     switch (level) {
         case CpuLevel::automatic:
         case CpuLevel::scalar: return true;
