@@ -42,9 +42,7 @@ inline std::shared_ptr<const smol::Model> made_model(uint64_t seed = 1, int n_th
         options.recipe = smol_tools::Recipe::q4_k_m;
         options.seed = seed;
         options.threads = 2;
-        smol::gguf::Writer writer;
-        smol_tools::make_model(options, writer);
-        file = std::make_shared<std::vector<uint8_t>>(writer.to_bytes());
+        file = std::make_shared<std::vector<uint8_t>>(smol_tools::make_model_bytes(options));
     }
     smol::LoadOptions load;
     load.n_threads = n_threads;

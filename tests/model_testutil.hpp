@@ -166,12 +166,6 @@ inline smol_tools::MakeOptions small_model() {
     return options;
 }
 
-inline std::vector<uint8_t> make_model(const smol_tools::MakeOptions& options) {
-    smol::gguf::Writer writer;
-    smol_tools::make_model(options, writer);
-    return writer.to_bytes();
-}
-
 // What the model maker will not write, for the loader's error tests: a copy of
 // a GGUF file with a key or a tensor left out, a tensor's last dimension split
 // in two ([256, 64] -> [256, 32, 2], [256] -> [128, 2]) or u32 keys replaced.

@@ -30,9 +30,7 @@ const std::vector<uint8_t>& demo_bytes() {
         options.recipe = smol_tools::Recipe::q4_k_m;
         options.seed = 7;
         options.threads = 2;
-        smol::gguf::Writer writer;
-        smol_tools::make_model(options, writer);
-        return writer.to_bytes();
+        return smol_tools::make_model_bytes(options);
     }();
     return bytes;
 }

@@ -192,7 +192,7 @@ TEST_CASE("cuda: without a usable device, the backend reports unsupported") {
         return;
     }
     CHECK(!why.empty());
-    const auto file = smol::gguf::File::from_bytes(smol_test::make_model(smol_test::small_model()), "made-model");
+    const auto file = smol::gguf::File::from_bytes(smol_tools::make_model_bytes(smol_test::small_model()), "made-model");
     const smol::SmolLM3 net(file);
     bool threw = false;
     try {
@@ -409,7 +409,7 @@ TEST_CASE("cuda forward agrees with the CPU forward on generated models") {
         spec.seed = uint64_t(c.matrices) * 17 + c.heads;
         const std::string where = smol::type_name(c.matrices) + " model";
         CAPTURE(where);
-        const auto file = smol::gguf::File::from_bytes(smol_test::make_model(spec), "made-model");
+        const auto file = smol::gguf::File::from_bytes(smol_tools::make_model_bytes(spec), "made-model");
         const smol::SmolLM3 net(file);
         const size_t vocab = net.config().vocab_size;
         smol::CudaModel gpu(net);
@@ -485,7 +485,7 @@ TEST_CASE("cuda forward agrees with the CPU forward on generated models") {
 
 TEST_CASE("cuda host side: moved-from caches, the caller's device, row sizes") {
     if (!have_gpu()) return;
-    const auto file = smol::gguf::File::from_bytes(smol_test::make_model(smol_test::small_model()), "made-model");
+    const auto file = smol::gguf::File::from_bytes(smol_tools::make_model_bytes(smol_test::small_model()), "made-model");
     const smol::SmolLM3 net(file);
     int before = -1;
     REQUIRE(cudaGetDevice(&before) == cudaSuccess);
@@ -518,7 +518,7 @@ TEST_CASE("cuda forward: unsupported matrix types are named") {
     if (!have_gpu()) return;
     auto spec = smol_test::small_model();
     spec.matrix_type = GGMLType::F16;
-    const auto file = smol::gguf::File::from_bytes(smol_test::make_model(spec), "made-model");
+    const auto file = smol::gguf::File::from_bytes(smol_tools::make_model_bytes(spec), "made-model");
     const smol::SmolLM3 net(file);
     try {
         smol::CudaModel gpu(net);

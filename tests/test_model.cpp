@@ -287,7 +287,7 @@ TEST_CASE("fast forward with an F32 KV cache matches the goldens") {
 namespace {
 
 std::shared_ptr<const smol::gguf::File> made_file(const smol_tools::MakeOptions& options) {
-    return smol::gguf::File::from_bytes(smol_test::make_model(options), "made-model");
+    return smol::gguf::File::from_bytes(smol_tools::make_model_bytes(options), "made-model");
 }
 
 smol_test::TopList top8(const float* logits, size_t vocab) {
@@ -597,12 +597,12 @@ TEST_CASE("made models with errors name the key or tensor") {
         CHECK_MESSAGE(got == kind, message);
         CHECK_MESSAGE(message.find(needle) != std::string::npos, message << " should name " << needle);
     };
-    const std::vector<uint8_t> good = smol_test::make_model(smol_test::small_model());
+    const std::vector<uint8_t> good = smol_tools::make_model_bytes(smol_test::small_model());
     auto broken = [&good](const smol_test::Breakage& breakage) { return smol_test::broken(good, breakage); };
     {
         auto options = smol_test::small_model();
         options.architecture = "llama";
-        load_error(smol_test::make_model(options), smol::ErrorKind::unsupported, "llama");
+        load_error(smol_tools::make_model_bytes(options), smol::ErrorKind::unsupported, "llama");
     }
     load_error(broken({"", "blk.1.ffn_up.weight", "", {}}), smol::ErrorKind::missing, "blk.1.ffn_up.weight");
     load_error(broken({"", "output_norm.weight", "", {}}), smol::ErrorKind::missing, "output_norm.weight");
@@ -612,12 +612,12 @@ TEST_CASE("made models with errors name the key or tensor") {
     {
         auto options = smol_test::small_model();
         options.tensor_types["blk.2.attn_q.weight"] = T::Q4_0;
-        load_error(smol_test::make_model(options), smol::ErrorKind::unsupported, "blk.2.attn_q.weight");
+        load_error(smol_tools::make_model_bytes(options), smol::ErrorKind::unsupported, "blk.2.attn_q.weight");
     }
     {
         auto options = smol_test::small_model();
         options.tensor_types["blk.0.attn_norm.weight"] = T::Q8_0;
-        load_error(smol_test::make_model(options), smol::ErrorKind::unsupported, "blk.0.attn_norm.weight");
+        load_error(smol_tools::make_model_bytes(options), smol::ErrorKind::unsupported, "blk.0.attn_norm.weight");
     }
     load_error(broken({"smollm3.embedding_length", "", "", {}}), smol::ErrorKind::missing, "smollm3.embedding_length");
     load_error(broken({"smollm3.rope.freq_base", "", "", {}}), smol::ErrorKind::missing, "smollm3.rope.freq_base");

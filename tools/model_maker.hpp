@@ -557,4 +557,11 @@ inline void make_model(const MakeOptions& options, smol::gguf::Writer& writer) {
     make_model(options, writer, [](size_t, size_t, const TensorPlan&) {});
 }
 
+// The model as a GGUF file's bytes, for File::from_bytes or Model::load_from_memory.
+inline std::vector<uint8_t> make_model_bytes(const MakeOptions& options) {
+    smol::gguf::Writer writer;
+    make_model(options, writer);
+    return writer.to_bytes();
+}
+
 }  // namespace smol_tools

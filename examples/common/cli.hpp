@@ -32,6 +32,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace smol_cli {
@@ -67,7 +68,8 @@ T to_number(const std::string& text) {
     } else if constexpr (std::is_signed_v<T>) {
         const long long v = std::strtoll(begin, &end, 10);
         if (end == begin || *end != '\0') throw BadValue("expects an integer, not '" + text + "'");
-        if (errno == ERANGE || v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max())
+        if (errno == ERANGE || v < std::numeric_limits<T>::min() ||
+            v > std::numeric_limits<T>::max())
             throw BadValue("'" + text + "' is out of range");
         return T(v);
     } else {
@@ -100,13 +102,9 @@ public:
         required_ = true;
         return *this;
     }
-    // Numeric bounds, checked on the converted value (inclusive).
+    // A lower bound, checked on the converted number (inclusive).
     Option& at_least(long double min) {
         min_ = min;
-        return *this;
-    }
-    Option& at_most(long double max) {
-        max_ = max;
         return *this;
     }
 
@@ -115,12 +113,12 @@ private:
     std::vector<std::string> names;  // "-m", "--model"; empty for a positional
     std::string metavar;             // "N", "FILE"; empty for a flag
     std::string help;
-    std::function<void(const std::string&)> apply;  // converts and stores a value
-    std::function<long double(const std::string&)> numeric;  // for the bounds, when numeric
+    std::function<void(const std::string&)> apply;           // converts and stores a value
+    std::function<long double(const std::string&)> numeric;  // for at_least, when a number
     bool required_ = false;
     bool repeatable = false;
     bool seen = false;
-    std::optional<long double> min_, max_;
+    std::optional<long double> min_;
 
     bool takes_value() const { return !metavar.empty(); }
     std::string label() const { return names.empty() ? metavar : names.back(); }
@@ -150,7 +148,9 @@ public:
                 o.apply = [&target](const std::string& v) { target = v; };
             } else {
                 static_assert(std::is_arithmetic_v<Value>, "std::optional of a string or a number");
-                o.numeric = [](const std::string& v) { return (long double)detail::to_number<Value>(v); };
+                o.numeric = [](const std::string& v) {
+                    return (long double)detail::to_number<Value>(v);
+                };
                 o.apply = [&target](const std::string& v) { target = detail::to_number<Value>(v); };
             }
         } else {
@@ -236,21 +236,25 @@ public:
                     o->apply("");
                     continue;
                 }
-                if (!inline_value && i + 1 >= argc) throw BadValue(name + " needs a value (" + o->metavar + ")");
+                if (!inline_value && i + 1 >= argc)
+                    throw BadValue(name + " needs a value (" + o->metavar + ")");
                 store(*o, inline_value ? *inline_value : std::string(argv[++i]), name);
             }
             for (const Option& o : options_)
-                if (o.required_ && !o.seen) throw BadValue(o.label() + " " + o.metavar + " is required");
+                if (o.required_ && !o.seen)
+                    throw BadValue(o.label() + " " + o.metavar + " is required");
             for (const Option& p : positionals_)
                 if (p.required_ && !p.seen) throw BadValue(p.metavar + " is required");
         } catch (const std::exception& e) {
-            std::fprintf(stderr, "%s: %s\n%s\nRun '%s --help' for the options.\n", program_.c_str(), e.what(),
-                         usage_line().c_str(), program_.c_str());
+            std::fprintf(stderr, "%s: %s\n%s\nRun '%s --help' for the options.\n", program_.c_str(),
+                         e.what(), usage_line().c_str(), program_.c_str());
             return 2;
         }
         return std::nullopt;
     }
-    std::optional<int> parse(int argc, char** argv) { return parse(argc, const_cast<const char* const*>(argv)); }
+    std::optional<int> parse(int argc, char** argv) {
+        return parse(argc, const_cast<const char* const*>(argv));
+    }
 
     // "usage: PROGRAM [options] POSITIONAL..."
     std::string usage_line() const {
@@ -280,8 +284,10 @@ public:
             if (o && o->repeatable) help += " (repeatable)";
             const std::string indent(2 + width + 2, ' ');
             std::string text = "  " + left;
-            if (left.size() > width) text += "\n" + indent;
-            else text += std::string(width - left.size() + 2, ' ');
+            if (left.size() > width)
+                text += "\n" + indent;
+            else
+                text += std::string(width - left.size() + 2, ' ');
             for (char c : help) {  // continuation lines of a multi-line help line up
                 text += c;
                 if (c == '\n') text += indent;
@@ -320,13 +326,9 @@ private:
     static void store(Option& o, const std::string& value, const std::string& as = "") {
         const std::string name = as.empty() ? o.label() : as;
         try {
-            if (o.numeric && (o.min_ || o.max_)) {
-                const long double v = o.numeric(value);
-                if (o.min_ && v < *o.min_)
-                    throw BadValue("must be at least " + detail::format_bound(*o.min_) + ", not " + value);
-                if (o.max_ && v > *o.max_)
-                    throw BadValue("must be at most " + detail::format_bound(*o.max_) + ", not " + value);
-            }
+            if (o.numeric && o.min_ && o.numeric(value) < *o.min_)
+                throw BadValue("must be at least " + detail::format_bound(*o.min_) + ", not " +
+                               value);
             o.apply(value);
         } catch (const std::exception& e) {  // BadValue, or a callback's std::invalid_argument
             throw BadValue(name + ": " + e.what());

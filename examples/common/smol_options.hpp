@@ -3,7 +3,6 @@
 #pragma once
 
 #include <smol/smol.hpp>
-
 #include <string>
 
 #if defined(__linux__)

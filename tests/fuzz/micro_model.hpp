@@ -17,9 +17,7 @@ inline std::vector<uint8_t> micro_model(smol_tools::Recipe recipe, uint32_t laye
     options.recipe = recipe;
     options.untied = untied;
     options.threads = 1;
-    smol::gguf::Writer writer;
-    smol_tools::make_model(options, writer);
-    return writer.to_bytes();
+    return smol_tools::make_model_bytes(options);
 }
 
 }  // namespace smol_fuzz

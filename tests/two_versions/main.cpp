@@ -6,13 +6,15 @@
 // two units' smol::Model are different types (their mangled names differ in
 // the version part), both generate the same greedy text from one model, and a
 // smol::Error thrown by the 0.99 unit is caught here as this unit's smol::Error.
-#include "../../tools/model_maker.hpp"
-#include "run_body.hpp"
-
 #include <cstdio>
 #include <string>
 
-two_versions::Run two_versions::run_current(const std::vector<uint8_t>& model) { return run_model(model); }
+#include "../../tools/model_maker.hpp"
+#include "run_body.hpp"
+
+two_versions::Run two_versions::run_current(const std::vector<uint8_t>& model) {
+    return run_model(model);
+}
 
 namespace {
 
@@ -29,22 +31,28 @@ int main() {
     smol_tools::MakeOptions options;
     options.shape = smol_tools::preset_shape("tiny");
     options.effort = smol_tools::MakeOptions::Effort::fast;
-    smol::gguf::Writer writer;
-    smol_tools::make_model(options, writer);
-    const std::vector<uint8_t> model = writer.to_bytes();
+    const std::vector<uint8_t> model = smol_tools::make_model_bytes(options);
 
     const two_versions::Run current = two_versions::run_current(model);
     const two_versions::Run other = two_versions::run_other(model);
-    std::printf("this unit:  smol %s, smol::Model is %s\n", current.version.c_str(), current.model_type.c_str());
-    std::printf("other unit: smol %s, smol::Model is %s\n", other.version.c_str(), other.model_type.c_str());
+    std::printf("this unit:  smol %s, smol::Model is %s\n", current.version.c_str(),
+                current.model_type.c_str());
+    std::printf("other unit: smol %s, smol::Model is %s\n", other.version.c_str(),
+                other.model_type.c_str());
 
-    const std::string tag = "v" + std::to_string(SMOL_VERSION_MAJOR) + "_" + std::to_string(SMOL_VERSION_MINOR) + "_";
-    check(current.model_type.find(tag) != std::string::npos, "this unit's smol::Model lives in " + tag + "...");
-    check(other.model_type.find("v" + std::to_string(SMOL_VERSION_MAJOR) + "_99_") != std::string::npos,
-          "the other unit's smol::Model lives in v" + std::to_string(SMOL_VERSION_MAJOR) + "_99_...");
+    const std::string tag =
+        "v" + std::to_string(SMOL_VERSION_MAJOR) + "_" + std::to_string(SMOL_VERSION_MINOR) + "_";
+    check(current.model_type.find(tag) != std::string::npos,
+          "this unit's smol::Model lives in " + tag + "...");
+    check(
+        other.model_type.find("v" + std::to_string(SMOL_VERSION_MAJOR) + "_99_") !=
+            std::string::npos,
+        "the other unit's smol::Model lives in v" + std::to_string(SMOL_VERSION_MAJOR) + "_99_...");
     check(current.model_type != other.model_type, "the two units' smol::Model are different types");
-    check(other.version == "0.99.0" && current.version == SMOL_VERSION_STRING, "each unit reports its own version");
-    check(!current.ids.empty() && current.ids == other.ids, "both versions generate the same greedy ids");
+    check(other.version == "0.99.0" && current.version == SMOL_VERSION_STRING,
+          "each unit reports its own version");
+    check(!current.ids.empty() && current.ids == other.ids,
+          "both versions generate the same greedy ids");
     check(current.text == other.text, "and the same text");
 
     bool caught = false;

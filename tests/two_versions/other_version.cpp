@@ -10,4 +10,6 @@
 
 #include "run_body.hpp"
 
-two_versions::Run two_versions::run_other(const std::vector<uint8_t>& model) { return run_model(model); }
+two_versions::Run two_versions::run_other(const std::vector<uint8_t>& model) {
+    return run_model(model);
+}

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <smol/smol.hpp>
-
 #include <typeinfo>
 
 #include "run.hpp"
