@@ -36,6 +36,7 @@
 // pp_tokens_per_s, pp_stddev, tg_tokens_per_s, tg_stddev, load_ms, peak_rss_mb,
 // ttft_ms, threads, n_prompt, n_gen, depth (and a few more fields).
 #include <smol/smol.hpp>
+#include <smol/kernels/bandwidth.hpp>
 #include <smol/model/model.hpp>
 #include <smol/sampling/sampler.hpp>
 

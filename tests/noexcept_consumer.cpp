@@ -22,6 +22,7 @@
 // The catalogue needs the fixtures (SMOL_FIXTURES, else the configured
 // directory): tiny-q4km.gguf and vocab-llama-bpe.gguf.
 #include <smol/smol.hpp>
+#include <smol/gguf/writer.hpp>
 #include <smol/generator.hpp>
 
 #include <algorithm>

@@ -5,6 +5,7 @@
 // never an allocation larger than the input.
 #include <doctest/doctest.h>
 #include <smol/smol.hpp>
+#include <smol/gguf/writer.hpp>
 #include <smol/detail/bytes.hpp>
 
 #include <algorithm>

@@ -7,6 +7,7 @@
 // changes one thing.
 #include <doctest/doctest.h>
 #include <smol/smol.hpp>
+#include <smol/gguf/writer.hpp>
 #include <smol/detail/bytes.hpp>
 
 #if __has_include(<smol/model/config.hpp>)

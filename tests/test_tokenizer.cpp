@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 #include <smol/smol.hpp>
+#include <smol/gguf/writer.hpp>
 #include <smol/text/detokenizer.hpp>
 #include <smol/text/tokenizer.hpp>
 #include <smol/text/unicode.hpp>

@@ -25,6 +25,7 @@
 #include <optional>
 #include <set>
 #include <smol/smol.hpp>
+#include <smol/gguf/writer.hpp>
 #include <stdexcept>
 #include <string>
 #include <thread>

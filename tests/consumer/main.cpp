@@ -6,6 +6,7 @@
 // (tests/cpu_expectation.hpp), and that a fixture model matches the reference
 // engine's logits at that level.
 #include <smol/smol.hpp>
+#include <smol/gguf/writer.hpp>
 
 #include <nlohmann/json.hpp>
 

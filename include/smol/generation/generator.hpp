@@ -80,6 +80,7 @@
 #include "../text/chat_template.hpp"
 #include "../text/tokenizer.hpp"
 #include "async.hpp"
+#include "batcher.hpp"
 #include "inputs.hpp"
 #include "params.hpp"
 #include "session_format.hpp"
@@ -327,6 +328,8 @@ private:
                                                            std::to_string(limit));
         if (options.kv_type != KVType::f16 && options.kv_type != KVType::f32)
             return Status(ErrorKind::invalid_argument, "Generator: unknown kv_type");
+        if (options.batcher && &options.batcher->model() != model)
+            return Status(ErrorKind::invalid_argument, "Generator: the batcher belongs to another model");
         return {};
     }
 
@@ -585,11 +588,16 @@ private:
     // the chunks that completed): still valid, and kept.
     Expected<bool> run_forward(const int32_t* tokens, size_t n, size_t start, const std::atomic<bool>& cancel_flag) {
         if (cancel_flag.load(std::memory_order_relaxed)) return false;
-        ForwardOptions options;
-        if (state_->options.prefill_chunk) options.chunk_size = state_->options.prefill_chunk;
-        options.cancel = &cancel_flag;
         const Segment segment{tokens, n, start, state_->kv.get(), state_->logits.data(), /*all_logits=*/false};
-        Status status = backend().try_forward(segment, options);
+        Status status;
+        if (state_->options.batcher) {
+            status = state_->options.batcher->run(segment, &cancel_flag);
+        } else {
+            ForwardOptions options;
+            if (state_->options.prefill_chunk) options.chunk_size = state_->options.prefill_chunk;
+            options.cancel = &cancel_flag;
+            status = backend().try_forward(segment, options);
+        }
         if (status) return true;
         if (status.error().kind == ErrorKind::cancelled) return false;
         return status.take_error();

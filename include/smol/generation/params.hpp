@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -18,6 +19,8 @@
 #include "../text/chat_template.hpp"
 
 SMOL_NAMESPACE_BEGIN
+
+class Batcher;  // generation/batcher.hpp
 
 // Why generation ended.
 enum class StopReason {
@@ -57,6 +60,10 @@ struct GeneratorOptions {
     // chat_async), e.g. to lower its priority or pin it so that a game's
     // main thread keeps its core.
     std::function<void()> on_worker_start;
+    // Share forward passes with the other generators of this batcher (one per
+    // model; generation/batcher.hpp): their decode steps then read the weights
+    // once for all. Null: this generator runs its own passes.
+    std::shared_ptr<Batcher> batcher;
 };
 
 // How chat() renders a conversation: the template's own options

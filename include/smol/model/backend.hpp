@@ -185,7 +185,8 @@ struct Segment {
     size_t n_tokens = 0;
     size_t start = 0;                 // position of tokens[0]: <= cache->size()
     BackendCache* cache = nullptr;    // this sequence's keys and values
-    float* logits = nullptr;          // [vocab], or [n_tokens][vocab] with all_logits
+    float* logits = nullptr;          // [vocab], or [n_tokens][vocab] with all_logits; null: no
+                                      // logits wanted (the step only extends the cache)
     bool all_logits = false;
 };
 
@@ -284,7 +285,8 @@ private:
                                         what);
             };
             if (seg.n_tokens == 0 || seg.tokens == nullptr) return refuse(ErrorKind::invalid_argument, "no tokens");
-            if (seg.logits == nullptr) return refuse(ErrorKind::invalid_argument, "no logits buffer");
+            if (seg.logits == nullptr && seg.all_logits)
+                return refuse(ErrorKind::invalid_argument, "all_logits without a logits buffer");
             if (seg.cache == nullptr) return refuse(ErrorKind::invalid_argument, "no KV cache");
             const BackendCache& kv = *seg.cache;
             if (kv.device_ != device_ || kv.owner_ != cache_owner_)
@@ -323,7 +325,7 @@ private:
         c.start = seg.start + done;
         c.cache = seg.cache;
         c.all_logits = seg.all_logits;
-        if (seg.all_logits) c.logits = seg.logits + done * vocab_size_;
+        if (seg.all_logits) c.logits = seg.logits + done * vocab_size_;  // checked non-null
         else if (done + c.n_tokens == seg.n_tokens) c.logits = seg.logits;
         return c;
     }

@@ -1,0 +1,224 @@
+// smol::Batcher: several generators on one model decode in shared forward
+// passes ("many NPCs at the speed of one").
+//
+// Why: decoding one token is bound by reading the weights (1.9 GB per step for
+// the 3B Q4_K_M file), and a forward pass over N tokens from N conversations
+// reads them once (model/backend.hpp: several Segments per step; the CPU
+// backend runs a step as one batched pass). So N generators that share steps
+// each run at nearly the speed of one, up to the machine's compute rate.
+//
+// Use: one Batcher per model, handed to the generators that should share
+// steps (GeneratorOptions::batcher). Everything else stays per generator and
+// unchanged: sampling, stop strings, streaming, cancel, sessions, and the
+// async API (generate_async / chat_async + poll()), which is how a game runs
+// several NPCs at once.
+//
+//   auto batcher = std::make_shared<smol::Batcher>(model);
+//   smol::GeneratorOptions options;  options.batcher = batcher;
+//   smol::Generator a(model, options), b(model, options);   // a and b share steps
+//
+// How (no thread of its own): a generator that needs a forward pass queues a
+// request (its tokens, position, cache) and waits. If no step is running, the
+// waiting thread that gets there first runs the next step for everyone queued
+// (at most max_batch requests, oldest first), then wakes them; requests that
+// arrive during a step go into the next one. So a generator alone runs at once
+// (one lock, no added latency), and busy ones batch by themselves.
+//   - Prefill is split across steps: while other requests wait, a prompt
+//     contributes at most prefill_shared tokens per step, so a new long prompt
+//     delays the others' tokens by a bounded amount; alone, it runs in chunks of
+//     prefill_alone tokens.
+//   - Fairness: requests are served oldest first and a generator has at most one
+//     request queued, so none starves; a generator that is not generating has no
+//     request and costs nothing.
+//   - Cancellation: a request whose cancel flag is set is dropped when a step
+//     would take it (Error(cancelled)); a step running only that request also
+//     sees the flag between layers. Shared steps run without a flag, so one
+//     member's cancel never disturbs the others.
+//   - Errors: if a shared step fails, each of its members is run again alone, so
+//     an error belongs to the request that caused it.
+// Results: batched rows go through multi-column kernel tiles that add in a
+// different order than the one-column decode kernels, so logits can differ from
+// an unbatched run in the last bits (the float-rounding rule of the goldens).
+#pragma once
+
+#include "../detail/abi.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "../error.hpp"
+#include "../model/backend.hpp"
+#include "../model/model.hpp"
+
+SMOL_NAMESPACE_BEGIN
+
+struct BatcherOptions {
+    size_t max_batch = 8;        // requests (sequences) per step
+    size_t prefill_shared = 16;  // prompt tokens per step of one request while others wait
+    size_t prefill_alone = ForwardOptions::kDefaultChunk;  // prompt tokens per step when alone
+};
+
+class Batcher {
+public:
+    explicit Batcher(std::shared_ptr<const Model> model, const BatcherOptions& options = {})
+        : model_(std::move(model)), options_(options) {
+        if (!model_) detail::fail(ErrorKind::invalid_argument, "Batcher: model is null");
+        if (options_.max_batch == 0 || options_.prefill_shared == 0 || options_.prefill_alone == 0)
+            detail::fail(ErrorKind::invalid_argument, "Batcher: max_batch, prefill_shared and prefill_alone must be positive");
+    }
+    Batcher(const Batcher&) = delete;
+    Batcher& operator=(const Batcher&) = delete;
+
+    const Model& model() const noexcept { return *model_; }
+    const BatcherOptions& options() const noexcept { return options_; }
+
+    // Runs `segment` (its tokens at its positions, into its cache, logits as
+    // Backend::try_forward writes them) in shared steps; returns when all of
+    // its tokens have run. Thread-safe; blocks the calling thread.
+    Status run(const Segment& segment, const std::atomic<bool>* cancel = nullptr) {
+        Request request;
+        request.segment = segment;
+        request.cancel = cancel;
+        std::unique_lock<std::mutex> lock(mutex_);
+        queue_.push_back(&request);
+        while (!request.done) {
+            if (!stepping_) step(lock);
+            else stepped_.wait(lock);
+        }
+        return std::move(request.status);
+    }
+
+    // Counters since construction (for benchmarks and tests).
+    struct Stats {
+        uint64_t steps = 0;     // forward passes run
+        uint64_t requests = 0;  // chunks run (a request's share of a step)
+        uint64_t rows = 0;      // tokens run
+        size_t widest = 0;      // most requests in one step
+    };
+    Stats stats() const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return stats_;
+    }
+
+private:
+    struct Request {
+        Segment segment;
+        const std::atomic<bool>* cancel = nullptr;
+        size_t progress = 0;  // tokens of segment already run
+        Status status;
+        bool done = false;
+    };
+    // One request's share of a step: its next `take` tokens.
+    struct Share {
+        Request* request;
+        Segment chunk;
+    };
+
+    // Runs one step for the oldest queued requests; `lock` is held on entry
+    // and exit, released while the network runs.
+    void step(std::unique_lock<std::mutex>& lock) {
+        stepping_ = true;
+        std::vector<Share> shares = take_shares();
+        lock.unlock();
+        // Always re-locks and hands the step on, also if the network throws.
+        struct Relock {
+            Batcher& batcher;
+            std::unique_lock<std::mutex>& lock;
+            ~Relock() {
+                if (!lock.owns_lock()) lock.lock();
+                batcher.stepping_ = false;
+                batcher.stepped_.notify_all();
+            }
+        } relock{*this, lock};
+        std::vector<Status> results = run_shares(shares);
+        lock.lock();
+        for (size_t i = 0; i < shares.size(); ++i) finish_share(shares[i], std::move(results[i]));
+        ++stats_.steps;
+        stats_.requests += shares.size();
+        stats_.widest = std::max(stats_.widest, shares.size());
+        for (const Share& share : shares) stats_.rows += share.chunk.n_tokens;
+    }
+
+    // Under the lock: the oldest requests that fit a step, cancelled ones
+    // answered on the way.
+    std::vector<Share> take_shares() {
+        std::vector<Share> shares;
+        const size_t waiting = queue_.size();
+        for (auto it = queue_.begin(); it != queue_.end() && shares.size() < options_.max_batch;) {
+            Request& request = **it;
+            if (request.cancel && request.cancel->load(std::memory_order_relaxed)) {
+                request.status = Status(ErrorKind::cancelled, "forward: cancelled");
+                request.done = true;
+                it = queue_.erase(it);
+                continue;
+            }
+            const Segment& s = request.segment;
+            const size_t remaining = s.n_tokens - request.progress;
+            const size_t limit = waiting > 1 ? options_.prefill_shared : options_.prefill_alone;
+            const size_t take = std::min(remaining, limit);
+            const bool last = request.progress + take == s.n_tokens;
+            Segment chunk = s;
+            chunk.tokens = s.tokens + request.progress;
+            chunk.n_tokens = take;
+            chunk.start = s.start + request.progress;
+            // Logits belong to the segment's last position (or, with
+            // all_logits, to each position, at its own row).
+            if (s.all_logits) chunk.logits = s.logits ? s.logits + request.progress * model_->config().vocab_size : nullptr;
+            else chunk.logits = last ? s.logits : nullptr;
+            shares.push_back({&request, chunk});
+            ++it;
+        }
+        // Requests stay queued until done; they leave in finish_share.
+        return shares;
+    }
+
+    // Without the lock: one forward pass for all shares; if it fails, each
+    // share alone, so that the error lands on the one that caused it.
+    std::vector<Status> run_shares(const std::vector<Share>& shares) const {
+        std::vector<Status> results(shares.size());
+        if (shares.empty()) return results;
+        const Backend& backend = model_->backend();
+        ForwardOptions options;
+        options.chunk_size = options_.prefill_alone;
+        if (shares.size() == 1) {
+            options.cancel = shares[0].request->cancel;
+            results[0] = backend.try_forward(shares[0].chunk, options);
+            return results;
+        }
+        std::vector<Segment> chunks;
+        chunks.reserve(shares.size());
+        for (const Share& share : shares) chunks.push_back(share.chunk);
+        Status all = backend.try_forward(chunks.data(), chunks.size(), options);
+        if (all) return results;
+        for (size_t i = 0; i < shares.size(); ++i) results[i] = backend.try_forward(shares[i].chunk, options);
+        return results;
+    }
+
+    // Under the lock: records a share's outcome; a finished request leaves the queue.
+    void finish_share(const Share& share, Status result) {
+        Request& request = *share.request;
+        const bool ok = result.ok();
+        if (ok) request.progress += share.chunk.n_tokens;
+        else request.status = std::move(result);
+        if (!ok || request.progress == request.segment.n_tokens) {
+            request.done = true;
+            queue_.erase(std::find(queue_.begin(), queue_.end(), &request));
+        }
+    }
+
+    std::shared_ptr<const Model> model_;
+    BatcherOptions options_;
+    mutable std::mutex mutex_;
+    std::condition_variable stepped_;  // a step ended
+    std::deque<Request*> queue_;       // oldest first; each owned by a thread waiting in run()
+    bool stepping_ = false;
+    Stats stats_;
+};
+
+SMOL_NAMESPACE_END
