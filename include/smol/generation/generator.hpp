@@ -603,36 +603,16 @@ private:
         return status.take_error();
     }
 
-    // Checks everything before the generator changes (on error it keeps its
-    // state): the bytes, the model identity, the cache image against this cache.
+    // On error the generator keeps its state (generation/session_format.hpp checks all first).
     Status restore_unlocked(const uint8_t* data, size_t size) {
-        SMOL_TRY_ASSIGN(detail::SessionParts parts, detail::parse_session(data, size, state_->logits.size()));
-        const std::string expected = state_->model->identity();
-        if (parts.identity != expected)
-            return Status(ErrorKind::invalid_argument, "session: saved for model '" + parts.identity +
-                                                           "', but this generator runs model '" + expected + "'");
-        BackendCache& kv = *state_->kv;
-        SMOL_TRY_ASSIGN(const detail::KVImage image,
-                        detail::try_parse_kv_image(parts.kv, parts.kv_size, kv.n_layers(), kv.n_kv_heads(),
-                                                   kv.head_dim(), kv.n_ctx()));
-        if (image.size > parts.history.size())
-            return Status(ErrorKind::format, "session: the cache holds more positions than the history");
-        SMOL_TRY(kv.try_restore(parts.kv, parts.kv_size));
-        state_->history = std::move(parts.history);
+        SMOL_TRY_ASSIGN(std::vector<int32_t> history,
+                        detail::restore_session(data, size, state_->model->identity(), state_->logits.size(),
+                                                *state_->kv));
+        state_->history = std::move(history);
         return {};
     }
 
     std::unique_ptr<State> state_;
 };
-
-// The non-throwing way to load a model (for -fno-exceptions consumers): null
-// and *error filled on failure.
-inline std::shared_ptr<const Model> try_load_model(const std::string& path, ErrorInfo* error = nullptr,
-                                                   const LoadOptions& options = {}) {
-    Expected<std::shared_ptr<const Model>> model = Model::try_load(path, options);
-    if (model) return std::move(model).value();
-    if (error) *error = model.take_error();
-    return nullptr;
-}
 
 SMOL_NAMESPACE_END

@@ -23,6 +23,7 @@
 #include "../detail/bytes.hpp"
 #include "../detail/crc32c.hpp"
 #include "../error.hpp"
+#include "../model/backend.hpp"
 
 SMOL_NAMESPACE_BEGIN
 
@@ -122,6 +123,26 @@ inline Expected<SessionParts> parse_session(const uint8_t* data, size_t size, si
     parts.kv = data + pos;
     parts.kv_size = size_t(kv_size);
     return parts;
+}
+
+// Checks a session against the generator that restores it (the model it was
+// saved for, the cache's geometry, a history covering the cache) and only
+// then restores its cache into `kv`; returns the history. Another model's
+// session is ErrorKind::invalid_argument; a session longer than the cache's
+// n_ctx is ErrorKind::out_of_range (from the cache's own check). On error `kv`
+// is unchanged.
+inline Expected<std::vector<int32_t>> restore_session(const uint8_t* data, size_t size, const std::string& identity,
+                                                      size_t n_vocab, BackendCache& kv) {
+    SMOL_TRY_ASSIGN(SessionParts parts, parse_session(data, size, n_vocab));
+    if (parts.identity != identity)
+        return ErrorInfo{ErrorKind::invalid_argument, "session: saved for model '" + parts.identity +
+                                                          "', but this generator runs model '" + identity + "'"};
+    SMOL_TRY_ASSIGN(const KVImage image, try_parse_kv_image(parts.kv, parts.kv_size, kv.n_layers(),
+                                                            kv.n_kv_heads(), kv.head_dim(), kv.n_ctx()));
+    if (image.size > parts.history.size())
+        return ErrorInfo{ErrorKind::format, "session: the cache holds more positions than the history"};
+    SMOL_TRY(kv.try_restore(parts.kv, parts.kv_size));
+    return std::move(parts.history);
 }
 
 }  // namespace detail

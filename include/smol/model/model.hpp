@@ -302,4 +302,15 @@ private:
     std::unique_ptr<Backend> device_backend_;  // null: cpu_
 };
 
+// Model::try_load as a pointer (null, and *error filled, on failure): the
+// shape -fno-exceptions consumers have used since before Expected.
+inline std::shared_ptr<const Model> try_load_model(const std::string& path, ErrorInfo* error = nullptr,
+                                                   const LoadOptions& options = {}) {
+    Expected<std::shared_ptr<const Model>> model = Model::try_load(path, options);
+    if (model) return std::move(model).value();
+    if (error) *error = model.take_error();
+    return nullptr;
+}
+
+
 SMOL_NAMESPACE_END
