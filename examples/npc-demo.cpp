@@ -4,16 +4,28 @@
 // message. The game thread never decodes: each frame it starts requests,
 // polls new text and renders it; generation runs on worker threads.
 //
+// The NPCs share one smol::Batcher (generation/batcher.hpp), so while several
+// of them talk their decode steps run as one forward pass, and each talks at
+// nearly the speed of one; --no-batch gives every NPC its own passes (they
+// then take turns on the model's thread pool), for comparison. Each NPC's text
+// is printed as it streams, a line at a time, prefixed with its name (--quiet:
+// not at all).
+//
 // At the end it prints the frame times over the run (work per frame, and the
-// interval between frame starts), with generation running the whole time.
-// Goal: no frame over 20 ms.
+// interval between frame starts), with generation running the whole time;
+// goal: no frame over 20 ms. Then the generation figures: aggregate tokens/s
+// (all NPCs' tokens over the time during which at least one was generating),
+// and per NPC its token latency (time between consecutive tokens of a line,
+// p50 / p99) and the latency of a line's first token (the player's message
+// prefilled, and waiting for shared steps).
 //
 // The generation threads run at a lower priority (GeneratorOptions::
 // on_worker_start; Linux: nice 10) so the game thread wins its core back at
 // once; --no-nice turns that off for comparison.
 //
 //   npc-demo [-m MODEL] [--npcs N] [--frames N] [-t THREADS] [-n TOKENS] [--pause FRAMES]
-//            [--no-nice] [--baseline] [--verbose]          (npc-demo --help says what each does)
+//            [--no-nice] [--no-batch] [--quiet] [--baseline] [--verbose]
+//                                                          (npc-demo --help says what each does)
 #include <smol/smol.hpp>
 #include <smol/generator.hpp>
 
@@ -24,8 +36,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #if defined(__linux__)
@@ -40,6 +55,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// When each token of one line arrived. Written by the NPC's worker (the
+// line's logits hook runs once per token, right after the forward pass that
+// made it) and read by the game thread only once the line is done().
+struct LineTimes {
+    Clock::time_point asked;
+    std::vector<Clock::time_point> tokens;
+};
+
 struct Npc {
     std::string name;
     smol::Generator generator;
@@ -49,7 +72,105 @@ struct Npc {
     int next_line_frame = 0;
     size_t lines = 0;
     size_t tokens = 0;
+    std::shared_ptr<LineTimes> line_times;  // of the line being spoken
+    std::string unprinted;                  // streamed text not yet printed (no full line yet)
+    std::vector<double> gaps_ms;            // between consecutive tokens of a line, all lines
+    std::vector<double> first_token_ms;     // asked .. first token, per line
 };
+
+// A line's tokens into its NPC's figures; returns the line's busy interval.
+std::pair<Clock::time_point, Clock::time_point> account_line(Npc& npc, const LineTimes& times) {
+    const auto ms = [](Clock::time_point a, Clock::time_point b) {
+        return std::chrono::duration<double, std::milli>(b - a).count();
+    };
+    npc.tokens += times.tokens.size();
+    if (times.tokens.empty()) return {times.asked, times.asked};
+    npc.first_token_ms.push_back(ms(times.asked, times.tokens.front()));
+    for (size_t k = 1; k < times.tokens.size(); ++k) npc.gaps_ms.push_back(ms(times.tokens[k - 1], times.tokens[k]));
+    return {times.asked, times.tokens.back()};
+}
+
+// Prints an NPC's streamed text a line at a time, "Name  | text", wrapped at
+// spaces, so that NPCs talking at once show as interleaved lines.
+class Transcript {
+public:
+    Transcript(bool enabled, size_t name_width) : enabled_(enabled), name_width_(name_width) {}
+
+    void said(const std::string& who, const std::string& to, const std::string& text) {
+        if (enabled_) std::printf("%*s > %s: %s\n", int(name_width_), who.c_str(), to.c_str(), text.c_str());
+    }
+    void stream(Npc& npc, std::string_view piece) {
+        if (!enabled_) return;
+        for (char c : piece) {
+            if (c == '\n') {
+                print(npc.name, npc.unprinted);
+                npc.unprinted.clear();
+                continue;
+            }
+            // The demo model's random text has control bytes; keep the terminal sane.
+            npc.unprinted += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ? ' ' : c;
+        }
+        // Columns are characters, not bytes (UTF-8 continuation bytes take none).
+        while (true) {
+            size_t end = 0, columns = 0;
+            while (end < npc.unprinted.size() && columns <= kWidth) {
+                columns += (static_cast<unsigned char>(npc.unprinted[end]) & 0xC0) != 0x80;
+                ++end;
+            }
+            if (columns <= kWidth) break;
+            --end;  // the first byte of character kWidth + 1: the line ends before it
+            size_t cut = npc.unprinted.rfind(' ', end);
+            size_t skip = 1;
+            if (cut == std::string::npos || cut == 0) {  // no space: cut between characters
+                cut = end;
+                skip = 0;
+            }
+            print(npc.name, npc.unprinted.substr(0, cut));
+            npc.unprinted.erase(0, cut + skip);
+        }
+    }
+    void end_of_line(Npc& npc, const char* why) {
+        if (!enabled_) return;
+        npc.unprinted += why;
+        print(npc.name, npc.unprinted);
+        npc.unprinted.clear();
+    }
+    void flush() {
+        if (enabled_ && printed_) std::fflush(stdout);
+        printed_ = false;
+    }
+
+private:
+    static constexpr size_t kWidth = 72;
+    void print(const std::string& name, const std::string& text) {
+        std::printf("%-*s | %s\n", int(name_width_), name.c_str(), text.c_str());
+        printed_ = true;
+    }
+    bool enabled_;
+    size_t name_width_;
+    bool printed_ = false;
+};
+
+// Length of the union of [begin, end] intervals: the time during which at
+// least one NPC was generating.
+double busy_seconds(std::vector<std::pair<Clock::time_point, Clock::time_point>> spans) {
+    std::sort(spans.begin(), spans.end());
+    double seconds = 0;
+    bool open = false;
+    Clock::time_point begin, end;
+    for (const auto& [b, e] : spans) {
+        if (open && b <= end) {
+            end = std::max(end, e);
+            continue;
+        }
+        if (open) seconds += std::chrono::duration<double>(end - begin).count();
+        begin = b;
+        end = e;
+        open = true;
+    }
+    if (open) seconds += std::chrono::duration<double>(end - begin).count();
+    return seconds;
+}
 
 double percentile(std::vector<double> values, double p) {
     if (values.empty()) return 0;
@@ -75,9 +196,12 @@ int main(int argc, char** argv) {
     bool baseline = false;  // --baseline: the same loop with no generation (machine noise)
     int n_threads = std::max(1, int(std::thread::hardware_concurrency()) - 1);  // leave a core to the game
     bool verbose = false;
+    bool batch = true;
+    bool quiet = false;
     smol_cli::Parser cli("npc-demo",
-                         "A 60 fps game loop in which NPCs that share one model talk through the async API;\n"
-                         "prints the frame times at the end.");
+                         "A 60 fps game loop in which NPCs that share one model (and, unless --no-batch, its\n"
+                         "forward passes) talk through the async API; prints their text as it streams, then the\n"
+                         "frame times, the aggregate tokens/s and each NPC's token latency.");
     cli.option("-m, --model", model_path, "MODEL", "GGUF file (default: the demo model the build makes)");
     cli.option("--npcs", n_npcs, "N", "NPCs (default 3)").at_least(1);
     cli.option("--frames", n_frames, "N", "frames to run (default 600, 10 s)").at_least(1);
@@ -85,6 +209,8 @@ int main(int argc, char** argv) {
     cli.option("-n", max_tokens, "TOKENS", "most tokens per NPC line (default 96)");
     cli.option("--pause", pause_frames, "FRAMES", "frames between an NPC's lines (default 6)").at_least(0);
     cli.flag("--no-nice", nice_workers, "run the generation threads at normal priority", false);
+    cli.flag("--no-batch", batch, "every NPC runs its own forward passes (no shared smol::Batcher)", false);
+    cli.flag("--quiet", quiet, "do not print the NPCs' text as it streams");
     cli.flag("--baseline", baseline, "the same loop without generation: the machine's own noise");
     cli.flag("--verbose", verbose, "print every NPC line");
     if (const auto exit_code = cli.parse(argc, argv)) return *exit_code;
@@ -113,6 +239,8 @@ int main(int argc, char** argv) {
         prefill_options.add_generation_prompt = false;
 
         smol::GeneratorOptions options;
+        // Every NPC is a fork of `base`, and a fork keeps its options: one batcher for all.
+        if (batch) options.batcher = std::make_shared<smol::Batcher>(model);
         if (nice_workers) {
             options.on_worker_start = [] {
 #if defined(__linux__)
@@ -131,19 +259,24 @@ int main(int argc, char** argv) {
         const size_t prefilled = base.prefill_chat(shared, prefill_options);
         const double prefill_ms = std::chrono::duration<double, std::milli>(Clock::now() - prefill_start).count();
         std::fprintf(stderr,
-                     "npc-demo: %s; %d model threads; workers %s; shared prompt %zu tokens prefilled in %.1f ms\n",
-                     smol::build_info_string().c_str(), n_threads, nice_workers ? "niced" : "not niced", prefilled,
-                     prefill_ms);
+                     "npc-demo: %s; %d model threads; workers %s; %s; shared prompt %zu tokens prefilled in %.1f ms\n",
+                     smol::build_info_string().c_str(), n_threads, nice_workers ? "niced" : "not niced",
+                     batch ? "NPCs share forward passes (smol::Batcher)" : "every NPC runs its own passes (--no-batch)",
+                     prefilled, prefill_ms);
 
         const char* names[] = {"Blacksmith", "Baker", "Guard", "Innkeeper", "Farmer", "Bard", "Priest", "Merchant"};
         const char* lines[] = {"Good morning! What are you working on?", "Any news from the road?",
                                "Have you seen anything strange lately?", "What would you sell me for two coins?"};
         std::vector<Npc> npcs;
+        size_t name_width = 6;  // "Player"
         for (int i = 0; i < n_npcs; ++i) {
-            Npc npc{names[i % 8], base.fork(), shared, {}, {}, 0, 0, 0};
+            Npc npc{names[i % 8], base.fork(), shared, {}, {}, 0, 0, 0, nullptr, {}, {}, {}};
             npc.next_line_frame = i * 20;  // staggered first lines
+            name_width = std::max(name_width, npc.name.size());
             npcs.push_back(std::move(npc));
         }
+        Transcript transcript(!quiet && !baseline, name_width);
+        std::vector<std::pair<Clock::time_point, Clock::time_point>> busy;  // each line: asked .. last token
 
         const auto frame_period = std::chrono::microseconds(16667);
         std::vector<double> work_ms, interval_ms;
@@ -166,12 +299,16 @@ int main(int argc, char** argv) {
                 Npc& npc = npcs[i];
                 if (npc.speaking.valid()) {
                     const auto poll_start = Clock::now();
-                    npc.bubble += npc.speaking.poll();
+                    std::string piece = npc.speaking.poll();
                     worst_poll_ms = std::max(worst_poll_ms, since(poll_start));
                     if (npc.speaking.done()) {
-                        npc.bubble += npc.speaking.poll();
+                        piece += npc.speaking.poll();
+                        npc.bubble += piece;
+                        transcript.stream(npc, piece);
                         const smol::GenerateResult r = npc.speaking.wait();  // ready: does not block
-                        npc.tokens += r.tokens.size();
+                        transcript.end_of_line(npc, r.stop_reason == smol::StopReason::max_tokens ? " [...]" : "");
+                        busy.push_back(account_line(npc, *npc.line_times));
+                        npc.line_times.reset();
                         ++npc.lines;
                         npc.conversation.push_back({"assistant", r.answer});
                         if (verbose)
@@ -179,6 +316,8 @@ int main(int argc, char** argv) {
                         npc.speaking = smol::AsyncGeneration();
                         npc.next_line_frame = frame + pause_frames;
                     } else {
+                        npc.bubble += piece;
+                        transcript.stream(npc, piece);
                         any_generating = true;
                     }
                 } else if (!baseline && frame >= npc.next_line_frame) {
@@ -186,12 +325,19 @@ int main(int argc, char** argv) {
                     if (npc.conversation.size() > 7) npc.conversation.resize(1);
                     npc.conversation.push_back({"user", lines[(npc.lines + i) % 4]});
                     npc.bubble.clear();
+                    transcript.said("Player", npc.name, npc.conversation.back().content);
+                    auto times = std::make_shared<LineTimes>();
+                    smol::GenerateParams line_params = params;
+                    line_params.logits_hook = [times](float*, size_t) { times->tokens.push_back(Clock::now()); };
                     const auto start_call = Clock::now();
-                    npc.speaking = npc.generator.chat_async(npc.conversation, params);
+                    times->asked = start_call;
+                    npc.speaking = npc.generator.chat_async(npc.conversation, std::move(line_params));
                     worst_start_ms = std::max(worst_start_ms, since(start_call));
+                    npc.line_times = std::move(times);
                     any_generating = true;
                 }
             }
+            transcript.flush();
             if (any_generating) ++frames_generating;
             world += simulate_world(frame);
 
@@ -199,7 +345,13 @@ int main(int argc, char** argv) {
             next_frame += frame_period;
             if (next_frame < Clock::now()) next_frame = Clock::now();  // fell behind: do not burst
         }
+        // Lines still being spoken: stop them, and count what they made.
         for (Npc& npc : npcs) npc.speaking.cancel();
+        for (Npc& npc : npcs) {
+            if (!npc.speaking.valid()) continue;
+            npc.speaking.wait();
+            busy.push_back(account_line(npc, *npc.line_times));
+        }
 
         size_t total_tokens = 0, total_lines = 0;
         for (const Npc& npc : npcs) {
@@ -217,6 +369,31 @@ int main(int argc, char** argv) {
                     percentile(interval_ms, 0.99));
         std::printf("API calls on the game thread: chat_async max %.3f ms, poll max %.3f ms\n", worst_start_ms,
                     worst_poll_ms);
+        if (total_tokens > 0) {
+            const double seconds = busy_seconds(busy);
+            std::printf("generation (%s): %zu tokens in %.2f s during which an NPC was generating = %.1f tokens/s "
+                        "aggregate\n",
+                        batch ? "shared batcher" : "--no-batch", total_tokens, seconds,
+                        seconds > 0 ? double(total_tokens) / seconds : 0.0);
+            if (options.batcher) {
+                const smol::Batcher::Stats stats = options.batcher->stats();
+                std::printf("batcher: %llu forward passes, %.2f NPCs and %.1f rows per pass on average, widest %zu "
+                            "NPCs\n",
+                            static_cast<unsigned long long>(stats.steps),
+                            stats.steps ? double(stats.requests) / double(stats.steps) : 0.0,
+                            stats.steps ? double(stats.rows) / double(stats.steps) : 0.0, stats.widest);
+            }
+            std::printf("| NPC | lines | tokens | token latency p50 ms | p99 ms | first token p50 ms | max ms |\n"
+                        "|---|---|---|---|---|---|---|\n");
+            for (const Npc& npc : npcs) {
+                const double first_max = npc.first_token_ms.empty()
+                                             ? 0
+                                             : *std::max_element(npc.first_token_ms.begin(), npc.first_token_ms.end());
+                std::printf("| %s | %zu | %zu | %.2f | %.2f | %.1f | %.1f |\n", npc.name.c_str(), npc.lines, npc.tokens,
+                            percentile(npc.gaps_ms, 0.50), percentile(npc.gaps_ms, 0.99),
+                            percentile(npc.first_token_ms, 0.50), first_max);
+            }
+        }
         if (world == 12345.678) std::printf(" ");  // keeps the simulated work from being optimized away
         return 0;
     } catch (const smol::Error& e) {
