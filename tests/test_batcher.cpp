@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <random>
 #include <string>
@@ -50,6 +51,24 @@ smol::GenerateParams recording(int max_tokens, Run& run) {
         run.gaps.push_back(first - second);
     };
     return p;
+}
+
+// Wraps p's hook so that each of n generators, at its first token, waits for
+// all n to have reached theirs: on a model as small as the test's a run takes
+// milliseconds, so without this one generator could finish before another
+// has started, and nothing would be left to share.
+void rendezvous(smol::GenerateParams& p, std::shared_ptr<std::atomic<size_t>> arrived, size_t n) {
+    auto inner = p.logits_hook;
+    auto first = std::make_shared<bool>(true);
+    p.logits_hook = [inner, arrived, n, first](float* logits, size_t n_vocab) {
+        if (*first) {
+            *first = false;
+            arrived->fetch_add(1);
+            const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+            while (arrived->load() < n && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+        }
+        inner(logits, n_vocab);
+    };
 }
 
 Run run_alone(const std::shared_ptr<const smol::Model>& model, const std::string& prompt, int max_tokens) {
@@ -100,7 +119,12 @@ TEST_CASE("batcher: concurrent generators share steps and match their runs alone
         for (size_t i = 0; i < n; ++i) gens.push_back(std::make_unique<smol::Generator>(model, options));
         std::vector<Run> batched(n);
         std::vector<smol::AsyncGeneration> runs;
-        for (size_t i = 0; i < n; ++i) runs.push_back(gens[i]->generate_async(kPrompts[i], recording(kTokens, batched[i])));
+        auto arrived = std::make_shared<std::atomic<size_t>>(0);
+        for (size_t i = 0; i < n; ++i) {
+            smol::GenerateParams p = recording(kTokens, batched[i]);
+            rendezvous(p, arrived, n);
+            runs.push_back(gens[i]->generate_async(kPrompts[i], p));
+        }
         for (size_t i = 0; i < n; ++i) {
             auto r = runs[i].wait();
             batched[i].ids = r.tokens;

@@ -17,15 +17,20 @@
 //   smol::GeneratorOptions options;  options.batcher = batcher;
 //   smol::Generator a(model, options), b(model, options);   // a and b share steps
 //
-// How (no thread of its own): a generator that needs a forward pass queues a
-// request (its tokens, position, cache) and waits. If no step is running, the
-// waiting thread that gets there first runs the next step for everyone queued
-// (at most max_batch requests, oldest first), then wakes them; requests that
-// arrive during a step go into the next one. So a generator alone runs at once
-// (one lock, no added latency), and busy ones batch by themselves.
+// How (no thread of its own): a generator is a *member* of its batcher while
+// it runs a generation (Generator::generate etc. join and leave). A member
+// that needs a forward pass queues a request (its tokens, position, cache) and
+// waits. A step starts when every member has a request queued (or max_batch
+// are), or gather_ms after the oldest request arrived, whichever is first: a
+// member between two steps (sampling its token) is waited for briefly instead
+// of being left to the next step, which would make busy members take turns.
+// The waiting thread that finds the step due runs it for everyone it takes
+// (oldest first), then wakes them. A generator alone runs at once.
 //   - Prefill is split across steps: while other requests wait, a prompt
-//     contributes at most prefill_shared tokens per step, so a new long prompt
-//     delays the others' tokens by a bounded amount; alone, it runs in chunks of
+//     contributes a share of tokens per step sized so that the step costs at
+//     most max_step_slowdown x a step without prompt tokens (from the measured
+//     cost per row; at most prefill_shared), so a new long prompt delays the
+//     others' tokens by a bounded amount; alone, it runs in chunks of
 //     prefill_alone tokens.
 //   - Fairness: requests are served oldest first and a generator has at most one
 //     request queued, so none starves; a generator that is not generating has no
@@ -45,6 +50,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -59,9 +65,16 @@
 SMOL_NAMESPACE_BEGIN
 
 struct BatcherOptions {
-    size_t max_batch = 8;        // requests (sequences) per step
-    size_t prefill_shared = 16;  // prompt tokens per step of one request while others wait
+    size_t max_batch = 8;  // requests (sequences) per step
+    // Prompt tokens per step of one request while others wait: at most this
+    // many, fewer when the measured cost of a row says more would make the
+    // step slower than max_step_slowdown x a step without prompt tokens.
+    size_t prefill_shared = 64;
+    double max_step_slowdown = 1.8;
     size_t prefill_alone = ForwardOptions::kDefaultChunk;  // prompt tokens per step when alone
+    // How long a step waits for members that are between two steps (sampling,
+    // streaming) before it starts without them.
+    double gather_ms = 5.0;
 };
 
 class Batcher {
@@ -85,14 +98,53 @@ public:
         Request request;
         request.segment = segment;
         request.cancel = cancel;
+        request.queued_at = Clock::now();
         std::unique_lock<std::mutex> lock(mutex_);
         queue_.push_back(&request);
+        changed_.notify_all();  // a gathering step may now be complete
         while (!request.done) {
-            if (!stepping_) step(lock);
-            else stepped_.wait(lock);
+            if (stepping_) {
+                changed_.wait(lock);
+            } else if (step_due()) {
+                step(lock);
+            } else {
+                const auto deadline = queue_.front()->queued_at + std::chrono::duration_cast<Clock::duration>(
+                                                                      std::chrono::duration<double, std::milli>(
+                                                                          options_.gather_ms));
+                changed_.wait_until(lock, deadline);
+            }
         }
         return std::move(request.status);
     }
+
+    // A generator is a member while it runs a generation: steps wait briefly
+    // for members that have no request queued (see the top comment).
+    void join() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++members_;
+    }
+    void leave() noexcept {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            --members_;
+        }
+        changed_.notify_all();
+    }
+    // join() .. leave() for one generation.
+    class Membership {
+    public:
+        explicit Membership(Batcher* batcher) : batcher_(batcher) {
+            if (batcher_) batcher_->join();
+        }
+        ~Membership() {
+            if (batcher_) batcher_->leave();
+        }
+        Membership(const Membership&) = delete;
+        Membership& operator=(const Membership&) = delete;
+
+    private:
+        Batcher* batcher_;
+    };
 
     // Counters since construction (for benchmarks and tests).
     struct Stats {
@@ -107,9 +159,12 @@ public:
     }
 
 private:
+    using Clock = std::chrono::steady_clock;
+
     struct Request {
         Segment segment;
         const std::atomic<bool>* cancel = nullptr;
+        Clock::time_point queued_at;
         size_t progress = 0;  // tokens of segment already run
         Status status;
         bool done = false;
@@ -119,6 +174,14 @@ private:
         Request* request;
         Segment chunk;
     };
+
+    // Under the lock, no step running: whether the next one should start now.
+    bool step_due() const {
+        if (queue_.empty()) return false;
+        if (queue_.size() >= options_.max_batch || queue_.size() >= members_) return true;
+        const auto waited = std::chrono::duration<double, std::milli>(Clock::now() - queue_.front()->queued_at);
+        return waited.count() >= options_.gather_ms;
+    }
 
     // Runs one step for the oldest queued requests; `lock` is held on entry
     // and exit, released while the network runs.
@@ -133,11 +196,14 @@ private:
             ~Relock() {
                 if (!lock.owns_lock()) lock.lock();
                 batcher.stepping_ = false;
-                batcher.stepped_.notify_all();
+                batcher.changed_.notify_all();
             }
         } relock{*this, lock};
+        const auto started = Clock::now();
         std::vector<Status> results = run_shares(shares);
+        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
         lock.lock();
+        learn_step_cost(shares, ms);
         for (size_t i = 0; i < shares.size(); ++i) finish_share(shares[i], std::move(results[i]));
         ++stats_.steps;
         stats_.requests += shares.size();
@@ -160,7 +226,7 @@ private:
             }
             const Segment& s = request.segment;
             const size_t remaining = s.n_tokens - request.progress;
-            const size_t limit = waiting > 1 ? options_.prefill_shared : options_.prefill_alone;
+            const size_t limit = waiting > 1 ? shared_prefill_tokens(waiting) : options_.prefill_alone;
             const size_t take = std::min(remaining, limit);
             const bool last = request.progress + take == s.n_tokens;
             Segment chunk = s;
@@ -200,6 +266,35 @@ private:
         return results;
     }
 
+    // Under the lock: the prompt tokens one request may add to a step that
+    // also runs `waiting` - 1 other requests. A step costs about max(the
+    // weights' read, rows x the cost of a row): keep rows x row cost under
+    // max_step_slowdown x the last steps without prompt tokens. Before both
+    // costs are known, a small share.
+    size_t shared_prefill_tokens(size_t waiting) const {
+        if (decode_step_ms_ <= 0 || row_ms_ <= 0) return std::min<size_t>(4, options_.prefill_shared);
+        const double budget_rows = options_.max_step_slowdown * decode_step_ms_ / row_ms_;
+        const double others = double(std::min(waiting, options_.max_batch) - 1);
+        const double share = budget_rows - others;
+        if (share < 1) return 1;
+        return std::min(options_.prefill_shared, size_t(share));
+    }
+
+    // Under the lock: running averages of a step without prompt tokens and of
+    // the cost of a row in steps with prompt tokens (an overestimate while a
+    // step is still bound by reading the weights, which only errs small).
+    void learn_step_cost(const std::vector<Share>& shares, double ms) {
+        size_t rows = 0;
+        bool prompt = false;
+        for (const Share& share : shares) {
+            rows += share.chunk.n_tokens;
+            prompt |= share.chunk.n_tokens > 1;
+        }
+        auto average = [](double& into, double value) { into = into <= 0 ? value : 0.8 * into + 0.2 * value; };
+        if (!prompt) average(decode_step_ms_, ms);
+        if (prompt && rows >= 4) average(row_ms_, ms / double(rows));
+    }
+
     // Under the lock: records a share's outcome; a finished request leaves the queue.
     void finish_share(const Share& share, Status result) {
         Request& request = *share.request;
@@ -215,9 +310,12 @@ private:
     std::shared_ptr<const Model> model_;
     BatcherOptions options_;
     mutable std::mutex mutex_;
-    std::condition_variable stepped_;  // a step ended
+    std::condition_variable changed_;  // a step ended, a request arrived, a member left
     std::deque<Request*> queue_;       // oldest first; each owned by a thread waiting in run()
     bool stepping_ = false;
+    size_t members_ = 0;               // generators running a generation (join / leave)
+    double decode_step_ms_ = 0;        // running average: a step without prompt tokens
+    double row_ms_ = 0;                // running average: the cost of a row in wide steps
     Stats stats_;
 };
 

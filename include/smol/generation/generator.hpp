@@ -500,6 +500,7 @@ private:
             return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
         };
         Sampler sampler(params);  // run_inputs_status checked the parameters
+        const Batcher::Membership membership(state_->options.batcher.get());
         GenerateResult result;
         result.n_prompt_tokens = prompt.size();
         result.n_reused_tokens = reuse_cached_prefix(prompt);
