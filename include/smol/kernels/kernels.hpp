@@ -269,7 +269,9 @@ inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedIn
         // multiples of 4 rows. Mat-mat: chunks whose weights (~48 KiB) stay in
         // L2 while every token group streams past them.
         size_t chunk_rows;
-        if (n_tokens == 1) {
+        // One group of columns (a decode step of up to kMaxTileCols sequences)
+        // streams each weight row once, like a mat-vec: chunk it the same way.
+        if (n_tokens <= size_t(kernels::kMaxTileCols)) {
             chunk_rows = std::max<size_t>(4, (w.rows / (n_threads * 8) + 3) / 4 * 4);
         } else {
             chunk_rows = std::max<size_t>(4, (48 * 1024 / w.row_bytes) / 4 * 4);

@@ -1,19 +1,25 @@
 // smol::SmolLM3: the forward pass of SmolLM3 over a bound GGUF file, with the
-// quantized kernels. Batched prefill and single-token decode are one code path:
-// a chunk of m tokens runs every layer as mat-mats (m = 1 is the decode
-// mat-vec), K/V go into a KVCache the caller owns.
+// quantized kernels. Prefill, single-token decode and batched decode of several
+// sequences are one code path: a pass over m rows runs every layer as mat-mats
+// (m = 1 is the decode mat-vec); each row is one token of some sequence, with
+// its own position and its own KVCache (the caller owns the caches).
 //
-// Per chunk (x: residual stream [m][hidden], positions start .. start + m - 1):
+// Per pass (x: residual stream [m][hidden]; row r: position pos_r, cache kv_r;
+// the rows of one chunk are consecutive positions of one sequence):
 //   x = token_embd rows
 //   for each layer l:
 //     a = rmsnorm(x) * attn_norm                       [m][hidden]
 //     q = Wq a [m][heads][head_dim], k = Wk a, v = Wv a [m][kv_heads][head_dim]
-//     RoPE(q, k) on adjacent pairs, unless l is a NoPE layer ((l + 1) % 4 == 0)
-//     kv[l][pos] = (k, v)
-//     o[t][h] = sum_{p <= pos_t} softmax_p(q[t][h] . K[h / group][p] / sqrt(head_dim)) V[h / group][p]
+//     RoPE(q, k) at pos_r on adjacent pairs, unless l is a NoPE layer ((l + 1) % 4 == 0)
+//     kv_r[l][pos_r] = (k_r, v_r)
+//     o[r][h] = sum_{p <= pos_r} softmax_p(q[r][h] . K_r[h / group][p] / sqrt(head_dim)) V_r[h / group][p]
 //     x += Wo o
 //     f = rmsnorm(x) * ffn_norm;  x += Wdown (silu(Wgate f) * Wup f)
-//   logits = lm_head (rmsnorm(x) * output_norm)  for the last position (or all)
+//   logits = lm_head (rmsnorm(x) * output_norm)  for each chunk's last row (or all its rows)
+// The matrices are read once per pass whatever the number of sequences in it;
+// decode is bound by reading them (and by unpacking them: the multi-row tiles
+// unpack each weight block once for all rows), so a pass over N sequences costs
+// far less than N passes.
 // Each matrix input is quantized once (Q8_K32 for the K-quants, see
 // kernels/activations.hpp); q/k/v and gate/up, which read the same input, each
 // run as one matmul_batch.
@@ -31,8 +37,9 @@
 //   - Cancellation: options.cancel is read between layers; once set, forward
 //     fails with Error(cancelled). Then, as after any error, kv.size() covers
 //     exactly the chunks that completed (start_pos + k * chunk_size).
-//   - Results do not depend on the thread count or the chunk size beyond float
-//     rounding of the prefill tiles (the kernels never split a reduction).
+//   - Results do not depend on the thread count, the chunk size or which
+//     sequences share a pass beyond float rounding of the multi-row tiles (the
+//     kernels never split a reduction).
 // Many threads may call forward on one SmolLM3 at once with different caches
 // (jobs queue on a shared pool).
 #pragma once
@@ -92,10 +99,26 @@ public:
 private:
     friend class CpuBackend;
 
-    // Work buffers of one forward call, sized for the largest chunk.
+    // One row of a step: a token at position `pos` of the sequence whose keys
+    // and values live in *kv.
+    struct Row {
+        KVCache* kv;
+        size_t pos;
+    };
+
+    // Work buffers of one forward_step, sized for its largest pass.
     struct Scratch {
         explicit Scratch(const kernels::KernelSet& k) : input(k) {}
-        std::vector<float> x, normed, q, k, v, attn, out, gate, up, scores, rope_cos, rope_sin;
+        // [m] rows; a decode step of up to kInlineRows sequences takes no allocation for them.
+        Row* rows(size_t m) {
+            if (m <= kInlineRows) return inline_rows;
+            heap_rows.resize(m);
+            return heap_rows.data();
+        }
+        static constexpr size_t kInlineRows = 16;
+        Row inline_rows[kInlineRows];
+        std::vector<Row> heap_rows;
+        std::vector<float> x, normed, q, k, v, attn, out, gate, up, scores, rope_cos, rope_sin, logits;
         QuantizedInput input;
     };
 
@@ -132,13 +155,17 @@ private:
                                              -2.0 * double(i) / double(config_.rope_dims));
     }
 
-    // Error(cancelled) when *cancel is set between layers (the chunk's K/V
-    // are then partly written: the seam does not count them).
-    Status run_chunk(const int32_t* tokens, size_t m, size_t start, KVCache& kv, float* logits,
-                     bool all_logits, ThreadPool& pool, const std::atomic<bool>* cancel,
-                     Scratch& s) const {
+    // One pass over every row of `chunks` (distinct caches, as the seam checked):
+    // the matrices read once for all of them. Error(cancelled) when *cancel is
+    // set between layers (the chunks' K/V are then partly written: the seam
+    // does not count them).
+    Status run_pass(const Segment* chunks, size_t n_chunks, ThreadPool& pool, const std::atomic<bool>* cancel,
+                    Scratch& s) const {
         const Config& c = config_;
         const size_t hidden = c.hidden, q_dim = c.q_dim(), kv_dim = c.kv_dim(), ffn = c.ffn;
+        size_t m = 0;
+        for (size_t i = 0; i < n_chunks; ++i) m += chunks[i].n_tokens;
+        Row* rows = s.rows(m);
         s.x.resize(m * hidden);
         s.normed.resize(m * hidden);
         s.q.resize(m * q_dim);
@@ -149,8 +176,16 @@ private:
         s.gate.resize(m * ffn);
         s.up.resize(m * ffn);
 
-        for (size_t t = 0; t < m; ++t) weights_.embed(tokens[t], &s.x[t * hidden]);
-        rope_table(start, m, s);
+        for (size_t i = 0, r = 0; i < n_chunks; ++i) {
+            const Segment& chunk = chunks[i];
+            // The seam checked that every cache is a KVCache (device cpu, the CPU owner tag).
+            KVCache* kv = static_cast<KVCache*>(chunk.cache);
+            for (size_t t = 0; t < chunk.n_tokens; ++t, ++r) {
+                rows[r] = Row{kv, chunk.start + t};
+                weights_.embed(chunk.tokens[t], &s.x[r * hidden]);
+            }
+        }
+        rope_table(rows, m, s);
 
         for (size_t li = 0; li < c.n_layers; ++li) {
             if (cancel && cancel->load(std::memory_order_relaxed))
@@ -158,26 +193,26 @@ private:
             const LayerWeights& lw = weights_.layers[li];
 
             // --- attention block ---
-            for (size_t t = 0; t < m; ++t)
-                kernels_->rmsnorm(&s.x[t * hidden], lw.attn_norm.data(), &s.normed[t * hidden], hidden, c.rms_eps);
+            for (size_t r = 0; r < m; ++r)
+                kernels_->rmsnorm(&s.x[r * hidden], lw.attn_norm.data(), &s.normed[r * hidden], hidden, c.rms_eps);
             const MatmulJob qkv[3] = {
                 {lw.attn_q, s.q.data(), q_dim}, {lw.attn_k, s.k.data(), kv_dim}, {lw.attn_v, s.v.data(), kv_dim}};
             matmul_shared_input(qkv, 3, s.normed.data(), m, hidden, s.input, pool);
             if (c.layer_uses_rope(li)) {
-                for (size_t t = 0; t < m; ++t) {
-                    for (size_t h = 0; h < c.n_heads; ++h) rope(&s.q[t * q_dim + h * c.head_dim], t, s);
-                    for (size_t h = 0; h < c.n_kv_heads; ++h) rope(&s.k[t * kv_dim + h * c.head_dim], t, s);
+                for (size_t r = 0; r < m; ++r) {
+                    for (size_t h = 0; h < c.n_heads; ++h) rope(&s.q[r * q_dim + h * c.head_dim], r, s);
+                    for (size_t h = 0; h < c.n_kv_heads; ++h) rope(&s.k[r * kv_dim + h * c.head_dim], r, s);
                 }
             }
-            for (size_t t = 0; t < m; ++t) kv.store(li, start + t, &s.k[t * kv_dim], &s.v[t * kv_dim]);
-            attention(li, start, m, kv, pool, s);
+            for (size_t r = 0; r < m; ++r) rows[r].kv->store(li, rows[r].pos, &s.k[r * kv_dim], &s.v[r * kv_dim]);
+            attention(li, rows, m, pool, s);
             s.input.quantize(lw.attn_output.type, s.attn.data(), m, q_dim, &pool);
             matmul(lw.attn_output, s.input, s.out.data(), hidden, pool);
             for (size_t i = 0; i < m * hidden; ++i) s.x[i] += s.out[i];
 
             // --- SwiGLU MLP ---
-            for (size_t t = 0; t < m; ++t)
-                kernels_->rmsnorm(&s.x[t * hidden], lw.ffn_norm.data(), &s.normed[t * hidden], hidden, c.rms_eps);
+            for (size_t r = 0; r < m; ++r)
+                kernels_->rmsnorm(&s.x[r * hidden], lw.ffn_norm.data(), &s.normed[r * hidden], hidden, c.rms_eps);
             const MatmulJob gate_up[2] = {{lw.ffn_gate, s.gate.data(), ffn}, {lw.ffn_up, s.up.data(), ffn}};
             matmul_shared_input(gate_up, 2, s.normed.data(), m, hidden, s.input, pool);
             kernels_->swiglu(s.gate.data(), s.up.data(), s.gate.data(), m * ffn);
@@ -187,71 +222,102 @@ private:
         }
         if (cancel && cancel->load(std::memory_order_relaxed))
             return Status(ErrorKind::cancelled, "forward: cancelled");
-        if (!logits) return {};
-
-        // --- LM head over the positions whose logits were asked for ---
-        const size_t first = all_logits ? 0 : m - 1;
-        const size_t rows = m - first;
-        for (size_t t = first; t < m; ++t)
-            kernels_->rmsnorm(&s.x[t * hidden], weights_.output_norm.data(), &s.normed[(t - first) * hidden],
-                              hidden, c.rms_eps);
-        s.input.quantize(weights_.lm_head.type, s.normed.data(), rows, hidden, &pool);
-        matmul(weights_.lm_head, s.input, logits, c.vocab_size, pool);
+        lm_head(chunks, n_chunks, pool, s);
         return {};
     }
 
-    // cos/sin of pos * inverse_frequency[i] for the chunk's positions: [m][rope_dims / 2].
-    void rope_table(size_t start, size_t m, Scratch& s) const {
+    // The LM head over the rows whose logits were asked for (a chunk's last
+    // row, or all of them with all_logits), as one mat-mat: the head is the
+    // largest matrix, read once per pass however many chunks want logits.
+    void lm_head(const Segment* chunks, size_t n_chunks, ThreadPool& pool, Scratch& s) const {
+        const size_t hidden = config_.hidden, vocab = config_.vocab_size;
+        size_t wanted = 0, n_wanting = 0;
+        float* only = nullptr;  // the logits of the one chunk that wants them
+        for (size_t i = 0, first = 0; i < n_chunks; first += chunks[i].n_tokens, ++i) {
+            const Segment& chunk = chunks[i];
+            if (!chunk.logits) continue;
+            for (size_t t = chunk.all_logits ? 0 : chunk.n_tokens - 1; t < chunk.n_tokens; ++t, ++wanted)
+                kernels_->rmsnorm(&s.x[(first + t) * hidden], weights_.output_norm.data(), &s.normed[wanted * hidden],
+                                  hidden, config_.rms_eps);
+            ++n_wanting;
+            only = chunk.logits;
+        }
+        if (wanted == 0) return;
+        s.input.quantize(weights_.lm_head.type, s.normed.data(), wanted, hidden, &pool);
+        if (n_wanting == 1) {  // rows [wanted][vocab] are that chunk's buffer: no copy (every decode of one sequence)
+            matmul(weights_.lm_head, s.input, only, vocab, pool);
+            return;
+        }
+        // Each chunk's logits live in its own buffer, and a tile writes its
+        // columns at one stride: [wanted][vocab] here, then copied out.
+        s.logits.resize(wanted * vocab);
+        matmul(weights_.lm_head, s.input, s.logits.data(), vocab, pool);
+        const float* from = s.logits.data();
+        for (size_t i = 0; i < n_chunks; ++i) {
+            const Segment& chunk = chunks[i];
+            if (!chunk.logits) continue;
+            const size_t n = (chunk.all_logits ? chunk.n_tokens : 1) * vocab;
+            std::memcpy(chunk.logits, from, n * sizeof(float));
+            from += n;
+        }
+    }
+
+    // cos/sin of pos * inverse_frequency[i] for each row's position: [m][rope_dims / 2].
+    void rope_table(const Row* rows, size_t m, Scratch& s) const {
         const size_t pairs = inverse_frequency_.size();
         s.rope_cos.resize(m * pairs);
         s.rope_sin.resize(m * pairs);
-        for (size_t t = 0; t < m; ++t) {
+        for (size_t r = 0; r < m; ++r) {
             for (size_t i = 0; i < pairs; ++i) {
-                const double theta = double(start + t) * inverse_frequency_[i];
-                s.rope_cos[t * pairs + i] = float(std::cos(theta));
-                s.rope_sin[t * pairs + i] = float(std::sin(theta));
+                const double theta = double(rows[r].pos) * inverse_frequency_[i];
+                s.rope_cos[r * pairs + i] = float(std::cos(theta));
+                s.rope_sin[r * pairs + i] = float(std::sin(theta));
             }
         }
     }
 
-    // Rotates the pairs (v[2i], v[2i+1]), i < rope_dims / 2, of one head of token t.
-    void rope(float* v, size_t t, const Scratch& s) const noexcept {
+    // Rotates the pairs (v[2i], v[2i+1]), i < rope_dims / 2, of one head of row r.
+    void rope(float* v, size_t r, const Scratch& s) const noexcept {
         const size_t pairs = inverse_frequency_.size();
-        kernels_->rope(v, &s.rope_cos[t * pairs], &s.rope_sin[t * pairs], pairs);
+        kernels_->rope(v, &s.rope_cos[r * pairs], &s.rope_sin[r * pairs], pairs);
     }
 
-    // s.attn[t][h] for the chunk's m tokens. Work items are (token, kv head): the
-    // `group` query heads that share a KV head are scored together, so each key
-    // and value row is read once per group (GQA), not once per query head.
-    void attention(size_t layer, size_t start, size_t m, const KVCache& kv, ThreadPool& pool,
-                   Scratch& s) const {
+    // s.attn[r][h] for the pass's m rows, each against its own cache up to its
+    // own position (causal). Work items are (row, kv head): the `group` query
+    // heads that share a KV head are scored together, so each key and value row
+    // is read once per group (GQA), not once per query head.
+    void attention(size_t layer, const Row* rows, size_t m, ThreadPool& pool, Scratch& s) const {
         const Config& c = config_;
         const size_t hd = c.head_dim, q_dim = c.q_dim(), group = c.heads_per_kv();
-        const size_t max_positions = start + m;
+        size_t max_positions = 0, total_positions = 0;
+        for (size_t r = 0; r < m; ++r) {
+            max_positions = std::max(max_positions, rows[r].pos + 1);
+            total_positions += rows[r].pos + 1;
+        }
         const float scale = 1.0f / std::sqrt(float(hd));
-        const size_t row_bytes = hd * kv.element_bytes();
         const size_t per_thread = group * max_positions;  // scores [group][positions]
         s.scores.resize(size_t(pool.size()) * per_thread);
         auto work = [&](size_t begin, size_t end, int thread) {
             kernels::AttentionHead head;
-            head.row_bytes = row_bytes;
-            head.f16 = kv.type() == KVType::f16;
             head.group = group;
             head.head_dim = hd;
             head.scale = scale;
             head.scores = &s.scores[size_t(thread) * per_thread];
             for (size_t item = begin; item < end; ++item) {
-                const size_t t = item / c.n_kv_heads, kv_head = item % c.n_kv_heads;
-                head.n_positions = start + t + 1;  // causal: this token sees 0..start+t
-                head.q = &s.q[t * q_dim + kv_head * group * hd];    // [group][hd]
-                head.out = &s.attn[t * q_dim + kv_head * group * hd];  // [group][hd]
+                const size_t r = item / c.n_kv_heads, kv_head = item % c.n_kv_heads;
+                const KVCache& kv = *rows[r].kv;  // the rows of one pass may mix F16 and F32 caches
+                head.row_bytes = hd * kv.element_bytes();
+                head.f16 = kv.type() == KVType::f16;
+                head.n_positions = rows[r].pos + 1;
+                head.q = &s.q[r * q_dim + kv_head * group * hd];       // [group][hd]
+                head.out = &s.attn[r * q_dim + kv_head * group * hd];  // [group][hd]
                 head.keys = static_cast<const uint8_t*>(kv.keys(layer, kv_head));
                 head.values = static_cast<const uint8_t*>(kv.values(layer, kv_head));
                 kernels_->attend(head);
             }
         };
         const size_t items = m * c.n_kv_heads;
-        if (pool.size() > 1 && items * max_positions * hd * group >= 32768) pool.parallel_for(items, work);
+        if (pool.size() > 1 && total_positions * c.n_kv_heads * hd * group >= 32768) pool.parallel_for(items, work);
         else work(0, items, 0);
     }
 
@@ -263,9 +329,10 @@ private:
 };
 
 // The CPU backend: SmolLM3 on a thread pool behind the Backend seam. Both are
-// borrowed (smol::Model owns them). forward_step runs the chunks of a step one
-// after another (each as SmolLM3 always ran a chunk); a batched CPU step, one
-// weight read for several sequences, would change only this class.
+// borrowed (smol::Model owns them). forward_step runs every chunk of a step as
+// one pass (SmolLM3::run_pass): the rows of all chunks go through each matrix
+// together, so a decode step of N sequences reads and unpacks the weights once,
+// not N times.
 class CpuBackend final : public Backend {
 public:
     CpuBackend(const SmolLM3& net, ThreadPool& pool) noexcept
@@ -289,13 +356,19 @@ protected:
         return std::unique_ptr<BackendCache>(new KVCache(std::move(cache)));
     }
 
+    // Passes of whole chunks, at most kMaxPassRows rows each (or one longer
+    // chunk): the work buffers grow with the rows ([rows][ffn] twice), and past
+    // a few hundred rows a weight read is already shared by so many that
+    // another pass costs little.
+    static constexpr size_t kMaxPassRows = 2 * ForwardOptions::kDefaultChunk;
+
     Status forward_step(const Segment* chunks, size_t n_chunks, const std::atomic<bool>* cancel) const override {
-        // The seam checked that every cache is a KVCache (device cpu, the CPU owner tag).
         SmolLM3::Scratch scratch(net_->kernels());
-        for (size_t i = 0; i < n_chunks; ++i) {
-            const Segment& c = chunks[i];
-            SMOL_TRY(net_->run_chunk(c.tokens, c.n_tokens, c.start, static_cast<KVCache&>(*c.cache), c.logits,
-                                     c.all_logits, *pool_, cancel, scratch));
+        for (size_t first = 0; first < n_chunks;) {
+            size_t end = first + 1, rows = chunks[first].n_tokens;
+            while (end < n_chunks && rows + chunks[end].n_tokens <= kMaxPassRows) rows += chunks[end++].n_tokens;
+            SMOL_TRY(net_->run_pass(chunks + first, end - first, *pool_, cancel, scratch));
+            first = end;
         }
         return {};
     }
