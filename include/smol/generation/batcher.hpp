@@ -21,7 +21,8 @@
 // it runs a generation (Generator::generate etc. join and leave). A member
 // that needs a forward pass queues a request (its tokens, position, cache) and
 // waits. A step starts when every member has a request queued (or max_batch
-// are), or gather_ms after the oldest request arrived, whichever is first: a
+// are), or a short wait after the oldest request arrived (gather_ms, or a
+// quarter of a step's time if longer), whichever is first: a
 // member between two steps (sampling its token) is waited for briefly instead
 // of being left to the next step, which would make busy members take turns.
 // The waiting thread that finds the step due runs it for everyone it takes
@@ -73,8 +74,11 @@ struct BatcherOptions {
     double max_step_slowdown = 1.8;
     size_t prefill_alone = ForwardOptions::kDefaultChunk;  // prompt tokens per step when alone
     // How long a step waits for members that are between two steps (sampling,
-    // streaming) before it starts without them.
+    // streaming) before it starts without them: gather_ms, or gather_fraction
+    // of a step's measured time if that is longer (a member's turn between
+    // steps competes for the same cores as the step).
     double gather_ms = 5.0;
+    double gather_fraction = 0.25;
 };
 
 class Batcher {
@@ -108,10 +112,7 @@ public:
             } else if (step_due()) {
                 step(lock);
             } else {
-                const auto deadline = queue_.front()->queued_at + std::chrono::duration_cast<Clock::duration>(
-                                                                      std::chrono::duration<double, std::milli>(
-                                                                          options_.gather_ms));
-                changed_.wait_until(lock, deadline);
+                changed_.wait_until(lock, gather_deadline());
             }
         }
         return std::move(request.status);
@@ -179,8 +180,16 @@ private:
     bool step_due() const {
         if (queue_.empty()) return false;
         if (queue_.size() >= options_.max_batch || queue_.size() >= members_) return true;
-        const auto waited = std::chrono::duration<double, std::milli>(Clock::now() - queue_.front()->queued_at);
-        return waited.count() >= options_.gather_ms;
+        return Clock::now() >= gather_deadline();
+    }
+    // The wait counts from when the oldest request could first have run: its
+    // arrival, or the end of the step it waited behind (else requests that
+    // queued during a long step would go at once, without the members of that
+    // step, and busy members would split into groups that take turns).
+    Clock::time_point gather_deadline() const {
+        const double wait_ms = std::max(options_.gather_ms, options_.gather_fraction * decode_step_ms_);
+        const Clock::time_point from = std::max(queue_.front()->queued_at, last_step_end_);
+        return from + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(wait_ms));
     }
 
     // Runs one step for the oldest queued requests; `lock` is held on entry
@@ -203,6 +212,7 @@ private:
         std::vector<Status> results = run_shares(shares);
         const double ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
         lock.lock();
+        last_step_end_ = Clock::now();
         learn_step_cost(shares, ms);
         for (size_t i = 0; i < shares.size(); ++i) finish_share(shares[i], std::move(results[i]));
         ++stats_.steps;
@@ -316,6 +326,7 @@ private:
     size_t members_ = 0;               // generators running a generation (join / leave)
     double decode_step_ms_ = 0;        // running average: a step without prompt tokens
     double row_ms_ = 0;                // running average: the cost of a row in wide steps
+    Clock::time_point last_step_end_;
     Stats stats_;
 };
 
