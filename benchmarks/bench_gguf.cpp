@@ -24,12 +24,14 @@ double status_mib(const char* field) {
     std::string line;
     const std::string prefix = std::string(field) + ":";
     while (std::getline(in, line))
-        if (line.compare(0, prefix.size(), prefix) == 0) return std::atof(line.c_str() + prefix.size()) / 1024.0;
+        if (line.compare(0, prefix.size(), prefix) == 0)
+            return std::atof(line.c_str() + prefix.size()) / 1024.0;
     return -1;
 }
 
 std::string default_model() {
-    if (const char* env = std::getenv("SMOL_FIXTURES")) return std::string(env) + "/small-q4km.gguf";
+    if (const char* env = std::getenv("SMOL_FIXTURES"))
+        return std::string(env) + "/small-q4km.gguf";
     std::string here = __FILE__;  // .../main/benchmarks/bench_gguf.cpp
     here = here.substr(0, here.find_last_of('/'));
     here = here.substr(0, here.find_last_of('/'));
@@ -74,7 +76,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bench_gguf: %s\n", e.what());
         return 1;
     }
-    const double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double first_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const double hwm_after = status_mib("VmHWM");
     const double rss_after = status_mib("VmRSS");
     std::printf("model: %s (%.1f MiB, %zu keys, %zu tensors, header %.1f MiB)\n", g_model.c_str(),

@@ -11,7 +11,8 @@
 //   MatVecHot/<type>                     256x2048 kept in L2, 1 thread, CPU time: the
 //       compute ceiling of one core (what the kernel could stream if DRAM kept up).
 //   MatMat/<type>/<rows>x<cols>/tokens/threads   prefill: GOPS = 2 * rows * cols * tokens / time.
-//   Quantize/<cols>                      activation quantization to Q8_K32 (with the permuted copy).
+//   Quantize/<cols>                      activation quantization to Q8_K32 (with the permuted
+//   copy).
 //
 // Compare GB/s with bench_memory's read bandwidth (the roofline).
 #include <benchmark/benchmark.h>
@@ -63,7 +64,8 @@ void fill_weights(GGMLType type, uint8_t* data, size_t rows, size_t cols, uint64
             }
         }
         if (type == GGMLType::Q8_0) {
-            for (size_t b = 0; b < cols / 32; ++b) reinterpret_cast<smol::BlockQ8_0*>(row)[b].d = scale;
+            for (size_t b = 0; b < cols / 32; ++b)
+                reinterpret_cast<smol::BlockQ8_0*>(row)[b].d = scale;
         }
     }
 }
@@ -81,7 +83,8 @@ WeightSet make_weight_set(GGMLType type, size_t rows, size_t cols, size_t min_to
     // Round each copy to 4 KiB so copies start on fresh pages.
     set.matrix_bytes = rows * row_bytes;
     const size_t stride = (set.matrix_bytes + 4095) / 4096 * 4096;
-    const size_t n_copies = std::max<size_t>(1, (min_total_bytes + set.matrix_bytes - 1) / set.matrix_bytes);
+    const size_t n_copies =
+        std::max<size_t>(1, (min_total_bytes + set.matrix_bytes - 1) / set.matrix_bytes);
     set.bytes.resize(stride * n_copies);
     for (size_t c = 0; c < n_copies; ++c) {
         uint8_t* data = set.bytes.data() + c * stride;
@@ -118,8 +121,8 @@ void BM_MatVec(benchmark::State& state, GGMLType type, size_t rows, size_t cols)
         next = (next + 1) % set.copies.size();
         benchmark::DoNotOptimize(y.data());
     }
-    state.counters["GB/s"] = benchmark::Counter(double(set.matrix_bytes) * double(state.iterations()) / 1e9,
-                                                benchmark::Counter::kIsRate);
+    state.counters["GB/s"] = benchmark::Counter(
+        double(set.matrix_bytes) * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
     state.SetLabel(smol::type_name(type) + " x" + std::to_string(set.copies.size()) + " copies");
 }
 
@@ -134,14 +137,20 @@ void BM_DecodeLayer(benchmark::State& state) {
         GGMLType type;
         size_t rows, cols;
     };
-    const Shape shapes[7] = {{GGMLType::Q4_K, hidden, hidden}, {GGMLType::Q4_K, kv, hidden}, {v_type, kv, hidden},
-                             {GGMLType::Q4_K, hidden, hidden}, {GGMLType::Q4_K, ffn, hidden},
-                             {GGMLType::Q4_K, ffn, hidden},    {down_type, hidden, ffn}};
+    const Shape shapes[7] = {{GGMLType::Q4_K, hidden, hidden},
+                             {GGMLType::Q4_K, kv, hidden},
+                             {v_type, kv, hidden},
+                             {GGMLType::Q4_K, hidden, hidden},
+                             {GGMLType::Q4_K, ffn, hidden},
+                             {GGMLType::Q4_K, ffn, hidden},
+                             {down_type, hidden, ffn}};
     size_t layer_bytes = 0;
     for (const Shape& s : shapes) layer_bytes += s.rows * smol::row_bytes(s.type, s.cols);
     const size_t n_layers = std::max<size_t>(2, (kWorkingSetBytes + layer_bytes - 1) / layer_bytes);
     std::vector<WeightSet> layers;  // per matrix: n_layers copies
-    for (const Shape& s : shapes) layers.push_back(make_weight_set(s.type, s.rows, s.cols, n_layers * s.rows * smol::row_bytes(s.type, s.cols)));
+    for (const Shape& s : shapes)
+        layers.push_back(make_weight_set(s.type, s.rows, s.cols,
+                                         n_layers * s.rows * smol::row_bytes(s.type, s.cols)));
 
     const std::vector<float> x_hidden = random_activations(hidden), x_ffn = random_activations(ffn);
     smol::QuantizedInput in_hidden, in_ffn;
@@ -168,8 +177,8 @@ void BM_DecodeLayer(benchmark::State& state) {
         layer = (layer + 1) % n_layers;
         benchmark::DoNotOptimize(y.data());
     }
-    state.counters["GB/s"] = benchmark::Counter(double(layer_bytes) * double(state.iterations()) / 1e9,
-                                                benchmark::Counter::kIsRate);
+    state.counters["GB/s"] = benchmark::Counter(
+        double(layer_bytes) * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
     state.counters["MB/layer"] = double(layer_bytes) / 1e6;
 }
 
@@ -187,8 +196,8 @@ void BM_MatVecHot(benchmark::State& state, GGMLType type) {
         smol::matmul(set.copies[0], input, y.data(), rows, pool);
         benchmark::DoNotOptimize(y.data());
     }
-    state.counters["GB/s"] = benchmark::Counter(double(set.matrix_bytes) * double(state.iterations()) / 1e9,
-                                                benchmark::Counter::kIsRate);
+    state.counters["GB/s"] = benchmark::Counter(
+        double(set.matrix_bytes) * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 
 void BM_MatMat(benchmark::State& state, GGMLType type, size_t rows, size_t cols) {
@@ -203,9 +212,9 @@ void BM_MatMat(benchmark::State& state, GGMLType type, size_t rows, size_t cols)
         smol::matmul(set.copies[0], input, y.data(), rows, pool);
         benchmark::DoNotOptimize(y.data());
     }
-    state.counters["GOPS"] = benchmark::Counter(2.0 * double(rows) * double(cols) * double(n_tokens) *
-                                                    double(state.iterations()) / 1e9,
-                                                benchmark::Counter::kIsRate);
+    state.counters["GOPS"] = benchmark::Counter(
+        2.0 * double(rows) * double(cols) * double(n_tokens) * double(state.iterations()) / 1e9,
+        benchmark::Counter::kIsRate);
 }
 
 void BM_Quantize(benchmark::State& state) {

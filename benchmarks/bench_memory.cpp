@@ -26,8 +26,8 @@ smol::ReadBandwidthProbe& probe(int threads) {
     static std::unique_ptr<smol::ReadBandwidthProbe> current;
     if (!current || current->threads() != threads) {
         current.reset();
-        current = std::make_unique<smol::ReadBandwidthProbe>(smol::kernels::default_kernels(), threads,
-                                                             kBufferBytes);
+        current = std::make_unique<smol::ReadBandwidthProbe>(smol::kernels::default_kernels(),
+                                                             threads, kBufferBytes);
     }
     return *current;
 }

@@ -46,7 +46,8 @@ const std::string& mixed_text() {
             "\xE6\x89\x93\xE9\x80\xA0\xE4\xBA\x86\xE4\xB8\x80\xE6\x8A\x8A\xE5\x89\x91\xE3\x80\x82",
             "Emoji \xF0\x9F\xA7\x99\xE2\x80\x8D\xE2\x99\x82\xEF\xB8\x8F\xE2\x9A\x94\xEF\xB8\x8F"
             "\xF0\x9F\x90\x89 and \xF0\x9F\x9A\x80 (normal) ",
-            "na\xC3\xAFve caf\xC3\xA9 r\xC3\xA9sum\xC3\xA9 co\xC3\xB6perate \xC3\x85ngstr\xC3\xB6m ",
+            "na\xC3\xAFve caf\xC3\xA9 r\xC3\xA9sum\xC3\xA9 co\xC3\xB6perate "
+            "\xC3\x85ngstr\xC3\xB6m ",
             "\xD0\xBD\xD0\xB5\xD1\x89\xD0\xBE \xD0\xBD\xD0\xB0 \xD0\x91\xD1\x8A\xD0\xBB\xD0\xB3"
             "\xD0\xB0\xD1\x80\xD1\x81\xD0\xBA\xD0\xB8 ",
             "   leading and trailing spaces   \n\n\n",
@@ -55,8 +56,8 @@ const std::string& mixed_text() {
         };
         // Between the snippets, made-up words and numbers, so that a good part
         // of the text is not a repeat (a pre-token cache cannot hide BPE).
-        const char* syllables[] = {"ka", "lo", "min", "tor", "ux", "ve", "bra", "sel",
-                                   "qui", "nd", "ph", "ost", "er", "ly", "zh", "ae"};
+        const char* syllables[] = {"ka",  "lo", "min", "tor", "ux", "ve", "bra", "sel",
+                                   "qui", "nd", "ph",  "ost", "er", "ly", "zh",  "ae"};
         std::mt19937 rng(1234);
         std::string out;
         while (out.size() < (1u << 20)) {

@@ -86,7 +86,8 @@ std::pair<Clock::time_point, Clock::time_point> account_line(Npc& npc, const Lin
     npc.tokens += times.tokens.size();
     if (times.tokens.empty()) return {times.asked, times.asked};
     npc.first_token_ms.push_back(ms(times.asked, times.tokens.front()));
-    for (size_t k = 1; k < times.tokens.size(); ++k) npc.gaps_ms.push_back(ms(times.tokens[k - 1], times.tokens[k]));
+    for (size_t k = 1; k < times.tokens.size(); ++k)
+        npc.gaps_ms.push_back(ms(times.tokens[k - 1], times.tokens[k]));
     return {times.asked, times.tokens.back()};
 }
 
@@ -97,7 +98,8 @@ public:
     Transcript(bool enabled, size_t name_width) : enabled_(enabled), name_width_(name_width) {}
 
     void said(const std::string& who, const std::string& to, const std::string& text) {
-        if (enabled_) std::printf("%*s > %s: %s\n", int(name_width_), who.c_str(), to.c_str(), text.c_str());
+        if (enabled_)
+            std::printf("%*s > %s: %s\n", int(name_width_), who.c_str(), to.c_str(), text.c_str());
     }
     void stream(Npc& npc, std::string_view piece) {
         if (!enabled_) return;
@@ -194,22 +196,29 @@ int main(int argc, char** argv) {
     int n_npcs = 3, n_frames = 600, max_tokens = 96, pause_frames = 6;
     bool nice_workers = true;
     bool baseline = false;  // --baseline: the same loop with no generation (machine noise)
-    int n_threads = std::max(1, int(std::thread::hardware_concurrency()) - 1);  // leave a core to the game
+    int n_threads =
+        std::max(1, int(std::thread::hardware_concurrency()) - 1);  // leave a core to the game
     bool verbose = false;
     bool batch = true;
     bool quiet = false;
-    smol_cli::Parser cli("npc-demo",
-                         "A 60 fps game loop in which NPCs that share one model (and, unless --no-batch, its\n"
-                         "forward passes) talk through the async API; prints their text as it streams, then the\n"
-                         "frame times, the aggregate tokens/s and each NPC's token latency.");
-    cli.option("-m, --model", model_path, "MODEL", "GGUF file (default: the demo model the build makes)");
+    smol_cli::Parser cli(
+        "npc-demo",
+        "A 60 fps game loop in which NPCs that share one model (and, unless --no-batch, its\n"
+        "forward passes) talk through the async API; prints their text as it streams, then the\n"
+        "frame times, the aggregate tokens/s and each NPC's token latency.");
+    cli.option("-m, --model", model_path, "MODEL",
+               "GGUF file (default: the demo model the build makes)");
     cli.option("--npcs", n_npcs, "N", "NPCs (default 3)").at_least(1);
     cli.option("--frames", n_frames, "N", "frames to run (default 600, 10 s)").at_least(1);
-    cli.option("-t, --threads", n_threads, "THREADS", "model threads (default: one core less than the machine's)").at_least(1);
+    cli.option("-t, --threads", n_threads, "THREADS",
+               "model threads (default: one core less than the machine's)")
+        .at_least(1);
     cli.option("-n", max_tokens, "TOKENS", "most tokens per NPC line (default 96)");
-    cli.option("--pause", pause_frames, "FRAMES", "frames between an NPC's lines (default 6)").at_least(0);
+    cli.option("--pause", pause_frames, "FRAMES", "frames between an NPC's lines (default 6)")
+        .at_least(0);
     cli.flag("--no-nice", nice_workers, "run the generation threads at normal priority", false);
-    cli.flag("--no-batch", batch, "every NPC runs its own forward passes (no shared smol::Batcher)", false);
+    cli.flag("--no-batch", batch, "every NPC runs its own forward passes (no shared smol::Batcher)",
+             false);
     cli.flag("--quiet", quiet, "do not print the NPCs' text as it streams");
     cli.flag("--baseline", baseline, "the same loop without generation: the machine's own noise");
     cli.flag("--verbose", verbose, "print every NPC line");
@@ -217,8 +226,10 @@ int main(int argc, char** argv) {
     try {
         if (model_path.empty()) {
             model_path = smol_examples::demo_model_path();
-            std::fprintf(stderr, "npc-demo: using the demo model %s (RANDOM weights: NPC lines are gibberish)\n",
-                         model_path.c_str());
+            std::fprintf(
+                stderr,
+                "npc-demo: using the demo model %s (RANDOM weights: NPC lines are gibberish)\n",
+                model_path.c_str());
         }
         smol::LoadOptions load_options;
         load_options.n_threads = n_threads;
@@ -257,16 +268,22 @@ int main(int argc, char** argv) {
         smol::Generator base(model, options);
         const auto prefill_start = Clock::now();
         const size_t prefilled = base.prefill_chat(shared, prefill_options);
-        const double prefill_ms = std::chrono::duration<double, std::milli>(Clock::now() - prefill_start).count();
+        const double prefill_ms =
+            std::chrono::duration<double, std::milli>(Clock::now() - prefill_start).count();
         std::fprintf(stderr,
-                     "npc-demo: %s; %d model threads; workers %s; %s; shared prompt %zu tokens prefilled in %.1f ms\n",
-                     smol::build_info_string().c_str(), n_threads, nice_workers ? "niced" : "not niced",
-                     batch ? "NPCs share forward passes (smol::Batcher)" : "every NPC runs its own passes (--no-batch)",
+                     "npc-demo: %s; %d model threads; workers %s; %s; shared prompt %zu tokens "
+                     "prefilled in %.1f ms\n",
+                     smol::build_info_string().c_str(), n_threads,
+                     nice_workers ? "niced" : "not niced",
+                     batch ? "NPCs share forward passes (smol::Batcher)"
+                           : "every NPC runs its own passes (--no-batch)",
                      prefilled, prefill_ms);
 
-        const char* names[] = {"Blacksmith", "Baker", "Guard", "Innkeeper", "Farmer", "Bard", "Priest", "Merchant"};
+        const char* names[] = {"Blacksmith", "Baker", "Guard",  "Innkeeper",
+                               "Farmer",     "Bard",  "Priest", "Merchant"};
         const char* lines[] = {"Good morning! What are you working on?", "Any news from the road?",
-                               "Have you seen anything strange lately?", "What would you sell me for two coins?"};
+                               "Have you seen anything strange lately?",
+                               "What would you sell me for two coins?"};
         std::vector<Npc> npcs;
         size_t name_width = 6;  // "Player"
         for (int i = 0; i < n_npcs; ++i) {
@@ -276,7 +293,8 @@ int main(int argc, char** argv) {
             npcs.push_back(std::move(npc));
         }
         Transcript transcript(!quiet && !baseline, name_width);
-        std::vector<std::pair<Clock::time_point, Clock::time_point>> busy;  // each line: asked .. last token
+        std::vector<std::pair<Clock::time_point, Clock::time_point>>
+            busy;  // each line: asked .. last token
 
         const auto frame_period = std::chrono::microseconds(16667);
         std::vector<double> work_ms, interval_ms;
@@ -284,14 +302,18 @@ int main(int argc, char** argv) {
         interval_ms.reserve(size_t(n_frames));
         double world = 0;
         double worst_start_ms = 0, worst_poll_ms = 0;  // the API calls alone
-        auto since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
+        auto since = [](Clock::time_point t) {
+            return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+        };
         size_t frames_generating = 0;
         auto next_frame = Clock::now();
         auto previous_start = next_frame;
         for (int frame = 0; frame < n_frames; ++frame) {
             std::this_thread::sleep_until(next_frame);
             const auto start = Clock::now();
-            if (frame > 0) interval_ms.push_back(std::chrono::duration<double, std::milli>(start - previous_start).count());
+            if (frame > 0)
+                interval_ms.push_back(
+                    std::chrono::duration<double, std::milli>(start - previous_start).count());
             previous_start = start;
 
             bool any_generating = false;
@@ -305,14 +327,17 @@ int main(int argc, char** argv) {
                         piece += npc.speaking.poll();
                         npc.bubble += piece;
                         transcript.stream(npc, piece);
-                        const smol::GenerateResult r = npc.speaking.wait();  // ready: does not block
-                        transcript.end_of_line(npc, r.stop_reason == smol::StopReason::max_tokens ? " [...]" : "");
+                        const smol::GenerateResult r =
+                            npc.speaking.wait();  // ready: does not block
+                        transcript.end_of_line(
+                            npc, r.stop_reason == smol::StopReason::max_tokens ? " [...]" : "");
                         busy.push_back(account_line(npc, *npc.line_times));
                         npc.line_times.reset();
                         ++npc.lines;
                         npc.conversation.push_back({"assistant", r.answer});
                         if (verbose)
-                            std::printf("[frame %d] %s: %s\n", frame, npc.name.c_str(), npc.bubble.c_str());
+                            std::printf("[frame %d] %s: %s\n", frame, npc.name.c_str(),
+                                        npc.bubble.c_str());
                         npc.speaking = smol::AsyncGeneration();
                         npc.next_line_frame = frame + pause_frames;
                     } else {
@@ -328,10 +353,13 @@ int main(int argc, char** argv) {
                     transcript.said("Player", npc.name, npc.conversation.back().content);
                     auto times = std::make_shared<LineTimes>();
                     smol::GenerateParams line_params = params;
-                    line_params.logits_hook = [times](float*, size_t) { times->tokens.push_back(Clock::now()); };
+                    line_params.logits_hook = [times](float*, size_t) {
+                        times->tokens.push_back(Clock::now());
+                    };
                     const auto start_call = Clock::now();
                     times->asked = start_call;
-                    npc.speaking = npc.generator.chat_async(npc.conversation, std::move(line_params));
+                    npc.speaking =
+                        npc.generator.chat_async(npc.conversation, std::move(line_params));
                     worst_start_ms = std::max(worst_start_ms, since(start_call));
                     npc.line_times = std::move(times);
                     any_generating = true;
@@ -341,7 +369,8 @@ int main(int argc, char** argv) {
             if (any_generating) ++frames_generating;
             world += simulate_world(frame);
 
-            work_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+            work_ms.push_back(
+                std::chrono::duration<double, std::milli>(Clock::now() - start).count());
             next_frame += frame_period;
             if (next_frame < Clock::now()) next_frame = Clock::now();  // fell behind: do not burst
         }
@@ -359,42 +388,56 @@ int main(int argc, char** argv) {
             total_lines += npc.lines;
         }
         const double max_work = *std::max_element(work_ms.begin(), work_ms.end());
-        const double max_interval = interval_ms.empty() ? 0 : *std::max_element(interval_ms.begin(), interval_ms.end());
-        const long over_20 = std::count_if(work_ms.begin(), work_ms.end(), [](double ms) { return ms > 20.0; });
-        std::printf("npc-demo: %d frames, %d NPCs, generation running in %zu frames; %zu lines, %zu tokens\n",
-                    n_frames, n_npcs, frames_generating, total_lines, total_tokens);
-        std::printf("frame time (work per frame): max %.3f ms, p99 %.3f ms, frames over 20 ms: %ld\n", max_work,
-                    percentile(work_ms, 0.99), over_20);
+        const double max_interval =
+            interval_ms.empty() ? 0 : *std::max_element(interval_ms.begin(), interval_ms.end());
+        const long over_20 =
+            std::count_if(work_ms.begin(), work_ms.end(), [](double ms) { return ms > 20.0; });
+        std::printf(
+            "npc-demo: %d frames, %d NPCs, generation running in %zu frames; %zu lines, %zu "
+            "tokens\n",
+            n_frames, n_npcs, frames_generating, total_lines, total_tokens);
+        std::printf(
+            "frame time (work per frame): max %.3f ms, p99 %.3f ms, frames over 20 ms: %ld\n",
+            max_work, percentile(work_ms, 0.99), over_20);
         std::printf("frame interval (target 16.667 ms): max %.3f ms, p99 %.3f ms\n", max_interval,
                     percentile(interval_ms, 0.99));
-        std::printf("API calls on the game thread: chat_async max %.3f ms, poll max %.3f ms\n", worst_start_ms,
-                    worst_poll_ms);
+        std::printf("API calls on the game thread: chat_async max %.3f ms, poll max %.3f ms\n",
+                    worst_start_ms, worst_poll_ms);
         if (total_tokens > 0) {
             const double seconds = busy_seconds(busy);
-            std::printf("generation (%s): %zu tokens in %.2f s during which an NPC was generating = %.1f tokens/s "
-                        "aggregate\n",
-                        batch ? "shared batcher" : "--no-batch", total_tokens, seconds,
-                        seconds > 0 ? double(total_tokens) / seconds : 0.0);
+            std::printf(
+                "generation (%s): %zu tokens in %.2f s during which an NPC was generating = %.1f "
+                "tokens/s "
+                "aggregate\n",
+                batch ? "shared batcher" : "--no-batch", total_tokens, seconds,
+                seconds > 0 ? double(total_tokens) / seconds : 0.0);
             if (options.batcher) {
                 const smol::Batcher::Stats stats = options.batcher->stats();
-                std::printf("batcher: %llu forward passes, %.2f NPCs and %.1f rows per pass on average, widest %zu "
-                            "NPCs\n",
-                            static_cast<unsigned long long>(stats.steps),
-                            stats.steps ? double(stats.requests) / double(stats.steps) : 0.0,
-                            stats.steps ? double(stats.rows) / double(stats.steps) : 0.0, stats.widest);
+                std::printf(
+                    "batcher: %llu forward passes, %.2f NPCs and %.1f rows per pass on average, "
+                    "widest %zu "
+                    "NPCs\n",
+                    static_cast<unsigned long long>(stats.steps),
+                    stats.steps ? double(stats.requests) / double(stats.steps) : 0.0,
+                    stats.steps ? double(stats.rows) / double(stats.steps) : 0.0, stats.widest);
             }
-            std::printf("| NPC | lines | tokens | token latency p50 ms | p99 ms | first token p50 ms | max ms |\n"
-                        "|---|---|---|---|---|---|---|\n");
+            std::printf(
+                "| NPC | lines | tokens | token latency p50 ms | p99 ms | first token p50 ms | max "
+                "ms |\n"
+                "|---|---|---|---|---|---|---|\n");
             for (const Npc& npc : npcs) {
-                const double first_max = npc.first_token_ms.empty()
-                                             ? 0
-                                             : *std::max_element(npc.first_token_ms.begin(), npc.first_token_ms.end());
-                std::printf("| %s | %zu | %zu | %.2f | %.2f | %.1f | %.1f |\n", npc.name.c_str(), npc.lines, npc.tokens,
-                            percentile(npc.gaps_ms, 0.50), percentile(npc.gaps_ms, 0.99),
-                            percentile(npc.first_token_ms, 0.50), first_max);
+                const double first_max =
+                    npc.first_token_ms.empty()
+                        ? 0
+                        : *std::max_element(npc.first_token_ms.begin(), npc.first_token_ms.end());
+                std::printf("| %s | %zu | %zu | %.2f | %.2f | %.1f | %.1f |\n", npc.name.c_str(),
+                            npc.lines, npc.tokens, percentile(npc.gaps_ms, 0.50),
+                            percentile(npc.gaps_ms, 0.99), percentile(npc.first_token_ms, 0.50),
+                            first_max);
             }
         }
-        if (world == 12345.678) std::printf(" ");  // keeps the simulated work from being optimized away
+        if (world == 12345.678)
+            std::printf(" ");  // keeps the simulated work from being optimized away
         return 0;
     } catch (const smol::Error& e) {
         std::fprintf(stderr, "npc-demo: error (%s): %s\n", smol::to_string(e.kind()), e.what());

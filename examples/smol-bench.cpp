@@ -128,10 +128,12 @@ double peak_rss_mib() {
     std::ifstream status("/proc/self/status");
     std::string line;
     while (std::getline(status, line)) {
-        if (line.rfind("VmHWM:", 0) == 0) return double(std::strtoull(line.c_str() + 6, nullptr, 10)) / 1024.0;
+        if (line.rfind("VmHWM:", 0) == 0)
+            return double(std::strtoull(line.c_str() + 6, nullptr, 10)) / 1024.0;
     }
     struct rusage usage {};
-    if (getrusage(RUSAGE_SELF, &usage) == 0) return double(usage.ru_maxrss) / 1024.0;  // KiB on Linux
+    if (getrusage(RUSAGE_SELF, &usage) == 0)
+        return double(usage.ru_maxrss) / 1024.0;  // KiB on Linux
 #endif
     return 0;
 }
@@ -141,7 +143,8 @@ double current_rss_mib() {
     std::ifstream status("/proc/self/status");
     std::string line;
     while (std::getline(status, line)) {
-        if (line.rfind("VmRSS:", 0) == 0) return double(std::strtoull(line.c_str() + 6, nullptr, 10)) / 1024.0;
+        if (line.rfind("VmRSS:", 0) == 0)
+            return double(std::strtoull(line.c_str() + 6, nullptr, 10)) / 1024.0;
     }
 #endif
     return 0;
@@ -169,8 +172,10 @@ std::string load_average() {
 
 std::string human_bytes(double bytes) {
     char buf[64];
-    if (bytes >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
-    else std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / (1024.0 * 1024));
+    if (bytes >= 1024.0 * 1024 * 1024)
+        std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
+    else
+        std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / (1024.0 * 1024));
     return buf;
 }
 
@@ -182,8 +187,10 @@ double weight_bytes_per_token(const smol::gguf::File& file) {
         if (t.name == "output.weight") separate_head = true;
     double bytes = 0;
     for (const auto& t : file.tensors()) {
-        if (t.name == "token_embd.weight" && separate_head) bytes += double(t.n_bytes) / double(std::max<uint64_t>(1, t.rows()));
-        else bytes += double(t.n_bytes);
+        if (t.name == "token_embd.weight" && separate_head)
+            bytes += double(t.n_bytes) / double(std::max<uint64_t>(1, t.rows()));
+        else
+            bytes += double(t.n_bytes);
     }
     return bytes;
 }
@@ -194,7 +201,9 @@ double parameter_count(const smol::gguf::File& file) {
     return n;
 }
 
-int32_t argmax(const std::vector<float>& logits) { return smol::greedy_token(logits.data(), logits.size()); }
+int32_t argmax(const std::vector<float>& logits) {
+    return smol::greedy_token(logits.data(), logits.size());
+}
 
 std::string join_ids(const std::vector<int32_t>& ids) {
     std::string out;
@@ -216,8 +225,8 @@ std::string join_ids(const std::vector<int32_t>& ids) {
 // difference is attention, RoPE, KV stores and the pool's barriers between ops.
 struct OpTime {
     std::string name;
-    double ms = 0;      // per step
-    double bytes = 0;   // weight bytes read per step
+    double ms = 0;     // per step
+    double bytes = 0;  // weight bytes read per step
 };
 
 void profile_ops(const smol::Model& model, smol::KVCache& kv, size_t depth, int steps,
@@ -240,11 +249,20 @@ void profile_ops(const smol::Model& model, smol::KVCache& kv, size_t depth, int 
 
     enum { quantize, rmsnorm, q, k, v, o, gate, up, down, swiglu, lm_head, n_ops };
     std::vector<OpTime> ops(n_ops);
-    const char* names[n_ops] = {"quantize activations (4/layer + head)", "rmsnorm (2/layer + head)",
-                                "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up",
-                                "ffn_down", "swiglu", "LM head"};
+    const char* names[n_ops] = {"quantize activations (4/layer + head)",
+                                "rmsnorm (2/layer + head)",
+                                "attn_q",
+                                "attn_k",
+                                "attn_v",
+                                "attn_output",
+                                "ffn_gate",
+                                "ffn_up",
+                                "ffn_down",
+                                "swiglu",
+                                "LM head"};
     for (int i = 0; i < n_ops; ++i) ops[size_t(i)].name = names[i];
-    OpTime qkv_batch{"attn_q+k+v as one matmul_batch", 0, 0}, gate_up_batch{"ffn_gate+up as one matmul_batch", 0, 0};
+    OpTime qkv_batch{"attn_q+k+v as one matmul_batch", 0, 0},
+        gate_up_batch{"ffn_gate+up as one matmul_batch", 0, 0};
 
     auto timed = [](auto&& f) {
         const auto start = Clock::now();
@@ -263,8 +281,12 @@ void profile_ops(const smol::Model& model, smol::KVCache& kv, size_t depth, int 
         }
         for (size_t l = 0; l < c.n_layers; ++l) {
             const smol::LayerWeights& lw = weights.layers[l];
-            ops[rmsnorm].ms += timed([&] { smol::rmsnorm(hidden_in.data(), lw.attn_norm.data(), normed.data(), c.hidden, c.rms_eps); });
-            ops[quantize].ms += timed([&] { input.quantize(lw.attn_q.type, normed.data(), 1, c.hidden, &pool); });
+            ops[rmsnorm].ms += timed([&] {
+                smol::rmsnorm(hidden_in.data(), lw.attn_norm.data(), normed.data(), c.hidden,
+                              c.rms_eps);
+            });
+            ops[quantize].ms +=
+                timed([&] { input.quantize(lw.attn_q.type, normed.data(), 1, c.hidden, &pool); });
             if (step % 2 == 0) {
                 time_matmul(ops[q], lw.attn_q, normed);
                 time_matmul(ops[k], lw.attn_k, normed);
@@ -274,15 +296,23 @@ void profile_ops(const smol::Model& model, smol::KVCache& kv, size_t depth, int 
                 if (smol::activation_type_for(wq.type) == smol::activation_type_for(wk.type) &&
                     smol::activation_type_for(wq.type) == smol::activation_type_for(wv.type)) {
                     input.quantize(wq.type, normed.data(), 1, c.hidden, &pool);
-                    const smol::MatmulJob jobs[3] = {{wq, out.data(), wq.rows}, {wk, out2.data(), wk.rows}, {wv, out3.data(), wv.rows}};
+                    const smol::MatmulJob jobs[3] = {{wq, out.data(), wq.rows},
+                                                     {wk, out2.data(), wk.rows},
+                                                     {wv, out3.data(), wv.rows}};
                     qkv_batch.ms += timed([&] { smol::matmul_batch(jobs, 3, input, pool); });
-                    qkv_batch.bytes += double(wq.row_bytes * wq.rows + wk.row_bytes * wk.rows + wv.row_bytes * wv.rows);
+                    qkv_batch.bytes += double(wq.row_bytes * wq.rows + wk.row_bytes * wk.rows +
+                                              wv.row_bytes * wv.rows);
                 }
             }
-            ops[quantize].ms += timed([&] { input.quantize(lw.attn_output.type, q_in.data(), 1, c.q_dim(), &pool); });
+            ops[quantize].ms += timed(
+                [&] { input.quantize(lw.attn_output.type, q_in.data(), 1, c.q_dim(), &pool); });
             time_matmul(ops[o], lw.attn_output, q_in);
-            ops[rmsnorm].ms += timed([&] { smol::rmsnorm(hidden_in.data(), lw.ffn_norm.data(), normed.data(), c.hidden, c.rms_eps); });
-            ops[quantize].ms += timed([&] { input.quantize(lw.ffn_gate.type, normed.data(), 1, c.hidden, &pool); });
+            ops[rmsnorm].ms += timed([&] {
+                smol::rmsnorm(hidden_in.data(), lw.ffn_norm.data(), normed.data(), c.hidden,
+                              c.rms_eps);
+            });
+            ops[quantize].ms +=
+                timed([&] { input.quantize(lw.ffn_gate.type, normed.data(), 1, c.hidden, &pool); });
             if (step % 2 == 0) {
                 time_matmul(ops[gate], lw.ffn_gate, normed);
                 time_matmul(ops[up], lw.ffn_up, normed);
@@ -290,17 +320,24 @@ void profile_ops(const smol::Model& model, smol::KVCache& kv, size_t depth, int 
                 const smol::WeightMatrix &wg = lw.ffn_gate, &wu = lw.ffn_up;
                 if (smol::activation_type_for(wg.type) == smol::activation_type_for(wu.type)) {
                     input.quantize(wg.type, normed.data(), 1, c.hidden, &pool);
-                    const smol::MatmulJob jobs[2] = {{wg, out2.data(), wg.rows}, {wu, out3.data(), wu.rows}};
+                    const smol::MatmulJob jobs[2] = {{wg, out2.data(), wg.rows},
+                                                     {wu, out3.data(), wu.rows}};
                     gate_up_batch.ms += timed([&] { smol::matmul_batch(jobs, 2, input, pool); });
                     gate_up_batch.bytes += double(wg.row_bytes * wg.rows + wu.row_bytes * wu.rows);
                 }
             }
-            ops[swiglu].ms += timed([&] { smol::swiglu(out2.data(), out3.data(), out2.data(), c.ffn); });
-            ops[quantize].ms += timed([&] { input.quantize(lw.ffn_down.type, ffn_in.data(), 1, c.ffn, &pool); });
+            ops[swiglu].ms +=
+                timed([&] { smol::swiglu(out2.data(), out3.data(), out2.data(), c.ffn); });
+            ops[quantize].ms +=
+                timed([&] { input.quantize(lw.ffn_down.type, ffn_in.data(), 1, c.ffn, &pool); });
             time_matmul(ops[down], lw.ffn_down, ffn_in);
         }
-        ops[rmsnorm].ms += timed([&] { smol::rmsnorm(hidden_in.data(), weights.output_norm.data(), normed.data(), c.hidden, c.rms_eps); });
-        ops[quantize].ms += timed([&] { input.quantize(weights.lm_head.type, normed.data(), 1, c.hidden, &pool); });
+        ops[rmsnorm].ms += timed([&] {
+            smol::rmsnorm(hidden_in.data(), weights.output_norm.data(), normed.data(), c.hidden,
+                          c.rms_eps);
+        });
+        ops[quantize].ms +=
+            timed([&] { input.quantize(weights.lm_head.type, normed.data(), 1, c.hidden, &pool); });
         time_matmul(ops[lm_head], weights.lm_head, normed);
     }
 
@@ -321,7 +358,8 @@ void profile_ops(const smol::Model& model, smol::KVCache& kv, size_t depth, int 
     // q/k/v and gate/up were timed separately on even steps only (batched on odd ones).
     const int even_steps = (steps + 1) / 2, odd_steps = steps / 2;
     double parts_ms = 0;
-    std::printf("\nop profile (%d decode steps, %d threads, context %zu; per step):\n", steps, pool.size(), base);
+    std::printf("\nop profile (%d decode steps, %d threads, context %zu; per step):\n", steps,
+                pool.size(), base);
     std::printf("| op | ms/step | %% of forward | GB/s |\n|---|---|---|---|\n");
     for (int i = 0; i < n_ops; ++i) {
         OpTime& op = ops[size_t(i)];
@@ -332,10 +370,11 @@ void profile_ops(const smol::Model& model, smol::KVCache& kv, size_t depth, int 
         op.bytes /= n;
         parts_ms += op.ms;
         if (op.bytes > 0)
-            std::printf("| %s | %.2f | %.1f | %.1f |\n", op.name.c_str(), op.ms, 100.0 * op.ms / step_ms,
-                        op.bytes / (op.ms / 1000.0) / 1e9);
+            std::printf("| %s | %.2f | %.1f | %.1f |\n", op.name.c_str(), op.ms,
+                        100.0 * op.ms / step_ms, op.bytes / (op.ms / 1000.0) / 1e9);
         else
-            std::printf("| %s | %.2f | %.1f | |\n", op.name.c_str(), op.ms, 100.0 * op.ms / step_ms);
+            std::printf("| %s | %.2f | %.1f | |\n", op.name.c_str(), op.ms,
+                        100.0 * op.ms / step_ms);
     }
     std::printf("| sum of the ops above | %.2f | %.1f | |\n", parts_ms, 100.0 * parts_ms / step_ms);
     std::printf("| forward() decode step (measured) | %.2f | 100 | |\n", step_ms);
@@ -360,14 +399,17 @@ void profile_ops(const smol::Model& model, smol::KVCache& kv, size_t depth, int 
         std::sort(us.begin(), us.end());
         double total = 0;
         for (double u : us) total += u;
-        std::printf("| (pool) empty ThreadPool::run, 5000 back to back: mean %.1f us, p50 %.1f, p99 %.1f, max %.0f us | | | |\n",
-                    total / double(us.size()), us[us.size() / 2], us[us.size() * 99 / 100], us.back());
+        std::printf(
+            "| (pool) empty ThreadPool::run, 5000 back to back: mean %.1f us, p50 %.1f, p99 %.1f, "
+            "max %.0f us | | | |\n",
+            total / double(us.size()), us[us.size() / 2], us[us.size() * 99 / 100], us.back());
     }
     if (parts_ms > step_ms)
-        std::printf("(the ops timed one by one took longer than whole steps: each separate pool job pays\n"
-                    " a wake-up and barrier that whole steps overlap; the profile is meant for large models)\n");
+        std::printf(
+            "(the ops timed one by one took longer than whole steps: each separate pool job pays\n"
+            " a wake-up and barrier that whole steps overlap; the profile is meant for large "
+            "models)\n");
 }
-
 
 // --- --parallel and --parallel-arrival: generators sharing one smol::Batcher ---
 
@@ -463,8 +505,8 @@ struct ParallelRun {
     // got its last token (none has finished), the tokens all generators
     // produced in that window over its length.
     double aggregate_tps = 0;
-    bool overlapped = true;  // false: no such window; then all tokens after each first
-                             // one, over first first token .. last last token
+    bool overlapped = true;       // false: no such window; then all tokens after each first
+                                  // one, over first first token .. last last token
     std::vector<double> gaps_ms;  // every generator's gaps between consecutive tokens
     // Batcher counters from the moment every generator had its first token to
     // the end (the steps that ran only decode rows; no batcher: 0).
@@ -473,7 +515,8 @@ struct ParallelRun {
 };
 
 ParallelRun run_parallel(std::vector<std::unique_ptr<smol::Generator>>& generators,
-                         const std::vector<std::vector<int32_t>>& prompts, long n_gen, smol::Batcher* batcher) {
+                         const std::vector<std::vector<int32_t>>& prompts, long n_gen,
+                         smol::Batcher* batcher) {
     const size_t n = generators.size();
     std::vector<std::vector<Clock::time_point>> stamps(n);
     for (auto& s : stamps) s.reserve(size_t(n_gen));
@@ -488,7 +531,8 @@ ParallelRun run_parallel(std::vector<std::unique_ptr<smol::Generator>>& generato
         threads.emplace_back([&, i] {
             const smol::GenerateParams params = stamping_params(n_gen, [&, i] {
                 stamps[i].push_back(Clock::now());
-                if (stamps[i].size() == 1 && started.fetch_add(1) + 1 == n && batcher) at_decode = batcher->stats();
+                if (stamps[i].size() == 1 && started.fetch_add(1) + 1 == n && batcher)
+                    at_decode = batcher->stats();
             });
             start.arrive_and_wait();
             try {
@@ -504,8 +548,8 @@ ParallelRun run_parallel(std::vector<std::unique_ptr<smol::Generator>>& generato
         if (e) std::rethrow_exception(e);
     for (size_t i = 0; i < n; ++i)
         if (produced[i] != size_t(n_gen) || stamps[i].size() != size_t(n_gen))
-            throw std::runtime_error("--parallel: a generator made " + std::to_string(produced[i]) + " of " +
-                                     std::to_string(n_gen) + " tokens");
+            throw std::runtime_error("--parallel: a generator made " + std::to_string(produced[i]) +
+                                     " of " + std::to_string(n_gen) + " tokens");
 
     ParallelRun run;
     Clock::time_point all_decoding = stamps[0].front(), first_done = stamps[0].back();
@@ -549,9 +593,10 @@ struct ArrivalRun {
 constexpr size_t kArrivalDecoders = 3;
 constexpr size_t kArrivalWarmTokens = 16;  // each decoder's tokens before the prompt arrives
 
-ArrivalRun run_arrival(std::vector<std::unique_ptr<smol::Generator>>& decoders, smol::Generator& newcomer,
-                       const std::vector<std::vector<int32_t>>& prompts, const std::vector<int32_t>& long_prompt,
-                       long decoder_tokens, smol::Batcher& batcher) {
+ArrivalRun run_arrival(std::vector<std::unique_ptr<smol::Generator>>& decoders,
+                       smol::Generator& newcomer, const std::vector<std::vector<int32_t>>& prompts,
+                       const std::vector<int32_t>& long_prompt, long decoder_tokens,
+                       smol::Batcher& batcher) {
     const size_t n = decoders.size();
     std::mutex mutex;
     std::condition_variable changed;
@@ -626,7 +671,8 @@ ArrivalRun run_arrival(std::vector<std::unique_ptr<smol::Generator>>& decoders, 
     if (newcomer_error) std::rethrow_exception(newcomer_error);
     for (const auto& e : errors)
         if (e) std::rethrow_exception(e);
-    if (!first_token) throw std::runtime_error("--parallel-arrival: the new prompt produced no token");
+    if (!first_token)
+        throw std::runtime_error("--parallel-arrival: the new prompt produced no token");
 
     ArrivalRun run;
     run.ttft_ms = ms_between(submitted, *first_token);
@@ -637,8 +683,10 @@ ArrivalRun run_arrival(std::vector<std::unique_ptr<smol::Generator>>& decoders, 
         if (s.empty() || s.back() < *first_token) run.complete = false;
         for (size_t k = 1; k < s.size(); ++k) {
             const double gap = ms_between(s[k - 1], s[k]);
-            if (s[k] <= submitted) before.push_back(gap);
-            else if (s[k - 1] < *first_token) run.worst_gap_ms = std::max(run.worst_gap_ms, gap);
+            if (s[k] <= submitted)
+                before.push_back(gap);
+            else if (s[k - 1] < *first_token)
+                run.worst_gap_ms = std::max(run.worst_gap_ms, gap);
             run.tokens_during += s[k] > submitted && s[k] <= *first_token;
         }
     }
@@ -653,7 +701,8 @@ int main(int argc, char** argv) {
     std::optional<std::string> check_prompt;
     bool json = false, bandwidth = true;
     long op_steps = 0;
-    long n_prompt = 512, n_gen = 128, depth = 0, repeats = 3, n_ctx_arg = 0, chunk = 0, ttft_tokens = 16;
+    long n_prompt = 512, n_gen = 128, depth = 0, repeats = 3, n_ctx_arg = 0, chunk = 0,
+         ttft_tokens = 16;
     int n_threads = 0;
     smol::CpuLevel cpu = smol::CpuLevel::automatic;
     smol::Device device = smol::Device::cpu;
@@ -661,25 +710,36 @@ int main(int argc, char** argv) {
     bool arrival = false;
     long arrival_tokens = 512;
 
-    smol_cli::Parser cli("smol-bench",
-                         "End-to-end speed of a GGUF model: prefill (pp) and generation (tg) tokens/s, load time,\n"
-                         "time to first token, memory and the memory-bandwidth roofline.");
-    cli.option("-m, --model", model_path, "MODEL", "GGUF file (default: the demo model the build makes)");
-    cli.option("-p, --n-prompt", n_prompt, "N", "prompt tokens for the prefill test (default 512; 0: skip)").at_least(0);
-    cli.option("-n, --n-gen", n_gen, "N", "tokens for the generation test (default 128; 0: skip)").at_least(0);
-    cli.option("-d, --depth", depth, "N", "context depth before the generation test (prefilled once, not timed)")
+    smol_cli::Parser cli(
+        "smol-bench",
+        "End-to-end speed of a GGUF model: prefill (pp) and generation (tg) tokens/s, load time,\n"
+        "time to first token, memory and the memory-bandwidth roofline.");
+    cli.option("-m, --model", model_path, "MODEL",
+               "GGUF file (default: the demo model the build makes)");
+    cli.option("-p, --n-prompt", n_prompt, "N",
+               "prompt tokens for the prefill test (default 512; 0: skip)")
+        .at_least(0);
+    cli.option("-n, --n-gen", n_gen, "N", "tokens for the generation test (default 128; 0: skip)")
+        .at_least(0);
+    cli.option("-d, --depth", depth, "N",
+               "context depth before the generation test (prefilled once, not timed)")
         .at_least(0);
     cli.option("-t, --threads", n_threads, "N", "threads (default: physical cores)").at_least(0);
-    cli.option("-r, --repetitions", repeats, "N", "repetitions of each test (default 3)").at_least(1);
-    cli.option("-c, --ctx", n_ctx_arg, "N", "KV cache positions (default: enough for the tests, at least 4096)")
+    cli.option("-r, --repetitions", repeats, "N", "repetitions of each test (default 3)")
+        .at_least(1);
+    cli.option("-c, --ctx", n_ctx_arg, "N",
+               "KV cache positions (default: enough for the tests, at least 4096)")
         .at_least(0);
     cli.option("--chunk", chunk, "N", "prefill tokens per pass (default: the model's)").at_least(0);
-    cli.option("--ttft-tokens", ttft_tokens, "N", "prompt tokens of the time-to-first-token test (default 16)")
+    cli.option("--ttft-tokens", ttft_tokens, "N",
+               "prompt tokens of the time-to-first-token test (default 16)")
         .at_least(1);
     cli.flag("--no-bandwidth", bandwidth, "skip the memory-bandwidth roofline", false);
     smol_examples::add_cpu_option(cli, cpu);
     smol_examples::add_device_option(cli, device);
-    cli.option("--ops", op_steps, "N", "also time each op of N decode-shaped passes (op profile, CPU only)").at_least(0);
+    cli.option("--ops", op_steps, "N",
+               "also time each op of N decode-shaped passes (op profile, CPU only)")
+        .at_least(0);
     cli.option("--check-prompt", check_prompt, "TEXT",
                "instead of the benchmark: greedy ids for TEXT (prompt, then -n tokens),\n"
                "comparable with smol-generate -p TEXT --temp 0 --json");
@@ -694,7 +754,8 @@ int main(int argc, char** argv) {
                 char* end = nullptr;
                 const long n = std::strtol(item.c_str(), &end, 10);
                 if (item.empty() || *end != '\0' || n < 1 || n > 256)
-                    throw smol_cli::BadValue("expects counts from 1 to 256 separated by commas, not '" + list + "'");
+                    throw smol_cli::BadValue(
+                        "expects counts from 1 to 256 separated by commas, not '" + list + "'");
                 parallel.push_back(n);
                 start = comma + 1;
             }
@@ -706,16 +767,20 @@ int main(int argc, char** argv) {
     cli.flag("--parallel-arrival", arrival,
              "also: 3 generators decode and a 4th gets a long prompt: their worst token gap\n"
              "during its prefill against their median gap (target <= 2x), its first token");
-    cli.option("--arrival-tokens", arrival_tokens, "N", "prompt tokens of the 4th generator (default 512)")
+    cli.option("--arrival-tokens", arrival_tokens, "N",
+               "prompt tokens of the 4th generator (default 512)")
         .at_least(1);
     cli.flag("--json", json, "also print the results as one JSON line");
     if (const auto exit_code = cli.parse(argc, argv)) return *exit_code;
     if (model_path.empty()) {
         model_path = smol_examples::demo_model_path();
-        std::fprintf(stderr, "smol-bench: using the demo model %s (random weights)\n", model_path.c_str());
+        std::fprintf(stderr, "smol-bench: using the demo model %s (random weights)\n",
+                     model_path.c_str());
     }
     if ((!parallel.empty() || arrival) && n_gen < 2) {
-        std::fprintf(stderr, "smol-bench: --parallel and --parallel-arrival need -n 2 or more (token gaps)\n");
+        std::fprintf(
+            stderr,
+            "smol-bench: --parallel and --parallel-arrival need -n 2 or more (token gaps)\n");
         return 2;
     }
 
@@ -728,8 +793,8 @@ int main(int argc, char** argv) {
         smol::ForwardOptions forward_options;
         forward_options.chunk_size = size_t(chunk);
         // One forward through the model's backend: tokens at start.. into cache, last logits.
-        auto run = [&](const smol::Model& model, smol::BackendCache& cache, const int32_t* tokens, size_t n,
-                       size_t start, std::vector<float>& out) {
+        auto run = [&](const smol::Model& model, smol::BackendCache& cache, const int32_t* tokens,
+                       size_t n, size_t start, std::vector<float>& out) {
             smol::Segment segment;
             segment.tokens = tokens;
             segment.n_tokens = n;
@@ -746,12 +811,15 @@ int main(int argc, char** argv) {
             std::vector<int32_t> prompt;
             if (tokenizer.add_bos() && tokenizer.bos_id()) prompt.push_back(*tokenizer.bos_id());
             tokenizer.encode(*check_prompt, /*parse_special=*/true, prompt);
-            if (prompt.empty()) throw std::invalid_argument("--check-prompt: the text has no tokens");
+            if (prompt.empty())
+                throw std::invalid_argument("--check-prompt: the text has no tokens");
             const size_t need = prompt.size() + size_t(n_gen);
             const auto cache = model->backend().make_cache(
-                n_ctx_arg ? size_t(n_ctx_arg)
-                          : std::min(model->config().context_length,
-                                     std::max(std::min<size_t>(4096, model->config().context_length), need)));
+                n_ctx_arg
+                    ? size_t(n_ctx_arg)
+                    : std::min(
+                          model->config().context_length,
+                          std::max(std::min<size_t>(4096, model->config().context_length), need)));
             smol::BackendCache& kv = *cache;
             std::vector<float> logits(model->config().vocab_size);
             run(*model, kv, prompt.data(), prompt.size(), 0, logits);
@@ -770,14 +838,16 @@ int main(int argc, char** argv) {
                 std::printf("%s\n", out.dump().c_str());
             } else {
                 std::printf("prompt ids (%zu): %s\n", prompt.size(), join_ids(prompt).c_str());
-                std::printf("generated ids (%zu): %s\n", generated.size(), join_ids(generated).c_str());
+                std::printf("generated ids (%zu): %s\n", generated.size(),
+                            join_ids(generated).c_str());
             }
             return 0;
         }
 
         const std::string load_before = load_average();
 
-        // --- load + time to first token (fresh process: the first forward pass pages the weights in) ---
+        // --- load + time to first token (fresh process: the first forward pass pages the weights
+        // in) ---
         const auto t_load = Clock::now();
         auto model = smol::Model::load(model_path, load_options);
         const double load_ms = ms_since(t_load);
@@ -791,9 +861,10 @@ int main(int argc, char** argv) {
                                  : std::max(std::min<size_t>(4096, config.context_length), needed);
         n_ctx = std::min(n_ctx, config.context_length);
         if (needed > n_ctx)
-            throw std::invalid_argument("the tests need " + std::to_string(needed) + " positions, the cache has " +
-                                        std::to_string(n_ctx) + " (model context " +
-                                        std::to_string(config.context_length) + ")");
+            throw std::invalid_argument("the tests need " + std::to_string(needed) +
+                                        " positions, the cache has " + std::to_string(n_ctx) +
+                                        " (model context " + std::to_string(config.context_length) +
+                                        ")");
         const auto cache = model->backend().make_cache(n_ctx);
         smol::BackendCache& kv = *cache;
         const bool on_cpu = model->device() == smol::Device::cpu;
@@ -869,8 +940,8 @@ int main(int argc, char** argv) {
         const Stats pp = stats_of(pp_rates), tg = stats_of(tg_rates);
         const double file_bytes = double(model->file().size());
         // F16 everywhere (the default of both backends' caches).
-        const double kv_bytes = double(kv.n_ctx()) * 2.0 * double(config.n_layers) * double(config.n_kv_heads) *
-                                double(config.head_dim) * 2.0;
+        const double kv_bytes = double(kv.n_ctx()) * 2.0 * double(config.n_layers) *
+                                double(config.n_kv_heads) * double(config.head_dim) * 2.0;
         const double kv_bytes_per_position = kv_bytes / double(kv.n_ctx());
         const double weight_bytes = weight_bytes_per_token(model->file());
         // KV read per step at the middle of the generation test.
@@ -878,33 +949,44 @@ int main(int argc, char** argv) {
         const double bytes_per_token = weight_bytes + kv_read;
 
         double bandwidth_gbs = 0;
-        if (bandwidth && n_gen > 0 && on_cpu) bandwidth_gbs = smol::measure_read_bandwidth(model->kernels(), threads);
+        if (bandwidth && n_gen > 0 && on_cpu)
+            bandwidth_gbs = smol::measure_read_bandwidth(model->kernels(), threads);
         const double roofline_tps = bandwidth_gbs > 0 ? bandwidth_gbs * 1e9 / bytes_per_token : 0;
 
         // --- human output ---
         const std::string model_name = model_path.substr(model_path.find_last_of('/') + 1);
         const double params = parameter_count(model->file());
-        std::printf("model: %s (%s, %.2f %s params, %zu layers, hidden %zu, vocab %zu)\n", model_name.c_str(),
-                    human_bytes(file_bytes).c_str(), params >= 1e9 ? params / 1e9 : params / 1e6,
-                    params >= 1e9 ? "B" : "M", config.n_layers, config.hidden, vocab);
-        std::printf("backend: %s | threads: %d | kernels: %s (best %s) | repetitions: %ld | KV cache: %zu positions "
-                    "F16, %s | load average %s -> %s\n",
-                    model->backend().name().c_str(), threads, smol::cpu_level_name(model->cpu_level()),
-                    smol::cpu_level_name(smol::best_cpu_level()),
-                    repeats, kv.n_ctx(), human_bytes(kv_bytes).c_str(), load_before.c_str(), load_after.c_str());
-        auto cpu_share = [&](double cpu, double wall) { return wall > 0 ? 100.0 * cpu / (wall * threads) : 0.0; };
-        std::printf("\n| model | size | threads | test | t/s | CPU share |\n|---|---|---|---|---|---|\n");
+        std::printf("model: %s (%s, %.2f %s params, %zu layers, hidden %zu, vocab %zu)\n",
+                    model_name.c_str(), human_bytes(file_bytes).c_str(),
+                    params >= 1e9 ? params / 1e9 : params / 1e6, params >= 1e9 ? "B" : "M",
+                    config.n_layers, config.hidden, vocab);
+        std::printf(
+            "backend: %s | threads: %d | kernels: %s (best %s) | repetitions: %ld | KV cache: %zu "
+            "positions "
+            "F16, %s | load average %s -> %s\n",
+            model->backend().name().c_str(), threads, smol::cpu_level_name(model->cpu_level()),
+            smol::cpu_level_name(smol::best_cpu_level()), repeats, kv.n_ctx(),
+            human_bytes(kv_bytes).c_str(), load_before.c_str(), load_after.c_str());
+        auto cpu_share = [&](double cpu, double wall) {
+            return wall > 0 ? 100.0 * cpu / (wall * threads) : 0.0;
+        };
+        std::printf(
+            "\n| model | size | threads | test | t/s | CPU share |\n|---|---|---|---|---|---|\n");
         char test[64];
         if (!pp_rates.empty()) {
             std::snprintf(test, sizeof test, "pp%ld", n_prompt);
             std::printf("| %s | %s | %d | %s | %.2f ± %.2f | %.0f%% |\n", model_name.c_str(),
-                        human_bytes(file_bytes).c_str(), threads, test, pp.mean, pp.stddev, cpu_share(pp_cpu, pp_wall));
+                        human_bytes(file_bytes).c_str(), threads, test, pp.mean, pp.stddev,
+                        cpu_share(pp_cpu, pp_wall));
         }
         if (!tg_rates.empty()) {
-            if (depth > 0) std::snprintf(test, sizeof test, "tg%ld @ d%ld", n_gen, depth);
-            else std::snprintf(test, sizeof test, "tg%ld", n_gen);
+            if (depth > 0)
+                std::snprintf(test, sizeof test, "tg%ld @ d%ld", n_gen, depth);
+            else
+                std::snprintf(test, sizeof test, "tg%ld", n_gen);
             std::printf("| %s | %s | %d | %s | %.2f ± %.2f | %.0f%% |\n", model_name.c_str(),
-                        human_bytes(file_bytes).c_str(), threads, test, tg.mean, tg.stddev, cpu_share(tg_cpu, tg_wall));
+                        human_bytes(file_bytes).c_str(), threads, test, tg.mean, tg.stddev,
+                        cpu_share(tg_cpu, tg_wall));
         }
         auto print_runs = [](const char* what, const std::vector<double>& rates) {
             if (rates.size() < 2) return;
@@ -914,25 +996,33 @@ int main(int argc, char** argv) {
         };
         print_runs("pp", pp_rates);
         print_runs("tg", tg_rates);
-        std::printf("\nload: %.1f ms | time to first token (%ld-token prompt, incl. load): %.1f ms "
-                    "(prefill + argmax %.1f ms)\n",
-                    load_ms, ttft_tokens, ttft_ms, first_ms);
-        if (depth > 0) std::printf("depth prefill (%ld tokens, untimed in tg): %.1f ms = %.2f tok/s\n", depth,
-                                   depth_prefill_ms, double(depth) / (depth_prefill_ms / 1000.0));
-        std::printf("memory: peak RSS %.1f MiB (now %.1f MiB) | file %.1f MiB + KV %.1f MiB (allocated; touched "
-                    "only as filled) = %.1f MiB\n",
-                    peak_mib, rss_mib, file_bytes / 1048576.0, kv_bytes / 1048576.0,
-                    (file_bytes + kv_bytes) / 1048576.0);
+        std::printf(
+            "\nload: %.1f ms | time to first token (%ld-token prompt, incl. load): %.1f ms "
+            "(prefill + argmax %.1f ms)\n",
+            load_ms, ttft_tokens, ttft_ms, first_ms);
+        if (depth > 0)
+            std::printf("depth prefill (%ld tokens, untimed in tg): %.1f ms = %.2f tok/s\n", depth,
+                        depth_prefill_ms, double(depth) / (depth_prefill_ms / 1000.0));
+        std::printf(
+            "memory: peak RSS %.1f MiB (now %.1f MiB) | file %.1f MiB + KV %.1f MiB (allocated; "
+            "touched "
+            "only as filled) = %.1f MiB\n",
+            peak_mib, rss_mib, file_bytes / 1048576.0, kv_bytes / 1048576.0,
+            (file_bytes + kv_bytes) / 1048576.0);
         if (bandwidth_gbs > 0) {
-            std::printf("roofline: read bandwidth %.1f GB/s (%d threads, 1 GiB, best of 3) / %.1f MB per token "
-                        "(weights %.1f + KV %.1f) = %.2f tok/s; tg = %.0f%% of it\n",
-                        bandwidth_gbs, threads, bytes_per_token / 1e6, weight_bytes / 1e6, kv_read / 1e6,
-                        roofline_tps, 100.0 * tg.mean / roofline_tps);
+            std::printf(
+                "roofline: read bandwidth %.1f GB/s (%d threads, 1 GiB, best of 3) / %.1f MB per "
+                "token "
+                "(weights %.1f + KV %.1f) = %.2f tok/s; tg = %.0f%% of it\n",
+                bandwidth_gbs, threads, bytes_per_token / 1e6, weight_bytes / 1e6, kv_read / 1e6,
+                roofline_tps, 100.0 * tg.mean / roofline_tps);
         }
         if (op_steps > 0 && on_cpu)
-            profile_ops(*model, static_cast<smol::KVCache&>(kv), context, int(op_steps), forward_options);
+            profile_ops(*model, static_cast<smol::KVCache&>(kv), context, int(op_steps),
+                        forward_options);
         else if (op_steps > 0)
-            std::printf("--ops: the op profile times the CPU kernels; skipped on %s\n", model->backend().name().c_str());
+            std::printf("--ops: the op profile times the CPU kernels; skipped on %s\n",
+                        model->backend().name().c_str());
         std::fflush(stdout);
 
         // --- --parallel: N generators on the model, sharing one Batcher ---
@@ -959,23 +1049,35 @@ int main(int argc, char** argv) {
             {
                 std::vector<std::unique_ptr<smol::Generator>> alone;
                 alone.push_back(make_generator(nullptr, positions));
-                for (long r = 0; r < repeats; ++r) tg1_runs.push_back(run_parallel(alone, prompts, n_gen, nullptr).aggregate_tps);
+                for (long r = 0; r < repeats; ++r)
+                    tg1_runs.push_back(run_parallel(alone, prompts, n_gen, nullptr).aggregate_tps);
             }
             const Spread tg1 = spread_of(tg1_runs);
 
-            std::printf("\nparallel decode: N generators sharing one smol::Batcher, each a different %zu-token prompt "
-                        "(random ids), then %ld greedy tokens (ignore_eos), started together; median of %ld runs "
-                        "[min-max]\n",
-                        kParallelPromptTokens, n_gen, repeats);
-            std::printf("  aggregate t/s: tokens all generators made while all N were decoding (from the last one's "
-                        "first token to the first one's last token) / that time; prefill excluded\n");
-            std::printf("  token gap: time between consecutive tokens of one generator (every generator's, pooled); "
-                        "rows/step: the batcher's rows per forward pass after every prefill\n");
-            std::printf("  target: 0.8 x min(N x tg1, %s), tg1 = one generator alone, no batcher, measured the same "
-                        "way%s\n",
-                        pp_name, pp_rate > 0 ? "" : " (pp not measured in this run: 0.8 x N x tg1)");
-            std::printf("\n| N | aggregate t/s | per generator t/s | token gap p50 ms | token gap p99 ms | rows/step | "
-                        "target t/s | met |\n|---|---|---|---|---|---|---|---|\n");
+            std::printf(
+                "\nparallel decode: N generators sharing one smol::Batcher, each a different "
+                "%zu-token prompt "
+                "(random ids), then %ld greedy tokens (ignore_eos), started together; median of "
+                "%ld runs "
+                "[min-max]\n",
+                kParallelPromptTokens, n_gen, repeats);
+            std::printf(
+                "  aggregate t/s: tokens all generators made while all N were decoding (from the "
+                "last one's "
+                "first token to the first one's last token) / that time; prefill excluded\n");
+            std::printf(
+                "  token gap: time between consecutive tokens of one generator (every generator's, "
+                "pooled); "
+                "rows/step: the batcher's rows per forward pass after every prefill\n");
+            std::printf(
+                "  target: 0.8 x min(N x tg1, %s), tg1 = one generator alone, no batcher, measured "
+                "the same "
+                "way%s\n",
+                pp_name, pp_rate > 0 ? "" : " (pp not measured in this run: 0.8 x N x tg1)");
+            std::printf(
+                "\n| N | aggregate t/s | per generator t/s | token gap p50 ms | token gap p99 ms | "
+                "rows/step | "
+                "target t/s | met |\n|---|---|---|---|---|---|---|---|\n");
             auto range = [](const Spread& s, const char* format) {
                 char a[32], b[32], c[32], out[112];
                 std::snprintf(a, sizeof a, format, s.median);
@@ -994,7 +1096,8 @@ int main(int argc, char** argv) {
                 batcher_options.max_batch = std::max(batcher_options.max_batch, size_t(n));
                 auto batcher = std::make_shared<smol::Batcher>(model, batcher_options);
                 std::vector<std::unique_ptr<smol::Generator>> generators;
-                for (long i = 0; i < n; ++i) generators.push_back(make_generator(batcher, positions));
+                for (long i = 0; i < n; ++i)
+                    generators.push_back(make_generator(batcher, positions));
                 std::vector<double> rates, p50s, p99s, rows;
                 size_t widest = 0;
                 bool overlapped = true;
@@ -1012,11 +1115,14 @@ int main(int argc, char** argv) {
                 const double ideal = double(n) * tg1.median;
                 const double target = 0.8 * (pp_rate > 0 ? std::min(ideal, pp_rate) : ideal);
                 const bool met = rate.median >= target;
-                const Spread per_generator{rate.median / double(n), rate.min / double(n), rate.max / double(n)};
-                std::printf("| %ld | %s | %s | %s | %s | %s | %.2f | %s |\n", n, range(rate, "%.2f").c_str(),
-                            range(per_generator, "%.2f").c_str(), range(p50, "%.2f").c_str(),
-                            range(p99, "%.2f").c_str(), range(row, "%.1f").c_str(), target, met ? "yes" : "no");
-                if (!overlapped) not_overlapped += (not_overlapped.empty() ? "" : ", ") + std::to_string(n);
+                const Spread per_generator{rate.median / double(n), rate.min / double(n),
+                                           rate.max / double(n)};
+                std::printf("| %ld | %s | %s | %s | %s | %s | %.2f | %s |\n", n,
+                            range(rate, "%.2f").c_str(), range(per_generator, "%.2f").c_str(),
+                            range(p50, "%.2f").c_str(), range(p99, "%.2f").c_str(),
+                            range(row, "%.1f").c_str(), target, met ? "yes" : "no");
+                if (!overlapped)
+                    not_overlapped += (not_overlapped.empty() ? "" : ", ") + std::to_string(n);
                 results.push_back({{"n", n},
                                    {"max_batch", batcher_options.max_batch},
                                    {"aggregate_tokens_per_s", spread_json(rate, rates)},
@@ -1029,19 +1135,24 @@ int main(int argc, char** argv) {
                                    {"target_met", met}});
             }
             if (pp_rate > 0)
-                std::printf("(%s = %.2f t/s: the prefill rate bounds what any batch can reach)\n", pp_name, pp_rate);
+                std::printf("(%s = %.2f t/s: the prefill rate bounds what any batch can reach)\n",
+                            pp_name, pp_rate);
             if (!not_overlapped.empty())
-                std::printf("(N = %s: in some run the generators never all decoded at once (a generator finished before "
-                            "the last one started); there aggregate t/s is all tokens after each one's first / first "
-                            "first token .. last last token)\n",
-                            not_overlapped.c_str());
+                std::printf(
+                    "(N = %s: in some run the generators never all decoded at once (a generator "
+                    "finished before "
+                    "the last one started); there aggregate t/s is all tokens after each one's "
+                    "first / first "
+                    "first token .. last last token)\n",
+                    not_overlapped.c_str());
             const smol::BatcherOptions defaults;
-            parallel_json = {{"prompt_tokens", kParallelPromptTokens},
-                             {"n_gen", n_gen},
-                             {"tg1_tokens_per_s", spread_json(tg1, tg1_runs)},
-                             {"pp_tokens_per_s", pp_rate > 0 ? nlohmann::json(pp_rate) : nlohmann::json()},
-                             {"prefill_shared", defaults.prefill_shared},
-                             {"results", results}};
+            parallel_json = {
+                {"prompt_tokens", kParallelPromptTokens},
+                {"n_gen", n_gen},
+                {"tg1_tokens_per_s", spread_json(tg1, tg1_runs)},
+                {"pp_tokens_per_s", pp_rate > 0 ? nlohmann::json(pp_rate) : nlohmann::json()},
+                {"prefill_shared", defaults.prefill_shared},
+                {"results", results}};
             std::fflush(stdout);
         }
 
@@ -1051,7 +1162,8 @@ int main(int argc, char** argv) {
             if (long_tokens + 1 > config.context_length)
                 throw std::invalid_argument("--arrival-tokens: the model's context is " +
                                             std::to_string(config.context_length) + " positions");
-            const std::vector<std::vector<int32_t>> prompts = parallel_prompts(kArrivalDecoders + 1, vocab);
+            const std::vector<std::vector<int32_t>> prompts =
+                parallel_prompts(kArrivalDecoders + 1, vocab);
             const std::vector<int32_t> long_prompt = random_ids(long_tokens);
             auto batcher = std::make_shared<smol::Batcher>(model);
             const smol::BatcherOptions& bo = batcher->options();
@@ -1061,7 +1173,8 @@ int main(int argc, char** argv) {
             const long decoder_tokens = long(kArrivalWarmTokens + 4 * prefill_steps + 64);
             std::vector<std::unique_ptr<smol::Generator>> decoders;
             for (size_t i = 0; i < kArrivalDecoders; ++i)
-                decoders.push_back(make_generator(batcher, kParallelPromptTokens + size_t(decoder_tokens)));
+                decoders.push_back(
+                    make_generator(batcher, kParallelPromptTokens + size_t(decoder_tokens)));
             const auto newcomer = make_generator(batcher, long_tokens + 1);
             std::vector<double> ttfts, medians, worsts, ratios;
             long met_runs = 0;
@@ -1069,11 +1182,13 @@ int main(int argc, char** argv) {
             size_t tokens_during = 0;
             std::vector<double> steps, rows_per_step;
             for (long r = 0; r < repeats; ++r) {
-                const ArrivalRun run = run_arrival(decoders, *newcomer, prompts, long_prompt, decoder_tokens, *batcher);
+                const ArrivalRun run = run_arrival(decoders, *newcomer, prompts, long_prompt,
+                                                   decoder_tokens, *batcher);
                 ttfts.push_back(run.ttft_ms);
                 medians.push_back(run.median_gap_ms);
                 worsts.push_back(run.worst_gap_ms);
-                const double ratio = run.median_gap_ms > 0 ? run.worst_gap_ms / run.median_gap_ms : 0;
+                const double ratio =
+                    run.median_gap_ms > 0 ? run.worst_gap_ms / run.median_gap_ms : 0;
                 ratios.push_back(ratio);
                 met_runs += ratio <= 2.0;
                 complete = complete && run.complete;
@@ -1081,33 +1196,45 @@ int main(int argc, char** argv) {
                 steps.push_back(double(run.steps));
                 rows_per_step.push_back(run.steps ? double(run.rows) / double(run.steps) : 0.0);
             }
-            const Spread ttft = spread_of(ttfts), median = spread_of(medians), worst = spread_of(worsts),
-                         ratio = spread_of(ratios), step = spread_of(steps), row = spread_of(rows_per_step);
-            std::printf("\nprompt arrival: %zu generators decode (%zu-token prompts, greedy) sharing one smol::Batcher "
-                        "(max_batch %zu, prefill_shared %zu); once each has %zu tokens a 4th gets a %zu-token prompt; "
-                        "median of %ld runs [min-max]\n",
-                        kArrivalDecoders, kParallelPromptTokens, bo.max_batch, bo.prefill_shared, kArrivalWarmTokens,
-                        long_tokens, repeats);
+            const Spread ttft = spread_of(ttfts), median = spread_of(medians),
+                         worst = spread_of(worsts), ratio = spread_of(ratios),
+                         step = spread_of(steps), row = spread_of(rows_per_step);
+            std::printf(
+                "\nprompt arrival: %zu generators decode (%zu-token prompts, greedy) sharing one "
+                "smol::Batcher "
+                "(max_batch %zu, prefill_shared %zu); once each has %zu tokens a 4th gets a "
+                "%zu-token prompt; "
+                "median of %ld runs [min-max]\n",
+                kArrivalDecoders, kParallelPromptTokens, bo.max_batch, bo.prefill_shared,
+                kArrivalWarmTokens, long_tokens, repeats);
             std::printf("\n| figure | median | min | max |\n|---|---|---|---|\n");
-            std::printf("| decoders' median token gap before the prompt (ms) | %.2f | %.2f | %.2f |\n", median.median,
-                        median.min, median.max);
-            std::printf("| decoders' worst token gap overlapping its prefill (ms) | %.2f | %.2f | %.2f |\n",
-                        worst.median, worst.min, worst.max);
-            std::printf("| worst / median (target <= 2) | %.2f | %.2f | %.2f |\n", ratio.median, ratio.min, ratio.max);
-            std::printf("| the 4th's time to first token (ms) | %.1f | %.1f | %.1f |\n", ttft.median, ttft.min,
-                        ttft.max);
-            std::printf("| batcher steps during its prefill | %.0f | %.0f | %.0f |\n", step.median, step.min,
-                        step.max);
-            std::printf("| rows per step during its prefill | %.1f | %.1f | %.1f |\n", row.median, row.min, row.max);
-            std::printf("target worst <= 2 x median: met in %ld of %ld runs; decoders made up to %zu tokens during "
-                        "the prefill",
-                        met_runs, repeats, tokens_during);
+            std::printf(
+                "| decoders' median token gap before the prompt (ms) | %.2f | %.2f | %.2f |\n",
+                median.median, median.min, median.max);
+            std::printf(
+                "| decoders' worst token gap overlapping its prefill (ms) | %.2f | %.2f | %.2f |\n",
+                worst.median, worst.min, worst.max);
+            std::printf("| worst / median (target <= 2) | %.2f | %.2f | %.2f |\n", ratio.median,
+                        ratio.min, ratio.max);
+            std::printf("| the 4th's time to first token (ms) | %.1f | %.1f | %.1f |\n",
+                        ttft.median, ttft.min, ttft.max);
+            std::printf("| batcher steps during its prefill | %.0f | %.0f | %.0f |\n", step.median,
+                        step.min, step.max);
+            std::printf("| rows per step during its prefill | %.1f | %.1f | %.1f |\n", row.median,
+                        row.min, row.max);
+            std::printf(
+                "target worst <= 2 x median: met in %ld of %ld runs; decoders made up to %zu "
+                "tokens during "
+                "the prefill",
+                met_runs, repeats, tokens_during);
             if (pp_rate > 0)
-                std::printf("; alone, %zu tokens at the %s rate take about %.1f ms", long_tokens, pp_name,
-                            1000.0 * double(long_tokens) / pp_rate);
+                std::printf("; alone, %zu tokens at the %s rate take about %.1f ms", long_tokens,
+                            pp_name, 1000.0 * double(long_tokens) / pp_rate);
             std::printf("\n");
             if (!complete)
-                std::printf("(a decoder ran out of tokens before the prefill ended: the worst gap covers part of it)\n");
+                std::printf(
+                    "(a decoder ran out of tokens before the prefill ended: the worst gap covers "
+                    "part of it)\n");
             arrival_json = {{"decoders", kArrivalDecoders},
                             {"prompt_tokens", long_tokens},
                             {"warm_tokens", kArrivalWarmTokens},

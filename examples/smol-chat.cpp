@@ -25,17 +25,21 @@ int main(int argc, char** argv) {
     params.max_tokens = 512;
     params.temperature = 0.7f;
 
-    smol_cli::Parser cli("smol-chat",
-                         "A streaming multi-turn chat on the terminal: each line on stdin is a user message.");
-    cli.option("-m, --model", model_path, "MODEL", "GGUF file (default: the demo model the build makes)");
+    smol_cli::Parser cli(
+        "smol-chat",
+        "A streaming multi-turn chat on the terminal: each line on stdin is a user message.");
+    cli.option("-m, --model", model_path, "MODEL",
+               "GGUF file (default: the demo model the build makes)");
     cli.option("--system", system_prompt, "S", "system message");
     cli.flag(
-        "--no-think", [&] { params.chat.enable_thinking = false; }, "answer without the reasoning part (<think>)");
+        "--no-think", [&] { params.chat.enable_thinking = false; },
+        "answer without the reasoning part (<think>)");
     cli.option("-n", params.max_tokens, "N", "most tokens per reply (default 512)");
     cli.option("--temp", params.temperature, "T", "temperature (default 0.7; <= 0: greedy)");
     cli.option("--seed", params.seed, "S", "sampling seed (default 0)");
     cli.option("-t, --threads", n_threads, "N", "threads (default: physical cores)").at_least(0);
-    cli.option("-c, --ctx", n_ctx, "CTX", "KV cache positions (default: min(4096, the model's context))");
+    cli.option("-c, --ctx", n_ctx, "CTX",
+               "KV cache positions (default: min(4096, the model's context))");
     cli.option("--today", params.chat.today, "DATE", "the date the chat template shows");
     smol_examples::add_device_option(cli, device);
     cli.epilog("Commands: /reset forgets the conversation; /exit (or the end of input) quits.");
@@ -44,10 +48,11 @@ int main(int argc, char** argv) {
     try {
         if (model_path.empty()) {
             model_path = smol_examples::demo_model_path();
-            std::fprintf(stderr,
-                         "smol-chat: no -m given, using the demo model %s (RANDOM weights: its replies "
-                         "are gibberish)\n",
-                         model_path.c_str());
+            std::fprintf(
+                stderr,
+                "smol-chat: no -m given, using the demo model %s (RANDOM weights: its replies "
+                "are gibberish)\n",
+                model_path.c_str());
         }
         smol::LoadOptions load_options;
         load_options.n_threads = n_threads;

@@ -39,7 +39,8 @@ std::string read_text_file(const std::string& path) {
 int main(int argc, char** argv) {
     std::string model_path, prompt_file, today, logits_out;
     std::optional<std::string> prompt, system_prompt, messages_file;
-    bool chat_mode = false, no_think = false, json = false, print_prompt = false, show_version = false;
+    bool chat_mode = false, no_think = false, json = false, print_prompt = false,
+         show_version = false;
     bool generation_prompt = true;
     int n_threads = 0;
     smol::CpuLevel cpu = smol::CpuLevel::automatic;
@@ -48,34 +49,49 @@ int main(int argc, char** argv) {
     smol::GenerateParams params;
     params.max_tokens = 128;
 
-    smol_cli::Parser cli("smol-generate",
-                         "Generates text (or one chat turn) from a GGUF model, streamed to stdout; the "
-                         "statistics\nfollow on stderr, on a line of their own.");
-    cli.option("-m, --model", model_path, "MODEL", "GGUF file (default: the demo model the build makes)");
-    cli.option("-p, --prompt", prompt, "PROMPT", "the prompt (default: \"Once upon a time\"); with --chat, the user message");
+    smol_cli::Parser cli(
+        "smol-generate",
+        "Generates text (or one chat turn) from a GGUF model, streamed to stdout; the "
+        "statistics\nfollow on stderr, on a line of their own.");
+    cli.option("-m, --model", model_path, "MODEL",
+               "GGUF file (default: the demo model the build makes)");
+    cli.option("-p, --prompt", prompt, "PROMPT",
+               "the prompt (default: \"Once upon a time\"); with --chat, the user message");
     cli.option("-f, --file", prompt_file, "FILE", "read the prompt from FILE");
-    cli.option("-n, --n-predict", params.max_tokens, "N", "tokens to generate (default 128; < 0: until the end)");
+    cli.option("-n, --n-predict", params.max_tokens, "N",
+               "tokens to generate (default 128; < 0: until the end)");
     cli.option("--temp", params.temperature, "T", "temperature (default 0.8; <= 0: greedy)");
-    cli.option("--top-k", params.top_k, "K", "keep the K most likely tokens (default 40; <= 0: all)");
-    cli.option("--top-p", params.top_p, "P", "keep the most likely tokens up to probability P (default 0.95; >= 1: off)");
-    cli.option("--min-p", params.min_p, "P", "drop tokens below P x the best one's probability (default 0.05)");
-    cli.option("--repeat-penalty", params.repeat_penalty, "R", "penalty for the last 64 tokens (default 1: none)");
+    cli.option("--top-k", params.top_k, "K",
+               "keep the K most likely tokens (default 40; <= 0: all)");
+    cli.option("--top-p", params.top_p, "P",
+               "keep the most likely tokens up to probability P (default 0.95; >= 1: off)");
+    cli.option("--min-p", params.min_p, "P",
+               "drop tokens below P x the best one's probability (default 0.05)");
+    cli.option("--repeat-penalty", params.repeat_penalty, "R",
+               "penalty for the last 64 tokens (default 1: none)");
     cli.option("--seed", params.seed, "S", "sampling seed (default 0)");
     cli.option("-t, --threads", n_threads, "N", "threads (default: physical cores)").at_least(0);
     smol_examples::add_cpu_option(cli, cpu);
     smol_examples::add_device_option(cli, device);
-    cli.option("-c, --ctx", n_ctx, "CTX", "KV cache positions (default: min(4096, the model's context))");
+    cli.option("-c, --ctx", n_ctx, "CTX",
+               "KV cache positions (default: min(4096, the model's context))");
     cli.option("--stop", params.stop, "S", "stop when the text contains S");
-    cli.flag("--chat", chat_mode, "chat: the prompt is a user message in the model's chat template");
+    cli.flag("--chat", chat_mode,
+             "chat: the prompt is a user message in the model's chat template");
     cli.option("--system", system_prompt, "S", "system message (implies --chat)");
-    cli.option("--messages", messages_file, "FILE.json", "the conversation, a JSON array of {role, content} (implies --chat)");
+    cli.option("--messages", messages_file, "FILE.json",
+               "the conversation, a JSON array of {role, content} (implies --chat)");
     cli.flag("--no-think", no_think, "chat without the reasoning part (<think>)");
     cli.option("--today", today, "DATE", "the date the chat template shows");
-    cli.flag("--print-prompt", print_prompt, "print the rendered chat prompt exactly (no newline added) and exit");
-    cli.flag("--no-generation-prompt", generation_prompt, "render the chat without the assistant's opening", false);
-    cli.flag("--json", json, "also print one JSON line: prompt_ids, generated_ids, text, stop_reason,\n"
-                             "n_prompt, n_generated, prefill_tokens_per_s, decode_tokens_per_s, ...");
-    cli.option("--logits-out", logits_out, "FILE", "write the last prompt position's logits (vocab_size f32, little-endian)");
+    cli.flag("--print-prompt", print_prompt,
+             "print the rendered chat prompt exactly (no newline added) and exit");
+    cli.flag("--no-generation-prompt", generation_prompt,
+             "render the chat without the assistant's opening", false);
+    cli.flag("--json", json,
+             "also print one JSON line: prompt_ids, generated_ids, text, stop_reason,\n"
+             "n_prompt, n_generated, prefill_tokens_per_s, decode_tokens_per_s, ...");
+    cli.option("--logits-out", logits_out, "FILE",
+               "write the last prompt position's logits (vocab_size f32, little-endian)");
     cli.flag("--version", show_version, "print the build information and exit");
     if (const auto exit_code = cli.parse(argc, argv)) return *exit_code;
     if (show_version) {
@@ -90,11 +106,14 @@ int main(int argc, char** argv) {
         std::vector<smol::ChatMessage> messages;
         if (messages_file) {
             const nlohmann::json doc = nlohmann::json::parse(read_text_file(*messages_file));
-            if (!doc.is_array()) throw std::invalid_argument("--messages: expected a JSON array of {role, content}");
+            if (!doc.is_array())
+                throw std::invalid_argument("--messages: expected a JSON array of {role, content}");
             for (const auto& m : doc)
-                messages.push_back({m.at("role").get<std::string>(), m.at("content").get<std::string>()});
+                messages.push_back(
+                    {m.at("role").get<std::string>(), m.at("content").get<std::string>()});
         } else if (chat_mode) {
-            if (system_prompt && !system_prompt->empty()) messages.push_back({"system", *system_prompt});
+            if (system_prompt && !system_prompt->empty())
+                messages.push_back({"system", *system_prompt});
             if (have_prompt) messages.push_back({"user", *prompt});
         }
         if (!chat_mode && !have_prompt) prompt = "Once upon a time";
@@ -134,8 +153,10 @@ int main(int argc, char** argv) {
             // A prefill-only run leaves the last prompt position's logits untouched.
             smol::GenerateParams prefill_only = params;
             prefill_only.max_tokens = 0;
-            if (chat_mode) gen.chat(messages, prefill_only);
-            else gen.generate(*prompt, prefill_only);
+            if (chat_mode)
+                gen.chat(messages, prefill_only);
+            else
+                gen.generate(*prompt, prefill_only);
             const std::vector<float>& logits = gen.logits();
             std::FILE* f = std::fopen(logits_out.c_str(), "wb");
             if (!f || std::fwrite(logits.data(), sizeof(float), logits.size(), f) != logits.size())
@@ -148,20 +169,21 @@ int main(int argc, char** argv) {
             std::fflush(stdout);
             return true;
         };
-        const smol::GenerateResult r = chat_mode ? gen.chat(messages, params, stream)
-                                                 : gen.generate(*prompt, params, stream);
+        const smol::GenerateResult r =
+            chat_mode ? gen.chat(messages, params, stream) : gen.generate(*prompt, params, stream);
         std::printf("\n");
         std::fflush(stdout);  // the text's last line ends before the stats line (stderr) starts
         std::fprintf(stderr,
-                     "smol-generate: stop: %s | kernels %s | backend %s | prompt %zu tokens (%zu reused), %.1f tok/s | "
+                     "smol-generate: stop: %s | kernels %s | backend %s | prompt %zu tokens (%zu "
+                     "reused), %.1f tok/s | "
                      "generated %zu tokens, %.1f tok/s\n",
                      smol::to_string(r.stop_reason), smol::cpu_level_name(model->cpu_level()),
-                     model->backend().name().c_str(), r.n_prompt_tokens,
-                     r.n_reused_tokens,
+                     model->backend().name().c_str(), r.n_prompt_tokens, r.n_reused_tokens,
                      r.prefill_tokens_per_s(), r.tokens.size(), r.decode_tokens_per_s());
         if (json) {
             const std::vector<int32_t>& history = gen.history();
-            const std::vector<int32_t> prompt_ids(history.begin(), history.begin() + long(r.n_prompt_tokens));
+            const std::vector<int32_t> prompt_ids(history.begin(),
+                                                  history.begin() + long(r.n_prompt_tokens));
             nlohmann::json out;
             out["prompt_ids"] = prompt_ids;
             out["generated_ids"] = r.tokens;
@@ -173,11 +195,13 @@ int main(int argc, char** argv) {
             out["n_generated"] = r.tokens.size();
             out["prefill_tokens_per_s"] = r.prefill_tokens_per_s();
             out["decode_tokens_per_s"] = r.decode_tokens_per_s();
-            std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+            std::printf("%s\n",
+                        out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
         }
         return 0;
     } catch (const smol::Error& e) {
-        std::fprintf(stderr, "smol-generate: error (%s): %s\n", smol::to_string(e.kind()), e.what());
+        std::fprintf(stderr, "smol-generate: error (%s): %s\n", smol::to_string(e.kind()),
+                     e.what());
         return 1;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "smol-generate: %s\n", e.what());

@@ -19,32 +19,44 @@ std::string escape(std::string_view s, size_t max) {
     std::string out;
     for (size_t i = 0; i < s.size() && i < max; ++i) {
         const unsigned char c = static_cast<unsigned char>(s[i]);
-        if (c == '\n') out += "\\n";
-        else if (c == '"') out += "\\\"";
-        else if (c == '\\') out += "\\\\";
+        if (c == '\n')
+            out += "\\n";
+        else if (c == '"')
+            out += "\\\"";
+        else if (c == '\\')
+            out += "\\\\";
         else if (c < 0x20 || c == 0x7f) {
             char buf[8];
             std::snprintf(buf, sizeof buf, "\\x%02x", c);
             out += buf;
-        } else out += char(c);
+        } else
+            out += char(c);
     }
     if (s.size() > max) out += "...(" + std::to_string(s.size()) + " bytes)";
     return out;
 }
 
-std::string quote(std::string_view s, size_t max = 80) { return "\"" + escape(s, max) + "\""; }
+std::string quote(std::string_view s, size_t max = 80) {
+    return "\"" + escape(s, max) + "\"";
+}
 
 std::string scalar_text(const smol::gguf::Value& v) {
     using smol::gguf::ValueType;
     char buf[64];
     switch (v.type()) {
         case ValueType::f32:
-        case ValueType::f64: std::snprintf(buf, sizeof buf, "%g", v.as_f64()); return buf;
-        case ValueType::boolean: return v.as_bool() ? "true" : "false";
-        case ValueType::string: return quote(v.as_string());
+        case ValueType::f64:
+            std::snprintf(buf, sizeof buf, "%g", v.as_f64());
+            return buf;
+        case ValueType::boolean:
+            return v.as_bool() ? "true" : "false";
+        case ValueType::string:
+            return quote(v.as_string());
         default:
-            if (v.negative()) std::snprintf(buf, sizeof buf, "%" PRId64, v.as_i64());
-            else std::snprintf(buf, sizeof buf, "%" PRIu64, v.as_u64());
+            if (v.negative())
+                std::snprintf(buf, sizeof buf, "%" PRId64, v.as_i64());
+            else
+                std::snprintf(buf, sizeof buf, "%" PRIu64, v.as_u64());
             return buf;
     }
 }
@@ -89,7 +101,8 @@ int main(int argc, char** argv) {
         std::printf("\nmetadata (%zu keys):\n", file->metadata().size());
         for (const auto& kv : file->metadata()) {
             const auto& v = kv.value;
-            std::printf("  %-44s %-7s %s\n", escape(kv.key, 96).c_str(), smol::gguf::value_type_name(v.type()),
+            std::printf("  %-44s %-7s %s\n", escape(kv.key, 96).c_str(),
+                        smol::gguf::value_type_name(v.type()),
                         v.type() == smol::gguf::ValueType::array ? array_text(v.as_array()).c_str()
                                                                  : scalar_text(v).c_str());
         }

@@ -20,16 +20,18 @@ int main(int argc, char** argv) {
     std::string model, text_file;
     std::optional<std::string> text_arg;
     bool parse_special = true;
-    smol_cli::Parser cli("smol-tokenize",
-                         "Prints the token ids of a text (no BOS added) as a JSON array on one line.");
+    smol_cli::Parser cli(
+        "smol-tokenize",
+        "Prints the token ids of a text (no BOS added) as a JSON array on one line.");
     cli.option("-m, --model", model, "MODEL.gguf", "the file whose vocabulary to use").required();
     cli.option("-p, --prompt", text_arg, "TEXT", "the text (default: standard input)");
     cli.option("-f, --file", text_file, "FILE", "read the text from FILE");
-    cli.flag("--no-special", parse_special, "special tokens written in the text (<|im_start|>, ...) stay plain text",
-             false);
+    cli.flag("--no-special", parse_special,
+             "special tokens written in the text (<|im_start|>, ...) stay plain text", false);
     if (const auto exit_code = cli.parse(argc, argv)) return *exit_code;
     if (text_arg && !text_file.empty()) {
-        std::fprintf(stderr, "smol-tokenize: -p and -f exclude each other\n%s\n", cli.usage_line().c_str());
+        std::fprintf(stderr, "smol-tokenize: -p and -f exclude each other\n%s\n",
+                     cli.usage_line().c_str());
         return 2;
     }
     std::string text = text_arg.value_or("");

@@ -31,7 +31,8 @@ inline std::string expected_cpu_level() {
     std::ifstream cpuinfo("/proc/cpuinfo");
     std::string line;
     while (std::getline(cpuinfo, line))
-        if (line.rfind("Features", 0) == 0 && line.find(" asimddp") != std::string::npos) expected = "dotprod";
+        if (line.rfind("Features", 0) == 0 && line.find(" asimddp") != std::string::npos)
+            expected = "dotprod";
 #endif
 #endif
     if (const char* told = std::getenv("SMOL_TEST_EXPECT_LEVEL")) expected = told;

@@ -23,7 +23,8 @@ inline void expect_error(const std::function<void()>& action, smol::ErrorKind ki
         CHECK_MESSAGE(e.kind() == kind, "kind " << smol::to_string(e.kind()) << ", expected "
                                                 << smol::to_string(kind));
         for (const auto& needle : needles)
-            CHECK_MESSAGE(message.find(needle) != std::string::npos, "message lacks '" << needle << "'");
+            CHECK_MESSAGE(message.find(needle) != std::string::npos,
+                          "message lacks '" << needle << "'");
         return;
     }
     FAIL("no smol::Error; expected " << smol::to_string(kind) << " naming '"

@@ -27,7 +27,9 @@ inline std::atomic<long>& skip_counter() {
     return n;
 }
 // Call once per golden case compared against the reference outputs.
-inline void count_golden(long n = 1) { golden_counter() += n; }
+inline void count_golden(long n = 1) {
+    golden_counter() += n;
+}
 
 inline bool path_exists(const std::string& p) {
     struct stat st {};
@@ -56,8 +58,8 @@ inline std::optional<std::string> fixture(const std::string& relative) {
         FAIL("fixture '" << path << "' is missing and SMOL_REQUIRE_FIXTURES=1");
     } else {
         ++skip_counter();
-        MESSAGE("skipping: fixture '" << path
-                                      << "' not found (set SMOL_FIXTURES to the fixtures directory)");
+        MESSAGE("skipping: fixture '"
+                << path << "' not found (set SMOL_FIXTURES to the fixtures directory)");
     }
     return std::nullopt;
 }

@@ -52,7 +52,8 @@ inline std::shared_ptr<const smol::Model> made_model(uint64_t seed = 1, int n_th
 
 // Ids of `text` without special-token parsing, chunk by chunk, so that every
 // chunk boundary is a token boundary.
-inline std::vector<int32_t> script_ids(const smol::Model& model, const std::vector<std::string>& chunks) {
+inline std::vector<int32_t> script_ids(const smol::Model& model,
+                                       const std::vector<std::string>& chunks) {
     std::vector<int32_t> ids;
     for (const auto& chunk : chunks) {
         const auto part = model.tokenizer().encode(chunk, /*parse_special=*/true);

@@ -18,10 +18,10 @@
 namespace smol_test {
 
 using Bytes = std::vector<uint8_t>;
+using smol::GGMLType;
 using smol::gguf::File;
 using smol::gguf::Value;
 using smol::gguf::ValueType;
-using smol::GGMLType;
 
 using smol::detail::append_le;
 inline void put_string(Bytes& out, std::string_view s) {
@@ -33,8 +33,12 @@ inline void put_string(Bytes& out, std::string_view s) {
 // many tensors sharing one range of bytes, dims whose byte size wraps.
 class RawGguf {
 public:
-    RawGguf& u32(std::string_view key, uint32_t v) { return value(key, ValueType::u32, [&](Bytes& b) { append_le(b, v); }); }
-    RawGguf& f32(std::string_view key, float v) { return value(key, ValueType::f32, [&](Bytes& b) { append_le(b, v); }); }
+    RawGguf& u32(std::string_view key, uint32_t v) {
+        return value(key, ValueType::u32, [&](Bytes& b) { append_le(b, v); });
+    }
+    RawGguf& f32(std::string_view key, float v) {
+        return value(key, ValueType::f32, [&](Bytes& b) { append_le(b, v); });
+    }
     RawGguf& str(std::string_view key, std::string_view v) {
         return value(key, ValueType::string, [&](Bytes& b) { put_string(b, v); });
     }
@@ -42,7 +46,9 @@ public:
     RawGguf& copy(std::string_view key, const Value& v) {
         return value(key, v.type(), [&](Bytes& b) {
             switch (v.type()) {
-                case ValueType::string: put_string(b, v.as_string()); break;
+                case ValueType::string:
+                    put_string(b, v.as_string());
+                    break;
                 case ValueType::array: {
                     const auto& a = v.as_array();
                     append_le<uint32_t>(b, uint32_t(a.element_type()));
@@ -50,20 +56,27 @@ public:
                     b.insert(b.end(), a.data(), a.data() + a.bytes());
                     break;
                 }
-                case ValueType::f32: append_le(b, float(v.as_f64())); break;
-                case ValueType::f64: append_le(b, v.as_f64()); break;
+                case ValueType::f32:
+                    append_le(b, float(v.as_f64()));
+                    break;
+                case ValueType::f64:
+                    append_le(b, v.as_f64());
+                    break;
                 default: {
-                    // The low bytes of the two's complement value are the narrower types' encodings.
+                    // The low bytes of the two's complement value are the narrower types'
+                    // encodings.
                     Bytes raw;
                     append_le<uint64_t>(raw, v.as_u64());
-                    b.insert(b.end(), raw.begin(), raw.begin() + long(smol::gguf::scalar_size(v.type())));
+                    b.insert(b.end(), raw.begin(),
+                             raw.begin() + long(smol::gguf::scalar_size(v.type())));
                 }
             }
         });
     }
     // A value given as its encoded bytes (after the type).
     RawGguf& raw(std::string_view key, ValueType type, const Bytes& payload) {
-        return value(key, type, [&](Bytes& b) { b.insert(b.end(), payload.begin(), payload.end()); });
+        return value(key, type,
+                     [&](Bytes& b) { b.insert(b.end(), payload.begin(), payload.end()); });
     }
     // An array of `count` u8 elements, all `fill`.
     RawGguf& u8_array(std::string_view key, uint64_t count, uint8_t fill = 0) {
@@ -73,7 +86,8 @@ public:
             b.resize(b.size() + size_t(count), fill);
         });
     }
-    RawGguf& tensor(std::string_view name, GGMLType type, std::vector<uint64_t> dims, uint64_t offset = 0) {
+    RawGguf& tensor(std::string_view name, GGMLType type, std::vector<uint64_t> dims,
+                    uint64_t offset = 0) {
         Bytes& b = tensors_;
         put_string(b, name);
         append_le<uint32_t>(b, uint32_t(dims.size()));
@@ -119,7 +133,8 @@ inline void copy_tokenizer(RawGguf& raw, const File& from) {
 // `real` (a parsed fixture) rebuilt with its tensors at their offsets in
 // its own data section; `edit` may write a key itself (returning true) in
 // place of copying it.
-inline Bytes rebuild(const File& real, const std::function<bool(RawGguf&, const smol::gguf::KeyValue&)>& edit) {
+inline Bytes rebuild(const File& real,
+                     const std::function<bool(RawGguf&, const smol::gguf::KeyValue&)>& edit) {
     RawGguf raw;
     for (const auto& kv : real.metadata())
         if (!edit(raw, kv)) raw.copy(kv.key, kv.value);

@@ -33,7 +33,7 @@ using smol_test::RawGguf;
 
 struct Outcome {
     bool finished = false;
-    int signal = 0;     // the signal that ended it, 0 if it exited
+    int signal = 0;  // the signal that ended it, 0 if it exited
     int exit_code = 0;
     long peak_kb = 0;
 };
@@ -67,8 +67,10 @@ Outcome run(const std::vector<std::string>& argv, std::chrono::seconds limit) {
     }
     out.finished = true;
     out.peak_kb = usage.ru_maxrss;
-    if (WIFSIGNALED(status)) out.signal = WTERMSIG(status);
-    else out.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        out.signal = WTERMSIG(status);
+    else
+        out.exit_code = WEXITSTATUS(status);
     return out;
 }
 
@@ -78,8 +80,9 @@ void save(const std::string& path, const Bytes& bytes) {
 }
 
 // The hostile set, each file from one failure class of the audit.
-const char* const kNames[] = {"layers-4M", "layers-2G", "kv-wrap", "context-2G", "special-16M",
-                              "keys-at-limit", "array-60M", "key-16M", "tensor-bytes-wrap"};
+const char* const kNames[] = {"layers-4M",  "layers-2G",   "kv-wrap",
+                              "context-2G", "special-16M", "keys-at-limit",
+                              "array-60M",  "key-16M",     "tensor-bytes-wrap"};
 
 std::vector<std::pair<std::string, Bytes>> hostile_set(const std::string& fixtures) {
     std::vector<std::pair<std::string, Bytes>> set;
@@ -92,18 +95,20 @@ std::vector<std::pair<std::string, Bytes>> hostile_set(const std::string& fixtur
     {
         // A control token of 16 MiB (the special-token matcher's input).
         Bytes big(size_t(16) << 20, 'a');
-        set.emplace_back("special-16M", smol_test::rebuild(*tiny, [&](RawGguf& raw, const smol::gguf::KeyValue& kv) {
-            if (kv.key != "tokenizer.ggml.tokens") return false;
-            std::vector<std::string_view> tokens = kv.value.as_array().strings();
-            const std::string text = "<|" + std::string(big.begin(), big.end()) + "|>";
-            tokens[128010] = text;  // a reserved control token
-            Bytes b;
-            smol_test::append_le<uint32_t>(b, uint32_t(smol::gguf::ValueType::string));
-            smol_test::append_le<uint64_t>(b, tokens.size());
-            for (auto t : tokens) smol_test::put_string(b, t);
-            raw.raw(kv.key, smol::gguf::ValueType::array, b);
-            return true;
-        }));
+        set.emplace_back(
+            "special-16M",
+            smol_test::rebuild(*tiny, [&](RawGguf& raw, const smol::gguf::KeyValue& kv) {
+                if (kv.key != "tokenizer.ggml.tokens") return false;
+                std::vector<std::string_view> tokens = kv.value.as_array().strings();
+                const std::string text = "<|" + std::string(big.begin(), big.end()) + "|>";
+                tokens[128010] = text;  // a reserved control token
+                Bytes b;
+                smol_test::append_le<uint32_t>(b, uint32_t(smol::gguf::ValueType::string));
+                smol_test::append_le<uint64_t>(b, tokens.size());
+                for (auto t : tokens) smol_test::put_string(b, t);
+                raw.raw(kv.key, smol::gguf::ValueType::array, b);
+                return true;
+            }));
     }
     {
         RawGguf raw;
@@ -114,12 +119,15 @@ std::vector<std::pair<std::string, Bytes>> hostile_set(const std::string& fixtur
         }
         set.emplace_back("keys-at-limit", raw.build());
     }
-    set.emplace_back("array-60M", RawGguf().str("general.architecture", "smollm3").u8_array("big", 60000000, 7).build());
+    set.emplace_back(
+        "array-60M",
+        RawGguf().str("general.architecture", "smollm3").u8_array("big", 60000000, 7).build());
     set.emplace_back("key-16M", RawGguf().u32(std::string(size_t(16) << 20, 'k'), 1).build());
-    set.emplace_back("tensor-bytes-wrap", RawGguf()
-                                              .str("general.architecture", "smollm3")
-                                              .tensor("token_embd.weight", smol::GGMLType::F32, {1u << 31, 1u << 31})
-                                              .build(Bytes(64, 0)));
+    set.emplace_back("tensor-bytes-wrap",
+                     RawGguf()
+                         .str("general.architecture", "smollm3")
+                         .tensor("token_embd.weight", smol::GGMLType::F32, {1u << 31, 1u << 31})
+                         .build(Bytes(64, 0)));
     return set;
 }
 
@@ -127,7 +135,8 @@ std::vector<std::pair<std::string, Bytes>> hostile_set(const std::string& fixtur
 
 int main(int argc, char** argv) {
     if (argc != 5) {
-        std::fprintf(stderr, "usage: hostile_rss SMOL_INSPECT SMOL_GENERATE FIXTURES_DIR WORK_DIR\n");
+        std::fprintf(stderr,
+                     "usage: hostile_rss SMOL_INSPECT SMOL_GENERATE FIXTURES_DIR WORK_DIR\n");
         return 2;
     }
     const std::string inspect = argv[1], generate = argv[2], work = argv[4];
@@ -137,21 +146,25 @@ int main(int argc, char** argv) {
     if (::stat((fixtures + "/tiny-q4km.gguf").c_str(), &st) != 0) {
         const char* required = std::getenv("SMOL_REQUIRE_FIXTURES");
         std::printf("hostile_rss: fixtures not found in %s: %s\n", fixtures.c_str(),
-                    required && std::string(required) == "1" ? "FAIL (SMOL_REQUIRE_FIXTURES=1)" : "skipped");
+                    required && std::string(required) == "1" ? "FAIL (SMOL_REQUIRE_FIXTURES=1)"
+                                                             : "skipped");
         return required && std::string(required) == "1" ? 1 : 0;
     }
     ::mkdir(work.c_str(), 0755);
     if (inspect == "--write") {  // the child: write the set and exit
-        for (const auto& [name, bytes] : hostile_set(fixtures)) save(work + "/" + name + ".gguf", bytes);
+        for (const auto& [name, bytes] : hostile_set(fixtures))
+            save(work + "/" + name + ".gguf", bytes);
         return 0;
     }
-    const Outcome written = run({argv[0], "--write", "-", fixtures, work}, std::chrono::seconds(300));
+    const Outcome written =
+        run({argv[0], "--write", "-", fixtures, work}, std::chrono::seconds(300));
     if (!written.finished || written.signal || written.exit_code) {
         std::printf("hostile_rss: writing the hostile files failed\n");
         return 1;
     }
     int failures = 0;
-    std::printf("%-18s %10s  %-13s %8s %10s %10s\n", "file", "MiB", "program", "exit", "peak MiB", "bound MiB");
+    std::printf("%-18s %10s  %-13s %8s %10s %10s\n", "file", "MiB", "program", "exit", "peak MiB",
+                "bound MiB");
     for (const std::string name : kNames) {
         const std::string path = work + "/" + name + ".gguf";
         struct stat file {};
@@ -171,12 +184,15 @@ int main(int argc, char** argv) {
             const bool ok = o.finished && o.signal == 0 && o.peak_kb < bound_kb;
             failures += !ok;
             char exit_text[32];
-            if (!o.finished) std::snprintf(exit_text, sizeof exit_text, "HANG");
-            else if (o.signal) std::snprintf(exit_text, sizeof exit_text, "sig %d", o.signal);
-            else std::snprintf(exit_text, sizeof exit_text, "%d", o.exit_code);
-            std::printf("%-18s %10.1f  %-13s %8s %10.1f %10.1f%s\n", name.c_str(), double(size) / (1 << 20),
-                        program.c_str(), exit_text, double(o.peak_kb) / 1024, double(bound_kb) / 1024,
-                        ok ? "" : "  FAIL");
+            if (!o.finished)
+                std::snprintf(exit_text, sizeof exit_text, "HANG");
+            else if (o.signal)
+                std::snprintf(exit_text, sizeof exit_text, "sig %d", o.signal);
+            else
+                std::snprintf(exit_text, sizeof exit_text, "%d", o.exit_code);
+            std::printf("%-18s %10.1f  %-13s %8s %10.1f %10.1f%s\n", name.c_str(),
+                        double(size) / (1 << 20), program.c_str(), exit_text,
+                        double(o.peak_kb) / 1024, double(bound_kb) / 1024, ok ? "" : "  FAIL");
         }
         std::remove(path.c_str());
     }

@@ -79,8 +79,8 @@ inline int32_t argmax(const float* v, size_t n) {
 }
 
 // Every reference top-8 logit within 2% of our range. Returns false (and reports) on failure.
-inline bool top8_matches(const float* ours, size_t vocab, const TopList& ref, const std::string& where,
-                         float fraction = 0.02f) {
+inline bool top8_matches(const float* ours, size_t vocab, const TopList& ref,
+                         const std::string& where, float fraction = 0.02f) {
     const auto [lo, hi] = min_max(ours, vocab);
     const float tolerance = fraction * (hi - lo);
     bool ok = hi > lo;
@@ -121,7 +121,8 @@ inline LogitsComparison compare_logits(const float* ours, const float* ref, size
 // gap below which a step may differ (the fixtures README's 0.25).
 inline size_t check_greedy(const GoldenPrompt& g, const float* first_logits, size_t vocab,
                            const std::function<const float*(int32_t)>& step,
-                           const std::string& where, float fraction = 0.02f, float ambiguous_gap = 0.25f) {
+                           const std::string& where, float fraction = 0.02f,
+                           float ambiguous_gap = 0.25f) {
     const float* logits = first_logits;
     for (size_t s = 0; s < g.greedy_ids.size(); ++s) {
         const int32_t ours = argmax(logits, vocab);
@@ -134,12 +135,15 @@ inline size_t check_greedy(const GoldenPrompt& g, const float* first_logits, siz
             // was ambiguous (its top-1/top-2 gap < 0.25); after it, paths may diverge.
             const float our_gap = logits[ours] - logits[g.greedy_ids[s]];
             MESSAGE(where << ": greedy step " << s << " chose " << ours << ", reference "
-                          << g.greedy_ids[s] << " (reference gap " << gap << ", our gap " << our_gap << ")");
-            CHECK_MESSAGE(gap < ambiguous_gap, where << ": greedy diverged at an unambiguous step " << s);
+                          << g.greedy_ids[s] << " (reference gap " << gap << ", our gap " << our_gap
+                          << ")");
+            CHECK_MESSAGE(gap < ambiguous_gap,
+                          where << ": greedy diverged at an unambiguous step " << s);
             return s;
         }
         logits = step(ours);
-        CHECK_MESSAGE(top8_matches(logits, vocab, g.greedy_top[s], where + " greedy step " + std::to_string(s), fraction),
+        CHECK_MESSAGE(top8_matches(logits, vocab, g.greedy_top[s],
+                                   where + " greedy step " + std::to_string(s), fraction),
                       where << ": greedy step " << s << " top-8");
     }
     return g.greedy_ids.size();
@@ -162,7 +166,8 @@ inline smol_tools::MakeOptions small_model() {
     options.tokenizer = false;
     options.matrix_type = smol::GGMLType::Q4_K;
     options.embedding_type = smol::GGMLType::Q6_K;
-    options.effort = smol_tools::MakeOptions::Effort::fast;  // the tests need shapes, not the best scales
+    options.effort =
+        smol_tools::MakeOptions::Effort::fast;  // the tests need shapes, not the best scales
     return options;
 }
 
@@ -182,8 +187,10 @@ inline std::vector<uint8_t> broken(const std::vector<uint8_t>& bytes, const Brea
     for (const auto& kv : original->metadata()) {
         if (kv.key == breakage.drop_key) continue;
         const auto replaced = breakage.u32_keys.find(kv.key);
-        if (replaced != breakage.u32_keys.end()) w.set_u32(kv.key, replaced->second);
-        else w.copy_value(kv.key, kv.value);
+        if (replaced != breakage.u32_keys.end())
+            w.set_u32(kv.key, replaced->second);
+        else
+            w.copy_value(kv.key, kv.value);
     }
     for (const auto& t : original->tensors()) {
         if (t.name == breakage.drop_tensor) continue;

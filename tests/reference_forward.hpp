@@ -115,8 +115,9 @@ public:
                 const size_t positions = start + t + 1;  // causal: 0..pos
                 for (size_t h = 0; h < c.n_heads; ++h) {
                     const size_t kvh = h / c.heads_per_kv();
-                    const auto k_rows = keys.block(0, kvh * hd, positions, hd);    // [positions][hd]
-                    const auto v_rows = values.block(0, kvh * hd, positions, hd);  // [positions][hd]
+                    const auto k_rows = keys.block(0, kvh * hd, positions, hd);  // [positions][hd]
+                    const auto v_rows =
+                        values.block(0, kvh * hd, positions, hd);  // [positions][hd]
                     const Eigen::VectorXf q_h = q.row(t).segment(h * hd, hd).transpose();
                     const Eigen::VectorXf scores = (k_rows * q_h) * scale;
                     Eigen::VectorXf w = (scores.array() - scores.maxCoeff()).exp();
@@ -197,10 +198,12 @@ private:
                 smol::dequantize_row(smol::GGMLType::Q8_0, packed.data(), out, cols);
                 continue;
             }
-            // Q8_K32: per 32 values d = bf16(max|x| / 127), q = round_half_even(x / d) in [-127, 127].
+            // Q8_K32: per 32 values d = bf16(max|x| / 127), q = round_half_even(x / d) in [-127,
+            // 127].
             for (size_t b = 0; b < cols; b += 32) {
                 float max_abs = 0.0f;
-                for (size_t i = b; i < b + 32; ++i) max_abs = std::max(max_abs, std::fabs(row[Eigen::Index(i)]));
+                for (size_t i = b; i < b + 32; ++i)
+                    max_abs = std::max(max_abs, std::fabs(row[Eigen::Index(i)]));
                 const float d = smol::bf16_to_fp32(smol::fp32_to_bf16(max_abs / 127.0f));
                 const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
                 for (size_t i = b; i < b + 32; ++i) {
@@ -217,7 +220,8 @@ private:
         for (Eigen::Index t = 0; t < x.rows(); ++t) {
             double sum = 0;
             for (Eigen::Index i = 0; i < x.cols(); ++i) sum += double(x(t, i)) * double(x(t, i));
-            const float inv = float(1.0 / std::sqrt(sum / double(x.cols()) + double(config_.rms_eps)));
+            const float inv =
+                float(1.0 / std::sqrt(sum / double(x.cols()) + double(config_.rms_eps)));
             out.row(t) = x.row(t).cwiseProduct(weight.row(0)) * inv;
         }
         return out;
@@ -227,8 +231,8 @@ private:
     void rope(float* v, size_t pos) const {
         const size_t dims = config_.rope_dims;
         for (size_t i = 0; i < dims / 2; ++i) {
-            const double theta =
-                double(pos) * std::pow(double(config_.rope_freq_base), -2.0 * double(i) / double(dims));
+            const double theta = double(pos) * std::pow(double(config_.rope_freq_base),
+                                                        -2.0 * double(i) / double(dims));
             const double cs = std::cos(theta), sn = std::sin(theta);
             const double x0 = v[2 * i], x1 = v[2 * i + 1];
             v[2 * i] = float(x0 * cs - x1 * sn);

@@ -62,8 +62,8 @@ std::vector<int32_t> tokens(size_t n, size_t vocab, uint32_t seed) {
     return ids;
 }
 
-Segment segment(const std::vector<int32_t>& ids, size_t start, BackendCache& cache, std::vector<float>& logits,
-                bool all_logits = false) {
+Segment segment(const std::vector<int32_t>& ids, size_t start, BackendCache& cache,
+                std::vector<float>& logits, bool all_logits = false) {
     Segment s;
     s.tokens = ids.data();
     s.n_tokens = ids.size();
@@ -74,7 +74,9 @@ Segment segment(const std::vector<int32_t>& ids, size_t start, BackendCache& cac
     return s;
 }
 
-size_t argmax(const std::vector<float>& v) { return size_t(std::max_element(v.begin(), v.end()) - v.begin()); }
+size_t argmax(const std::vector<float>& v) {
+    return size_t(std::max_element(v.begin(), v.end()) - v.begin());
+}
 
 }  // namespace
 
@@ -131,7 +133,8 @@ const std::vector<BatchModel>& batch_models() {
         gqa.seed = 11;
         gqa.effort = smol_tools::MakeOptions::Effort::fast;
         out.push_back({"gqa-q8_0", smol_tools::make_model_bytes(gqa), {}});
-        if (const auto path = smol_test::fixture("tiny-q4km.gguf")) out.push_back({"tiny-q4km", {}, *path});
+        if (const auto path = smol_test::fixture("tiny-q4km.gguf"))
+            out.push_back({"tiny-q4km", {}, *path});
         return out;
     }();
     return models;
@@ -146,8 +149,9 @@ std::shared_ptr<const smol::Model> load_at(const BatchModel& m, smol::CpuLevel l
     smol::LoadOptions options;
     options.cpu = level;
     options.n_threads = 2;
-    model = m.bytes.empty() ? smol::Model::load(m.path, options)
-                            : smol::Model::load_from_memory(m.bytes.data(), m.bytes.size(), options);
+    model = m.bytes.empty()
+                ? smol::Model::load(m.path, options)
+                : smol::Model::load_from_memory(m.bytes.data(), m.bytes.size(), options);
     return model;
 }
 
@@ -162,13 +166,15 @@ double logits_error(const std::vector<float>& got, const std::vector<float>& wan
         const auto mm = std::minmax_element(w, w + vocab);
         const double range = double(*mm.second) - double(*mm.first);
         REQUIRE(range > 0);
-        for (size_t i = 0; i < vocab; ++i) worst = std::max(worst, std::fabs(double(g[i]) - double(w[i])) / range);
+        for (size_t i = 0; i < vocab; ++i)
+            worst = std::max(worst, std::fabs(double(g[i]) - double(w[i])) / range);
     }
     return worst;
 }
 
 // Equal sizes, and every valid K/V row within the tolerance (as float).
-void check_same_cache(const BackendCache& got_base, const BackendCache& want_base, const std::string& where) {
+void check_same_cache(const BackendCache& got_base, const BackendCache& want_base,
+                      const std::string& where) {
     const auto& got = static_cast<const smol::KVCache&>(got_base);
     const auto& want = static_cast<const smol::KVCache&>(want_base);
     REQUIRE_MESSAGE(got.size() == want.size(), where);
@@ -221,16 +227,19 @@ void check_batch_equals_alone(const Backend& backend, const std::vector<Sequence
         const size_t rows = q.all_logits ? q.fresh.size() : 1;
         logits_together[i].assign(rows * vocab, 0.0f);
         logits_alone[i].assign(rows * vocab, 0.0f);
-        segments.push_back(segment(q.fresh, q.start, *together[i], logits_together[i], q.all_logits));
+        segments.push_back(
+            segment(q.fresh, q.start, *together[i], logits_together[i], q.all_logits));
     }
     backend.forward(segments.data(), segments.size(), options);
     for (size_t i = 0; i < seqs.size(); ++i)
-        backend.forward(segment(seqs[i].fresh, seqs[i].start, *alone[i], logits_alone[i], seqs[i].all_logits),
-                        options);
+        backend.forward(
+            segment(seqs[i].fresh, seqs[i].start, *alone[i], logits_alone[i], seqs[i].all_logits),
+            options);
     for (size_t i = 0; i < seqs.size(); ++i) {
         const std::string at = where + ", sequence " + std::to_string(i);
         const double error = logits_error(logits_together[i], logits_alone[i], vocab);
-        CHECK_MESSAGE(error <= kBatchTolerance, at << ": logits differ by " << error << " of their range");
+        CHECK_MESSAGE(error <= kBatchTolerance,
+                      at << ": logits differ by " << error << " of their range");
         CHECK(together[i]->size() == seqs[i].start + seqs[i].fresh.size());
         check_same_cache(*together[i], *alone[i], at);
     }
@@ -238,7 +247,9 @@ void check_batch_equals_alone(const Backend& backend, const std::vector<Sequence
 
 }  // namespace
 
-TEST_CASE("device: cpu by default; auto picks the cpu without CUDA and logs it; cuda is Error(unsupported)") {
+TEST_CASE(
+    "device: cpu by default; auto picks the cpu without CUDA and logs it; cuda is "
+    "Error(unsupported)") {
     const auto& bytes = demo_bytes();
     {
         const auto model = smol::Model::load_from_memory(bytes.data(), bytes.size());
@@ -253,8 +264,9 @@ TEST_CASE("device: cpu by default; auto picks the cpu without CUDA and logs it; 
         options.log = [&](int, const std::string& line) { lines.push_back(line); };
         const auto model = smol::Model::load_from_memory(bytes.data(), bytes.size(), options);
         CHECK(model->device() == smol::Device::cpu);
-        const auto said = std::find_if(lines.begin(), lines.end(),
-                                       [](const std::string& l) { return l.rfind("smol: device cpu", 0) == 0; });
+        const auto said = std::find_if(lines.begin(), lines.end(), [](const std::string& l) {
+            return l.rfind("smol: device cpu", 0) == 0;
+        });
         REQUIRE(said != lines.end());
         CHECK(said->find("auto") != std::string::npos);
         CHECK(said->find("without its CUDA backend") != std::string::npos);
@@ -262,8 +274,8 @@ TEST_CASE("device: cpu by default; auto picks the cpu without CUDA and logs it; 
     smol::LoadOptions cuda;
     cuda.device = smol::Device::cuda;
     std::string message;
-    CHECK(error_kind_of([&] { smol::Model::load_from_memory(bytes.data(), bytes.size(), cuda); }, &message) ==
-          ErrorKind::unsupported);
+    CHECK(error_kind_of([&] { smol::Model::load_from_memory(bytes.data(), bytes.size(), cuda); },
+                        &message) == ErrorKind::unsupported);
     CHECK(message.find("cuda") != std::string::npos);
 }
 
@@ -332,21 +344,25 @@ TEST_CASE("the seam's checks: one copy, and a failed check changes nothing") {
     std::string message;
     {  // the same cache twice
         const Segment twice[2] = {segment(ids, 5, *x, lx), segment(ids, 0, *x, ly)};
-        CHECK(error_kind_of([&] { backend.forward(twice, 2); }, &message) == ErrorKind::invalid_argument);
+        CHECK(error_kind_of([&] { backend.forward(twice, 2); }, &message) ==
+              ErrorKind::invalid_argument);
         CHECK(message.find("same KV cache") != std::string::npos);
     }
     {  // a bad token in the second segment: the first is not run either
         std::vector<int32_t> bad = ids;
         bad[3] = int32_t(vocab);
         const Segment pair[2] = {segment(ids, 5, *x, lx), segment(bad, 0, *y, ly)};
-        CHECK(error_kind_of([&] { backend.forward(pair, 2); }, &message) == ErrorKind::invalid_argument);
+        CHECK(error_kind_of([&] { backend.forward(pair, 2); }, &message) ==
+              ErrorKind::invalid_argument);
         CHECK(message.find("segment 1") != std::string::npos);
         CHECK(message.find("outside the vocabulary") != std::string::npos);
     }
     {  // positions past the context, a start past the cache, no tokens, no logits, no cache
         const auto many = tokens(12, vocab, 5);
-        CHECK(error_kind_of([&] { backend.forward(segment(many, 5, *x, lx)); }) == ErrorKind::out_of_range);
-        CHECK(error_kind_of([&] { backend.forward(segment(ids, 6, *x, lx)); }) == ErrorKind::out_of_range);
+        CHECK(error_kind_of([&] { backend.forward(segment(many, 5, *x, lx)); }) ==
+              ErrorKind::out_of_range);
+        CHECK(error_kind_of([&] { backend.forward(segment(ids, 6, *x, lx)); }) ==
+              ErrorKind::out_of_range);
         Segment empty = segment(ids, 5, *x, lx);
         empty.n_tokens = 0;
         CHECK(error_kind_of([&] { backend.forward(empty); }) == ErrorKind::invalid_argument);
@@ -363,7 +379,8 @@ TEST_CASE("the seam's checks: one copy, and a failed check changes nothing") {
         smol::Config other = model->config();
         other.n_layers += 1;
         smol::KVCache foreign(other, 16);
-        CHECK(error_kind_of([&] { backend.forward(segment(ids, 0, foreign, lx)); }) == ErrorKind::invalid_argument);
+        CHECK(error_kind_of([&] { backend.forward(segment(ids, 0, foreign, lx)); }) ==
+              ErrorKind::invalid_argument);
     }
     CHECK(x->size() == 5);
     CHECK(y->size() == 0);
@@ -416,9 +433,11 @@ TEST_CASE("caches through the interface: clone, serialize and restore into anoth
     // A restore that fails leaves the cache as it was.
     std::vector<uint8_t> damaged = saved;
     damaged.pop_back();
-    CHECK(error_kind_of([&] { restored->restore(damaged.data(), damaged.size()); }) == ErrorKind::format);
+    CHECK(error_kind_of([&] { restored->restore(damaged.data(), damaged.size()); }) ==
+          ErrorKind::format);
     auto small = backend.make_cache(4);
-    CHECK(error_kind_of([&] { small->restore(saved.data(), saved.size()); }) == ErrorKind::out_of_range);
+    CHECK(error_kind_of([&] { small->restore(saved.data(), saved.size()); }) ==
+          ErrorKind::out_of_range);
     CHECK(restored->size() == prompt.size() + 1);
 
     // F32 bytes into an F16-made cache: the CPU cache adopts the saved type.
@@ -461,8 +480,9 @@ TEST_CASE("Generator on the seam gives what the Model::forward loop gives") {
     std::vector<std::string> lines;
     options.log = [&](int, const std::string& line) { lines.push_back(line); };
     smol::Generator gen(model, options);
-    CHECK(std::any_of(lines.begin(), lines.end(),
-                      [](const std::string& l) { return l.find("backend cpu (") != std::string::npos; }));
+    CHECK(std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
+        return l.find("backend cpu (") != std::string::npos;
+    }));
     const auto r = gen.generate_tokens(prompt, smol_test::greedy(kSteps));
     CHECK(r.tokens == expected);
     CHECK(gen.n_cached() == kv.size());
@@ -485,7 +505,9 @@ TEST_CASE("Generator on the seam gives what the Model::forward loop gives") {
     CHECK(a.n_reused_tokens == prompt.size() + kSteps - 1);
 }
 
-TEST_CASE("a step of several sequences (different prompts, lengths, starts) equals each alone, at every level") {
+TEST_CASE(
+    "a step of several sequences (different prompts, lengths, starts) equals each alone, at every "
+    "level") {
     for (const BatchModel& m : batch_models()) {
         for (const smol::CpuLevel level : runnable_levels()) {
             const auto model = load_at(m, level);
@@ -493,7 +515,7 @@ TEST_CASE("a step of several sequences (different prompts, lengths, starts) equa
             const size_t vocab = backend.vocab_size();
             const std::string where = m.name + " at " + smol::cpu_level_name(level);
             std::vector<Sequence> seqs(6);
-            seqs[0].fresh = tokens(13, vocab, 21);  // a fresh prompt
+            seqs[0].fresh = tokens(13, vocab, 21);    // a fresh prompt
             seqs[1].history = tokens(10, vocab, 22);  // a prefix cached, 7 more
             seqs[1].start = 10;
             seqs[1].fresh = tokens(7, vocab, 23);
@@ -534,12 +556,14 @@ TEST_CASE("a decode step of 4 sequences at 4 positions equals 4 single steps, at
                 seqs[i].start = lengths[i];
                 seqs[i].fresh = tokens(1, vocab, uint32_t(50 + i));
             }
-            check_batch_equals_alone(backend, seqs, {}, m.name + " at " + smol::cpu_level_name(level));
+            check_batch_equals_alone(backend, seqs, {},
+                                     m.name + " at " + smol::cpu_level_name(level));
 
             // Several decode steps in a row stay in step with the single ones
             // (each batched step starts from the caches the batched steps made).
             std::vector<std::unique_ptr<BackendCache>> batched, single;
-            std::vector<std::vector<float>> lb(4, std::vector<float>(vocab)), ls(4, std::vector<float>(vocab));
+            std::vector<std::vector<float>> lb(4, std::vector<float>(vocab)),
+                ls(4, std::vector<float>(vocab));
             for (size_t i = 0; i < 4; ++i) {
                 batched.push_back(backend.make_cache(64));
                 backend.forward(segment(seqs[i].history, 0, *batched[i], lb[i]));
@@ -560,7 +584,8 @@ TEST_CASE("a decode step of 4 sequences at 4 positions equals 4 single steps, at
                     CHECK(batched[i]->size() == lengths[i] + size_t(step) + 1);
                 }
             }
-            for (size_t i = 0; i < 4; ++i) check_same_cache(*batched[i], *single[i], m.name + " decode");
+            for (size_t i = 0; i < 4; ++i)
+                check_same_cache(*batched[i], *single[i], m.name + " decode");
         }
     }
 }
@@ -577,7 +602,8 @@ TEST_CASE("all_logits rows of a batched step land in their own segment's rows, n
         for (const size_t chunk : {size_t(0), size_t(2)}) {
             smol::ForwardOptions options;
             options.chunk_size = chunk;  // 2: x's rows arrive over three steps, with y's and z's
-            auto cx = backend.make_cache(32), cy = backend.make_cache(32), cz = backend.make_cache(32);
+            auto cx = backend.make_cache(32), cy = backend.make_cache(32),
+                 cz = backend.make_cache(32);
             std::vector<float> lx = guarded(5), ly = guarded(1), lz = guarded(2);
             Segment segs[3];
             segs[0] = segment(x, 0, *cx, lx, true);
@@ -590,8 +616,10 @@ TEST_CASE("all_logits rows of a batched step land in their own segment's rows, n
 
             for (const auto* buffer : {&lx, &ly, &lz}) {
                 const size_t rows = buffer->size() / vocab - 2;
-                CHECK(std::all_of(buffer->begin(), buffer->begin() + vocab, [&](float v) { return v == kGuard; }));
-                CHECK(std::all_of(buffer->end() - vocab, buffer->end(), [&](float v) { return v == kGuard; }));
+                CHECK(std::all_of(buffer->begin(), buffer->begin() + vocab,
+                                  [&](float v) { return v == kGuard; }));
+                CHECK(std::all_of(buffer->end() - vocab, buffer->end(),
+                                  [&](float v) { return v == kGuard; }));
                 CHECK(std::none_of(buffer->begin() + vocab, buffer->begin() + (rows + 1) * vocab,
                                    [&](float v) { return v == kGuard; }));
             }
@@ -604,21 +632,25 @@ TEST_CASE("all_logits rows of a batched step land in their own segment's rows, n
                 backend.forward(segment(prefix, 0, *alone, want));
                 const std::vector<float> got(lx.begin() + ptrdiff_t((t + 1) * vocab),
                                              lx.begin() + ptrdiff_t((t + 2) * vocab));
-                CHECK_MESSAGE(logits_error(got, want, vocab) <= kBatchTolerance, m.name << " row " << t);
+                CHECK_MESSAGE(logits_error(got, want, vocab) <= kBatchTolerance,
+                              m.name << " row " << t);
             }
             auto alone = backend.make_cache(32);
             std::vector<float> want_y(vocab), want_z(2 * vocab);
             backend.forward(segment(y, 0, *alone, want_y));
-            CHECK(logits_error(std::vector<float>(ly.begin() + ptrdiff_t(vocab), ly.end() - ptrdiff_t(vocab)), want_y,
-                               vocab) <= kBatchTolerance);
+            CHECK(logits_error(std::vector<float>(ly.begin() + ptrdiff_t(vocab),
+                                                  ly.end() - ptrdiff_t(vocab)),
+                               want_y, vocab) <= kBatchTolerance);
             backend.forward(segment(z, 0, *alone, want_z, true));
-            CHECK(logits_error(std::vector<float>(lz.begin() + ptrdiff_t(vocab), lz.end() - ptrdiff_t(vocab)), want_z,
-                               vocab) <= kBatchTolerance);
+            CHECK(logits_error(std::vector<float>(lz.begin() + ptrdiff_t(vocab),
+                                                  lz.end() - ptrdiff_t(vocab)),
+                               want_z, vocab) <= kBatchTolerance);
         }
     }
 }
 
-TEST_CASE("a step longer than one pass (more rows than CpuBackend::kMaxPassRows) equals each alone") {
+TEST_CASE(
+    "a step longer than one pass (more rows than CpuBackend::kMaxPassRows) equals each alone") {
     const auto model = load_at(batch_models()[0], smol::CpuLevel::automatic);
     const Backend& backend = model->backend();
     const size_t vocab = backend.vocab_size();

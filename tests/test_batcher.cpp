@@ -24,10 +24,14 @@ namespace {
 using smol_test::greedy;
 using smol_test::made_model;
 
-const std::vector<std::string> kPrompts = {
-    "The blacksmith said", "Once upon a time in a village by the sea,", "Guard: Halt! Who goes",
-    "The merchant counted the coins and", "A long time ago", "Rain fell on the roofs of",
-    "The old wizard opened the book", "Traveller, have you heard"};
+const std::vector<std::string> kPrompts = {"The blacksmith said",
+                                           "Once upon a time in a village by the sea,",
+                                           "Guard: Halt! Who goes",
+                                           "The merchant counted the coins and",
+                                           "A long time ago",
+                                           "Rain fell on the roofs of",
+                                           "The old wizard opened the book",
+                                           "Traveller, have you heard"};
 
 // One greedy run: the ids and, per step, the gap between the two largest logits.
 struct Run {
@@ -65,13 +69,15 @@ void rendezvous(smol::GenerateParams& p, std::shared_ptr<std::atomic<size_t>> ar
             *first = false;
             arrived->fetch_add(1);
             const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-            while (arrived->load() < n && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+            while (arrived->load() < n && std::chrono::steady_clock::now() < give_up)
+                std::this_thread::yield();
         }
         inner(logits, n_vocab);
     };
 }
 
-Run run_alone(const std::shared_ptr<const smol::Model>& model, const std::string& prompt, int max_tokens) {
+Run run_alone(const std::shared_ptr<const smol::Model>& model, const std::string& prompt,
+              int max_tokens) {
     smol::Generator gen(model);
     Run run;
     auto r = gen.generate(prompt, recording(max_tokens, run));
@@ -86,8 +92,9 @@ void check_same_output(const Run& alone, const Run& batched, const std::string& 
     const size_t common = smol_test::common_prefix(alone.ids, batched.ids);
     if (common == alone.ids.size() && common == batched.ids.size()) return;
     REQUIRE(common < alone.gaps.size());
-    CHECK_MESSAGE(alone.gaps[common] < 0.25f, "first difference at step " << common << ", where the gap is "
-                                                                           << alone.gaps[common]);
+    CHECK_MESSAGE(alone.gaps[common] < 0.25f, "first difference at step " << common
+                                                                          << ", where the gap is "
+                                                                          << alone.gaps[common]);
 }
 
 }  // namespace
@@ -116,7 +123,8 @@ TEST_CASE("batcher: concurrent generators share steps and match their runs alone
         smol::GeneratorOptions options;
         options.batcher = std::make_shared<smol::Batcher>(model);
         std::vector<std::unique_ptr<smol::Generator>> gens;
-        for (size_t i = 0; i < n; ++i) gens.push_back(std::make_unique<smol::Generator>(model, options));
+        for (size_t i = 0; i < n; ++i)
+            gens.push_back(std::make_unique<smol::Generator>(model, options));
         std::vector<Run> batched(n);
         std::vector<smol::AsyncGeneration> runs;
         auto arrived = std::make_shared<std::atomic<size_t>>(0);
@@ -223,10 +231,18 @@ TEST_CASE("batcher: 8 generators on 4 threads start, cancel and go away at rando
                 auto ra = a->generate_async(kPrompts[rng() % kPrompts.size()], p);
                 auto rb = b->generate_async(kPrompts[rng() % kPrompts.size()], p);
                 switch (rng() % 4) {
-                    case 0: ra.cancel(); break;                    // cancel one at once
-                    case 1: b.reset(); break;                      // destroy one mid-run
-                    case 2: std::this_thread::yield(); break;
-                    default: a->cancel(); break;                   // cancel through the generator
+                    case 0:
+                        ra.cancel();
+                        break;  // cancel one at once
+                    case 1:
+                        b.reset();
+                        break;  // destroy one mid-run
+                    case 2:
+                        std::this_thread::yield();
+                        break;
+                    default:
+                        a->cancel();
+                        break;  // cancel through the generator
                 }
                 const auto result = ra.wait();
                 CHECK((result.stop_reason == smol::StopReason::max_tokens ||

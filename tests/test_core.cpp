@@ -27,10 +27,10 @@ TEST_CASE("fp16 known values and rounding") {
     CHECK(smol::fp16_to_fp32(0xc000) == -2.0f);
     CHECK(smol::fp16_to_fp32(0x7bff) == 65504.0f);
     CHECK(smol::fp16_to_fp32(0x0001) == std::ldexp(1.0f, -24));
-    CHECK(smol::fp32_to_fp16(65520.0f) == 0x7c00);               // overflow to inf
+    CHECK(smol::fp32_to_fp16(65520.0f) == 0x7c00);                      // overflow to inf
     CHECK(smol::fp32_to_fp16(1.0f + std::ldexp(1.0f, -11)) == 0x3c00);  // tie -> even
     CHECK(smol::fp32_to_fp16(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3c02);
-    CHECK(smol::fp32_to_fp16(std::ldexp(1.0f, -25)) == 0x0000);   // tie -> even (zero)
+    CHECK(smol::fp32_to_fp16(std::ldexp(1.0f, -25)) == 0x0000);  // tie -> even (zero)
     CHECK(smol::fp32_to_fp16(std::ldexp(3.0f, -26)) == 0x0001);
     CHECK(smol::fp32_to_fp16(1e-10f) == 0);
     CHECK(smol::fp32_to_fp16(-0.0f) == 0x8000);
@@ -40,7 +40,8 @@ TEST_CASE("bf16 conversion") {
     CHECK(smol::bf16_to_fp32(smol::fp32_to_bf16(1.0f)) == 1.0f);
     CHECK(smol::fp32_to_bf16(1.0f + std::ldexp(1.0f, -8)) == 0x3f80);  // tie -> even
     CHECK(smol::fp32_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)) == 0x3f82);
-    CHECK(std::isnan(smol::bf16_to_fp32(smol::fp32_to_bf16(std::numeric_limits<float>::quiet_NaN()))));
+    CHECK(std::isnan(
+        smol::bf16_to_fp32(smol::fp32_to_bf16(std::numeric_limits<float>::quiet_NaN()))));
     for (uint32_t b = 0; b < 65536; ++b) {
         const float f = smol::bf16_to_fp32(uint16_t(b));
         if (!std::isnan(f)) REQUIRE(smol::fp32_to_bf16(f) == b);
@@ -70,7 +71,8 @@ TEST_CASE("AlignedBuffer is aligned, zeroed, copyable and movable") {
     CHECK(c.size() == 100);
 
     // The KV cache's form of the same allocator: uninitialized, same alignment.
-    const smol::detail::AlignedArray<uint8_t> raw(static_cast<uint8_t*>(smol::detail::aligned_allocate(3)));
+    const smol::detail::AlignedArray<uint8_t> raw(
+        static_cast<uint8_t*>(smol::detail::aligned_allocate(3)));
     CHECK(reinterpret_cast<uintptr_t>(raw.get()) % smol::detail::kAlignment == 0);
 }
 
@@ -95,7 +97,8 @@ TEST_CASE("cuda stubs: a build without the backend says why, as an Error") {
 
 namespace {
 smol::Expected<int> parse_digit(char c) {
-    if (c < '0' || c > '9') return smol::ErrorInfo{smol::ErrorKind::invalid_argument, std::string("not a digit: ") + c};
+    if (c < '0' || c > '9')
+        return smol::ErrorInfo{smol::ErrorKind::invalid_argument, std::string("not a digit: ") + c};
     return c - '0';
 }
 smol::Expected<int> sum_digits(const std::string& text) {
@@ -108,7 +111,8 @@ smol::Expected<int> sum_digits(const std::string& text) {
 }
 smol::Status require_even(const std::string& text) {
     SMOL_TRY_ASSIGN(const int sum, sum_digits(text));
-    if (sum % 2 != 0) return smol::Status(smol::ErrorKind::format, "odd sum " + std::to_string(sum));
+    if (sum % 2 != 0)
+        return smol::Status(smol::ErrorKind::format, "odd sum " + std::to_string(sum));
     return {};
 }
 smol::Status check_all(const std::vector<std::string>& texts) {

@@ -59,14 +59,17 @@ std::vector<uint8_t> random_matrix(GGMLType type, size_t rows, size_t cols, uint
     const size_t row_bytes = smol::row_bytes(type, cols);
     std::vector<uint8_t> packed(rows * row_bytes);
     for (size_t r = 0; r < rows; ++r)
-        smol::quantize_row(type, &values[r * cols], &packed[r * row_bytes], cols, smol::QuantizeEffort::fast);
+        smol::quantize_row(type, &values[r * cols], &packed[r * row_bytes], cols,
+                           smol::QuantizeEffort::fast);
     return packed;
 }
 
-std::vector<float> dequantized(GGMLType type, const std::vector<uint8_t>& packed, size_t rows, size_t cols) {
+std::vector<float> dequantized(GGMLType type, const std::vector<uint8_t>& packed, size_t rows,
+                               size_t cols) {
     std::vector<float> out(rows * cols);
     const size_t row_bytes = smol::row_bytes(type, cols);
-    for (size_t r = 0; r < rows; ++r) smol::dequantize_row(type, &packed[r * row_bytes], &out[r * cols], cols);
+    for (size_t r = 0; r < rows; ++r)
+        smol::dequantize_row(type, &packed[r * row_bytes], &out[r * cols], cols);
     return out;
 }
 
@@ -108,7 +111,7 @@ const GGMLType kMatrixTypes[] = {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K,
 
 TEST_CASE("cuda emulation: the device's block dequantization matches the reference") {
     const GGMLType types[] = {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q8_0,
-                              GGMLType::F16, GGMLType::BF16, GGMLType::F32};
+                              GGMLType::F16,  GGMLType::BF16, GGMLType::F32};
     const size_t rows = 6, cols = 512;
     for (GGMLType type : types) {
         CAPTURE(smol::type_name(type));
@@ -117,7 +120,8 @@ TEST_CASE("cuda emulation: the device's block dequantization matches the referen
         std::vector<float> ours(rows * cols);
         const size_t row_bytes = smol::row_bytes(type, cols);
         for (size_t r = 0; r < rows; ++r)
-            smol::cuda_detail::emulate_dequantize_row(type, &packed[r * row_bytes], cols, &ours[r * cols]);
+            smol::cuda_detail::emulate_dequantize_row(type, &packed[r * row_bytes], cols,
+                                                      &ours[r * cols]);
         const float tolerance = 1e-6f * max_abs(reference);
         size_t bad = 0;
         for (size_t i = 0; i < ours.size(); ++i)
@@ -149,8 +153,8 @@ TEST_CASE("cuda emulation: dequantization matches the fixtures' independent rows
         const size_t row_bytes = smol::row_bytes(info->type, cols);
         std::vector<float> ours(cols);
         for (size_t k = 0; k < row_ids.size(); ++k) {
-            smol::cuda_detail::emulate_dequantize_row(info->type, info->data + row_ids[k] * row_bytes, cols,
-                                                      ours.data());
+            smol::cuda_detail::emulate_dequantize_row(
+                info->type, info->data + row_ids[k] * row_bytes, cols, ours.data());
             size_t bad = 0;
             for (size_t i = 0; i < cols; ++i) {
                 const float want = expected[k * cols + i];
@@ -172,10 +176,12 @@ TEST_CASE("cuda emulation: the int8 block dot products match float math") {
         for (uint64_t seed = 0; seed < 3; ++seed) {
             auto x = random_floats(cols, 1000 + seed);
             if (seed == 2)  // uneven magnitudes across blocks
-                for (size_t i = 0; i < cols; ++i) x[i] *= float(1 + (i / 32) % 5) * (i % 7 == 0 ? 10.0f : 1.0f);
+                for (size_t i = 0; i < cols; ++i)
+                    x[i] *= float(1 + (i / 32) % 5) * (i % 7 == 0 ? 10.0f : 1.0f);
             for (size_t r = 0; r < rows; ++r) {
                 const double reference = dot_double(&weights[r * cols], x.data(), cols);
-                const float ours = smol::cuda_detail::emulate_dot(type, &packed[r * row_bytes], cols, x.data());
+                const float ours =
+                    smol::cuda_detail::emulate_dot(type, &packed[r * row_bytes], cols, x.data());
                 const double bound = act_rounding_bound(&weights[r * cols], x.data(), cols);
                 CHECK_MESSAGE(std::fabs(ours - reference) <= bound,
                               "row " << r << " seed " << seed << ": " << ours << " vs " << reference
@@ -192,7 +198,8 @@ TEST_CASE("cuda: without a usable device, the backend reports unsupported") {
         return;
     }
     CHECK(!why.empty());
-    const auto file = smol::gguf::File::from_bytes(smol_tools::make_model_bytes(smol_test::small_model()), "made-model");
+    const auto file = smol::gguf::File::from_bytes(
+        smol_tools::make_model_bytes(smol_test::small_model()), "made-model");
     const smol::SmolLM3 net(file);
     bool threw = false;
     try {
@@ -221,12 +228,14 @@ TEST_CASE("cuda kernels: quantized mat-vec and mat-mat") {
                 CAPTURE(n_tokens);
                 const auto x = random_floats(n_tokens * cols, 5 + n_tokens);
                 std::vector<float> y(n_tokens * rows, NAN);
-                smol::cuda_detail::run_matmul(type, packed.data(), rows, cols, x.data(), n_tokens, y.data());
+                smol::cuda_detail::run_matmul(type, packed.data(), rows, cols, x.data(), n_tokens,
+                                              y.data());
                 size_t bad = 0;
                 for (size_t t = 0; t < n_tokens; ++t)
                     for (size_t r = 0; r < rows; ++r) {
                         const double reference = dot_double(&weights[r * cols], &x[t * cols], cols);
-                        const double bound = act_rounding_bound(&weights[r * cols], &x[t * cols], cols);
+                        const double bound =
+                            act_rounding_bound(&weights[r * cols], &x[t * cols], cols);
                         if (!(std::fabs(y[t * rows + r] - reference) <= bound)) ++bad;
                     }
                 CHECK_MESSAGE(bad == 0, bad << " outputs outside the activation-rounding bound");
@@ -238,7 +247,7 @@ TEST_CASE("cuda kernels: quantized mat-vec and mat-mat") {
 TEST_CASE("cuda kernels: embedding rows") {
     if (!have_gpu()) return;
     const GGMLType types[] = {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q8_0,
-                              GGMLType::F16, GGMLType::BF16, GGMLType::F32};
+                              GGMLType::F16,  GGMLType::BF16, GGMLType::F32};
     const size_t rows = 40, cols = 512;
     for (GGMLType type : types) {
         CAPTURE(smol::type_name(type));
@@ -246,12 +255,15 @@ TEST_CASE("cuda kernels: embedding rows") {
         const auto reference = dequantized(type, packed, rows, cols);
         const std::vector<int32_t> tokens = {0, 39, 7, 7, 21};
         std::vector<float> out(tokens.size() * cols);
-        smol::cuda_detail::run_embed(type, packed.data(), rows, cols, tokens.data(), tokens.size(), out.data());
+        smol::cuda_detail::run_embed(type, packed.data(), rows, cols, tokens.data(), tokens.size(),
+                                     out.data());
         const float tolerance = 1e-6f * max_abs(reference);
         size_t bad = 0;
         for (size_t t = 0; t < tokens.size(); ++t)
             for (size_t i = 0; i < cols; ++i)
-                if (!(std::fabs(out[t * cols + i] - reference[size_t(tokens[t]) * cols + i]) <= tolerance)) ++bad;
+                if (!(std::fabs(out[t * cols + i] - reference[size_t(tokens[t]) * cols + i]) <=
+                      tolerance))
+                    ++bad;
         CHECK(bad == 0);
     }
 }
@@ -262,7 +274,8 @@ TEST_CASE("cuda kernels: rmsnorm + activation quantization, swiglu") {
     auto x = random_floats(n_tokens * cols, 21, 3.0f);
     const auto weight = random_floats(cols, 22, 1.0f);
     std::vector<float> out(n_tokens * cols), quantized(n_tokens * cols), reference(cols);
-    smol::cuda_detail::run_rmsnorm(x.data(), weight.data(), n_tokens, cols, 1e-6f, out.data(), quantized.data());
+    smol::cuda_detail::run_rmsnorm(x.data(), weight.data(), n_tokens, cols, 1e-6f, out.data(),
+                                   quantized.data());
     for (size_t t = 0; t < n_tokens; ++t) {
         smol::kernels::scalar::rmsnorm(&x[t * cols], weight.data(), reference.data(), cols, 1e-6f);
         for (size_t b = 0; b < cols / 32; ++b) {
@@ -270,7 +283,8 @@ TEST_CASE("cuda kernels: rmsnorm + activation quantization, swiglu") {
             for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(reference[b * 32 + i]));
             for (size_t i = b * 32; i < b * 32 + 32; ++i) {
                 CHECK(out[t * cols + i] == doctest::Approx(reference[i]).epsilon(1e-4).scale(1.0));
-                CHECK(std::fabs(quantized[t * cols + i] - reference[i]) <= amax / 127.0f * 0.5f * 1.01f + 1e-5f);
+                CHECK(std::fabs(quantized[t * cols + i] - reference[i]) <=
+                      amax / 127.0f * 0.5f * 1.01f + 1e-5f);
             }
         }
     }
@@ -279,7 +293,8 @@ TEST_CASE("cuda kernels: rmsnorm + activation quantization, swiglu") {
     std::vector<float> ours(n), expected(n);
     smol::cuda_detail::run_swiglu(gate.data(), up.data(), n, ours.data());
     smol::kernels::scalar::swiglu(gate.data(), up.data(), expected.data(), n);
-    for (size_t i = 0; i < n; ++i) CHECK(ours[i] == doctest::Approx(expected[i]).epsilon(1e-5).scale(1e-3));
+    for (size_t i = 0; i < n; ++i)
+        CHECK(ours[i] == doctest::Approx(expected[i]).epsilon(1e-5).scale(1e-3));
 }
 
 TEST_CASE("cuda kernels: RoPE on adjacent pairs and NoPE") {
@@ -290,18 +305,20 @@ TEST_CASE("cuda kernels: RoPE on adjacent pairs and NoPE") {
         for (size_t rope_dims : {head_dim, size_t(32)}) {
             CAPTURE(use_rope);
             CAPTURE(rope_dims);
-            auto q = random_floats(n_tokens * heads * head_dim, 41), k = random_floats(n_tokens * kv_heads * head_dim, 42);
+            auto q = random_floats(n_tokens * heads * head_dim, 41),
+                 k = random_floats(n_tokens * kv_heads * head_dim, 42);
             const auto q_in = q, k_in = k;
             auto q_gpu = q, k_gpu = k;
-            smol::cuda_detail::run_rope(q_gpu.data(), k_gpu.data(), n_tokens, heads, kv_heads, head_dim, rope_dims,
-                                        base, start, use_rope);
+            smol::cuda_detail::run_rope(q_gpu.data(), k_gpu.data(), n_tokens, heads, kv_heads,
+                                        head_dim, rope_dims, base, start, use_rope);
             auto rotate = [&](std::vector<float>& v, size_t n_heads) {
                 if (!use_rope) return;
                 for (size_t t = 0; t < n_tokens; ++t)
                     for (size_t h = 0; h < n_heads; ++h)
                         for (size_t i = 0; i < rope_dims / 2; ++i) {
-                            const double theta = double(start + t) *
-                                                 std::pow(double(base), -2.0 * double(i) / double(rope_dims));
+                            const double theta =
+                                double(start + t) *
+                                std::pow(double(base), -2.0 * double(i) / double(rope_dims));
                             const float c = float(std::cos(theta)), s = float(std::sin(theta));
                             float* p = &v[(t * n_heads + h) * head_dim + 2 * i];
                             const float x0 = p[0], x1 = p[1];
@@ -319,7 +336,8 @@ TEST_CASE("cuda kernels: RoPE on adjacent pairs and NoPE") {
                                      const std::vector<float>& in) {
                 for (size_t i = 0; i < want.size(); ++i) {
                     const size_t pair = i & ~size_t(1);
-                    const double magnitude = std::fabs(double(in[pair])) + std::fabs(double(in[pair + 1]));
+                    const double magnitude =
+                        std::fabs(double(in[pair])) + std::fabs(double(in[pair + 1]));
                     CHECK(std::fabs(double(got[i]) - double(want[i])) <= 4e-6 * magnitude + 1e-7);
                 }
             };
@@ -334,7 +352,11 @@ TEST_CASE("cuda kernels: causal GQA attention over the F16 cache") {
     struct Case {
         size_t n_tokens, start, heads, kv_heads, head_dim;
     };
-    const Case cases[] = {{1, 0, 4, 1, 64}, {1, 37, 16, 4, 128}, {5, 11, 8, 2, 32}, {3, 600, 4, 4, 256}, {9, 0, 4, 2, 64}};
+    const Case cases[] = {{1, 0, 4, 1, 64},
+                          {1, 37, 16, 4, 128},
+                          {5, 11, 8, 2, 32},
+                          {3, 600, 4, 4, 256},
+                          {9, 0, 4, 2, 64}};
     for (const Case& c : cases) {
         CAPTURE(c.n_tokens);
         CAPTURE(c.start);
@@ -344,9 +366,10 @@ TEST_CASE("cuda kernels: causal GQA attention over the F16 cache") {
         auto keys = random_floats(c.kv_heads * positions * hd, 52, 1.0f);
         auto values = random_floats(c.kv_heads * positions * hd, 53, 1.0f);
         std::vector<float> out(c.n_tokens * c.heads * hd);
-        smol::cuda_detail::run_attention(q.data(), keys.data(), values.data(), c.n_tokens, c.start, c.heads,
-                                         c.kv_heads, hd, out.data());
-        for (float& v : keys) v = smol::fp16_to_fp32(smol::fp32_to_fp16(v));  // as the cache stores them
+        smol::cuda_detail::run_attention(q.data(), keys.data(), values.data(), c.n_tokens, c.start,
+                                         c.heads, c.kv_heads, hd, out.data());
+        for (float& v : keys)
+            v = smol::fp16_to_fp32(smol::fp32_to_fp16(v));  // as the cache stores them
         for (float& v : values) v = smol::fp16_to_fp32(smol::fp32_to_fp16(v));
         const size_t group = c.heads / c.kv_heads;
         size_t bad = 0;
@@ -357,15 +380,19 @@ TEST_CASE("cuda kernels: causal GQA attention over the F16 cache") {
                 std::vector<double> scores(seen);
                 double top = -1e300;
                 for (size_t p = 0; p < seen; ++p) {
-                    scores[p] = dot_double(qh, &keys[(kvh * positions + p) * hd], hd) / std::sqrt(double(hd));
+                    scores[p] = dot_double(qh, &keys[(kvh * positions + p) * hd], hd) /
+                                std::sqrt(double(hd));
                     top = std::max(top, scores[p]);
                 }
                 double total = 0;
                 for (double& s : scores) total += (s = std::exp(s - top));
                 for (size_t d = 0; d < hd; ++d) {
                     double o = 0;
-                    for (size_t p = 0; p < seen; ++p) o += scores[p] / total * values[(kvh * positions + p) * hd + d];
-                    if (!(std::fabs(out[(t * c.heads + h) * hd + d] - o) <= 1e-4 + 1e-4 * std::fabs(o))) ++bad;
+                    for (size_t p = 0; p < seen; ++p)
+                        o += scores[p] / total * values[(kvh * positions + p) * hd + d];
+                    if (!(std::fabs(out[(t * c.heads + h) * hd + d] - o) <=
+                          1e-4 + 1e-4 * std::fabs(o)))
+                        ++bad;
                 }
             }
         CHECK_MESSAGE(bad == 0, bad << " outputs differ");
@@ -377,7 +404,8 @@ TEST_CASE("cuda kernels: causal GQA attention over the F16 cache") {
 
 namespace {
 
-void check_logits_close(const float* ours, const float* ref, size_t vocab, const std::string& where) {
+void check_logits_close(const float* ours, const float* ref, size_t vocab,
+                        const std::string& where) {
     const auto cmp = smol_test::compare_logits(ours, ref, vocab);
     CHECK_MESSAGE(cmp.cosine >= 0.999, where << ": cosine " << cmp.cosine);
     CHECK_MESSAGE(cmp.max_abs_error <= 0.02f * cmp.range,
@@ -409,7 +437,8 @@ TEST_CASE("cuda forward agrees with the CPU forward on generated models") {
         spec.seed = uint64_t(c.matrices) * 17 + c.heads;
         const std::string where = smol::type_name(c.matrices) + " model";
         CAPTURE(where);
-        const auto file = smol::gguf::File::from_bytes(smol_tools::make_model_bytes(spec), "made-model");
+        const auto file =
+            smol::gguf::File::from_bytes(smol_tools::make_model_bytes(spec), "made-model");
         const smol::SmolLM3 net(file);
         const size_t vocab = net.config().vocab_size;
         smol::CudaModel gpu(net);
@@ -429,7 +458,8 @@ TEST_CASE("cuda forward agrees with the CPU forward on generated models") {
         gpu.forward(ids.data(), ids.size(), 0, gkv, ours.data(), true);
         CHECK(gkv.size() == ids.size());
         for (size_t t = 0; t < ids.size(); ++t)
-            check_logits_close(&ours[t * vocab], &cpu[t * vocab], vocab, where + " position " + std::to_string(t));
+            check_logits_close(&ours[t * vocab], &cpu[t * vocab], vocab,
+                               where + " position " + std::to_string(t));
 
         // KV rows as the CPU cache holds them.
         std::vector<float> row_cpu(c.head_dim), row_gpu(c.head_dim);
@@ -443,7 +473,8 @@ TEST_CASE("cuda forward agrees with the CPU forward on generated models") {
                         scale = std::max(scale, std::fabs(row_cpu[d]));
                         diff = std::max(diff, std::fabs(row_cpu[d] - row_gpu[d]));
                     }
-                    CHECK_MESSAGE(diff <= 0.05f * scale + 1e-3f, "layer " << layer << " kind " << kind << " pos " << pos);
+                    CHECK_MESSAGE(diff <= 0.05f * scale + 1e-3f,
+                                  "layer " << layer << " kind " << kind << " pos " << pos);
                 }
 
         // Decode steps (the graph path) after a last-logits prefill.
@@ -454,9 +485,11 @@ TEST_CASE("cuda forward agrees with the CPU forward on generated models") {
         for (size_t s = 20; s < ids.size(); ++s) {
             gpu.forward(&ids[s], 1, s, gkv, gpu_step.data());
             net.forward(&ids[s], 1, s, kv, cpu_step.data(), pool);
-            check_logits_close(gpu_step.data(), cpu_step.data(), vocab, where + " decode " + std::to_string(s));
+            check_logits_close(gpu_step.data(), cpu_step.data(), vocab,
+                               where + " decode " + std::to_string(s));
             // The decode logits equal the prefill's logits at that position (same math).
-            check_logits_close(gpu_step.data(), &ours[s * vocab], vocab, where + " decode vs prefill");
+            check_logits_close(gpu_step.data(), &ours[s * vocab], vocab,
+                               where + " decode vs prefill");
         }
         // Re-running from an earlier position overwrites the cache (prompt-prefix reuse).
         gpu.forward(&ids[10], 1, 10, gkv, gpu_step.data());
@@ -473,19 +506,26 @@ TEST_CASE("cuda forward agrees with the CPU forward on generated models") {
             return smol::ErrorKind::internal;
         };
         const int32_t bad_token = int32_t(vocab);
-        CHECK(kind_of([&] { gpu.forward(&bad_token, 1, 0, gkv, gpu_step.data()); }) == smol::ErrorKind::invalid_argument);
-        CHECK(kind_of([&] { gpu.forward(ids.data(), 1, 12, gkv, gpu_step.data()); }) == smol::ErrorKind::out_of_range);
-        CHECK(kind_of([&] { gpu.forward(ids.data(), 2, 255, gkv, gpu_step.data()); }) == smol::ErrorKind::out_of_range);
-        CHECK(kind_of([&] { gpu.forward(ids.data(), 0, 0, gkv, gpu_step.data()); }) == smol::ErrorKind::invalid_argument);
-        CHECK(kind_of([&] { gpu.new_cache(net.config().context_length + 1); }) == smol::ErrorKind::invalid_argument);
+        CHECK(kind_of([&] { gpu.forward(&bad_token, 1, 0, gkv, gpu_step.data()); }) ==
+              smol::ErrorKind::invalid_argument);
+        CHECK(kind_of([&] { gpu.forward(ids.data(), 1, 12, gkv, gpu_step.data()); }) ==
+              smol::ErrorKind::out_of_range);
+        CHECK(kind_of([&] { gpu.forward(ids.data(), 2, 255, gkv, gpu_step.data()); }) ==
+              smol::ErrorKind::out_of_range);
+        CHECK(kind_of([&] { gpu.forward(ids.data(), 0, 0, gkv, gpu_step.data()); }) ==
+              smol::ErrorKind::invalid_argument);
+        CHECK(kind_of([&] { gpu.new_cache(net.config().context_length + 1); }) ==
+              smol::ErrorKind::invalid_argument);
         smol::CudaModel other(net);
-        CHECK(kind_of([&] { other.forward(ids.data(), 1, 0, gkv, gpu_step.data()); }) == smol::ErrorKind::invalid_argument);
+        CHECK(kind_of([&] { other.forward(ids.data(), 1, 0, gkv, gpu_step.data()); }) ==
+              smol::ErrorKind::invalid_argument);
     }
 }
 
 TEST_CASE("cuda host side: moved-from caches, the caller's device, row sizes") {
     if (!have_gpu()) return;
-    const auto file = smol::gguf::File::from_bytes(smol_tools::make_model_bytes(smol_test::small_model()), "made-model");
+    const auto file = smol::gguf::File::from_bytes(
+        smol_tools::make_model_bytes(smol_test::small_model()), "made-model");
     const smol::SmolLM3 net(file);
     int before = -1;
     REQUIRE(cudaGetDevice(&before) == cudaSuccess);
@@ -518,7 +558,8 @@ TEST_CASE("cuda forward: unsupported matrix types are named") {
     if (!have_gpu()) return;
     auto spec = smol_test::small_model();
     spec.matrix_type = GGMLType::F16;
-    const auto file = smol::gguf::File::from_bytes(smol_tools::make_model_bytes(spec), "made-model");
+    const auto file =
+        smol::gguf::File::from_bytes(smol_tools::make_model_bytes(spec), "made-model");
     const smol::SmolLM3 net(file);
     try {
         smol::CudaModel gpu(net);
@@ -576,7 +617,8 @@ TEST_CASE("cuda forward agrees with the CPU on the GQA Q5_K_M fixture") {
     if (!path) return;
     const auto model = smol::Model::load(*path);
     smol::CudaModel gpu(*model);
-    const auto ids = model->tokenizer().encode("The quick brown fox jumps over the lazy dog, twice.", false);
+    const auto ids =
+        model->tokenizer().encode("The quick brown fox jumps over the lazy dog, twice.", false);
     const size_t vocab = gpu.vocab_size();
     smol::KVCache kv = model->new_cache(256);
     smol::CudaKVCache gkv = gpu.new_cache(256);
@@ -589,7 +631,8 @@ TEST_CASE("cuda forward agrees with the CPU on the GQA Q5_K_M fixture") {
         const size_t pos = ids.size() + size_t(s);
         model->forward(&next, 1, pos, kv, cpu.data());
         gpu.forward(&next, 1, pos, gkv, ours.data());
-        check_logits_close(ours.data(), cpu.data(), vocab, "tiny-gqa-q5km decode " + std::to_string(s));
+        check_logits_close(ours.data(), cpu.data(), vocab,
+                           "tiny-gqa-q5km decode " + std::to_string(s));
     }
 }
 
@@ -621,7 +664,8 @@ TEST_CASE("cuda device choice: LoadOptions::device cuda / auto in a build with t
     automatic.log = [&](int, const std::string& line) { lines.push_back(line); };
     const auto model = smol::Model::load(*path, automatic);
     auto said = [&](const std::string& prefix) {
-        return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) { return l.rfind(prefix, 0) == 0; });
+        return std::any_of(lines.begin(), lines.end(),
+                           [&](const std::string& l) { return l.rfind(prefix, 0) == 0; });
     };
     smol::LoadOptions cuda;
     cuda.device = smol::Device::cuda;
@@ -698,7 +742,8 @@ TEST_CASE("cuda seam: Generator on the GPU, forks, segments, sessions between CP
     const smol::Backend& backend = gpu_model->backend();
     const size_t vocab = backend.vocab_size();
     const auto x = gpu_model->tokenizer().encode("Hello there, general", false);
-    const auto y = gpu_model->tokenizer().encode("A longer second sequence of several tokens", false);
+    const auto y =
+        gpu_model->tokenizer().encode("A longer second sequence of several tokens", false);
     auto run = [&](bool together) {
         auto cx = backend.make_cache(64), cy = backend.make_cache(64);
         std::vector<float> lx(vocab), ly(vocab);
@@ -762,8 +807,9 @@ TEST_CASE("cuda throughput: pp512 and tg128 [bench]") {
         gpu.forward(&next, 1, 513 + i, kv, logits.data());
     }
     const double tg = 128.0 / std::chrono::duration<double>(clock::now() - t0).count();
-    MESSAGE("cuda " << gpu.device_name() << ": " << model_path << ": pp512 " << best_pp << " tok/s, tg128 " << tg
-                    << " tok/s (weights " << gpu.weight_bytes() / 1048576.0 << " MiB)");
-    std::printf("smol-cuda-bench: device=\"%s\" pp512=%.1f tok/s tg128=%.1f tok/s\n", gpu.device_name().c_str(),
-                best_pp, tg);
+    MESSAGE("cuda " << gpu.device_name() << ": " << model_path << ": pp512 " << best_pp
+                    << " tok/s, tg128 " << tg << " tok/s (weights "
+                    << gpu.weight_bytes() / 1048576.0 << " MiB)");
+    std::printf("smol-cuda-bench: device=\"%s\" pp512=%.1f tok/s tg128=%.1f tok/s\n",
+                gpu.device_name().c_str(), best_pp, tg);
 }

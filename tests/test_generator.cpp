@@ -149,12 +149,12 @@ TEST_CASE("utf8: validation finds the first bad byte") {
     CHECK(find_invalid_utf8("") == ok);
     CHECK(find_invalid_utf8("plain ascii") == ok);
     CHECK(find_invalid_utf8("caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80") == ok);
-    CHECK(find_invalid_utf8("ab\xC3") == 2);                // truncated
-    CHECK(find_invalid_utf8("ab\x80") == 2);                // stray continuation
-    CHECK(find_invalid_utf8("\xC0\xAF") == 0);              // overlong
-    CHECK(find_invalid_utf8("x\xE0\x80\xAF") == 1);         // overlong 3-byte
-    CHECK(find_invalid_utf8("xy\xED\xA0\x80") == 2);        // surrogate
-    CHECK(find_invalid_utf8("\xF4\x90\x80\x80") == 0);      // past U+10FFFF
+    CHECK(find_invalid_utf8("ab\xC3") == 2);            // truncated
+    CHECK(find_invalid_utf8("ab\x80") == 2);            // stray continuation
+    CHECK(find_invalid_utf8("\xC0\xAF") == 0);          // overlong
+    CHECK(find_invalid_utf8("x\xE0\x80\xAF") == 1);     // overlong 3-byte
+    CHECK(find_invalid_utf8("xy\xED\xA0\x80") == 2);    // surrogate
+    CHECK(find_invalid_utf8("\xF4\x90\x80\x80") == 0);  // past U+10FFFF
     CHECK(find_invalid_utf8("\xF5\x80\x80\x80") == 0);
     CHECK(find_invalid_utf8("ok\xE2\x82") == 2);
     CHECK(find_invalid_utf8("\xE2\x28\xA1") == 0);
@@ -177,7 +177,8 @@ TEST_CASE("utf8: require_utf8 names the byte offset") {
 
 TEST_CASE("error: try_call catches smol errors as values") {
     smol::ErrorInfo info;
-    CHECK_FALSE(smol::try_call([] { smol::detail::fail(smol::ErrorKind::io, "no such file 'x'"); }, &info));
+    CHECK_FALSE(
+        smol::try_call([] { smol::detail::fail(smol::ErrorKind::io, "no such file 'x'"); }, &info));
     CHECK(info.kind == smol::ErrorKind::io);
     CHECK(info.message == "no such file 'x'");
     int ran = 0;
@@ -200,8 +201,8 @@ TEST_CASE("build_info reports the kernel level chosen at run time") {
 // ---------------------------------------------------------------------------
 // End to end, on a model made in memory (byte vocabulary, random weights).
 
-using smol_test::made_model;
 using smol_test::greedy;
+using smol_test::made_model;
 
 namespace {
 
@@ -218,7 +219,8 @@ smol::Error expect_error(F&& f) {
 
 std::string long_prompt(size_t words) {
     std::string text;
-    const char* vocabulary[] = {"the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "and", "runs"};
+    const char* vocabulary[] = {"the",  "quick", "brown", "fox", "jumps",
+                                "over", "lazy",  "dog",   "and", "runs"};
     for (size_t i = 0; i < words; ++i) {
         text += vocabulary[(i * 7 + i / 3) % 10];
         text += ' ';
@@ -233,19 +235,21 @@ TEST_CASE("generate: streamed pieces add up to the text, tokens decode to it") {
     smol::Generator gen(model);
     std::string streamed;
     size_t pieces = 0;
-    const smol::GenerateResult r = gen.generate("Once upon a time", greedy(24), [&](std::string_view piece) {
-        CHECK(smol::detail::find_invalid_utf8(piece) == std::string_view::npos);
-        CHECK_FALSE(piece.empty());
-        streamed += piece;
-        ++pieces;
-        return true;
-    });
+    const smol::GenerateResult r =
+        gen.generate("Once upon a time", greedy(24), [&](std::string_view piece) {
+            CHECK(smol::detail::find_invalid_utf8(piece) == std::string_view::npos);
+            CHECK_FALSE(piece.empty());
+            streamed += piece;
+            ++pieces;
+            return true;
+        });
     CHECK(r.stop_reason == smol::StopReason::max_tokens);
     CHECK(r.tokens.size() == 24);
     CHECK(streamed == r.text);
     CHECK(pieces > 0);
     const std::string decoded = model->tokenizer().decode(r.tokens);
-    if (smol::detail::find_invalid_utf8(decoded) == std::string_view::npos) CHECK(decoded == r.text);
+    if (smol::detail::find_invalid_utf8(decoded) == std::string_view::npos)
+        CHECK(decoded == r.text);
     CHECK(r.n_prompt_tokens == gen.tokenize("Once upon a time").size());
     CHECK(r.n_reused_tokens == 0);
     CHECK(gen.history().size() == r.n_prompt_tokens + 24);
@@ -334,9 +338,12 @@ TEST_CASE("stop strings: end to end on the model's own text, across a token boun
     std::string stop;
     for (int32_t id : free_run.tokens) {
         const std::string piece = model->tokenizer().token_to_piece(id);
-        if (stop.empty() && text.size() >= 3 && piece.size() >= 1 && text.size() + piece.size() + 2 <= free_run.text.size()) {
-            const std::string candidate = free_run.text.substr(text.size() - 3, 3 + std::min<size_t>(piece.size(), 3));
-            if (smol::detail::find_invalid_utf8(candidate) == std::string_view::npos) stop = candidate;
+        if (stop.empty() && text.size() >= 3 && piece.size() >= 1 &&
+            text.size() + piece.size() + 2 <= free_run.text.size()) {
+            const std::string candidate =
+                free_run.text.substr(text.size() - 3, 3 + std::min<size_t>(piece.size(), 3));
+            if (smol::detail::find_invalid_utf8(candidate) == std::string_view::npos)
+                stop = candidate;
         }
         text += piece;
     }
@@ -376,7 +383,8 @@ TEST_CASE("callback returning false stops with cancelled") {
     auto model = made_model();
     smol::Generator gen(model);
     int calls = 0;
-    const auto r = gen.generate("Count:", greedy(30), [&](std::string_view) { return ++calls < 3; });
+    const auto r =
+        gen.generate("Count:", greedy(30), [&](std::string_view) { return ++calls < 3; });
     CHECK(r.stop_reason == smol::StopReason::cancelled);
     CHECK(calls == 3);
     CHECK(r.tokens.size() < 30);
@@ -420,10 +428,12 @@ TEST_CASE("context_full is reported, a prompt past the context is out_of_range")
     // n_ctx 0, or larger than the model allows.
     smol::GeneratorOptions zero;
     zero.n_ctx = 0;
-    CHECK(expect_error([&] { smol::Generator g(model, zero); }).kind() == smol::ErrorKind::invalid_argument);
+    CHECK(expect_error([&] { smol::Generator g(model, zero); }).kind() ==
+          smol::ErrorKind::invalid_argument);
     smol::GeneratorOptions too_big;
     too_big.n_ctx = 1u << 20;
-    CHECK(expect_error([&] { smol::Generator g(model, too_big); }).kind() == smol::ErrorKind::invalid_argument);
+    CHECK(expect_error([&] { smol::Generator g(model, too_big); }).kind() ==
+          smol::ErrorKind::invalid_argument);
 }
 
 TEST_CASE("invalid UTF-8 in a prompt, a chat message or a stop string names the byte offset") {
@@ -445,7 +455,8 @@ TEST_CASE("invalid UTF-8 in a prompt, a chat message or a stop string names the 
     CHECK(std::string(e.what()).find("stop string 1") != std::string::npos);
     CHECK(std::string(e.what()).find("byte offset 3") != std::string::npos);
 
-    CHECK(expect_error([&] { gen.generate("", greedy(2)); }).kind() == smol::ErrorKind::invalid_argument);
+    CHECK(expect_error([&] { gen.generate("", greedy(2)); }).kind() ==
+          smol::ErrorKind::invalid_argument);
     // The generator still works.
     CHECK(gen.generate("hello", greedy(3)).tokens.size() == 3);
 }
@@ -470,8 +481,10 @@ TEST_CASE("cancel from another thread during a 2000+ token prefill") {
     gen.cancel();
     worker.join();
     const double latency_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - cancel_time).count();
-    MESSAGE("cancel -> return: " << latency_ms << " ms (prefill of " << prompt.size() << " tokens)");
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - cancel_time)
+            .count();
+    MESSAGE("cancel -> return: " << latency_ms << " ms (prefill of " << prompt.size()
+                                 << " tokens)");
     CHECK(r.stop_reason == smol::StopReason::cancelled);
     CHECK(r.tokens.empty());
     CHECK(gen.n_cached() == 0);  // the single chunk never completed: stopped between layers
@@ -526,21 +539,23 @@ TEST_CASE("chat: multi-turn prefills exactly the rendered conversation minus the
     p.ignore_eos = false;
     p.chat.today = "21 November 2026";
     p.chat.enable_thinking = false;
-    std::vector<smol::ChatMessage> conversation = {{"system", "You are a blacksmith NPC."}, {"user", "Hi!"}};
+    std::vector<smol::ChatMessage> conversation = {{"system", "You are a blacksmith NPC."},
+                                                   {"user", "Hi!"}};
 
     const std::vector<int32_t> rendered1 = gen.tokenize(gen.render_chat(conversation, p.chat));
     const auto r1 = gen.chat(conversation, p);
     CHECK(r1.n_prompt_tokens == rendered1.size());
     CHECK(r1.n_reused_tokens == 0);
     const std::vector<int32_t> history1 = gen.history();
-    CHECK(std::vector<int32_t>(history1.begin(), history1.begin() + long(rendered1.size())) == rendered1);
+    CHECK(std::vector<int32_t>(history1.begin(), history1.begin() + long(rendered1.size())) ==
+          rendered1);
 
     conversation.push_back({"assistant", r1.text});
     conversation.push_back({"user", "Can you fix my sword?"});
     const std::vector<int32_t> rendered2 = gen.tokenize(gen.render_chat(conversation, p.chat));
     const size_t expected_reuse =
-        std::min({smol_test::common_prefix(history1, rendered2), history1.size() - (r1.tokens.empty() ? 0 : 1),
-                  rendered2.size() - 1});
+        std::min({smol_test::common_prefix(history1, rendered2),
+                  history1.size() - (r1.tokens.empty() ? 0 : 1), rendered2.size() - 1});
     const auto r2 = gen.chat(conversation, p);
     CHECK(r2.n_prompt_tokens == rendered2.size());
     CHECK(r2.n_reused_tokens == expected_reuse);
@@ -560,8 +575,8 @@ TEST_CASE("chat: <think> reasoning is returned apart from the answer") {
     p.temperature = 0;
     p.max_tokens = 20;
     p.chat.today = "21 November 2026";
-    p.logits_hook = smol_test::force_tokens(
-        smol_test::script_ids(*model, {"<think>", "\nplan it\n", "</think>", "\nThe answer.", "<|im_end|>"}));
+    p.logits_hook = smol_test::force_tokens(smol_test::script_ids(
+        *model, {"<think>", "\nplan it\n", "</think>", "\nThe answer.", "<|im_end|>"}));
     const auto r = gen.chat({{"user", "Question?"}}, p);
     CHECK(r.stop_reason == smol::StopReason::eos);
     CHECK(r.text == "<think>\nplan it\n</think>\nThe answer.");
@@ -583,8 +598,9 @@ TEST_CASE("async: poll() without blocking, the polled text equals the result") {
     while (!job.done()) {
         const auto t0 = std::chrono::steady_clock::now();
         polled += job.poll();
-        worst_poll_ms = std::max(
-            worst_poll_ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        worst_poll_ms = std::max(worst_poll_ms, std::chrono::duration<double, std::milli>(
+                                                    std::chrono::steady_clock::now() - t0)
+                                                    .count());
         ++polls;
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
@@ -663,7 +679,9 @@ TEST_CASE("fixtures: greedy generation through the generator matches the goldens
             smol::GenerateParams p = greedy(24);
             // The hook sees each step's logits (no penalties or bias are active).
             std::vector<std::vector<float>> step_logits;
-            p.logits_hook = [&](float* logits, size_t n) { step_logits.emplace_back(logits, logits + n); };
+            p.logits_hook = [&](float* logits, size_t n) {
+                step_logits.emplace_back(logits, logits + n);
+            };
             const auto r = gen.generate(prompt, p);
             REQUIRE(r.tokens.size() == 24);
             REQUIRE(step_logits.size() == 24);

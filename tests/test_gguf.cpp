@@ -68,8 +68,12 @@ struct Scope {
 
 // Every replaceable form forwards to malloc/posix_memalign and free, so that
 // each new pairs with a matching delete whichever form the library picks.
-void* operator new(size_t size) { return alloc_tracker::allocate(size); }
-void* operator new[](size_t size) { return alloc_tracker::allocate(size); }
+void* operator new(size_t size) {
+    return alloc_tracker::allocate(size);
+}
+void* operator new[](size_t size) {
+    return alloc_tracker::allocate(size);
+}
 void* operator new(size_t size, const std::nothrow_t&) noexcept {
     try {
         return alloc_tracker::allocate(size);
@@ -84,8 +88,12 @@ void* operator new[](size_t size, const std::nothrow_t&) noexcept {
         return nullptr;
     }
 }
-void* operator new(size_t size, std::align_val_t a) { return alloc_tracker::allocate_aligned(size, a); }
-void* operator new[](size_t size, std::align_val_t a) { return alloc_tracker::allocate_aligned(size, a); }
+void* operator new(size_t size, std::align_val_t a) {
+    return alloc_tracker::allocate_aligned(size, a);
+}
+void* operator new[](size_t size, std::align_val_t a) {
+    return alloc_tracker::allocate_aligned(size, a);
+}
 void* operator new(size_t size, std::align_val_t a, const std::nothrow_t&) noexcept {
     try {
         return alloc_tracker::allocate_aligned(size, a);
@@ -100,18 +108,42 @@ void* operator new[](size_t size, std::align_val_t a, const std::nothrow_t&) noe
         return nullptr;
     }
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, size_t) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, size_t) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, size_t, std::align_val_t) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, size_t, std::align_val_t) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+    std::free(p);
+}
 
 namespace {
 
@@ -162,7 +194,9 @@ Outcome parse_tracked(const uint8_t* data, size_t size) {
     out.largest_alloc = alloc_tracker::largest;
     return out;
 }
-Outcome parse_tracked(const Bytes& b) { return parse_tracked(b.data(), b.size()); }
+Outcome parse_tracked(const Bytes& b) {
+    return parse_tracked(b.data(), b.size());
+}
 
 // Asserts that `bytes` fails to parse with `kind` and a message containing `needle`.
 void expect_rejected(const Bytes& bytes, ErrorKind kind, const std::string& needle) {
@@ -192,7 +226,8 @@ struct Forge {
     Forge& kv_u32(const std::string& key, uint32_t v) {
         return str(key).u32(uint32_t(ValueType::u32)).u32(v);
     }
-    Forge& tensor(const std::string& name, std::vector<uint64_t> dims, uint32_t type, uint64_t offset) {
+    Forge& tensor(const std::string& name, std::vector<uint64_t> dims, uint32_t type,
+                  uint64_t offset) {
         str(name).u32(uint32_t(dims.size()));
         for (uint64_t d : dims) u64(d);
         return u32(type).u64(offset);
@@ -217,7 +252,9 @@ struct Forge {
     }
 };
 
-void put_u32(Bytes& b, size_t at, uint32_t v) { smol::detail::write_le(b.data(), at, v); }
+void put_u32(Bytes& b, size_t at, uint32_t v) {
+    smol::detail::write_le(b.data(), at, v);
+}
 
 // Two parsed files hold the same metadata (keys in order, types, values
 // byte for byte) and the same tensors (names, shapes, types, bytes).
@@ -230,7 +267,9 @@ void check_same_content(const File& a, const File& b) {
         REQUIRE(x.key == y.key);
         REQUIRE(x.value.type() == y.value.type());
         switch (x.value.type()) {
-            case ValueType::string: CHECK(x.value.as_string() == y.value.as_string()); break;
+            case ValueType::string:
+                CHECK(x.value.as_string() == y.value.as_string());
+                break;
             case ValueType::array: {
                 const auto& p = x.value.as_array();
                 const auto& q = y.value.as_array();
@@ -241,7 +280,9 @@ void check_same_content(const File& a, const File& b) {
                 break;
             }
             case ValueType::f32:
-            case ValueType::f64: CHECK(x.value.as_f64() == y.value.as_f64()); break;
+            case ValueType::f64:
+                CHECK(x.value.as_f64() == y.value.as_f64());
+                break;
             default:
                 CHECK(x.value.as_u64() == y.value.as_u64());
                 CHECK(x.value.as_i64() == y.value.as_i64());
@@ -265,7 +306,8 @@ void check_same_content(const File& a, const File& b) {
 Writer copy_into_writer(const File& src) {
     Writer w(src.alignment());
     for (const auto& kv : src.metadata()) w.copy_value(kv.key, kv.value);
-    for (const auto& t : src.tensors()) w.add_tensor(t.name, t.type, t.dims, t.data, size_t(t.n_bytes));
+    for (const auto& t : src.tensors())
+        w.add_tensor(t.name, t.type, t.dims, t.data, size_t(t.n_bytes));
     return w;
 }
 
@@ -280,12 +322,45 @@ struct ModelRow {
 
 const std::vector<ModelRow>& model_rows() {
     static const std::vector<ModelRow> rows = {
-        {"tiny-q4km.gguf", 256, 4, 4, 1, 64, 768, 4096, 38,
+        {"tiny-q4km.gguf",
+         256,
+         4,
+         4,
+         1,
+         64,
+         768,
+         4096,
+         38,
          {{GGMLType::Q4_K, 22}, {GGMLType::Q5_K, 2}, {GGMLType::Q6_K, 5}, {GGMLType::F32, 9}}},
-        {"small-q4km.gguf", 512, 8, 4, 2, 128, 1536, 8192, 74,
+        {"small-q4km.gguf",
+         512,
+         8,
+         4,
+         2,
+         128,
+         1536,
+         8192,
+         74,
          {{GGMLType::Q4_K, 48}, {GGMLType::Q6_K, 9}, {GGMLType::F32, 17}}},
-        {"tiny-q8_0.gguf", 256, 4, 4, 1, 64, 768, 4096, 38, {{GGMLType::Q8_0, 29}, {GGMLType::F32, 9}}},
-        {"tiny-gqa-q5km.gguf", 256, 5, 8, 2, 32, 512, 2048, 47,
+        {"tiny-q8_0.gguf",
+         256,
+         4,
+         4,
+         1,
+         64,
+         768,
+         4096,
+         38,
+         {{GGMLType::Q8_0, 29}, {GGMLType::F32, 9}}},
+        {"tiny-gqa-q5km.gguf",
+         256,
+         5,
+         8,
+         2,
+         32,
+         512,
+         2048,
+         47,
          {{GGMLType::Q5_K, 28}, {GGMLType::Q6_K, 8}, {GGMLType::F32, 11}}},
     };
     return rows;
@@ -305,7 +380,8 @@ void check_tokenizer_metadata(const File& f) {
     CHECK(tokens[128012] == "<|im_end|>");
     const auto types = f.get<std::vector<int32_t>>("tokenizer.ggml.token_type");
     CHECK(types.size() == kVocab);
-    CHECK(f.get<smol::gguf::ArrayView>("tokenizer.ggml.token_type").element_type() == ValueType::i32);
+    CHECK(f.get<smol::gguf::ArrayView>("tokenizer.ggml.token_type").element_type() ==
+          ValueType::i32);
     const auto merges = f.get<smol::gguf::ArrayView>("tokenizer.ggml.merges");
     CHECK(merges.element_type() == ValueType::string);
     CHECK(merges.size() == kMerges);
@@ -463,21 +539,26 @@ TEST_CASE("typed metadata lookup: get<T> and find<T>") {
             FAIL("no error; expected " << needles.front());
         } catch (const smol::Error& e) {
             CHECK(e.kind() == kind);
-            for (const auto& n : needles) CHECK_MESSAGE(std::string(e.what()).find(n) != std::string::npos,
-                                                        "'" << e.what() << "' lacks '" << n << "'");
+            for (const auto& n : needles)
+                CHECK_MESSAGE(std::string(e.what()).find(n) != std::string::npos,
+                              "'" << e.what() << "' lacks '" << n << "'");
         }
     };
     // Wrong type: the message names the key, the type found and the type wanted.
-    expect([&] { f->get<std::string>("u32"); }, ErrorKind::type, {"'u32'", "type u32", "string", "typed.gguf"});
-    expect([&] { f->get<uint32_t>("name"); }, ErrorKind::type, {"'name'", "type string", "integer"});
+    expect([&] { f->get<std::string>("u32"); }, ErrorKind::type,
+           {"'u32'", "type u32", "string", "typed.gguf"});
+    expect([&] { f->get<uint32_t>("name"); }, ErrorKind::type,
+           {"'name'", "type string", "integer"});
     expect([&] { f->get<bool>("u8"); }, ErrorKind::type, {"'u8'", "type u8", "bool"});
     expect([&] { f->get<int>("flag"); }, ErrorKind::type, {"'flag'", "type bool"});
     expect([&] { f->get<int>("f32"); }, ErrorKind::type, {"'f32'", "type f32"});
     expect([&] { f->get<float>("name"); }, ErrorKind::type, {"'name'", "string"});
     expect([&] { f->get<std::vector<int32_t>>("name"); }, ErrorKind::type, {"'name'", "array"});
-    expect([&] { f->get<std::vector<std::string>>("ids"); }, ErrorKind::type, {"'ids'", "array of string"});
+    expect([&] { f->get<std::vector<std::string>>("ids"); }, ErrorKind::type,
+           {"'ids'", "array of string"});
     expect([&] { f->get<std::vector<int32_t>>("words"); }, ErrorKind::type, {"'words'"});
-    expect([&] { f->get<std::vector<int32_t>>("floats"); }, ErrorKind::type, {"'floats'", "integer array"});
+    expect([&] { f->get<std::vector<int32_t>>("floats"); }, ErrorKind::type,
+           {"'floats'", "integer array"});
     expect([&] { f->find<std::string>("u8"); }, ErrorKind::type, {"'u8'", "type u8"});
     // Integer range checks.
     expect([&] { f->get<uint8_t>("u16"); }, ErrorKind::type, {"'u16'", "out of range"});
@@ -490,8 +571,10 @@ TEST_CASE("typed metadata lookup: get<T> and find<T>") {
     expect([&] { f->get<int8_t>("i16"); }, ErrorKind::type, {"'i16'", "out of range"});
     expect([&] { f->get<uint8_t>("i8"); }, ErrorKind::type, {"'i8'", "out of range"});
     // Missing key and missing tensor.
-    expect([&] { f->get<uint32_t>("no.such.key"); }, ErrorKind::missing, {"'no.such.key'", "typed.gguf"});
-    expect([&] { f->tensor("no.such.tensor"); }, ErrorKind::missing, {"'no.such.tensor'", "typed.gguf"});
+    expect([&] { f->get<uint32_t>("no.such.key"); }, ErrorKind::missing,
+           {"'no.such.key'", "typed.gguf"});
+    expect([&] { f->tensor("no.such.tensor"); }, ErrorKind::missing,
+           {"'no.such.tensor'", "typed.gguf"});
     CHECK(f->find_tensor("no.such.tensor") == nullptr);
 }
 
@@ -501,13 +584,22 @@ TEST_CASE("all 13 value types round-trip through the writer, nested arrays inclu
     Forge src;
     src.header(0, 5);
     src.str("nested").u32(uint32_t(ValueType::array)).u32(uint32_t(ValueType::array)).u64(3);
-    src.u32(uint32_t(ValueType::i16)).u64(2).raw("\x01\x00\xff\xff", 4);   // [1, -1]
+    src.u32(uint32_t(ValueType::i16)).u64(2).raw("\x01\x00\xff\xff", 4);  // [1, -1]
     src.u32(uint32_t(ValueType::string)).u64(2).str("x").str("");         // ["x", ""]
-    src.u32(uint32_t(ValueType::array)).u64(1);                            // [[true]]
+    src.u32(uint32_t(ValueType::array)).u64(1);                           // [[true]]
     src.u32(uint32_t(ValueType::boolean)).u64(1).u8(1);
-    src.str("bools").u32(uint32_t(ValueType::array)).u32(uint32_t(ValueType::boolean)).u64(3).u8(1).u8(0).u8(1);
+    src.str("bools")
+        .u32(uint32_t(ValueType::array))
+        .u32(uint32_t(ValueType::boolean))
+        .u64(3)
+        .u8(1)
+        .u8(0)
+        .u8(1);
     src.str("empty.nested").u32(uint32_t(ValueType::array)).u32(uint32_t(ValueType::array)).u64(0);
-    src.str("empty.strings").u32(uint32_t(ValueType::array)).u32(uint32_t(ValueType::string)).u64(0);
+    src.str("empty.strings")
+        .u32(uint32_t(ValueType::array))
+        .u32(uint32_t(ValueType::string))
+        .u64(0);
     src.str("").u32(uint32_t(ValueType::string)).str("");  // empty key, empty string
     const auto forged = File::from_bytes(src.b, "forged.gguf");
     {
@@ -598,7 +690,8 @@ TEST_CASE("all 13 value types round-trip through the writer, nested arrays inclu
         REQUIRE(v->type() == kv.value.type());
         if (v->type() == ValueType::array) {
             REQUIRE(v->as_array().bytes() == kv.value.as_array().bytes());
-            CHECK(std::memcmp(v->as_array().data(), kv.value.as_array().data(), v->as_array().bytes()) == 0);
+            CHECK(std::memcmp(v->as_array().data(), kv.value.as_array().data(),
+                              v->as_array().bytes()) == 0);
             CHECK(v->as_array().size() == kv.value.as_array().size());
         } else {
             CHECK(v->as_string() == kv.value.as_string());
@@ -623,7 +716,8 @@ TEST_CASE("GGUF version 2 is read; versions 1 and 4 are not") {
     CHECK(x[3] == 4.0f);
     for (uint32_t version : {0u, 1u, 4u, 0x03000000u}) {
         put_u32(bytes, 4, version);
-        expect_rejected(bytes, ErrorKind::unsupported, "unsupported version " + std::to_string(version));
+        expect_rejected(bytes, ErrorKind::unsupported,
+                        "unsupported version " + std::to_string(version));
     }
 }
 
@@ -643,7 +737,8 @@ TEST_CASE("tensors of every known type, at alignments 1, 8, 32 and 64") {
             const std::vector<uint64_t> dims = {2 * uint64_t(traits.block_size), 3};
             Bytes data(smol::row_bytes(type, size_t(dims[0])) * 3);
             for (auto& b : data) b = uint8_t(rng());
-            w.add_tensor(std::string("tensor.") + traits.name, type, dims, data.data(), data.size());
+            w.add_tensor(std::string("tensor.") + traits.name, type, dims, data.data(),
+                         data.size());
             payloads.push_back(std::move(data));
         }
         // Odd-sized 1-D tensors force padding between tensors.
@@ -713,8 +808,10 @@ TEST_CASE("forged counts, lengths, dims, offsets and alignments are rejected") {
         // key/values, 32-byte tensor infos) fill the file exactly, so only
         // the reservation, not the check, stands between a forged count and
         // an allocation ~10x the file.
-        expect_rejected(Forge().header(0, 10000).zeros(13 * 10000).b, ErrorKind::format, "duplicate key ''");
-        expect_rejected(Forge().header(10000, 0).zeros(32 * 10000).b, ErrorKind::format, "has 0 dims");
+        expect_rejected(Forge().header(0, 10000).zeros(13 * 10000).b, ErrorKind::format,
+                        "duplicate key ''");
+        expect_rejected(Forge().header(10000, 0).zeros(32 * 10000).b, ErrorKind::format,
+                        "has 0 dims");
         // Counts that pass the size check but overstate the entries present.
         Forge kv = Forge().header(0, 1000);
         kv.kv_u32("a", 1).zeros(2000);
@@ -737,8 +834,8 @@ TEST_CASE("forged counts, lengths, dims, offsets and alignments are rejected") {
         }
     }
     SUBCASE("huge array counts") {
-        for (uint32_t et : {uint32_t(ValueType::u8), uint32_t(ValueType::f64), uint32_t(ValueType::string),
-                            uint32_t(ValueType::array)}) {
+        for (uint32_t et : {uint32_t(ValueType::u8), uint32_t(ValueType::f64),
+                            uint32_t(ValueType::string), uint32_t(ValueType::array)}) {
             for (uint64_t count : {max64, huge, max64 / 8 + 1, uint64_t(1) << 33, uint64_t(64)}) {
                 INFO("element type " << et << " count " << count);
                 Forge f = Forge().header(0, 1);
@@ -787,9 +884,10 @@ TEST_CASE("forged counts, lengths, dims, offsets and alignments are rejected") {
         Forge zero = Forge().header(1, 0);
         zero.tensor("w", {4, 0}, 0, 0).pad_to(32).zeros(64);
         expect_rejected(zero.b, ErrorKind::format, "'w' has a zero dim");
-        for (auto dims : {std::vector<uint64_t>{uint64_t(1) << 32, uint64_t(1) << 32},
-                          std::vector<uint64_t>{max64, 2}, std::vector<uint64_t>{65536, 65536, 65536, 65536},
-                          std::vector<uint64_t>{2, huge}}) {
+        for (auto dims :
+             {std::vector<uint64_t>{uint64_t(1) << 32, uint64_t(1) << 32},
+              std::vector<uint64_t>{max64, 2}, std::vector<uint64_t>{65536, 65536, 65536, 65536},
+              std::vector<uint64_t>{2, huge}}) {
             Forge f = Forge().header(1, 0);
             f.tensor("w", dims, 0, 0).pad_to(32).zeros(64);
             expect_rejected(f.b, ErrorKind::format, "'w' dims overflow");
@@ -859,8 +957,10 @@ TEST_CASE("every truncation of a real model file throws smol::Error") {
     std::vector<size_t> lengths;
     for (size_t n = 0; n < 4096; ++n) lengths.push_back(n);
     const size_t points = 2000;
-    for (size_t k = 0; k <= points; ++k) lengths.push_back(4096 + (whole.size() - 4096) * k / points);
-    for (size_t n : {data_offset - 1, data_offset, data_offset + 1, tensors_end - 1, whole.size() - 1})
+    for (size_t k = 0; k <= points; ++k)
+        lengths.push_back(4096 + (whole.size() - 4096) * k / points);
+    for (size_t n :
+         {data_offset - 1, data_offset, data_offset + 1, tensors_end - 1, whole.size() - 1})
         lengths.push_back(n);
     for (const auto& t : full->tensors()) {
         lengths.push_back(size_t(data_offset + t.offset + t.n_bytes) - 1);
@@ -891,7 +991,8 @@ TEST_CASE("every truncation of a real model file throws smol::Error") {
         REQUIRE_FALSE(o.loaded);
         CHECK(o.kind == ErrorKind::format);
         CHECK(o.message.find("hostile.gguf") != std::string::npos);
-        if (n > data_offset) CHECK(o.message.find("extends past the end of the file") != std::string::npos);
+        if (n > data_offset)
+            CHECK(o.message.find("extends past the end of the file") != std::string::npos);
         else
             CHECK((o.message.find("trunc") != std::string::npos ||
                    o.message.find("too small") != std::string::npos ||
@@ -1038,13 +1139,14 @@ TEST_CASE("opening paths: missing file, directory, empty file, FIFO, device, nul
 // targets and integer elements are range-checked.
 TEST_CASE("regression: to_vector<integer> of a float array throws instead of overflowing") {
     const Bytes crash = {
-        0x47, 0x47, 0x55, 0x46, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-        0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-        0x67, 0x65, 0x7e, 0x6e, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00,
-        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x15, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-        0x00, 0x74, 0x6f, 0x6b, 0x65, 0x6e, 0x69, 0x7a, 0x65, 0x72, 0x2e, 0x67, 0x67, 0x6d, 0x6c, 0x2e,
-        0x6d, 0x65, 0x72, 0x67, 0x65, 0x73, 0x09, 0x00, 0x00, 0x00, 0x06, 0x00, 0x00, 0x00, 0x05, 0x00,
-        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x47, 0x47, 0x55, 0x46, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x67, 0x65, 0x7e, 0x6e, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x15, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x74, 0x6f, 0x6b, 0x65, 0x6e,
+        0x69, 0x7a, 0x65, 0x72, 0x2e, 0x67, 0x67, 0x6d, 0x6c, 0x2e, 0x6d, 0x65, 0x72, 0x67,
+        0x65, 0x73, 0x09, 0x00, 0x00, 0x00, 0x06, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
         0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x6f, 0x73, 0x2f, 0x6e};
     const auto f = File::from_bytes(crash, "crash.gguf");
     const auto merges = f->get<smol::gguf::ArrayView>("tokenizer.ggml.merges");

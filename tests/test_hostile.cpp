@@ -41,8 +41,8 @@ using smol::GGMLType;
 using smol::gguf::File;
 using smol::gguf::Value;
 using smol::gguf::ValueType;
-using smol_test::Bytes;
 using smol_test::append_le;
+using smol_test::Bytes;
 using smol_test::RawGguf;
 
 // The bad-input check with one needle.
@@ -68,7 +68,8 @@ struct ChildResult {
     // The growth bound holds, or could not be measured here (then it says so).
     bool grew_less_than(long bound_kb) const {
         if (growth_kb == kUnmeasured) {
-            MESSAGE("peak memory not measured: /proc/self/clear_refs cannot reset it on this system");
+            MESSAGE(
+                "peak memory not measured: /proc/self/clear_refs cannot reset it on this system");
             return true;
         }
         return growth_kb < bound_kb;
@@ -78,7 +79,8 @@ struct ChildResult {
 // Runs fn() in a forked child and returns its exit code (fn's return value) and
 // its peak memory growth. `address_space_headroom`, when non-zero, limits the
 // child's address space (RLIMIT_AS) to what it uses now plus that many bytes.
-[[maybe_unused]] ChildResult run_in_child(const std::function<int()>& fn, uint64_t address_space_headroom = 0) {
+[[maybe_unused]] ChildResult run_in_child(const std::function<int()>& fn,
+                                          uint64_t address_space_headroom = 0) {
     int fds[2];
     REQUIRE(::pipe(fds) == 0);
     const pid_t pid = ::fork();
@@ -149,8 +151,8 @@ TEST_CASE("hostile: a KV cache whose byte size wraps is refused, never allocated
 
     // 2^31 positions x 2^20 dims x 2 (K, V) x 2048 layers x 2 bytes = 2^64: wraps to 0.
     expect_error([&] { model->new_cache(size_t(1) << 31); }, ErrorKind::resource, "overflows");
-    expect_error([&] { smol::KVCache(model->config(), size_t(1) << 31, smol::KVType::f32); }, ErrorKind::resource,
-                 "overflows");
+    expect_error([&] { smol::KVCache(model->config(), size_t(1) << 31, smol::KVType::f32); },
+                 ErrorKind::resource, "overflows");
     // The default 4096 positions: 32 TiB, past any machine's memory.
     expect_error([&] { model->new_cache(); }, ErrorKind::resource, "memory budget");
     expect_error([&] { smol::Generator gen(model); }, ErrorKind::resource, "memory budget");
@@ -160,12 +162,14 @@ TEST_CASE("hostile: LoadOptions::memory_budget bounds the KV cache") {
     const auto path = smol_test::fixture("tiny-q4km.gguf");
     if (!path) return;
     const smol::Config config = smol::Config::from_gguf(*File::open(*path));
-    const uint64_t per_position = uint64_t(config.head_dim) * 2 * config.n_layers * config.n_kv_heads * 2;
+    const uint64_t per_position =
+        uint64_t(config.head_dim) * 2 * config.n_layers * config.n_kv_heads * 2;
     smol::LoadOptions options = one_thread();
     options.memory_budget = 64 * per_position;
     const auto model = smol::Model::load(*path, options);
     CHECK(model->new_cache(64).n_ctx() == 64);
-    expect_error([&] { model->new_cache(65); }, ErrorKind::resource, std::to_string(65 * per_position));
+    expect_error([&] { model->new_cache(65); }, ErrorKind::resource,
+                 std::to_string(65 * per_position));
     smol::GeneratorOptions g;
     g.n_ctx = 4096;
     expect_error([&] { smol::Generator gen(model, g); }, ErrorKind::resource, "memory budget");
@@ -184,11 +188,14 @@ TEST_CASE("hostile: tensor byte sizes that wrap 64 bits are format errors") {
         return [bytes] { File::from_bytes(bytes, "wrap.gguf"); };
     };
     // 2^62 F32 elements: 2^64 bytes, which wrapped to 0.
-    expect_error(parse(GGMLType::F32, {uint64_t(1) << 31, uint64_t(1) << 31}), ErrorKind::format, "byte size overflows");
+    expect_error(parse(GGMLType::F32, {uint64_t(1) << 31, uint64_t(1) << 31}), ErrorKind::format,
+                 "byte size overflows");
     // 2^61 F64 elements of 8 bytes.
-    expect_error(parse(GGMLType::F64, {uint64_t(1) << 31, uint64_t(1) << 30}), ErrorKind::format, "byte size overflows");
+    expect_error(parse(GGMLType::F64, {uint64_t(1) << 31, uint64_t(1) << 30}), ErrorKind::format,
+                 "byte size overflows");
     // 2^63 bytes fit in 64 bits: refused as past the end of the file.
-    expect_error(parse(GGMLType::F16, {uint64_t(1) << 31, uint64_t(1) << 31}), ErrorKind::format, "past the end");
+    expect_error(parse(GGMLType::F16, {uint64_t(1) << 31, uint64_t(1) << 31}), ErrorKind::format,
+                 "past the end");
 }
 
 // Class 4: counts from the file are checked against what the file holds
@@ -202,12 +209,14 @@ TEST_CASE("hostile: a block count the tensor table cannot hold fails before allo
         CAPTURE(layers);
         const Bytes file = smol_test::with_u32(*real, "smollm3.block_count", layers);
         expect_error([&] { smol::Model::load_from_memory(file.data(), file.size(), one_thread()); },
-                     ErrorKind::missing, "'blk." + std::to_string(real_layers) + ".attn_norm.weight'");
+                     ErrorKind::missing,
+                     "'blk." + std::to_string(real_layers) + ".attn_norm.weight'");
 #if !defined(SMOL_TEST_SANITIZED)
         // 2^22 layer records were 1.5 GB before the check moved ahead of them.
         const ChildResult child = run_in_child([&] {
-            return classify([&] { smol::Model::load_from_memory(file.data(), file.size(), one_thread()); },
-                            ErrorKind::missing);
+            return classify(
+                [&] { smol::Model::load_from_memory(file.data(), file.size(), one_thread()); },
+                ErrorKind::missing);
         });
         CHECK(child.code == kGotKind);
         CHECK_MESSAGE(child.grew_less_than(64 * 1024), "peak growth " << child.growth_kb << " KiB");
@@ -228,9 +237,11 @@ TEST_CASE("hostile: metadata and tensor counts past smol's limits are refused be
         return out;
     };
     const Bytes many_keys = header(0, smol::gguf::kMaxMetadataKeys + 1);
-    expect_error([&] { File::from_bytes(many_keys, "keys.gguf"); }, ErrorKind::unsupported, "metadata keys");
+    expect_error([&] { File::from_bytes(many_keys, "keys.gguf"); }, ErrorKind::unsupported,
+                 "metadata keys");
     const Bytes many_tensors = header(smol::gguf::kMaxTensors + 1, 0);
-    expect_error([&] { File::from_bytes(many_tensors, "tensors.gguf"); }, ErrorKind::unsupported, "tensors");
+    expect_error([&] { File::from_bytes(many_tensors, "tensors.gguf"); }, ErrorKind::unsupported,
+                 "tensors");
 
     // At the limit: every key is parsed, and the tables stay within a small
     // factor of the file (here ~5.5 MB of 21-byte entries).
@@ -246,11 +257,12 @@ TEST_CASE("hostile: metadata and tensor counts past smol's limits are refused be
     CHECK(parsed->get<uint32_t>("k0012345") == 12345);
 #if !defined(SMOL_TEST_SANITIZED)
     const ChildResult child = run_in_child([&] {
-        return classify([&] { File::from_buffer(file.data(), file.size(), "limit.gguf"); }, ErrorKind::internal);
+        return classify([&] { File::from_buffer(file.data(), file.size(), "limit.gguf"); },
+                        ErrorKind::internal);
     });
     CHECK(child.code == kNoError);
-    CHECK_MESSAGE(child.grew_less_than(16 * long(file.size()) / 1024), "peak growth " << child.growth_kb << " KiB for "
-                                                                                  << file.size() << " bytes");
+    CHECK_MESSAGE(child.grew_less_than(16 * long(file.size()) / 1024),
+                  "peak growth " << child.growth_kb << " KiB for " << file.size() << " bytes");
 #endif
 }
 
@@ -266,7 +278,8 @@ TEST_CASE("hostile: a model at an odd address computes the same logits as an ali
     const auto aligned = smol::Model::load(*path, one_thread());
     const auto odd = smol::Model::load_from_memory(shifted.data() + 1, bytes.size(), one_thread());
     REQUIRE((reinterpret_cast<uintptr_t>(odd->weights().layers[0].attn_q.data) & 1) == 1);
-    const std::vector<int32_t> tokens = aligned->tokenizer().encode("Hostile files, odd addresses.", true);
+    const std::vector<int32_t> tokens =
+        aligned->tokenizer().encode("Hostile files, odd addresses.", true);
     const size_t vocab = aligned->config().vocab_size;
     std::vector<float> a(vocab), b(vocab);
     smol::KVCache kv_a = aligned->new_cache(64), kv_b = odd->new_cache(64);
@@ -289,7 +302,8 @@ TEST_CASE("hostile: a failed allocation is Error(resource)") {
     // The fixture with a 2^24-position context: a full cache needs gigabytes.
     const Bytes file = smol_test::with_u32(*real, "smollm3.context_length", 1u << 24);
     smol::LoadOptions options = one_thread();
-    options.memory_budget = uint64_t(1) << 50;  // the budget allows it: only the allocation can fail
+    options.memory_budget = uint64_t(1)
+                            << 50;  // the budget allows it: only the allocation can fail
     const auto model = smol::Model::load_from_memory(file.data(), file.size(), options);
     const size_t n_ctx = size_t(1) << 24;
     REQUIRE(smol::KVCache::kDefaultSize != n_ctx);
@@ -300,7 +314,8 @@ TEST_CASE("hostile: a failed allocation is Error(resource)") {
     smol::GeneratorOptions g;
     g.n_ctx = n_ctx;
     const ChildResult gen = run_in_child(
-        [&] { return classify([&] { smol::Generator generator(model, g); }, ErrorKind::resource); }, headroom);
+        [&] { return classify([&] { smol::Generator generator(model, g); }, ErrorKind::resource); },
+        headroom);
     CHECK(gen.code == kGotKind);
 #endif
 }

@@ -50,8 +50,12 @@ std::mt19937& rng() {
     return engine;
 }
 
-float uniform(float lo, float hi) { return std::uniform_real_distribution<float>(lo, hi)(rng()); }
-int uniform_int(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng()); }
+float uniform(float lo, float hi) {
+    return std::uniform_real_distribution<float>(lo, hi)(rng());
+}
+int uniform_int(int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng());
+}
 
 std::vector<float> random_floats(size_t n, float scale = 1.0f) {
     std::normal_distribution<float> normal(0.0f, scale);
@@ -109,24 +113,27 @@ std::vector<uint8_t> random_weights(GGMLType type, size_t rows, size_t cols) {
                 for (size_t i = 0; i < cols; ++i) f[i] = uniform(-1.0f, 1.0f);
                 break;
             }
-            default: break;
+            default:
+                break;
         }
     }
     return bytes;
 }
 
 // The quantized activation rows the scalar reference produces for x.
-std::vector<uint8_t> reference_activations(GGMLType weight_type, const std::vector<float>& x, size_t n_tokens,
-                                           size_t cols) {
+std::vector<uint8_t> reference_activations(GGMLType weight_type, const std::vector<float>& x,
+                                           size_t n_tokens, size_t cols) {
     const ActivationType act = smol::activation_type_for(weight_type);
     const size_t row_bytes = smol::activation_row_bytes(act, cols);
     std::vector<uint8_t> out(n_tokens * row_bytes);
     for (size_t t = 0; t < n_tokens; ++t) {
         uint8_t* dst = out.data() + t * row_bytes;
         if (act == ActivationType::Q8_K32) {
-            kernels::scalar::quantize_row_q8_k32(x.data() + t * cols, reinterpret_cast<smol::BlockQ8K32*>(dst), cols);
+            kernels::scalar::quantize_row_q8_k32(x.data() + t * cols,
+                                                 reinterpret_cast<smol::BlockQ8K32*>(dst), cols);
         } else if (act == ActivationType::Q8_0) {
-            kernels::scalar::quantize_row_q8_0(x.data() + t * cols, reinterpret_cast<smol::BlockQ8_0*>(dst), cols);
+            kernels::scalar::quantize_row_q8_0(x.data() + t * cols,
+                                               reinterpret_cast<smol::BlockQ8_0*>(dst), cols);
         } else {
             std::memcpy(dst, x.data() + t * cols, cols * sizeof(float));
         }
@@ -136,7 +143,8 @@ std::vector<uint8_t> reference_activations(GGMLType weight_type, const std::vect
 
 // Sum of |w_i x_i| of the dequantized operands: the scale float-rounding
 // differences are measured against.
-double magnitude(GGMLType type, const uint8_t* w_row, ActivationType act, const uint8_t* x_row, size_t cols) {
+double magnitude(GGMLType type, const uint8_t* w_row, ActivationType act, const uint8_t* x_row,
+                 size_t cols) {
     std::vector<float> w(cols), x(cols);
     smol::dequantize_row(type, w_row, w.data(), cols);
     smol::dequantize_activation_row(act, x_row, x.data(), cols);
@@ -154,8 +162,11 @@ std::vector<const kernels::KernelSet*> runnable_sets() {
         const smol::CpuLevel* levels = smol::compiled_cpu_levels(count);
         std::string skipped;
         for (size_t i = 0; i < count; ++i) {
-            if (smol::cpu_supports(levels[i])) out.push_back(&kernels::kernel_set(levels[i]));
-            else skipped += std::string(skipped.empty() ? "" : ", ") + smol::cpu_level_name(levels[i]);
+            if (smol::cpu_supports(levels[i]))
+                out.push_back(&kernels::kernel_set(levels[i]));
+            else
+                skipped +=
+                    std::string(skipped.empty() ? "" : ", ") + smol::cpu_level_name(levels[i]);
         }
         if (!skipped.empty())
             MESSAGE("kernel levels compiled but not runnable on this CPU, skipped: " << skipped);
@@ -164,7 +175,9 @@ std::vector<const kernels::KernelSet*> runnable_sets() {
     return sets;
 }
 
-const kernels::KernelSet& scalar_set() { return kernels::kernel_set(smol::CpuLevel::scalar); }
+const kernels::KernelSet& scalar_set() {
+    return kernels::kernel_set(smol::CpuLevel::scalar);
+}
 
 const GGMLType kAllTypes[] = {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q8_0,
                               GGMLType::F16,  GGMLType::BF16, GGMLType::F32};
@@ -172,10 +185,12 @@ const GGMLType kAllTypes[] = {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GG
 }  // namespace
 
 TEST_CASE("dispatch: the default level is the best this CPU runs, judged independently of smol") {
-    MESSAGE("kernels: default " << std::string(kernels::default_kernels().name()) << ", " << smol::build_info_string());
+    MESSAGE("kernels: default " << std::string(kernels::default_kernels().name()) << ", "
+                                << smol::build_info_string());
     const std::string expected = smol_test::expected_cpu_level();
     CHECK(std::string(smol::cpu_level_name(smol::best_cpu_level())) == expected);
-    if (std::getenv("SMOL_CPU") == nullptr) CHECK(std::string(kernels::default_kernels().name()) == expected);
+    if (std::getenv("SMOL_CPU") == nullptr)
+        CHECK(std::string(kernels::default_kernels().name()) == expected);
     // Every runnable level hands out a complete table.
     for (const kernels::KernelSet* set : runnable_sets()) {
         const std::string level_name = set->name();
@@ -189,7 +204,8 @@ TEST_CASE("dispatch: the default level is the best this CPU runs, judged indepen
         CHECK((set->rope != nullptr));
         CHECK((set->attend != nullptr));
         for (const smol::WeightTypeInfo& info : smol::kWeightTypes)
-            for (int n = 1; n <= kernels::kMaxTileCols; ++n) CHECK((set->tile(info.type, n) != nullptr));
+            for (int n = 1; n <= kernels::kMaxTileCols; ++n)
+                CHECK((set->tile(info.type, n) != nullptr));
     }
 }
 
@@ -215,12 +231,13 @@ TEST_CASE("dispatch: a level the CPU cannot run, or an unknown name, is a typed 
 #endif
 }
 
-TEST_CASE("quantize_row_q8_k32: fast path is bit-identical to the reference, which meets the spec") {
+TEST_CASE(
+    "quantize_row_q8_k32: fast path is bit-identical to the reference, which meets the spec") {
     const size_t n = 4 * 256;
     std::vector<float> x = random_floats(n, 2.0f);
     for (size_t i = 256; i < 512; ++i) x[i] = 0.0f;  // an all-zero block
     for (size_t i = 544; i < 576; ++i) x[i] = 0.0f;  // an all-zero sub-block
-    x[600] = -900.0f;                                    // one huge value: coarsens its own 32 values only
+    x[600] = -900.0f;  // one huge value: coarsens its own 32 values only
     for (size_t i = 768; i < 1024; ++i) x[i] = float(int(i % 7) - 3) * 0.5f;  // many ties
     x[1000] = 127.0f * 1.00390625f * 0.999f;  // max / 127 just below a bf16 step: q clamps to 127
     std::vector<smol::BlockQ8K32> fast(n / 256), ref(n / 256);
@@ -257,7 +274,7 @@ TEST_CASE("quantize_row_q8_k32: fast path is bit-identical to the reference, whi
     }
     for (int s = 0; s < 8; ++s) CHECK(ref[1].d[s] == 0.0f);
     CHECK(ref[2].d[1] == 0.0f);
-    CHECK(ref[2].qs[600 - 512] == -127);  // the extreme element maps to -127
+    CHECK(ref[2].qs[600 - 512] == -127);       // the extreme element maps to -127
     CHECK(ref[2].d[2] > ref[2].d[0] * 50.0f);  // its sub-block (values 576..607) only
     CHECK(ref[3].qs[1000 - 768] == 127);
 }
@@ -280,7 +297,8 @@ TEST_CASE("quantize_row_q8_0: fast path is bit-identical to the reference, which
         for (int i = 0; i < 32; ++i) max_abs = std::max(max_abs, std::fabs(x[32 * b + i]));
         CHECK(d == doctest::Approx(max_abs / 127.0f).epsilon(1e-3));
         for (int i = 0; i < 32; ++i) {
-            CHECK(std::fabs(d * ref[b].qs[i] - x[32 * b + i]) <= d * 0.51f + max_abs * 1e-3f + 1e-7f);
+            CHECK(std::fabs(d * ref[b].qs[i] - x[32 * b + i]) <=
+                  d * 0.51f + max_abs * 1e-3f + 1e-7f);
         }
     }
 }
@@ -310,7 +328,8 @@ TEST_CASE("scalar reference dots equal a double-precision dot of the dequantized
     }
 }
 
-TEST_CASE("tile kernels of every level: integer parts equal the reference exactly, at any alignment") {
+TEST_CASE(
+    "tile kernels of every level: integer parts equal the reference exactly, at any alignment") {
     // With unit weight scales, activation scales of 1/2, 1 or 2 per 32 values
     // and small activations every partial sum is exact in float (a multiple
     // of 1/2 far below 2^23), so float rounding cannot hide a wrong integer
@@ -335,7 +354,8 @@ TEST_CASE("tile kernels of every level: integer parts equal the reference exactl
                 }
             }
             if (type == GGMLType::Q8_0) {
-                for (size_t b = 0; b < cols / 32; ++b) reinterpret_cast<smol::BlockQ8_0*>(row)[b].d = one;
+                for (size_t b = 0; b < cols / 32; ++b)
+                    reinterpret_cast<smol::BlockQ8_0*>(row)[b].d = one;
             }
         }
         // The same rows one byte off their natural alignment (general.alignment = 1).
@@ -344,140 +364,154 @@ TEST_CASE("tile kernels of every level: integer parts equal the reference exactl
         const uint8_t* shifted = shifted_storage.data() + 1;
         const smol::ReferenceDot reference = smol::weight_type_info(type)->dot_reference;
         for (const kernels::KernelSet* set : runnable_sets())
-        for (int n_cols = 1; n_cols <= kernels::kMaxTileCols; ++n_cols) {
-            const std::string level_name = set->name();
-        CAPTURE(level_name);
-            CAPTURE(n_cols);
-            const ActivationType act = smol::activation_type_for(type);
-            const size_t x_row_bytes = smol::activation_row_bytes(act, cols);
-            std::vector<uint8_t> x(size_t(n_cols) * x_row_bytes);
-            for (int c = 0; c < n_cols; ++c) {
-                uint8_t* xr = x.data() + size_t(c) * x_row_bytes;
-                if (act == ActivationType::Q8_K32) {
-                    for (size_t b = 0; b < cols / 256; ++b) {
-                        smol::BlockQ8K32& block = reinterpret_cast<smol::BlockQ8K32*>(xr)[b];
-                        for (int s = 0; s < 8; ++s) block.d[s] = float(1 << uniform_int(0, 2)) * 0.5f;
-                        for (int i = 0; i < 256; ++i) block.qs[i] = int8_t(uniform_int(-3, 3));
-                        for (int g = 0; g < 16; ++g) {
-                            int sum = 0;
-                            for (int i = 0; i < 16; ++i) sum += block.qs[16 * g + i];
-                            block.bsums[g] = int16_t(sum);
+            for (int n_cols = 1; n_cols <= kernels::kMaxTileCols; ++n_cols) {
+                const std::string level_name = set->name();
+                CAPTURE(level_name);
+                CAPTURE(n_cols);
+                const ActivationType act = smol::activation_type_for(type);
+                const size_t x_row_bytes = smol::activation_row_bytes(act, cols);
+                std::vector<uint8_t> x(size_t(n_cols) * x_row_bytes);
+                for (int c = 0; c < n_cols; ++c) {
+                    uint8_t* xr = x.data() + size_t(c) * x_row_bytes;
+                    if (act == ActivationType::Q8_K32) {
+                        for (size_t b = 0; b < cols / 256; ++b) {
+                            smol::BlockQ8K32& block = reinterpret_cast<smol::BlockQ8K32*>(xr)[b];
+                            for (int s = 0; s < 8; ++s)
+                                block.d[s] = float(1 << uniform_int(0, 2)) * 0.5f;
+                            for (int i = 0; i < 256; ++i) block.qs[i] = int8_t(uniform_int(-3, 3));
+                            for (int g = 0; g < 16; ++g) {
+                                int sum = 0;
+                                for (int i = 0; i < 16; ++i) sum += block.qs[16 * g + i];
+                                block.bsums[g] = int16_t(sum);
+                            }
+                        }
+                    } else {
+                        for (size_t b = 0; b < cols / 32; ++b) {
+                            smol::BlockQ8_0& block = reinterpret_cast<smol::BlockQ8_0*>(xr)[b];
+                            block.d = one;
+                            for (int i = 0; i < 32; ++i)
+                                block.qs[i] = int8_t(uniform_int(-127, 127));
                         }
                     }
-                } else {
-                    for (size_t b = 0; b < cols / 32; ++b) {
-                        smol::BlockQ8_0& block = reinterpret_cast<smol::BlockQ8_0*>(xr)[b];
-                        block.d = one;
-                        for (int i = 0; i < 32; ++i) block.qs[i] = int8_t(uniform_int(-127, 127));
+                }
+                std::vector<uint8_t> x_kernel = x;
+                if (act == ActivationType::Q8_K32 && set->layout_q8_k32) {
+                    for (int c = 0; c < n_cols; ++c) {
+                        set->layout_q8_k32(reinterpret_cast<const smol::BlockQ8K32*>(
+                                               x.data() + size_t(c) * x_row_bytes),
+                                           reinterpret_cast<smol::BlockQ8K32*>(
+                                               x_kernel.data() + size_t(c) * x_row_bytes),
+                                           cols / 256);
+                    }
+                }
+                for (const uint8_t* weights : {static_cast<const uint8_t*>(w.data()), shifted}) {
+                    std::vector<float> fast(size_t(n_cols) * rows, -1.0f);
+                    set->tile(type, n_cols)(weights, w_row_bytes, rows, x_kernel.data(),
+                                            x_row_bytes, cols, fast.data(), rows);
+                    for (int c = 0; c < n_cols; ++c) {
+                        for (size_t r = 0; r < rows; ++r) {
+                            const float ref = reference(weights + r * w_row_bytes,
+                                                        x.data() + size_t(c) * x_row_bytes, cols);
+                            CHECK(fast[size_t(c) * rows + r] == ref);
+                        }
                     }
                 }
             }
-            std::vector<uint8_t> x_kernel = x;
-            if (act == ActivationType::Q8_K32 && set->layout_q8_k32) {
-                for (int c = 0; c < n_cols; ++c) {
-                    set->layout_q8_k32(reinterpret_cast<const smol::BlockQ8K32*>(x.data() + size_t(c) * x_row_bytes),
-                                       reinterpret_cast<smol::BlockQ8K32*>(x_kernel.data() + size_t(c) * x_row_bytes),
-                                       cols / 256);
-                }
-            }
-            for (const uint8_t* weights : {static_cast<const uint8_t*>(w.data()), shifted}) {
-                std::vector<float> fast(size_t(n_cols) * rows, -1.0f);
-                set->tile(type, n_cols)(weights, w_row_bytes, rows, x_kernel.data(), x_row_bytes, cols, fast.data(),
-                                        rows);
-                for (int c = 0; c < n_cols; ++c) {
-                    for (size_t r = 0; r < rows; ++r) {
-                        const float ref = reference(weights + r * w_row_bytes, x.data() + size_t(c) * x_row_bytes, cols);
-                        CHECK(fast[size_t(c) * rows + r] == ref);
-                    }
-                }
-            }
-        }
     }
 }
 
-TEST_CASE("matmul of every level equals the scalar reference over odd shapes, and is independent of the thread count") {
+TEST_CASE(
+    "matmul of every level equals the scalar reference over odd shapes, and is independent of the "
+    "thread count") {
     smol::ThreadPool pools[] = {smol::ThreadPool(1), smol::ThreadPool(2), smol::ThreadPool(3)};
     for (const kernels::KernelSet* set : runnable_sets())
-    for (GGMLType type : kAllTypes) {
-        const bool small_blocks = type == GGMLType::Q8_0 || type == GGMLType::F16 || type == GGMLType::BF16 ||
-                                  type == GGMLType::F32;
-        const size_t col_options[] = {small_blocks ? size_t(32) : size_t(256), small_blocks ? size_t(160) : size_t(768)};
-        for (size_t cols : col_options) {
-            for (size_t rows : {size_t(1), size_t(7), size_t(37)}) {
-                const std::vector<uint8_t> w_bytes = random_weights(type, rows, cols);
-                const smol::WeightMatrix w = smol::make_weight_matrix(type, w_bytes.data(), rows, cols, "test");
-                for (size_t n_tokens = 1; n_tokens <= 9; ++n_tokens) {
-                    if (rows == 37 && n_tokens % 4 != 1) continue;  // keep the run short
-                    CAPTURE(smol::type_name(type));
-                    CAPTURE(rows);
-                    CAPTURE(cols);
-                    CAPTURE(n_tokens);
-                    const std::string level_name = set->name();
-        CAPTURE(level_name);
-                    const std::vector<float> x = random_floats(n_tokens * cols);
-                    smol::QuantizedInput input(*set);
-                    input.quantize(type, x.data(), n_tokens, cols, &pools[1]);
-                    // The fast quantizer is bit-identical to the reference one.
-                    const std::vector<uint8_t> ref_input = reference_activations(type, x, n_tokens, cols);
-                    REQUIRE(std::memcmp(input.data(), ref_input.data(), ref_input.size()) == 0);
+        for (GGMLType type : kAllTypes) {
+            const bool small_blocks = type == GGMLType::Q8_0 || type == GGMLType::F16 ||
+                                      type == GGMLType::BF16 || type == GGMLType::F32;
+            const size_t col_options[] = {small_blocks ? size_t(32) : size_t(256),
+                                          small_blocks ? size_t(160) : size_t(768)};
+            for (size_t cols : col_options) {
+                for (size_t rows : {size_t(1), size_t(7), size_t(37)}) {
+                    const std::vector<uint8_t> w_bytes = random_weights(type, rows, cols);
+                    const smol::WeightMatrix w =
+                        smol::make_weight_matrix(type, w_bytes.data(), rows, cols, "test");
+                    for (size_t n_tokens = 1; n_tokens <= 9; ++n_tokens) {
+                        if (rows == 37 && n_tokens % 4 != 1) continue;  // keep the run short
+                        CAPTURE(smol::type_name(type));
+                        CAPTURE(rows);
+                        CAPTURE(cols);
+                        CAPTURE(n_tokens);
+                        const std::string level_name = set->name();
+                        CAPTURE(level_name);
+                        const std::vector<float> x = random_floats(n_tokens * cols);
+                        smol::QuantizedInput input(*set);
+                        input.quantize(type, x.data(), n_tokens, cols, &pools[1]);
+                        // The fast quantizer is bit-identical to the reference one.
+                        const std::vector<uint8_t> ref_input =
+                            reference_activations(type, x, n_tokens, cols);
+                        REQUIRE(std::memcmp(input.data(), ref_input.data(), ref_input.size()) == 0);
 
-                    const size_t y_stride = rows + 3;  // a stride wider than the row count
-                    std::vector<float> ref(n_tokens * y_stride, 0.0f);
-                    smol::matmul_reference(w, input, ref.data(), y_stride);
-                    std::vector<double> scale(n_tokens * rows);
-                    for (size_t t = 0; t < n_tokens; ++t) {
-                        for (size_t r = 0; r < rows; ++r) {
-                            scale[t * rows + r] = magnitude(type, w_bytes.data() + r * w.row_bytes, input.type(),
-                                                            input.row(t), cols);
-                        }
-                    }
-                    std::vector<float> first;
-                    for (smol::ThreadPool& pool : pools) {
-                        std::vector<float> y(n_tokens * y_stride, 0.0f);
-                        smol::matmul(w, input, y.data(), y_stride, pool);
+                        const size_t y_stride = rows + 3;  // a stride wider than the row count
+                        std::vector<float> ref(n_tokens * y_stride, 0.0f);
+                        smol::matmul_reference(w, input, ref.data(), y_stride);
+                        std::vector<double> scale(n_tokens * rows);
                         for (size_t t = 0; t < n_tokens; ++t) {
                             for (size_t r = 0; r < rows; ++r) {
-                                CHECK(std::fabs(double(y[t * y_stride + r]) - double(ref[t * y_stride + r])) <=
-                                      1e-5 * scale[t * rows + r] + 1e-9);
+                                scale[t * rows + r] =
+                                    magnitude(type, w_bytes.data() + r * w.row_bytes, input.type(),
+                                              input.row(t), cols);
                             }
-                            for (size_t r = rows; r < y_stride; ++r) CHECK(y[t * y_stride + r] == 0.0f);
                         }
-                        if (first.empty()) {
-                            first = y;
-                        } else {
-                            CHECK(std::memcmp(first.data(), y.data(), y.size() * sizeof(float)) == 0);
+                        std::vector<float> first;
+                        for (smol::ThreadPool& pool : pools) {
+                            std::vector<float> y(n_tokens * y_stride, 0.0f);
+                            smol::matmul(w, input, y.data(), y_stride, pool);
+                            for (size_t t = 0; t < n_tokens; ++t) {
+                                for (size_t r = 0; r < rows; ++r) {
+                                    CHECK(std::fabs(double(y[t * y_stride + r]) -
+                                                    double(ref[t * y_stride + r])) <=
+                                          1e-5 * scale[t * rows + r] + 1e-9);
+                                }
+                                for (size_t r = rows; r < y_stride; ++r)
+                                    CHECK(y[t * y_stride + r] == 0.0f);
+                            }
+                            if (first.empty()) {
+                                first = y;
+                            } else {
+                                CHECK(std::memcmp(first.data(), y.data(),
+                                                  y.size() * sizeof(float)) == 0);
+                            }
                         }
                     }
                 }
             }
         }
-    }
 }
 
 TEST_CASE("matmul: a token's result does not depend on how many tokens share the call") {
     smol::ThreadPool pool(2);
     for (const kernels::KernelSet* set : runnable_sets())
-    for (GGMLType type : kAllTypes) {
-        CAPTURE(smol::type_name(type));
-        const std::string level_name = set->name();
-        CAPTURE(level_name);
-        const size_t rows = 9, cols = 512;
-        const std::vector<uint8_t> w_bytes = random_weights(type, rows, cols);
-        const smol::WeightMatrix w = smol::make_weight_matrix(type, w_bytes.data(), rows, cols);
-        const size_t n_tokens = 11;
-        const std::vector<float> x = random_floats(n_tokens * cols);
-        smol::QuantizedInput all(*set);
-        all.quantize(type, x.data(), n_tokens, cols);
-        std::vector<float> y_all(n_tokens * rows);
-        smol::matmul(w, all, y_all.data(), rows, pool);
-        for (size_t t = 0; t < n_tokens; ++t) {
-            smol::QuantizedInput one(*set);
-            one.quantize(type, x.data() + t * cols, 1, cols);
-            std::vector<float> y(rows);
-            smol::matmul(w, one, y.data(), rows, pool);
-            CHECK(std::memcmp(y.data(), y_all.data() + t * rows, rows * sizeof(float)) == 0);
+        for (GGMLType type : kAllTypes) {
+            CAPTURE(smol::type_name(type));
+            const std::string level_name = set->name();
+            CAPTURE(level_name);
+            const size_t rows = 9, cols = 512;
+            const std::vector<uint8_t> w_bytes = random_weights(type, rows, cols);
+            const smol::WeightMatrix w = smol::make_weight_matrix(type, w_bytes.data(), rows, cols);
+            const size_t n_tokens = 11;
+            const std::vector<float> x = random_floats(n_tokens * cols);
+            smol::QuantizedInput all(*set);
+            all.quantize(type, x.data(), n_tokens, cols);
+            std::vector<float> y_all(n_tokens * rows);
+            smol::matmul(w, all, y_all.data(), rows, pool);
+            for (size_t t = 0; t < n_tokens; ++t) {
+                smol::QuantizedInput one(*set);
+                one.quantize(type, x.data() + t * cols, 1, cols);
+                std::vector<float> y(rows);
+                smol::matmul(w, one, y.data(), rows, pool);
+                CHECK(std::memcmp(y.data(), y_all.data() + t * rows, rows * sizeof(float)) == 0);
+            }
         }
-    }
 }
 
 TEST_CASE("matmul_batch equals one matmul per matrix, bit for bit") {
@@ -495,8 +529,9 @@ TEST_CASE("matmul_batch equals one matmul per matrix, bit for bit") {
             expected[size_t(j)] = outputs[size_t(j)];
         }
         for (int j = 0; j < 3; ++j) {
-            jobs.push_back({smol::make_weight_matrix(types[j], bytes[size_t(j)].data(), rows[j], cols),
-                            outputs[size_t(j)].data(), rows[j] + 1});
+            jobs.push_back(
+                {smol::make_weight_matrix(types[j], bytes[size_t(j)].data(), rows[j], cols),
+                 outputs[size_t(j)].data(), rows[j] + 1});
         }
         const std::vector<float> x = random_floats(n_tokens * cols);
         smol::QuantizedInput input;
@@ -512,7 +547,8 @@ TEST_CASE("matmul_batch equals one matmul per matrix, bit for bit") {
 TEST_CASE("matmul: bad arguments throw smol::Error naming the problem") {
     smol::ThreadPool pool(1);
     std::vector<uint8_t> w_bytes = random_weights(GGMLType::Q4_K, 2, 256);
-    const smol::WeightMatrix w = smol::make_weight_matrix(GGMLType::Q4_K, w_bytes.data(), 2, 256, "blk.0.ffn_up");
+    const smol::WeightMatrix w =
+        smol::make_weight_matrix(GGMLType::Q4_K, w_bytes.data(), 2, 256, "blk.0.ffn_up");
     std::vector<float> x(512, 0.5f), y(4);
     smol::QuantizedInput wrong_cols;
     wrong_cols.quantize(GGMLType::Q4_K, x.data(), 1, 512);
@@ -534,62 +570,65 @@ TEST_CASE("matmul: bad arguments throw smol::Error naming the problem") {
 TEST_CASE("float ops of every level match their scalar references") {
     const kernels::KernelSet& ref_set = scalar_set();
     for (const kernels::KernelSet* set : runnable_sets())
-    for (size_t n : {size_t(1), size_t(7), size_t(8), size_t(33), size_t(2048)}) {
-        const std::string level_name = set->name();
-        CAPTURE(level_name);
-        CAPTURE(n);
-        const std::vector<float> a = random_floats(n), b = random_floats(n), weight = random_floats(n);
-        double magnitude_sum = 0.0;
-        for (size_t i = 0; i < n; ++i) magnitude_sum += std::fabs(double(a[i]) * b[i]);
-        CHECK(std::fabs(set->dot_f32(a.data(), b.data(), n) - ref_set.dot_f32(a.data(), b.data(), n)) <=
-              1e-5 * magnitude_sum + 1e-9);
+        for (size_t n : {size_t(1), size_t(7), size_t(8), size_t(33), size_t(2048)}) {
+            const std::string level_name = set->name();
+            CAPTURE(level_name);
+            CAPTURE(n);
+            const std::vector<float> a = random_floats(n), b = random_floats(n),
+                                     weight = random_floats(n);
+            double magnitude_sum = 0.0;
+            for (size_t i = 0; i < n; ++i) magnitude_sum += std::fabs(double(a[i]) * b[i]);
+            CHECK(std::fabs(set->dot_f32(a.data(), b.data(), n) -
+                            ref_set.dot_f32(a.data(), b.data(), n)) <= 1e-5 * magnitude_sum + 1e-9);
 
-        std::vector<float> fast(n), ref(n);
-        set->rmsnorm(a.data(), weight.data(), fast.data(), n, 1e-6f);
-        ref_set.rmsnorm(a.data(), weight.data(), ref.data(), n, 1e-6f);
-        for (size_t i = 0; i < n; ++i) CHECK(fast[i] == doctest::Approx(ref[i]).epsilon(1e-5));
-        // In place works too.
-        std::vector<float> in_place = a;
-        set->rmsnorm(in_place.data(), weight.data(), in_place.data(), n, 1e-6f);
-        CHECK(std::memcmp(in_place.data(), fast.data(), n * sizeof(float)) == 0);
+            std::vector<float> fast(n), ref(n);
+            set->rmsnorm(a.data(), weight.data(), fast.data(), n, 1e-6f);
+            ref_set.rmsnorm(a.data(), weight.data(), ref.data(), n, 1e-6f);
+            for (size_t i = 0; i < n; ++i) CHECK(fast[i] == doctest::Approx(ref[i]).epsilon(1e-5));
+            // In place works too.
+            std::vector<float> in_place = a;
+            set->rmsnorm(in_place.data(), weight.data(), in_place.data(), n, 1e-6f);
+            CHECK(std::memcmp(in_place.data(), fast.data(), n * sizeof(float)) == 0);
 
-        std::vector<float> gate = random_floats(n, 4.0f);
-        if (n > 3) gate[3] = -100.0f;  // exp overflow territory: silu -> -0
-        set->swiglu(gate.data(), b.data(), fast.data(), n);
-        ref_set.swiglu(gate.data(), b.data(), ref.data(), n);
-        for (size_t i = 0; i < n; ++i) CHECK(fast[i] == doctest::Approx(ref[i]).epsilon(1e-5).scale(1e-6));
+            std::vector<float> gate = random_floats(n, 4.0f);
+            if (n > 3) gate[3] = -100.0f;  // exp overflow territory: silu -> -0
+            set->swiglu(gate.data(), b.data(), fast.data(), n);
+            ref_set.swiglu(gate.data(), b.data(), ref.data(), n);
+            for (size_t i = 0; i < n; ++i)
+                CHECK(fast[i] == doctest::Approx(ref[i]).epsilon(1e-5).scale(1e-6));
 
-        std::vector<float> logits = random_floats(n, 10.0f);
-        fast = logits;
-        ref = logits;
-        set->softmax(fast.data(), n);
-        ref_set.softmax(ref.data(), n);
-        double total = 0.0;
-        for (size_t i = 0; i < n; ++i) {
-            CHECK(fast[i] == doctest::Approx(ref[i]).epsilon(1e-5).scale(1e-7));
-            total += fast[i];
+            std::vector<float> logits = random_floats(n, 10.0f);
+            fast = logits;
+            ref = logits;
+            set->softmax(fast.data(), n);
+            ref_set.softmax(ref.data(), n);
+            double total = 0.0;
+            for (size_t i = 0; i < n; ++i) {
+                CHECK(fast[i] == doctest::Approx(ref[i]).epsilon(1e-5).scale(1e-7));
+                total += fast[i];
+            }
+            CHECK(total == doctest::Approx(1.0).epsilon(1e-5));
+
+            // RoPE over n / 2 pairs with angles of any size.
+            const size_t pairs = n / 2;
+            std::vector<float> cos(pairs), sin(pairs);
+            for (size_t i = 0; i < pairs; ++i) {
+                const float angle = uniform(-100.0f, 100.0f);
+                cos[i] = std::cos(angle);
+                sin[i] = std::sin(angle);
+            }
+            fast = a;
+            ref = a;
+            set->rope(fast.data(), cos.data(), sin.data(), pairs);
+            ref_set.rope(ref.data(), cos.data(), sin.data(), pairs);
+            // Levels may fuse x0 cos - x1 sin into one rounding: compare against the pair's size.
+            for (size_t i = 0; i < 2 * pairs; ++i) {
+                const double pair_size = std::fabs(a[i & ~size_t(1)]) + std::fabs(a[i | 1]);
+                CHECK(std::fabs(double(fast[i]) - double(ref[i])) <= 1e-6 * pair_size + 1e-12);
+            }
+            for (size_t i = 2 * pairs; i < n; ++i)
+                CHECK(fast[i] == a[i]);  // an odd tail is not touched
         }
-        CHECK(total == doctest::Approx(1.0).epsilon(1e-5));
-
-        // RoPE over n / 2 pairs with angles of any size.
-        const size_t pairs = n / 2;
-        std::vector<float> cos(pairs), sin(pairs);
-        for (size_t i = 0; i < pairs; ++i) {
-            const float angle = uniform(-100.0f, 100.0f);
-            cos[i] = std::cos(angle);
-            sin[i] = std::sin(angle);
-        }
-        fast = a;
-        ref = a;
-        set->rope(fast.data(), cos.data(), sin.data(), pairs);
-        ref_set.rope(ref.data(), cos.data(), sin.data(), pairs);
-        // Levels may fuse x0 cos - x1 sin into one rounding: compare against the pair's size.
-        for (size_t i = 0; i < 2 * pairs; ++i) {
-            const double pair_size = std::fabs(a[i & ~size_t(1)]) + std::fabs(a[i | 1]);
-            CHECK(std::fabs(double(fast[i]) - double(ref[i])) <= 1e-6 * pair_size + 1e-12);
-        }
-        for (size_t i = 2 * pairs; i < n; ++i) CHECK(fast[i] == a[i]);  // an odd tail is not touched
-    }
     // rmsnorm of a known vector: x = (3, 4), mean square 12.5.
     const float x[2] = {3.0f, 4.0f}, weight[2] = {1.0f, 2.0f};
     float out[2];
@@ -603,7 +642,8 @@ TEST_CASE("float ops of every level match their scalar references") {
     CHECK(out[1] == doctest::Approx(40.0).epsilon(1e-6));
 }
 
-TEST_CASE("attention: the avx512 level computes avx2's bits (same operations per element, 16 lanes)") {
+TEST_CASE(
+    "attention: the avx512 level computes avx2's bits (same operations per element, 16 lanes)") {
     const kernels::KernelSet* avx2_set = nullptr;
     const kernels::KernelSet* avx512_set = nullptr;
     for (const kernels::KernelSet* set : runnable_sets()) {
@@ -615,122 +655,131 @@ TEST_CASE("attention: the avx512 level computes avx2's bits (same operations per
         return;
     }
     for (bool f16 : {true, false})
-    for (size_t head_dim : {size_t(8), size_t(20), size_t(72), size_t(128)})
-    for (size_t group : {size_t(1), size_t(3), size_t(4), size_t(6)})
-    for (size_t n_positions : {size_t(1), size_t(2), size_t(7), size_t(70)}) {
-        CAPTURE(f16);
-        CAPTURE(head_dim);
-        CAPTURE(group);
-        CAPTURE(n_positions);
-        const size_t row_bytes = head_dim * (f16 ? 2 : 4) + 2;
-        std::vector<uint8_t> storage(2 * n_positions * row_bytes + 1);
-        uint8_t* keys = storage.data() + 1;
-        for (size_t row = 0; row < 2 * n_positions; ++row) {  // keys, then values
-            for (size_t i = 0; i < head_dim; ++i) {
-                const float f = uniform(-1.0f, 1.0f);
-                if (f16) {
-                    const uint16_t h = smol::fp32_to_fp16(f);
-                    std::memcpy(keys + row * row_bytes + 2 * i, &h, 2);
-                } else {
-                    std::memcpy(keys + row * row_bytes + 4 * i, &f, 4);
+        for (size_t head_dim : {size_t(8), size_t(20), size_t(72), size_t(128)})
+            for (size_t group : {size_t(1), size_t(3), size_t(4), size_t(6)})
+                for (size_t n_positions : {size_t(1), size_t(2), size_t(7), size_t(70)}) {
+                    CAPTURE(f16);
+                    CAPTURE(head_dim);
+                    CAPTURE(group);
+                    CAPTURE(n_positions);
+                    const size_t row_bytes = head_dim * (f16 ? 2 : 4) + 2;
+                    std::vector<uint8_t> storage(2 * n_positions * row_bytes + 1);
+                    uint8_t* keys = storage.data() + 1;
+                    for (size_t row = 0; row < 2 * n_positions; ++row) {  // keys, then values
+                        for (size_t i = 0; i < head_dim; ++i) {
+                            const float f = uniform(-1.0f, 1.0f);
+                            if (f16) {
+                                const uint16_t h = smol::fp32_to_fp16(f);
+                                std::memcpy(keys + row * row_bytes + 2 * i, &h, 2);
+                            } else {
+                                std::memcpy(keys + row * row_bytes + 4 * i, &f, 4);
+                            }
+                        }
+                    }
+                    const std::vector<float> q = random_floats(group * head_dim, 2.0f);
+                    std::vector<float> scores(group * n_positions), out_avx2(group * head_dim),
+                        out_avx512(group * head_dim);
+                    kernels::AttentionHead head;
+                    head.q = q.data();
+                    head.keys = keys;
+                    head.values = keys + n_positions * row_bytes;
+                    head.row_bytes = row_bytes;
+                    head.f16 = f16;
+                    head.group = group;
+                    head.head_dim = head_dim;
+                    head.n_positions = n_positions;
+                    head.scale = 1.0f / std::sqrt(float(head_dim));
+                    head.scores = scores.data();
+                    head.out = out_avx2.data();
+                    avx2_set->attend(head);
+                    head.out = out_avx512.data();
+                    avx512_set->attend(head);
+                    CHECK(std::memcmp(out_avx2.data(), out_avx512.data(),
+                                      out_avx2.size() * sizeof(float)) == 0);
                 }
-            }
-        }
-        const std::vector<float> q = random_floats(group * head_dim, 2.0f);
-        std::vector<float> scores(group * n_positions), out_avx2(group * head_dim), out_avx512(group * head_dim);
-        kernels::AttentionHead head;
-        head.q = q.data();
-        head.keys = keys;
-        head.values = keys + n_positions * row_bytes;
-        head.row_bytes = row_bytes;
-        head.f16 = f16;
-        head.group = group;
-        head.head_dim = head_dim;
-        head.n_positions = n_positions;
-        head.scale = 1.0f / std::sqrt(float(head_dim));
-        head.scores = scores.data();
-        head.out = out_avx2.data();
-        avx2_set->attend(head);
-        head.out = out_avx512.data();
-        avx512_set->attend(head);
-        CHECK(std::memcmp(out_avx2.data(), out_avx512.data(), out_avx2.size() * sizeof(float)) == 0);
-    }
 }
 
 TEST_CASE("attention of every level matches the scalar reference and a float64 softmax(qK)V") {
     for (const kernels::KernelSet* set : runnable_sets())
-    for (bool f16 : {true, false})
-    for (size_t head_dim : {size_t(8), size_t(20), size_t(128)})
-    for (size_t group : {size_t(1), size_t(4)})
-    for (size_t n_positions : {size_t(1), size_t(3), size_t(70)}) {
-        const std::string level_name = set->name();
-        CAPTURE(level_name);
-        CAPTURE(f16);
-        CAPTURE(head_dim);
-        CAPTURE(group);
-        CAPTURE(n_positions);
-        const size_t element = f16 ? 2 : 4, row_bytes = head_dim * element + 6;  // padded rows
-        // Cache rows at an odd address: the kernels must not assume alignment.
-        std::vector<uint8_t> storage(2 * n_positions * row_bytes + 1);
-        uint8_t* keys = storage.data() + 1;
-        uint8_t* values = keys + n_positions * row_bytes;
-        std::vector<double> k(n_positions * head_dim), v(n_positions * head_dim);
-        for (size_t p = 0; p < n_positions; ++p) {
-            for (size_t i = 0; i < head_dim; ++i) {
-                float kf = uniform(-1.0f, 1.0f), vf = uniform(-1.0f, 1.0f);
-                if (f16) {
-                    const uint16_t kh = smol::fp32_to_fp16(kf), vh = smol::fp32_to_fp16(vf);
-                    std::memcpy(keys + p * row_bytes + 2 * i, &kh, 2);
-                    std::memcpy(values + p * row_bytes + 2 * i, &vh, 2);
-                    kf = smol::fp16_to_fp32(kh);
-                    vf = smol::fp16_to_fp32(vh);
-                } else {
-                    std::memcpy(keys + p * row_bytes + 4 * i, &kf, 4);
-                    std::memcpy(values + p * row_bytes + 4 * i, &vf, 4);
-                }
-                k[p * head_dim + i] = kf;
-                v[p * head_dim + i] = vf;
-            }
-        }
-        const std::vector<float> q = random_floats(group * head_dim, 2.0f);
-        std::vector<float> scores(group * n_positions), out(group * head_dim, 7.0f), ref(group * head_dim);
-        kernels::AttentionHead head;
-        head.q = q.data();
-        head.keys = keys;
-        head.values = values;
-        head.row_bytes = row_bytes;
-        head.f16 = f16;
-        head.group = group;
-        head.head_dim = head_dim;
-        head.n_positions = n_positions;
-        head.scale = 1.0f / std::sqrt(float(head_dim));
-        head.scores = scores.data();
-        head.out = out.data();
-        set->attend(head);
-        head.out = ref.data();
-        scalar_set().attend(head);
-        for (size_t g = 0; g < group; ++g) {
-            std::vector<double> w(n_positions);
-            double max_score = -1e300, total = 0.0;
-            for (size_t p = 0; p < n_positions; ++p) {
-                double dot = 0.0;
-                for (size_t i = 0; i < head_dim; ++i) dot += double(q[g * head_dim + i]) * k[p * head_dim + i];
-                w[p] = dot / std::sqrt(double(head_dim));
-                max_score = std::max(max_score, w[p]);
-            }
-            for (double& x : w) total += (x = std::exp(x - max_score));
-            for (size_t i = 0; i < head_dim; ++i) {
-                // Float rounding is judged against sum_p w_p |v_p| (the output can cancel to ~0).
-                double exact = 0.0, size = 0.0;
-                for (size_t p = 0; p < n_positions; ++p) {
-                    exact += w[p] / total * v[p * head_dim + i];
-                    size += w[p] / total * std::fabs(v[p * head_dim + i]);
-                }
-                CHECK(std::fabs(out[g * head_dim + i] - ref[g * head_dim + i]) <= 1e-5 * size + 1e-9);
-                CHECK(std::fabs(out[g * head_dim + i] - exact) <= 1e-5 * size + 1e-9);
-            }
-        }
-    }
+        for (bool f16 : {true, false})
+            for (size_t head_dim : {size_t(8), size_t(20), size_t(128)})
+                for (size_t group : {size_t(1), size_t(4)})
+                    for (size_t n_positions : {size_t(1), size_t(3), size_t(70)}) {
+                        const std::string level_name = set->name();
+                        CAPTURE(level_name);
+                        CAPTURE(f16);
+                        CAPTURE(head_dim);
+                        CAPTURE(group);
+                        CAPTURE(n_positions);
+                        const size_t element = f16 ? 2 : 4,
+                                     row_bytes = head_dim * element + 6;  // padded rows
+                        // Cache rows at an odd address: the kernels must not assume alignment.
+                        std::vector<uint8_t> storage(2 * n_positions * row_bytes + 1);
+                        uint8_t* keys = storage.data() + 1;
+                        uint8_t* values = keys + n_positions * row_bytes;
+                        std::vector<double> k(n_positions * head_dim), v(n_positions * head_dim);
+                        for (size_t p = 0; p < n_positions; ++p) {
+                            for (size_t i = 0; i < head_dim; ++i) {
+                                float kf = uniform(-1.0f, 1.0f), vf = uniform(-1.0f, 1.0f);
+                                if (f16) {
+                                    const uint16_t kh = smol::fp32_to_fp16(kf),
+                                                   vh = smol::fp32_to_fp16(vf);
+                                    std::memcpy(keys + p * row_bytes + 2 * i, &kh, 2);
+                                    std::memcpy(values + p * row_bytes + 2 * i, &vh, 2);
+                                    kf = smol::fp16_to_fp32(kh);
+                                    vf = smol::fp16_to_fp32(vh);
+                                } else {
+                                    std::memcpy(keys + p * row_bytes + 4 * i, &kf, 4);
+                                    std::memcpy(values + p * row_bytes + 4 * i, &vf, 4);
+                                }
+                                k[p * head_dim + i] = kf;
+                                v[p * head_dim + i] = vf;
+                            }
+                        }
+                        const std::vector<float> q = random_floats(group * head_dim, 2.0f);
+                        std::vector<float> scores(group * n_positions), out(group * head_dim, 7.0f),
+                            ref(group * head_dim);
+                        kernels::AttentionHead head;
+                        head.q = q.data();
+                        head.keys = keys;
+                        head.values = values;
+                        head.row_bytes = row_bytes;
+                        head.f16 = f16;
+                        head.group = group;
+                        head.head_dim = head_dim;
+                        head.n_positions = n_positions;
+                        head.scale = 1.0f / std::sqrt(float(head_dim));
+                        head.scores = scores.data();
+                        head.out = out.data();
+                        set->attend(head);
+                        head.out = ref.data();
+                        scalar_set().attend(head);
+                        for (size_t g = 0; g < group; ++g) {
+                            std::vector<double> w(n_positions);
+                            double max_score = -1e300, total = 0.0;
+                            for (size_t p = 0; p < n_positions; ++p) {
+                                double dot = 0.0;
+                                for (size_t i = 0; i < head_dim; ++i)
+                                    dot += double(q[g * head_dim + i]) * k[p * head_dim + i];
+                                w[p] = dot / std::sqrt(double(head_dim));
+                                max_score = std::max(max_score, w[p]);
+                            }
+                            for (double& x : w) total += (x = std::exp(x - max_score));
+                            for (size_t i = 0; i < head_dim; ++i) {
+                                // Float rounding is judged against sum_p w_p |v_p| (the output can
+                                // cancel to ~0).
+                                double exact = 0.0, size = 0.0;
+                                for (size_t p = 0; p < n_positions; ++p) {
+                                    exact += w[p] / total * v[p * head_dim + i];
+                                    size += w[p] / total * std::fabs(v[p * head_dim + i]);
+                                }
+                                CHECK(std::fabs(out[g * head_dim + i] - ref[g * head_dim + i]) <=
+                                      1e-5 * size + 1e-9);
+                                CHECK(std::fabs(out[g * head_dim + i] - exact) <=
+                                      1e-5 * size + 1e-9);
+                            }
+                        }
+                    }
 }
 
 #if !defined(SMOL_TEST_NO_FIXTURES)
@@ -751,7 +800,8 @@ TEST_CASE("golden: matmul over real fixture tensors matches independently dequan
         const smol::gguf::TensorInfo& info = file->tensor(tensor_name);
         const size_t cols = size_t(info.dim(0)), rows = size_t(info.rows());
         REQUIRE(cols == entry.at("row_length").get<size_t>());
-        const smol::WeightMatrix w = smol::make_weight_matrix(info.type, info.data, rows, cols, tensor_name);
+        const smol::WeightMatrix w =
+            smol::make_weight_matrix(info.type, info.data, rows, cols, tensor_name);
         const std::vector<float> golden_rows = smol_test::read_f32(*rows_path);
         const std::vector<size_t> row_ids = entry.at("rows").get<std::vector<size_t>>();
         REQUIRE(golden_rows.size() == row_ids.size() * cols);
@@ -759,26 +809,29 @@ TEST_CASE("golden: matmul over real fixture tensors matches independently dequan
         const size_t n_tokens = 3;
         const std::vector<float> x = random_floats(n_tokens * cols);
         for (const kernels::KernelSet* set : runnable_sets()) {
-        const std::string level_name = set->name();
-        CAPTURE(level_name);
-        smol::QuantizedInput input(*set);
-        input.quantize(info.type, x.data(), n_tokens, cols);
-        std::vector<float> y(n_tokens * rows);
-        smol::matmul(w, input, y.data(), rows, pool);
-        std::vector<float> x_dequantized(cols);
-        for (size_t t = 0; t < n_tokens; ++t) {
-            smol::dequantize_activation_row(input.type(), input.row(t), x_dequantized.data(), cols);
-            for (size_t k = 0; k < row_ids.size(); ++k) {
-                double exact = 0.0, scale = 0.0;
-                for (size_t i = 0; i < cols; ++i) {
-                    const double product = double(golden_rows[k * cols + i]) * double(x_dequantized[i]);
-                    exact += product;
-                    scale += std::fabs(product);
+            const std::string level_name = set->name();
+            CAPTURE(level_name);
+            smol::QuantizedInput input(*set);
+            input.quantize(info.type, x.data(), n_tokens, cols);
+            std::vector<float> y(n_tokens * rows);
+            smol::matmul(w, input, y.data(), rows, pool);
+            std::vector<float> x_dequantized(cols);
+            for (size_t t = 0; t < n_tokens; ++t) {
+                smol::dequantize_activation_row(input.type(), input.row(t), x_dequantized.data(),
+                                                cols);
+                for (size_t k = 0; k < row_ids.size(); ++k) {
+                    double exact = 0.0, scale = 0.0;
+                    for (size_t i = 0; i < cols; ++i) {
+                        const double product =
+                            double(golden_rows[k * cols + i]) * double(x_dequantized[i]);
+                        exact += product;
+                        scale += std::fabs(product);
+                    }
+                    CHECK(std::fabs(double(y[t * rows + row_ids[k]]) - exact) <=
+                          2e-5 * scale + 1e-9);
+                    smol_test::count_golden();
                 }
-                CHECK(std::fabs(double(y[t * rows + row_ids[k]]) - exact) <= 2e-5 * scale + 1e-9);
-                smol_test::count_golden();
             }
-        }
         }
     }
 }

@@ -69,7 +69,8 @@ void check_reference_golden(const std::string& model) {
                 return step_logits.data();
             },
             where);
-        MESSAGE(where << ": greedy identical for " << same << " of " << g.greedy_ids.size() << " steps");
+        MESSAGE(where << ": greedy identical for " << same << " of " << g.greedy_ids.size()
+                      << " steps");
         smol_test::count_golden();
     }
 }
@@ -108,7 +109,9 @@ TEST_CASE("config from the fixtures") {
 // --test-case-exclude="[slow]*". The fast path's golden checks below do not.
 TEST_CASE("[slow] reference forward matches the goldens") {
     for (const char* model : kGoldenModels) {
-        SUBCASE(model) { check_reference_golden(model); }
+        SUBCASE(model) {
+            check_reference_golden(model);
+        }
     }
 }
 
@@ -124,8 +127,9 @@ struct FastRun {
     smol::CpuLevel cpu = smol::CpuLevel::automatic;
 };
 
-using ForwardFn = std::function<void(const int32_t* tokens, size_t n, size_t start, smol::KVCache& kv,
-                                      float* logits, const smol::ForwardOptions& options)>;
+using ForwardFn =
+    std::function<void(const int32_t* tokens, size_t n, size_t start, smol::KVCache& kv,
+                       float* logits, const smol::ForwardOptions& options)>;
 
 // Checks our forward against one golden prompt: per-position top-8 (in segments of
 // all_logits), last-position logits, greedy. Returns our last-position logits.
@@ -134,11 +138,13 @@ using ForwardFn = std::function<void(const int32_t* tokens, size_t n, size_t sta
 struct Tolerance {
     float fraction = 0.02f;
     double cosine = 0.999;
-    float ambiguous_gap = 0.25f;  // greedy: the reference's top-1/top-2 gap below which ours may differ
+    float ambiguous_gap =
+        0.25f;  // greedy: the reference's top-1/top-2 gap below which ours may differ
 };
 
-std::vector<float> check_prompt(const smol_test::GoldenPrompt& g, const std::vector<float>& expected,
-                                size_t vocab, const ForwardFn& forward, smol::KVCache& kv,
+std::vector<float> check_prompt(const smol_test::GoldenPrompt& g,
+                                const std::vector<float>& expected, size_t vocab,
+                                const ForwardFn& forward, smol::KVCache& kv,
                                 const smol::ForwardOptions& options, bool per_position, bool greedy,
                                 const std::string& where, const Tolerance& tolerance = {}) {
     std::vector<float> last(vocab);
@@ -168,8 +174,8 @@ std::vector<float> check_prompt(const smol_test::GoldenPrompt& g, const std::vec
 
     REQUIRE(expected.size() == vocab);
     const auto cmp = smol_test::compare_logits(last.data(), expected.data(), vocab);
-    MESSAGE(where << ": cosine " << cmp.cosine << " max abs error " << cmp.max_abs_error << " range "
-                  << cmp.range);
+    MESSAGE(where << ": cosine " << cmp.cosine << " max abs error " << cmp.max_abs_error
+                  << " range " << cmp.range);
     CHECK_MESSAGE(cmp.cosine >= tolerance.cosine, where);
     CHECK_MESSAGE(cmp.max_abs_error <= tolerance.fraction * cmp.range, where);
     smol_test::count_golden();
@@ -185,7 +191,8 @@ std::vector<float> check_prompt(const smol_test::GoldenPrompt& g, const std::vec
                 return step_logits.data();
             },
             where, tolerance.fraction, tolerance.ambiguous_gap);
-        MESSAGE(where << ": greedy identical for " << same << " of " << g.greedy_ids.size() << " steps");
+        MESSAGE(where << ": greedy identical for " << same << " of " << g.greedy_ids.size()
+                      << " steps");
         smol_test::count_golden();
     }
     return last;
@@ -212,8 +219,8 @@ void check_fast_golden(const std::string& model_name, const FastRun& run, bool p
         const smol_test::GoldenPrompt& g = (*golden)[pi];
         const std::string where = model_name + " prompt " + std::to_string(pi) + " (fast, " +
                                   std::to_string(run.threads) + " threads, chunk " +
-                                  std::to_string(run.chunk) + ", " + smol::cpu_level_name(model->cpu_level()) +
-                                  " kernels)";
+                                  std::to_string(run.chunk) + ", " +
+                                  smol::cpu_level_name(model->cpu_level()) + " kernels)";
         smol::KVCache kv = model->new_cache(smol::KVCache::kDefaultSize, run.kv_type);
         check_prompt(g, smol_test::read_f32(g.logits_path), vocab, forward, kv, options,
                      per_position, greedy, where, tolerance);
@@ -224,7 +231,9 @@ void check_fast_golden(const std::string& model_name, const FastRun& run, bool p
 
 TEST_CASE("fast forward matches the goldens") {
     for (const char* model : kGoldenModels) {
-        SUBCASE(model) { check_fast_golden(model, FastRun{}, true, true); }
+        SUBCASE(model) {
+            check_fast_golden(model, FastRun{}, true, true);
+        }
     }
 }
 
@@ -237,7 +246,8 @@ TEST_CASE("fast forward at every kernel level matches the goldens") {
     const smol::CpuLevel* levels = smol::compiled_cpu_levels(count);
     for (size_t i = 0; i < count; ++i) {
         if (!smol::cpu_supports(levels[i])) {
-            MESSAGE("kernel level " << smol::cpu_level_name(levels[i]) << " not runnable here: skipped");
+            MESSAGE("kernel level " << smol::cpu_level_name(levels[i])
+                                    << " not runnable here: skipped");
             continue;
         }
         for (const char* model : kGoldenModels) {
@@ -278,7 +288,8 @@ TEST_CASE("fast forward with an F32 KV cache matches the goldens") {
     // greedy rule's ambiguity gap is 0.5 here; the logit tolerances are the goldens'.
     Tolerance tolerance;
     tolerance.ambiguous_gap = 0.5f;
-    check_fast_golden("tiny-q4km.gguf", FastRun{2, 0, smol::KVType::f32}, false, true, 3, tolerance);
+    check_fast_golden("tiny-q4km.gguf", FastRun{2, 0, smol::KVType::f32}, false, true, 3,
+                      tolerance);
 }
 
 // ---------------------------------------------------------------------------
@@ -293,8 +304,9 @@ std::shared_ptr<const smol::gguf::File> made_file(const smol_tools::MakeOptions&
 smol_test::TopList top8(const float* logits, size_t vocab) {
     std::vector<int32_t> ids(vocab);
     for (size_t i = 0; i < vocab; ++i) ids[i] = int32_t(i);
-    std::partial_sort(ids.begin(), ids.begin() + 8, ids.end(),
-                      [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+    std::partial_sort(ids.begin(), ids.begin() + 8, ids.end(), [&](int32_t a, int32_t b) {
+        return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+    });
     smol_test::TopList out;
     for (int i = 0; i < 8; ++i) out.emplace_back(ids[size_t(i)], logits[ids[size_t(i)]]);
     return out;
@@ -341,9 +353,9 @@ TEST_CASE("fast forward agrees with the reference on generated models") {
         size_t heads, kv_heads, head_dim;
     };
     const Case cases[] = {
-        {T::Q4_K, T::Q6_K, true, 4, 1, 64},   {T::Q5_K, T::Q5_K, false, 4, 2, 64},
-        {T::Q6_K, T::Q6_K, true, 4, 4, 64},   {T::Q8_0, T::Q8_0, false, 4, 1, 64},
-        {T::F16, T::F16, true, 2, 2, 128},    {T::F32, T::F32, false, 2, 1, 128},
+        {T::Q4_K, T::Q6_K, true, 4, 1, 64}, {T::Q5_K, T::Q5_K, false, 4, 2, 64},
+        {T::Q6_K, T::Q6_K, true, 4, 4, 64}, {T::Q8_0, T::Q8_0, false, 4, 1, 64},
+        {T::F16, T::F16, true, 2, 2, 128},  {T::F32, T::F32, false, 2, 1, 128},
         {T::BF16, T::Q4_K, true, 4, 2, 64},
     };
     smol::ThreadPool pool(2);
@@ -367,8 +379,9 @@ TEST_CASE("fast forward agrees with the reference on generated models") {
         const size_t vocab = net.config().vocab_size;
         const auto ids = random_tokens(40, vocab, spec.seed);
         const smol::ForwardOptions options{false, 16, nullptr};  // several prefill chunks
-        const ForwardFn forward = [&](const int32_t* tokens, size_t n, size_t start, smol::KVCache& kv,
-                                      float* logits, const smol::ForwardOptions& o) {
+        const ForwardFn forward = [&](const int32_t* tokens, size_t n, size_t start,
+                                      smol::KVCache& kv, float* logits,
+                                      const smol::ForwardOptions& o) {
             net.forward(tokens, n, start, kv, logits, pool, o);
         };
         // Against the reference that rounds every matrix input as our kernels do (Q8_K32 /
@@ -386,7 +399,8 @@ TEST_CASE("fast forward agrees with the reference on generated models") {
             const auto g = reference_golden(ref, ids, 8, expected);
             const auto [lo, hi] = std::minmax_element(expected.begin(), expected.end());
             smol::KVCache kv(net.config(), smol::KVCache::kDefaultSize, smol::KVType::f32);
-            check_prompt(g, expected, vocab, forward, kv, options, true, true, where + " vs rounded reference",
+            check_prompt(g, expected, vocab, forward, kv, options, true, true,
+                         where + " vs rounded reference",
                          Tolerance{0.02f, 0.999, 0.01f * (*hi - *lo)});
         }
         // Against the float reference (no activation rounding), F32 KV: the rounding
@@ -478,7 +492,8 @@ TEST_CASE("KV cache: fork, truncate, serialize") {
     // serialize the prefix, restore, continue with a: same as the first run.
     kv.truncate(12);
     const std::vector<uint8_t> bytes = kv.serialize();
-    smol::KVCache restored = smol::KVCache::deserialize(net.config(), bytes.data(), bytes.size(), 32);
+    smol::KVCache restored =
+        smol::KVCache::deserialize(net.config(), bytes.data(), bytes.size(), 32);
     CHECK(restored.size() == 12);
     CHECK(restored.n_ctx() == 32);
     CHECK(run(restored, a) == after_a);
@@ -486,8 +501,10 @@ TEST_CASE("KV cache: fork, truncate, serialize") {
     // Damaged or mismatched bytes are errors.
     std::vector<uint8_t> damaged = bytes;
     damaged[0] ^= 0xff;
-    CHECK_THROWS_AS(smol::KVCache::deserialize(net.config(), damaged.data(), damaged.size()), smol::Error);
-    CHECK_THROWS_AS(smol::KVCache::deserialize(net.config(), bytes.data(), bytes.size() - 1), smol::Error);
+    CHECK_THROWS_AS(smol::KVCache::deserialize(net.config(), damaged.data(), damaged.size()),
+                    smol::Error);
+    CHECK_THROWS_AS(smol::KVCache::deserialize(net.config(), bytes.data(), bytes.size() - 1),
+                    smol::Error);
     smol::Config other = net.config();
     other.n_kv_heads = 1;
     try {
@@ -533,20 +550,23 @@ TEST_CASE("positions past the context are errors, not crashes") {
     const size_t vocab = net.config().vocab_size;
     smol::ThreadPool pool(2);
     std::vector<float> logits(vocab);
-    CHECK(error_kind_of([&] { smol::KVCache kv(net.config(), 0); }) == smol::ErrorKind::invalid_argument);
-    CHECK(error_kind_of([&] { smol::KVCache kv(net.config(), 65); }) == smol::ErrorKind::invalid_argument);
+    CHECK(error_kind_of([&] { smol::KVCache kv(net.config(), 0); }) ==
+          smol::ErrorKind::invalid_argument);
+    CHECK(error_kind_of([&] { smol::KVCache kv(net.config(), 65); }) ==
+          smol::ErrorKind::invalid_argument);
     smol::KVCache kv(net.config());
     CHECK(kv.n_ctx() == 64);  // min(4096, context length)
 
     const auto too_long = random_tokens(65, vocab, 4);
-    CHECK(error_kind_of([&] { net.forward(too_long.data(), too_long.size(), 0, kv, logits.data(), pool); }) ==
-          smol::ErrorKind::out_of_range);
+    CHECK(error_kind_of([&] {
+              net.forward(too_long.data(), too_long.size(), 0, kv, logits.data(), pool);
+          }) == smol::ErrorKind::out_of_range);
     CHECK(kv.size() == 0);
     const auto fits = random_tokens(60, vocab, 5);
     net.forward(fits.data(), fits.size(), 0, kv, logits.data(), pool);
     CHECK(error_kind_of([&] { net.forward(fits.data(), 5, 60, kv, logits.data(), pool); }) ==
           smol::ErrorKind::out_of_range);
-    CHECK(kv.size() == 60);  // a rejected call changes nothing
+    CHECK(kv.size() == 60);                                    // a rejected call changes nothing
     net.forward(fits.data(), 4, 60, kv, logits.data(), pool);  // exactly fills the context
     CHECK(kv.size() == 64);
     CHECK(error_kind_of([&] { net.forward(fits.data(), 1, 64, kv, logits.data(), pool); }) ==
@@ -580,8 +600,9 @@ TEST_CASE("cancellation between layers") {
     smol::ForwardOptions options;
     options.cancel = &cancel;
     options.chunk_size = 4;
-    CHECK(error_kind_of([&] { net.forward(ids.data() + 5, 15, 5, kv, logits.data(), pool, options); }) ==
-          smol::ErrorKind::cancelled);
+    CHECK(error_kind_of([&] {
+              net.forward(ids.data() + 5, 15, 5, kv, logits.data(), pool, options);
+          }) == smol::ErrorKind::cancelled);
     CHECK(kv.size() == 5);  // no chunk completed
     cancel = false;
     net.forward(ids.data() + 5, 15, 5, kv, logits.data(), pool, options);
@@ -590,43 +611,57 @@ TEST_CASE("cancellation between layers") {
 
 TEST_CASE("made models with errors name the key or tensor") {
     using T = smol::GGMLType;
-    auto load_error = [](const std::vector<uint8_t>& bytes, smol::ErrorKind kind, const std::string& needle) {
+    auto load_error = [](const std::vector<uint8_t>& bytes, smol::ErrorKind kind,
+                         const std::string& needle) {
         std::string message;
         const smol::ErrorKind got = error_kind_of(
-            [&] { smol::SmolLM3 net(smol::gguf::File::from_bytes(bytes, "made-model")); }, &message);
+            [&] { smol::SmolLM3 net(smol::gguf::File::from_bytes(bytes, "made-model")); },
+            &message);
         CHECK_MESSAGE(got == kind, message);
-        CHECK_MESSAGE(message.find(needle) != std::string::npos, message << " should name " << needle);
+        CHECK_MESSAGE(message.find(needle) != std::string::npos,
+                      message << " should name " << needle);
     };
     const std::vector<uint8_t> good = smol_tools::make_model_bytes(smol_test::small_model());
-    auto broken = [&good](const smol_test::Breakage& breakage) { return smol_test::broken(good, breakage); };
+    auto broken = [&good](const smol_test::Breakage& breakage) {
+        return smol_test::broken(good, breakage);
+    };
     {
         auto options = smol_test::small_model();
         options.architecture = "llama";
         load_error(smol_tools::make_model_bytes(options), smol::ErrorKind::unsupported, "llama");
     }
-    load_error(broken({"", "blk.1.ffn_up.weight", "", {}}), smol::ErrorKind::missing, "blk.1.ffn_up.weight");
-    load_error(broken({"", "output_norm.weight", "", {}}), smol::ErrorKind::missing, "output_norm.weight");
+    load_error(broken({"", "blk.1.ffn_up.weight", "", {}}), smol::ErrorKind::missing,
+               "blk.1.ffn_up.weight");
+    load_error(broken({"", "output_norm.weight", "", {}}), smol::ErrorKind::missing,
+               "output_norm.weight");
     load_error(broken({"", "", "blk.3.attn_k.weight", {}}), smol::ErrorKind::shape,
                "tensor 'blk.3.attn_k.weight': expected [256, 64], found [256, 32, 2]");
-    load_error(broken({"", "", "blk.0.ffn_norm.weight", {}}), smol::ErrorKind::shape, "blk.0.ffn_norm.weight");
+    load_error(broken({"", "", "blk.0.ffn_norm.weight", {}}), smol::ErrorKind::shape,
+               "blk.0.ffn_norm.weight");
     {
         auto options = smol_test::small_model();
         options.tensor_types["blk.2.attn_q.weight"] = T::Q4_0;
-        load_error(smol_tools::make_model_bytes(options), smol::ErrorKind::unsupported, "blk.2.attn_q.weight");
+        load_error(smol_tools::make_model_bytes(options), smol::ErrorKind::unsupported,
+                   "blk.2.attn_q.weight");
     }
     {
         auto options = smol_test::small_model();
         options.tensor_types["blk.0.attn_norm.weight"] = T::Q8_0;
-        load_error(smol_tools::make_model_bytes(options), smol::ErrorKind::unsupported, "blk.0.attn_norm.weight");
+        load_error(smol_tools::make_model_bytes(options), smol::ErrorKind::unsupported,
+                   "blk.0.attn_norm.weight");
     }
-    load_error(broken({"smollm3.embedding_length", "", "", {}}), smol::ErrorKind::missing, "smollm3.embedding_length");
-    load_error(broken({"smollm3.rope.freq_base", "", "", {}}), smol::ErrorKind::missing, "smollm3.rope.freq_base");
-    load_error(broken({"general.architecture", "", "", {}}), smol::ErrorKind::missing, "general.architecture");
+    load_error(broken({"smollm3.embedding_length", "", "", {}}), smol::ErrorKind::missing,
+               "smollm3.embedding_length");
+    load_error(broken({"smollm3.rope.freq_base", "", "", {}}), smol::ErrorKind::missing,
+               "smollm3.rope.freq_base");
+    load_error(broken({"general.architecture", "", "", {}}), smol::ErrorKind::missing,
+               "general.architecture");
     // 3 KV heads do not divide 4 heads.
-    load_error(broken({"", "", "", {{"smollm3.attention.head_count_kv", 3}}}), smol::ErrorKind::format,
-               "head_count_kv");
+    load_error(broken({"", "", "", {{"smollm3.attention.head_count_kv", 3}}}),
+               smol::ErrorKind::format, "head_count_kv");
     // The vocabulary key disagrees with token_embd's rows.
-    load_error(broken({"", "", "", {{"smollm3.vocab_size", 256}}}), smol::ErrorKind::shape, "token_embd.weight");
+    load_error(broken({"", "", "", {{"smollm3.vocab_size", 256}}}), smol::ErrorKind::shape,
+               "token_embd.weight");
 }
 
 TEST_CASE("Model: load, identity, progress, cancelled load") {
@@ -635,7 +670,10 @@ TEST_CASE("Model: load, identity, progress, cancelled load") {
     int calls = 0;
     smol::LoadOptions options;
     options.n_threads = 2;
-    options.progress = [&](float) { ++calls; return true; };
+    options.progress = [&](float) {
+        ++calls;
+        return true;
+    };
     std::string log;
     options.log = [&](int, const std::string& m) { log += m; };
     const auto model = smol::Model::load(*path, options);
@@ -662,5 +700,6 @@ TEST_CASE("Model: load, identity, progress, cancelled load") {
     smol::LoadOptions cancel;
     cancel.progress = [](float p) { return p < 0.5f; };
     CHECK(error_kind_of([&] { smol::Model::load(*path, cancel); }) == smol::ErrorKind::cancelled);
-    CHECK(error_kind_of([&] { smol::Model::load("/nonexistent/model.gguf"); }) == smol::ErrorKind::io);
+    CHECK(error_kind_of([&] { smol::Model::load("/nonexistent/model.gguf"); }) ==
+          smol::ErrorKind::io);
 }

@@ -41,12 +41,12 @@
 namespace {
 
 using smol::ErrorKind;
-using smol_test::expect_error;
 using smol::GGMLType;
 using smol::gguf::File;
 using smol::gguf::KeyValue;
 using smol::gguf::TensorInfo;
 using smol::gguf::Writer;
+using smol_test::expect_error;
 using Bytes = std::vector<uint8_t>;
 
 // A temporary file that removes itself.
@@ -73,13 +73,15 @@ Bytes rebuild(const File& src, const std::function<bool(Writer&, const KeyValue&
     for (const auto& kv : src.metadata())
         if (!on_key || !on_key(w, kv)) w.copy_value(kv.key, kv.value);
     for (const auto& t : src.tensors())
-        if (!on_tensor || !on_tensor(w, t)) w.add_tensor(t.name, t.type, t.dims, t.data, size_t(t.n_bytes));
+        if (!on_tensor || !on_tensor(w, t))
+            w.add_tensor(t.name, t.type, t.dims, t.data, size_t(t.n_bytes));
     if (extra) extra(w);
     return w.to_bytes();
 }
 
 // Adds tensor `name` of `type` and `dims` filled with zero bytes.
-void add_zero_tensor(Writer& w, const std::string& name, GGMLType type, std::vector<uint64_t> dims) {
+void add_zero_tensor(Writer& w, const std::string& name, GGMLType type,
+                     std::vector<uint64_t> dims) {
     uint64_t n = 1;
     for (uint64_t d : dims) n *= d;
     const auto traits = smol::type_traits(type);
@@ -150,7 +152,8 @@ TEST_CASE("tensors: unknown type id, misaligned, overlapping the end") {
     // table entry is: name, n_dims, dims, type, offset.
     Bytes bytes(real->bytes(), real->bytes() + real->size());
     const std::string name = "blk.0.attn_q.weight";
-    const uint8_t* at = std::search(bytes.data(), bytes.data() + real->data_offset(), name.begin(), name.end());
+    const uint8_t* at =
+        std::search(bytes.data(), bytes.data() + real->data_offset(), name.begin(), name.end());
     REQUIRE(at != bytes.data() + real->data_offset());
     const size_t type_pos = size_t(at - bytes.data()) + name.size() + 4 + 2 * 8;
     const uint32_t type = smol::detail::read_le<uint32_t>(bytes.data(), type_pos);
@@ -181,52 +184,64 @@ TEST_CASE("metadata that describes no SmolLM3 model") {
     // The config reads metadata only: leave the tensors out to keep each case small.
     const auto no_tensors = [](Writer&, const TensorInfo&) { return true; };
     auto with_key = [&](const std::string& key, const std::function<void(Writer&)>& set) {
-        return rebuild(*real, [&](Writer& w, const KeyValue& kv) {
-            if (kv.key != key) return false;
-            if (set) set(w);
-            return true;
-        }, no_tensors);
+        return rebuild(
+            *real,
+            [&](Writer& w, const KeyValue& kv) {
+                if (kv.key != key) return false;
+                if (set) set(w);
+                return true;
+            },
+            no_tensors);
     };
     auto config_of = [](Bytes bytes) {
         auto shared = std::make_shared<Bytes>(std::move(bytes));
         return [shared] {
-            smol::Config::from_gguf(*File::from_buffer(shared->data(), shared->size(), "edited.gguf"));
+            smol::Config::from_gguf(
+                *File::from_buffer(shared->data(), shared->size(), "edited.gguf"));
         };
     };
     CHECK_NOTHROW(config_of(rebuild(*real, nullptr, no_tensors))());
 
-    expect_error(config_of(with_key("general.architecture",
-                                    [](Writer& w) { w.set_string("general.architecture", "llama"); })),
-                 ErrorKind::unsupported, {"edited.gguf", "'llama'", "smollm3"});
+    expect_error(
+        config_of(with_key("general.architecture",
+                           [](Writer& w) { w.set_string("general.architecture", "llama"); })),
+        ErrorKind::unsupported, {"edited.gguf", "'llama'", "smollm3"});
     expect_error(config_of(with_key("general.architecture", nullptr)), ErrorKind::missing,
                  {"'general.architecture'"});
     expect_error(config_of(with_key("smollm3.block_count", nullptr)), ErrorKind::missing,
                  {"'smollm3.block_count'"});
+    expect_error(
+        config_of(with_key("smollm3.block_count",
+                           [](Writer& w) { w.set_string("smollm3.block_count", "four"); })),
+        ErrorKind::type, {"'smollm3.block_count'", "string"});
     expect_error(config_of(with_key("smollm3.block_count",
-                                    [](Writer& w) { w.set_string("smollm3.block_count", "four"); })),
-                 ErrorKind::type, {"'smollm3.block_count'", "string"});
-    expect_error(config_of(with_key("smollm3.block_count", [](Writer& w) { w.set_u32("smollm3.block_count", 0); })),
+                                    [](Writer& w) { w.set_u32("smollm3.block_count", 0); })),
                  ErrorKind::format, {"'smollm3.block_count'"});
-    expect_error(config_of(with_key("smollm3.embedding_length",
-                                    [](Writer& w) { w.set_i32("smollm3.embedding_length", -256); })),
-                 ErrorKind::type, {"'smollm3.embedding_length'"});
-    expect_error(config_of(with_key("smollm3.attention.head_count_kv",
-                                    [](Writer& w) { w.set_u32("smollm3.attention.head_count_kv", 3); })),
-                 ErrorKind::format, {"'smollm3.attention.head_count_kv'", "3"});
-    expect_error(config_of(with_key("smollm3.attention.head_count",
-                                    [](Writer& w) { w.set_u32("smollm3.attention.head_count", 7); })),
-                 ErrorKind::format, {"embedding_length", "7"});
+    expect_error(
+        config_of(with_key("smollm3.embedding_length",
+                           [](Writer& w) { w.set_i32("smollm3.embedding_length", -256); })),
+        ErrorKind::type, {"'smollm3.embedding_length'"});
+    expect_error(
+        config_of(with_key("smollm3.attention.head_count_kv",
+                           [](Writer& w) { w.set_u32("smollm3.attention.head_count_kv", 3); })),
+        ErrorKind::format, {"'smollm3.attention.head_count_kv'", "3"});
+    expect_error(
+        config_of(with_key("smollm3.attention.head_count",
+                           [](Writer& w) { w.set_u32("smollm3.attention.head_count", 7); })),
+        ErrorKind::format, {"embedding_length", "7"});
     expect_error(config_of(with_key("smollm3.rope.freq_base",
                                     [](Writer& w) { w.set_f32("smollm3.rope.freq_base", -1.0f); })),
                  ErrorKind::format, {"'smollm3.rope.freq_base'"});
-    expect_error(config_of(with_key("smollm3.attention.layer_norm_rms_epsilon", nullptr)), ErrorKind::missing,
-                 {"'smollm3.attention.layer_norm_rms_epsilon'"});
+    expect_error(config_of(with_key("smollm3.attention.layer_norm_rms_epsilon", nullptr)),
+                 ErrorKind::missing, {"'smollm3.attention.layer_norm_rms_epsilon'"});
     // The vocabulary size disagrees with the tokenizer's token list.
-    expect_error(config_of(with_key("smollm3.vocab_size", [](Writer& w) { w.set_u32("smollm3.vocab_size", 1000); })),
+    expect_error(config_of(with_key("smollm3.vocab_size",
+                                    [](Writer& w) { w.set_u32("smollm3.vocab_size", 1000); })),
                  ErrorKind::shape, {"'smollm3.vocab_size'", "1000", "128256"});
-    expect_error(config_of(rebuild(*real, nullptr, no_tensors,
-                                   [](Writer& w) { w.set_string("smollm3.rope.scaling.type", "yarn"); })),
-                 ErrorKind::unsupported, {"rope.scaling.type", "yarn"});
+    expect_error(
+        config_of(rebuild(*real, nullptr, no_tensors,
+                          [](Writer& w) { w.set_string("smollm3.rope.scaling.type", "yarn"); })),
+        ErrorKind::unsupported, {"rope.scaling.type", "yarn"});
     smol_test::count_golden();
 }
 #endif
@@ -259,40 +274,45 @@ TEST_CASE("tensors that do not fit the config: missing, misshapen, wrong vocabul
     expect_error(bind_of(replace_tensor("output_norm.weight", nullptr)), ErrorKind::missing,
                  {"'output_norm.weight'"});
     // K projection with two KV heads' worth of rows where the config has one.
-    expect_error(bind_of(replace_tensor("blk.3.attn_k.weight",
-                                        [](Writer& w) {
-                                            add_zero_tensor(w, "blk.3.attn_k.weight", GGMLType::Q4_K, {256, 128});
-                                        })),
+    expect_error(bind_of(replace_tensor(
+                     "blk.3.attn_k.weight",
+                     [](Writer& w) {
+                         add_zero_tensor(w, "blk.3.attn_k.weight", GGMLType::Q4_K, {256, 128});
+                     })),
                  ErrorKind::shape, {"'blk.3.attn_k.weight'", "[256, 64]", "[256, 128]"});
     // Transposed FFN down projection.
-    expect_error(bind_of(replace_tensor("blk.0.ffn_down.weight",
-                                        [](Writer& w) {
-                                            add_zero_tensor(w, "blk.0.ffn_down.weight", GGMLType::Q4_K, {256, 768});
-                                        })),
+    expect_error(bind_of(replace_tensor(
+                     "blk.0.ffn_down.weight",
+                     [](Writer& w) {
+                         add_zero_tensor(w, "blk.0.ffn_down.weight", GGMLType::Q4_K, {256, 768});
+                     })),
                  ErrorKind::shape, {"'blk.0.ffn_down.weight'", "[768, 256]"});
     // Embedding rows that disagree with the vocabulary size.
-    expect_error(bind_of(replace_tensor("token_embd.weight",
-                                        [](Writer& w) {
-                                            add_zero_tensor(w, "token_embd.weight", GGMLType::Q6_K, {256, 128000});
-                                        })),
+    expect_error(bind_of(replace_tensor(
+                     "token_embd.weight",
+                     [](Writer& w) {
+                         add_zero_tensor(w, "token_embd.weight", GGMLType::Q6_K, {256, 128000});
+                     })),
                  ErrorKind::shape, {"'token_embd.weight'", "128256", "128000"});
     // A norm stored as a 2-D tensor.
-    expect_error(bind_of(replace_tensor("blk.1.attn_norm.weight",
-                                        [](Writer& w) {
-                                            add_zero_tensor(w, "blk.1.attn_norm.weight", GGMLType::F32, {256, 1});
-                                        })),
+    expect_error(bind_of(replace_tensor(
+                     "blk.1.attn_norm.weight",
+                     [](Writer& w) {
+                         add_zero_tensor(w, "blk.1.attn_norm.weight", GGMLType::F32, {256, 1});
+                     })),
                  ErrorKind::shape, {"'blk.1.attn_norm.weight'"});
     // Types smol reads but cannot compute with.
-    expect_error(bind_of(replace_tensor("blk.0.attn_q.weight",
-                                        [](Writer& w) {
-                                            add_zero_tensor(w, "blk.0.attn_q.weight", GGMLType::IQ2_XXS, {256, 256});
-                                        })),
+    expect_error(bind_of(replace_tensor(
+                     "blk.0.attn_q.weight",
+                     [](Writer& w) {
+                         add_zero_tensor(w, "blk.0.attn_q.weight", GGMLType::IQ2_XXS, {256, 256});
+                     })),
                  ErrorKind::unsupported, {"'blk.0.attn_q.weight'", "IQ2_XXS"});
-    expect_error(bind_of(replace_tensor("output_norm.weight",
-                                        [](Writer& w) {
-                                            add_zero_tensor(w, "output_norm.weight", GGMLType::Q8_0, {256});
-                                        })),
-                 ErrorKind::unsupported, {"'output_norm.weight'", "Q8_0"});
+    expect_error(
+        bind_of(replace_tensor(
+            "output_norm.weight",
+            [](Writer& w) { add_zero_tensor(w, "output_norm.weight", GGMLType::Q8_0, {256}); })),
+        ErrorKind::unsupported, {"'output_norm.weight'", "Q8_0"});
     smol_test::count_golden();
 }
 #endif
@@ -316,11 +336,14 @@ TEST_CASE("model: load errors, cancelled loads and impossible contexts") {
     {
         // Another architecture, from memory: refused before any tensor is bound.
         const auto real = File::open(*path);
-        const Bytes llama = rebuild(*real, [](Writer& w, const KeyValue& kv) {
-            if (kv.key != "general.architecture") return false;
-            w.set_string(kv.key, "llama");
-            return true;
-        }, [](Writer&, const TensorInfo&) { return true; });
+        const Bytes llama = rebuild(
+            *real,
+            [](Writer& w, const KeyValue& kv) {
+                if (kv.key != "general.architecture") return false;
+                w.set_string(kv.key, "llama");
+                return true;
+            },
+            [](Writer&, const TensorInfo&) { return true; });
         expect_error([&] { smol::Model::load_from_memory(llama.data(), llama.size(), options); },
                      ErrorKind::unsupported, {"'llama'"});
     }
@@ -358,11 +381,16 @@ TEST_CASE("generator: n_ctx past the model's limit, prompts past the context, ba
     for (int i = 0; i < 40; ++i) long_prompt += " word";
     expect_error([&] { gen.generate(long_prompt, params); }, ErrorKind::out_of_range,
                  {"more than the context of 8"});
-    expect_error([&] { gen.generate_tokens(std::vector<int32_t>(9, 1), params); }, ErrorKind::out_of_range,
-                 {"9 tokens"});
+    expect_error([&] { gen.generate_tokens(std::vector<int32_t>(9, 1), params); },
+                 ErrorKind::out_of_range, {"9 tokens"});
     expect_error([&] { gen.generate("", params); }, ErrorKind::invalid_argument, {"empty"});
-    expect_error([&] { gen.generate("ok \xff\xfe", params); }, ErrorKind::invalid_argument, {"UTF-8"});
-    expect_error([&] { gen.generate_tokens({5, -1}, params); }, ErrorKind::invalid_argument, {"-1"});
+    expect_error([&] { gen.generate("ok \xff\xfe", params); }, ErrorKind::invalid_argument,
+                 {"UTF-8"});
+    expect_error(
+        [&] {
+            gen.generate_tokens({5, -1}, params);
+        },
+        ErrorKind::invalid_argument, {"-1"});
     expect_error([&] { gen.generate_tokens({128256}, params); }, ErrorKind::invalid_argument,
                  {"128256", "vocabulary"});
     smol_test::count_golden();
@@ -391,7 +419,7 @@ long resident_kib() {
 smol::GenerateParams unlimited_greedy() {
     smol::GenerateParams p;
     p.temperature = 0.0f;
-    p.max_tokens = -1;   // no limit: only the context can stop it
+    p.max_tokens = -1;    // no limit: only the context can stop it
     p.ignore_eos = true;  // random weights may emit an end-of-generation id early
     return p;
 }
@@ -409,10 +437,11 @@ TEST_CASE("[slow] long run: generation fills a 4096-token context and stops with
     options.n_ctx = 4096;
     smol::Generator gen(model, options);
     size_t streamed = 0;
-    const auto r = gen.generate("Once upon a time", unlimited_greedy(), [&](std::string_view piece) {
-        streamed += piece.size();
-        return true;
-    });
+    const auto r =
+        gen.generate("Once upon a time", unlimited_greedy(), [&](std::string_view piece) {
+            streamed += piece.size();
+            return true;
+        });
     CHECK(r.stop_reason == smol::StopReason::context_full);
     CHECK(gen.n_cached() == 4096);
     CHECK(r.n_prompt_tokens + r.tokens.size() == 4097);  // the last token is sampled, not fed

@@ -202,10 +202,12 @@ TEST_CASE("malformed session bytes are format errors, never crashes") {
     }
     std::vector<uint8_t> bad_magic = bytes;
     bad_magic[0] = 'X';
-    CHECK(expect_error([&] { target.restore_session(bad_magic); }).kind() == smol::ErrorKind::format);
+    CHECK(expect_error([&] { target.restore_session(bad_magic); }).kind() ==
+          smol::ErrorKind::format);
     std::vector<uint8_t> trailing = bytes;
     trailing.push_back(0);
-    CHECK(expect_error([&] { target.restore_session(trailing); }).kind() == smol::ErrorKind::format);
+    CHECK(expect_error([&] { target.restore_session(trailing); }).kind() ==
+          smol::ErrorKind::format);
     // A history count far past the data.
     std::vector<uint8_t> huge = bytes;
     const size_t identity_size = model->identity().size();
@@ -225,7 +227,8 @@ TEST_CASE("a session longer than the generator's context is out_of_range") {
     smol::GeneratorOptions small_options;
     small_options.n_ctx = 16;
     smol::Generator small(model, small_options);
-    CHECK(expect_error([&] { small.restore_session(bytes); }).kind() == smol::ErrorKind::out_of_range);
+    CHECK(expect_error([&] { small.restore_session(bytes); }).kind() ==
+          smol::ErrorKind::out_of_range);
 }
 
 TEST_CASE("reset forgets the history and the cache") {

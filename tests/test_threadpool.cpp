@@ -35,7 +35,8 @@ TEST_CASE("ThreadPool: each thread runs the job once, the caller is thread 0") {
 
 TEST_CASE("ThreadPool: parallel_for covers [0, n) exactly once with contiguous ranges") {
     smol::ThreadPool pool(3);
-    for (size_t n : {size_t(0), size_t(1), size_t(2), size_t(3), size_t(4), size_t(100), size_t(1001)}) {
+    for (size_t n :
+         {size_t(0), size_t(1), size_t(2), size_t(3), size_t(4), size_t(100), size_t(1001)}) {
         std::vector<int> hits(n, 0);
         pool.parallel_for(n, [&](size_t begin, size_t end, int) {
             for (size_t i = begin; i < end; ++i) ++hits[i];

@@ -81,7 +81,9 @@ TEST_CASE("utf8: strict decoding per Table 3-7") {
     const std::string truncated = "\xF0\x9F\xA6";
     CHECK(scan_utf8(truncated.data(), 3).status == Utf8Status::incomplete);
     CHECK(scan_utf8(truncated.data(), 3).length == 3);
-    const std::string broken = "\xF0\x9F" "A";
+    const std::string broken =
+        "\xF0\x9F"
+        "A";
     CHECK(scan_utf8(broken.data(), 3).status == Utf8Status::invalid);
     CHECK(scan_utf8(broken.data(), 3).length == 2);  // the maximal subpart F0 9F
 
@@ -97,11 +99,11 @@ TEST_CASE("utf8: strict decoding per Table 3-7") {
 TEST_CASE("unicode: code point classes") {
     using namespace smol::unicode;
     CHECK(is_letter('a'));
-    CHECK(is_letter(0xE9));     // é
-    CHECK(is_letter(0x4E2D));   // 中 (inside a CJK First/Last block)
-    CHECK(is_letter(0xAC00));   // 가 (Hangul block)
-    CHECK(is_letter(0x20000));  // CJK Extension B (above the BMP)
-    CHECK(is_letter(0x5D0));    // Hebrew alef
+    CHECK(is_letter(0xE9));          // é
+    CHECK(is_letter(0x4E2D));        // 中 (inside a CJK First/Last block)
+    CHECK(is_letter(0xAC00));        // 가 (Hangul block)
+    CHECK(is_letter(0x20000));       // CJK Extension B (above the BMP)
+    CHECK(is_letter(0x5D0));         // Hebrew alef
     CHECK_FALSE(is_letter(0x301));   // combining acute: a mark, not a letter
     CHECK_FALSE(is_letter(0x17B6));  // Khmer vowel sign: a mark
     CHECK(is_number('7'));
@@ -110,11 +112,11 @@ TEST_CASE("unicode: code point classes") {
     CHECK(is_number(0x663));   // Arabic-Indic three (Nd)
     CHECK(is_whitespace(' '));
     CHECK(is_whitespace('\n'));
-    CHECK(is_whitespace(0x0B));   // vertical tab
-    CHECK(is_whitespace(0x85));   // NEL
-    CHECK(is_whitespace(0xA0));   // no-break space
-    CHECK(is_whitespace(0x3000)); // ideographic space
-    CHECK_FALSE(is_whitespace(0x200B));  // zero width space is not White_Space
+    CHECK(is_whitespace(0x0B));            // vertical tab
+    CHECK(is_whitespace(0x85));            // NEL
+    CHECK(is_whitespace(0xA0));            // no-break space
+    CHECK(is_whitespace(0x3000));          // ideographic space
+    CHECK_FALSE(is_whitespace(0x200B));    // zero width space is not White_Space
     CHECK(codepoint_flags(0x1F600) == 0);  // emoji: other
     CHECK(codepoint_flags('!') == 0);
     CHECK(codepoint_flags(0x10FFFF) == 0);
@@ -152,7 +154,7 @@ TEST_CASE("pre-tokenizer: whitespace runs and newlines") {
     CHECK(split("\t\n") == Pieces{"\t\n"});
     CHECK(split(" \n \n  x") == Pieces{" \n \n", " ", " x"});
     CHECK(split("a\r\nb") == Pieces{"a", "\r\n", "b"});
-    CHECK(split("\tif") == Pieces{"\tif"});  // a tab may lead a word
+    CHECK(split("\tif") == Pieces{"\tif"});      // a tab may lead a word
     CHECK(split("\nif") == Pieces{"\n", "if"});  // a newline may not
     CHECK(split("x  # y") == Pieces{"x", " ", " #", " y"});
     CHECK(split("\xE3\x80\x80word") == Pieces{"\xE3\x80\x80word"});  // U+3000 leads a word
@@ -196,7 +198,8 @@ TEST_CASE("pre-tokenizer: Unicode 15.1 letters (CJK Extension I)") {
 }
 
 TEST_CASE("pre-tokenizer: invalid UTF-8 bytes are pre-tokens of their own") {
-    CHECK(split("ab\xFF" "cd") == Pieces{"ab", "\xFF", "cd"});
+    CHECK(split("ab\xFF"
+                "cd") == Pieces{"ab", "\xFF", "cd"});
     CHECK(split("\xE2\x82") == Pieces{"\xE2", "\x82"});
     CHECK(split("  \x80") == Pieces{"  ", "\x80"});  // the run before ends as a text would
     CHECK(split("\xC0\xAF!") == Pieces{"\xC0", "\xAF", "!"});
@@ -258,7 +261,8 @@ TEST_CASE("tokenizer: metadata, accessors and special tokens") {
     CHECK_FALSE(tok->is_control(9906));
     CHECK(tok->token_type(9906) == smol::TokenType::normal);
     const auto ends = tok->end_of_generation_ids();
-    CHECK(ends == std::vector<int32_t>{128012, 128001, 128009});  // eos, <|end_of_text|>, <|eot_id|>
+    CHECK(ends ==
+          std::vector<int32_t>{128012, 128001, 128009});  // eos, <|end_of_text|>, <|eot_id|>
     CHECK(tok->is_end_of_generation(128009));
     CHECK_FALSE(tok->is_end_of_generation(128011));
 
@@ -266,7 +270,8 @@ TEST_CASE("tokenizer: metadata, accessors and special tokens") {
     CHECK(tok->token_to_piece(128011) == "<|im_start|>");
     CHECK(tok->token_to_piece(198) == "\n");
     CHECK(tok->decode({128011, 882, 198, 9906, 0, 128012}) == "<|im_start|>user\nHello!<|im_end|>");
-    CHECK(tok->decode({128011, 882, 198, 9906, 0, 128012}, /*render_special=*/false) == "user\nHello!");
+    CHECK(tok->decode({128011, 882, 198, 9906, 0, 128012}, /*render_special=*/false) ==
+          "user\nHello!");
     CHECK_THROWS_AS(tok->decode({0, 128256}), smol::Error);
     CHECK_THROWS_AS(tok->decode({0, 128256}, false), smol::Error);
     CHECK_THROWS_AS(tok->token_to_piece(-1), smol::Error);
@@ -292,7 +297,9 @@ TEST_CASE("tokenizer: metadata, accessors and special tokens") {
 TEST_CASE("tokenizer: invalid UTF-8 encodes to byte tokens and round-trips") {
     auto tok = load_tokenizer("tiny-q4km.gguf");
     if (!tok) return;
-    const std::string bad = "ok\xFF\xFE" "then \xE2\x82 and \xC0\xAF end\x80";
+    const std::string bad =
+        "ok\xFF\xFE"
+        "then \xE2\x82 and \xC0\xAF end\x80";
     const auto ids = tok->encode(bad, true);
     CHECK(tok->decode(ids) == bad);
     // \xFF alone is the byte token spelled U+00FF.
@@ -382,7 +389,9 @@ TEST_CASE("stream decoder: whole characters only, equal to decode when valid") {
     // Interrupted: F0 9F then 'A' can never complete -> U+FFFD then A.
     CHECK(stream.push(byte_ids[0]).empty());
     CHECK(stream.push(byte_ids[1]).empty());
-    CHECK(stream.push(*tok->token_id("A")) == "\xEF\xBF\xBD" "A");
+    CHECK(stream.push(*tok->token_id("A")) ==
+          "\xEF\xBF\xBD"
+          "A");
     // Pending at finish -> U+FFFD.
     CHECK(stream.push(byte_ids[0]).empty());
     CHECK(stream.finish() == "\xEF\xBF\xBD");
@@ -396,7 +405,8 @@ TEST_CASE("stream decoder: whole characters only, equal to decode when valid") {
     // Random id sequences: mostly real text tokens, some lone byte tokens.
     std::mt19937 rng(5);
     const auto text_ids = tok->encode(
-        "Emoji \xF0\x9F\xA7\x99\xE2\x80\x8D\xE2\x99\x82\xEF\xB8\x8F and CJK \xE5\x9F\x8E\xE5\xA0\xA1 "
+        "Emoji \xF0\x9F\xA7\x99\xE2\x80\x8D\xE2\x99\x82\xEF\xB8\x8F and CJK "
+        "\xE5\x9F\x8E\xE5\xA0\xA1 "
         "na\xC3\xAFve <|im_end|> \xF0\x9F\x9A\x80",
         true);
     int valid_cases = 0;
@@ -405,13 +415,18 @@ TEST_CASE("stream decoder: whole characters only, equal to decode when valid") {
         const size_t n = 1 + rng() % 24;
         for (size_t i = 0; i < n; ++i) {
             const unsigned pick = rng() % 4;
-            if (pick == 0) ids.push_back(byte_ids[rng() % 4]);
-            else if (pick == 1) ids.push_back(int32_t(rng() % 256));  // byte-spelled singles
-            else if (pick == 2) ids.push_back(text_ids[rng() % text_ids.size()]);
-            else ids.push_back(int32_t(rng() % 128256));
+            if (pick == 0)
+                ids.push_back(byte_ids[rng() % 4]);
+            else if (pick == 1)
+                ids.push_back(int32_t(rng() % 256));  // byte-spelled singles
+            else if (pick == 2)
+                ids.push_back(text_ids[rng() % text_ids.size()]);
+            else
+                ids.push_back(int32_t(rng() % 128256));
         }
         // Sometimes, a whole valid text split at random token boundaries.
-        if (round % 5 == 0) ids = tok->encode("\xF0\x9F\xA6\x99\xF0\x9F\xA6\x99 \xE5\x9F\x8E", false);
+        if (round % 5 == 0)
+            ids = tok->encode("\xF0\x9F\xA6\x99\xF0\x9F\xA6\x99 \xE5\x9F\x8E", false);
         stream.reset();
         std::string streamed;
         for (int32_t id : ids) {
@@ -501,8 +516,10 @@ TEST_CASE("tokenizer: hand-made vocabulary, merges and overlapping specials") {
     std::vector<int32_t> want;
     for (int i = 0; i < 20000; ++i) {
         many += i % 3 ? "<|end|>hello" : "[x]]hello";
-        if (i % 3) want.push_back(261);
-        else want.insert(want.end(), {'[', 264});
+        if (i % 3)
+            want.push_back(261);
+        else
+            want.insert(want.end(), {'[', 264});
         want.push_back(259);
     }
     CHECK(tok.encode(many, true) == want);
@@ -693,10 +710,11 @@ TEST_CASE("tokenizer: the real vocabulary's tables are well inside the probe bou
         auto tok = load_tokenizer(model);
         if (!tok) continue;
         const auto stats = tok->detail_table_stats();
-        MESSAGE(std::string(model) << ": longest token lookup " << stats.token_index_max_probe
-                      << ", longest merge lookup " << stats.merge_index_max_probe << " slots; "
-                      << stats.special_count << " specials in " << stats.special_matcher_bytes
-                      << " bytes; all tables " << stats.heap_bytes << " bytes");
+        MESSAGE(std::string(model)
+                << ": longest token lookup " << stats.token_index_max_probe
+                << ", longest merge lookup " << stats.merge_index_max_probe << " slots; "
+                << stats.special_count << " specials in " << stats.special_matcher_bytes
+                << " bytes; all tables " << stats.heap_bytes << " bytes");
         CHECK(stats.token_index_max_probe <= smol::detail::kMaxProbeSlots / 2);
         CHECK(stats.merge_index_max_probe <= smol::detail::kMaxProbeSlots / 2);
         CHECK(stats.special_matcher_bytes <= 2048 + 128 * stats.special_count);

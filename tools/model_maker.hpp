@@ -385,8 +385,10 @@ struct MakeOptions {
     // For the tests of other type mixes and of what a loader must reject; a
     // real-shaped file needs none of these.
     std::string architecture = "smollm3";  // general.architecture, and the prefix of its keys
-    std::optional<smol::GGMLType> matrix_type;     // every attention and MLP matrix, instead of the recipe's
-    std::optional<smol::GGMLType> embedding_type;  // token_embd (and output), instead of the recipe's
+    std::optional<smol::GGMLType>
+        matrix_type;  // every attention and MLP matrix, instead of the recipe's
+    std::optional<smol::GGMLType>
+        embedding_type;  // token_embd (and output), instead of the recipe's
     // One tensor's type by name, applied last. A type smol cannot quantize (e.g.
     // Q4_0) is written as zero bytes of the right size: enough to be rejected.
     std::map<std::string, smol::GGMLType> tensor_types;
@@ -415,7 +417,8 @@ inline std::vector<uint8_t> make_tensor_data(const TensorPlan& t, uint64_t tenso
     for (size_t i = 1; i < t.dims.size(); ++i) rows *= t.dims[i];
     const size_t bytes_per_row = smol::row_bytes(t.type, row_length);
     std::vector<uint8_t> data(size_t(rows) * bytes_per_row);
-    if (!smol::can_quantize(t.type)) return data;  // a forced type no writer has (MakeOptions::tensor_types)
+    if (!smol::can_quantize(t.type))
+        return data;  // a forced type no writer has (MakeOptions::tensor_types)
     float stddev = 1, mean = 0;
     switch (t.init) {
         case Init::embedding:
@@ -485,7 +488,8 @@ inline void make_model(const MakeOptions& options, smol::gguf::Writer& writer,
     // Tokenizer first: it fixes the vocabulary size.
     uint32_t token_count = 0;
     if (!options.tokenizer) {
-        if (shape.vocab == 0) throw std::invalid_argument("a model without a tokenizer needs --vocab");
+        if (shape.vocab == 0)
+            throw std::invalid_argument("a model without a tokenizer needs --vocab");
         token_count = shape.vocab;
     } else if (!options.tokenizer_from.empty()) {
         auto source = smol::gguf::File::open(options.tokenizer_from);

@@ -19,11 +19,11 @@
 SMOL_NAMESPACE_BEGIN
 
 struct BuildInfo {
-    const char* version;        // SMOL_VERSION_STRING
-    const char* isa;            // default kernel level: SMOL_CPU if valid, else the best ("avx2", ...)
-    const char* best_isa;       // the best level this CPU runs
-    bool simd;                  // false when the default level is the scalar reference
-    bool exceptions;            // false when compiled with -fno-exceptions
+    const char* version;   // SMOL_VERSION_STRING
+    const char* isa;       // default kernel level: SMOL_CPU if valid, else the best ("avx2", ...)
+    const char* best_isa;  // the best level this CPU runs
+    bool simd;             // false when the default level is the scalar reference
+    bool exceptions;       // false when compiled with -fno-exceptions
     unsigned hardware_threads;  // std::thread::hardware_concurrency() (0 = unknown)
 };
 
@@ -51,12 +51,13 @@ inline std::string compiled_isas() {
 }
 
 // One line for logs and --version output, e.g.
-// "smol 0.1.0 (isa avx2, best avx2, compiled scalar avx2 avxvnni avx512, exceptions on, 16 hardware threads)".
+// "smol 0.1.0 (isa avx2, best avx2, compiled scalar avx2 avxvnni avx512, exceptions on, 16 hardware
+// threads)".
 inline std::string build_info_string() {
     const BuildInfo info = build_info();
-    return std::string("smol ") + info.version + " (isa " + info.isa + ", best " + info.best_isa + ", compiled " +
-           compiled_isas() + ", exceptions " + (info.exceptions ? "on" : "off") + ", " +
-           std::to_string(info.hardware_threads) + " hardware threads)";
+    return std::string("smol ") + info.version + " (isa " + info.isa + ", best " + info.best_isa +
+           ", compiled " + compiled_isas() + ", exceptions " + (info.exceptions ? "on" : "off") +
+           ", " + std::to_string(info.hardware_threads) + " hardware threads)";
 }
 
 SMOL_NAMESPACE_END

@@ -15,41 +15,51 @@
 namespace smol {
 
 enum class ErrorKind {
-    io,           // file missing, unreadable, not mappable
-    format,       // malformed or truncated GGUF, bad magic, bad version
-    unsupported,  // well-formed but not something smol implements (tensor type, architecture)
-    shape,        // a tensor or buffer whose shape disagrees with the config
-    missing,      // a required key or tensor is absent
-    type,         // a metadata value of the wrong type
+    io,                // file missing, unreadable, not mappable
+    format,            // malformed or truncated GGUF, bad magic, bad version
+    unsupported,       // well-formed but not something smol implements (tensor type, architecture)
+    shape,             // a tensor or buffer whose shape disagrees with the config
+    missing,           // a required key or tensor is absent
+    type,              // a metadata value of the wrong type
     invalid_argument,  // a caller passed something impossible (n_ctx 0, bad UTF-8, ...)
     out_of_range,      // positions or prompts past the context
-    cancelled,    // the operation was cancelled by the caller
-    internal,     // a bug in smol: please report it
-    resource,     // a size past the memory budget (LoadOptions::memory_budget), or an
-                  // allocation that failed; the message names the size
+    cancelled,         // the operation was cancelled by the caller
+    internal,          // a bug in smol: please report it
+    resource,          // a size past the memory budget (LoadOptions::memory_budget), or an
+                       // allocation that failed; the message names the size
 };
 
 inline const char* to_string(ErrorKind kind) noexcept {
     switch (kind) {
-        case ErrorKind::io: return "io";
-        case ErrorKind::format: return "format";
-        case ErrorKind::unsupported: return "unsupported";
-        case ErrorKind::shape: return "shape";
-        case ErrorKind::missing: return "missing";
-        case ErrorKind::type: return "type";
-        case ErrorKind::invalid_argument: return "invalid_argument";
-        case ErrorKind::out_of_range: return "out_of_range";
-        case ErrorKind::cancelled: return "cancelled";
-        case ErrorKind::internal: return "internal";
-        case ErrorKind::resource: return "resource";
+        case ErrorKind::io:
+            return "io";
+        case ErrorKind::format:
+            return "format";
+        case ErrorKind::unsupported:
+            return "unsupported";
+        case ErrorKind::shape:
+            return "shape";
+        case ErrorKind::missing:
+            return "missing";
+        case ErrorKind::type:
+            return "type";
+        case ErrorKind::invalid_argument:
+            return "invalid_argument";
+        case ErrorKind::out_of_range:
+            return "out_of_range";
+        case ErrorKind::cancelled:
+            return "cancelled";
+        case ErrorKind::internal:
+            return "internal";
+        case ErrorKind::resource:
+            return "resource";
     }
     return "unknown";
 }
 
 class Error : public std::runtime_error {
 public:
-    Error(ErrorKind kind, const std::string& message)
-        : std::runtime_error(message), kind_(kind) {}
+    Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
     ErrorKind kind() const noexcept { return kind_; }
 
 private:
@@ -96,8 +106,9 @@ public:
     Expected(ErrorInfo error) : error_(std::move(error)) {}
     Expected(ErrorKind kind, std::string message) : error_(ErrorInfo{kind, std::move(message)}) {}
     // From a failed Status (SMOL_TRY's path); a Status that is ok has no T to give.
-    Expected(Status status) : error_(status.ok() ? ErrorInfo{ErrorKind::internal, "Expected from an ok Status"}
-                                                 : status.take_error()) {}
+    Expected(Status status)
+        : error_(status.ok() ? ErrorInfo{ErrorKind::internal, "Expected from an ok Status"}
+                             : status.take_error()) {}
 
     bool ok() const noexcept { return value_.has_value(); }
     explicit operator bool() const noexcept { return ok(); }
@@ -120,21 +131,21 @@ private:
 
 // Passes a failed Status / Expected on to the caller (whose return type is a
 // Status or an Expected); an ok one is discarded.
-#define SMOL_TRY(expr)                                       \
-    do {                                                     \
-        auto smol_try_result_ = (expr);                      \
+#define SMOL_TRY(expr)                                                    \
+    do {                                                                  \
+        auto smol_try_result_ = (expr);                                   \
         if (!smol_try_result_.ok()) return smol_try_result_.take_error(); \
     } while (0)
 
 // `lhs = value of expr`, or return its error: SMOL_TRY_ASSIGN(auto file, open(path));
 #define SMOL_TRY_CAT2_(a, b) a##b
 #define SMOL_TRY_CAT_(a, b) SMOL_TRY_CAT2_(a, b)
-#define SMOL_TRY_ASSIGN(lhs, expr) SMOL_TRY_ASSIGN_(SMOL_TRY_CAT_(smol_try_value_, __LINE__), lhs, expr)
-#define SMOL_TRY_ASSIGN_(tmp, lhs, expr)               \
-    auto tmp = (expr);                                 \
-    if (!tmp.ok()) return tmp.take_error();            \
+#define SMOL_TRY_ASSIGN(lhs, expr) \
+    SMOL_TRY_ASSIGN_(SMOL_TRY_CAT_(smol_try_value_, __LINE__), lhs, expr)
+#define SMOL_TRY_ASSIGN_(tmp, lhs, expr)    \
+    auto tmp = (expr);                      \
+    if (!tmp.ok()) return tmp.take_error(); \
     lhs = std::move(tmp).value()
-
 
 // Everything below depends on the unit's flags (exceptions on or off), so it
 // lives in the ABI-tagged namespace; the types above are shared by all units.
@@ -166,7 +177,9 @@ inline FatalErrorHandler& fatal_error_handler() noexcept {
     std::abort();
 #endif
 }
-[[noreturn]] inline void fail(ErrorInfo error) { fail(error.kind, error.message); }
+[[noreturn]] inline void fail(ErrorInfo error) {
+    fail(error.kind, error.message);
+}
 
 // The throwing form of an Expected / Status: its value, or fail() with its error.
 template <class T>

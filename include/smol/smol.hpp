@@ -5,7 +5,8 @@
 //   Errors                                                                  error.hpp
 //     smol::Error           the one exception type: kind() + what() naming the file, key, tensor
 //     ErrorKind, ErrorInfo  the kinds; an error as a value
-//     Status, Expected<T>   errors as values (how the try_* calls report, with or without exceptions)
+//     Status, Expected<T>   errors as values (how the try_* calls report, with or without
+//     exceptions)
 //   Loading a model                                                         model/model.hpp
 //     Model::load(path, LoadOptions) -> std::shared_ptr<const Model>     immutable, share it freely
 //     Model::try_load(path, LoadOptions) -> Expected<...>                the non-throwing form

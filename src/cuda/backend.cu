@@ -43,9 +43,9 @@ namespace {
 void check(cudaError_t status, const char* call, const char* file, int line) {
     if (status == cudaSuccess) return;
     cudaGetLastError();
-    detail::fail(ErrorKind::internal, std::string("cuda: ") + call + " failed: " +
-                                          cudaGetErrorString(status) + " (" + file + ":" +
-                                          std::to_string(line) + ")");
+    detail::fail(ErrorKind::internal, std::string("cuda: ") + call +
+                                          " failed: " + cudaGetErrorString(status) + " (" + file +
+                                          ":" + std::to_string(line) + ")");
 }
 #define SMOL_CUDA_CHECK(call) check((call), #call, __FILE__, __LINE__)
 
@@ -133,8 +133,9 @@ int device_count(std::string* why) {
     const cudaError_t status = cudaGetDeviceCount(&count);
     if (status != cudaSuccess) {
         cudaGetLastError();
-        if (why) *why = std::string("no usable CUDA driver or device (cudaGetDeviceCount: ") +
-                        cudaGetErrorString(status) + ")";
+        if (why)
+            *why = std::string("no usable CUDA driver or device (cudaGetDeviceCount: ") +
+                   cudaGetErrorString(status) + ")";
         return 0;
     }
     if (count == 0 && why) *why = "no CUDA device found";
@@ -165,7 +166,9 @@ void require_device(int device) {
 constexpr size_t kMaxChunk = 512;
 
 // The device's number of activation blocks for n_tokens rows of cols values.
-size_t act_blocks(size_t n_tokens, size_t cols) { return n_tokens * (cols / kActBlock); }
+size_t act_blocks(size_t n_tokens, size_t cols) {
+    return n_tokens * (cols / kActBlock);
+}
 
 }  // namespace
 
@@ -211,22 +214,26 @@ struct ModelState {
         const bool ok = for_matmul ? matmul_supports(m.type) : embed_supports(m.type);
         if (!ok)
             detail::fail(ErrorKind::unsupported,
-                         "cuda: " + source + ": tensor '" + name + "' has type " + type_name(m.type) +
+                         "cuda: " + source + ": tensor '" + name + "' has type " +
+                             type_name(m.type) +
                              "; the CUDA backend computes with Q4_K, Q5_K, Q6_K and Q8_0 matrices");
         if (m.data == nullptr && m.rows > 0)
-            detail::fail(ErrorKind::invalid_argument, "cuda: " + source + ": tensor '" + name + "' has no data");
+            detail::fail(ErrorKind::invalid_argument,
+                         "cuda: " + source + ": tensor '" + name + "' has no data");
         if (m.cols % kActBlock != 0)
-            detail::fail(ErrorKind::shape, "cuda: " + source + ": tensor '" + name +
-                                               "' has " + std::to_string(m.cols) +
+            detail::fail(ErrorKind::shape, "cuda: " + source + ": tensor '" + name + "' has " +
+                                               std::to_string(m.cols) +
                                                " columns (must be a multiple of 32)");
         if (m.row_bytes != row_bytes(m.type, m.cols))
-            detail::fail(ErrorKind::shape, "cuda: " + source + ": tensor '" + name + "' has rows of " +
-                                               std::to_string(m.row_bytes) + " bytes, but " +
-                                               std::to_string(m.cols) + " " + type_name(m.type) + " values take " +
-                                               std::to_string(row_bytes(m.type, m.cols)) +
-                                               " (the CUDA backend uploads unpadded, contiguous rows)");
+            detail::fail(ErrorKind::shape,
+                         "cuda: " + source + ": tensor '" + name + "' has rows of " +
+                             std::to_string(m.row_bytes) + " bytes, but " + std::to_string(m.cols) +
+                             " " + type_name(m.type) + " values take " +
+                             std::to_string(row_bytes(m.type, m.cols)) +
+                             " (the CUDA backend uploads unpadded, contiguous rows)");
         if (m.rows > size_t(1) << 30 || m.cols > size_t(1) << 30)
-            detail::fail(ErrorKind::shape, "cuda: " + source + ": tensor '" + name + "' is too large");
+            detail::fail(ErrorKind::shape,
+                         "cuda: " + source + ": tensor '" + name + "' is too large");
         buffers.emplace_back(m.rows * m.row_bytes);
         buffers.back().upload(m.data, m.rows * m.row_bytes);
         weight_bytes += m.rows * m.row_bytes;
@@ -247,7 +254,7 @@ struct CacheState {
     DeviceBuffer kv;  // F16 [layer][K, V][kv head][n_ctx][head_dim]
     // Work buffers for max_chunk tokens.
     DeviceBuffer x, q, k, v, attn, gate, up, act, logits, ints;  // ints: [start, tokens...]
-    DeviceBuffer all_logits;  // [rows][vocab], grown on demand (not used by the graph)
+    DeviceBuffer all_logits;     // [rows][vocab], grown on demand (not used by the graph)
     int32_t* staging = nullptr;  // pinned [1 + max_chunk]: start, tokens
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t graph_exec = nullptr;
@@ -289,7 +296,8 @@ struct CacheState {
         }
         cudaGraph_t captured = nullptr;
         const cudaError_t ended = cudaStreamEndCapture(stream, &captured);
-        bool ok = enqueued && ended == cudaSuccess && captured != nullptr && cudaGetLastError() == cudaSuccess;
+        bool ok = enqueued && ended == cudaSuccess && captured != nullptr &&
+                  cudaGetLastError() == cudaSuccess;
         if (ok && cudaGraphInstantiate(&graph_exec, captured, 0) != cudaSuccess) {
             graph_exec = nullptr;
             ok = false;
@@ -315,21 +323,23 @@ struct CacheState {
         for (size_t li = 0; li < w.n_layers; ++li) {
             const ModelState::Layer& l = w.layers[li];
             ActBlock* a = act.get<ActBlock>();
-            launch_rmsnorm_quantize(x.get<float>(), l.attn_norm, n, hidden, w.rms_eps, a, nullptr, stream);
+            launch_rmsnorm_quantize(x.get<float>(), l.attn_norm, n, hidden, w.rms_eps, a, nullptr,
+                                    stream);
             launch_matmul(l.q, a, n, q.get<float>(), false, stream);
             launch_matmul(l.k, a, n, k.get<float>(), false, stream);
             launch_matmul(l.v, a, n, v.get<float>(), false, stream);
             launch_rope_store(q.get<float>(), k.get<float>(), v.get<float>(), n, start_device(),
                               w.inverse_frequency, int(w.rope_pairs), l.uses_rope, int(w.n_heads),
-                              int(w.n_kv_heads), int(w.head_dim), cache_block(li, 0), cache_block(li, 1),
-                              head_stride, nullptr, stream);
+                              int(w.n_kv_heads), int(w.head_dim), cache_block(li, 0),
+                              cache_block(li, 1), head_stride, nullptr, stream);
             launch_attention(q.get<float>(), cache_block(li, 0), cache_block(li, 1), head_stride,
                              start_device(), n, int(w.n_heads), int(w.n_kv_heads), int(w.head_dim),
                              attn.get<float>(), stream);
             launch_quantize(attn.get<float>(), n, int(w.q_dim()), a, stream);
             launch_matmul(l.o, a, n, x.get<float>(), true, stream);
 
-            launch_rmsnorm_quantize(x.get<float>(), l.ffn_norm, n, hidden, w.rms_eps, a, nullptr, stream);
+            launch_rmsnorm_quantize(x.get<float>(), l.ffn_norm, n, hidden, w.rms_eps, a, nullptr,
+                                    stream);
             launch_matmul(l.gate, a, n, gate.get<float>(), false, stream);
             launch_matmul(l.up, a, n, up.get<float>(), false, stream);
             launch_swiglu_quantize(gate.get<float>(), up.get<float>(), n, ffn, a, nullptr, stream);
@@ -385,14 +395,15 @@ CudaModel::CudaModel(const cuda_detail::ModelUpload& up, int device) {
     s.rms_eps = up.rms_eps;
     if (up.layers.size() != up.n_layers || up.n_layers == 0 || up.n_kv_heads == 0 ||
         up.n_heads % up.n_kv_heads != 0 || up.output_norm == nullptr)
-        detail::fail(ErrorKind::invalid_argument, "cuda: " + up.source + ": inconsistent model description");
+        detail::fail(ErrorKind::invalid_argument,
+                     "cuda: " + up.source + ": inconsistent model description");
     if (!attention_supports(int(up.head_dim)))
         detail::fail(ErrorKind::unsupported, "cuda: " + up.source + ": head dim " +
                                                  std::to_string(up.head_dim) +
                                                  " (the CUDA attention handles 32, 64, 128, 256)");
     if (up.hidden % kActBlock != 0 || up.ffn % kActBlock != 0)
-        detail::fail(ErrorKind::unsupported, "cuda: " + up.source +
-                                                 ": hidden and ffn widths must be multiples of 32");
+        detail::fail(ErrorKind::unsupported,
+                     "cuda: " + up.source + ": hidden and ffn widths must be multiples of 32");
 
     s.token_embd = s.upload_matrix(up.token_embd, false);
     s.lm_head = up.lm_head.data == up.token_embd.data && up.lm_head.type == up.token_embd.type &&
@@ -402,7 +413,8 @@ CudaModel::CudaModel(const cuda_detail::ModelUpload& up, int device) {
     s.output_norm = s.upload_floats(up.output_norm, up.hidden);
     std::vector<double> inverse_frequency(s.rope_pairs);
     for (size_t i = 0; i < s.rope_pairs; ++i)  // as the CPU path: base^(-2i / rope_dims) in double
-        inverse_frequency[i] = std::pow(double(up.rope_freq_base), -2.0 * double(i) / double(up.rope_dims));
+        inverse_frequency[i] =
+            std::pow(double(up.rope_freq_base), -2.0 * double(i) / double(up.rope_dims));
     s.buffers.push_back(upload_vector(inverse_frequency.data(), std::max<size_t>(1, s.rope_pairs)));
     s.inverse_frequency = s.buffers.back().get<const double>();
     for (size_t li = 0; li < up.n_layers; ++li) {
@@ -438,9 +450,15 @@ CudaModel::~CudaModel() = default;
 CudaModel::CudaModel(CudaModel&&) noexcept = default;
 CudaModel& CudaModel::operator=(CudaModel&&) noexcept = default;
 
-int CudaModel::cuda_device() const noexcept { return state_ ? state_->device : -1; }
-std::string CudaModel::device_name() const { return state_ ? state_->device_name : "none"; }
-size_t CudaModel::weight_bytes() const noexcept { return state_ ? state_->weight_bytes : 0; }
+int CudaModel::cuda_device() const noexcept {
+    return state_ ? state_->device : -1;
+}
+std::string CudaModel::device_name() const {
+    return state_ ? state_->device_name : "none";
+}
+size_t CudaModel::weight_bytes() const noexcept {
+    return state_ ? state_->weight_bytes : 0;
+}
 std::string CudaModel::name() const {
     if (!state_) return "cuda (empty)";
     return "cuda (" + state_->device_name + ", device " + std::to_string(state_->device) + ")";
@@ -449,28 +467,35 @@ std::string CudaModel::name() const {
 Expected<std::unique_ptr<BackendCache>> CudaModel::create_cache(size_t n_ctx, KVType type,
                                                                 uint64_t memory_budget) const {
     using namespace cuda_detail;
-    if (!state_) return ErrorInfo{ErrorKind::invalid_argument, "CudaKVCache: the CudaModel is empty (moved from)"};
+    if (!state_)
+        return ErrorInfo{ErrorKind::invalid_argument,
+                         "CudaKVCache: the CudaModel is empty (moved from)"};
     if (type != KVType::f16)
         return ErrorInfo{ErrorKind::unsupported,
                          "CudaKVCache: the GPU cache stores F16 only (KVType::f32 is CPU-only)"};
-    if (n_ctx == 0) return ErrorInfo{ErrorKind::invalid_argument, "CudaKVCache: n_ctx must be positive"};
+    if (n_ctx == 0)
+        return ErrorInfo{ErrorKind::invalid_argument, "CudaKVCache: n_ctx must be positive"};
     if (n_ctx == BackendCache::kDefaultSize) n_ctx = 0;  // the constructor's default
     const ModelState& m = *state_;
     if (n_ctx > m.context_length)
-        return ErrorInfo{ErrorKind::invalid_argument, "CudaKVCache: n_ctx " + std::to_string(n_ctx) +
+        return ErrorInfo{ErrorKind::invalid_argument, "CudaKVCache: n_ctx " +
+                                                          std::to_string(n_ctx) +
                                                           " exceeds the model's context length " +
                                                           std::to_string(m.context_length)};
     const size_t positions = n_ctx ? n_ctx : std::min<size_t>(4096, m.context_length);
-    SMOL_TRY_ASSIGN(const size_t total,
-                    detail::checked_product("CudaKVCache", {uint64_t(positions), m.head_dim, 2, m.n_layers,
-                                                            m.n_kv_heads, sizeof(__half)}));
-    SMOL_TRY(detail::check_budget("CudaKVCache of " + std::to_string(positions) + " positions", total,
-                                  memory_budget));
+    SMOL_TRY_ASSIGN(
+        const size_t total,
+        detail::checked_product("CudaKVCache", {uint64_t(positions), m.head_dim, 2, m.n_layers,
+                                                m.n_kv_heads, sizeof(__half)}));
+    SMOL_TRY(detail::check_budget("CudaKVCache of " + std::to_string(positions) + " positions",
+                                  total, memory_budget));
     return std::unique_ptr<BackendCache>(new CudaKVCache(state_, n_ctx));
 }
 
 CudaKVCache::CudaKVCache(const CudaModel& model, size_t n_ctx) {
-    if (!model.state_) detail::fail(ErrorKind::invalid_argument, "CudaKVCache: the CudaModel is empty (moved from)");
+    if (!model.state_)
+        detail::fail(ErrorKind::invalid_argument,
+                     "CudaKVCache: the CudaModel is empty (moved from)");
     *this = CudaKVCache(model.state_, n_ctx);
 }
 
@@ -489,7 +514,8 @@ CudaKVCache::CudaKVCache(const std::shared_ptr<cuda_detail::ModelState>& model, 
     s.n_ctx = n_ctx;
     s.max_chunk = std::min<size_t>(kMaxChunk, n_ctx);
     SMOL_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
-    SMOL_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&s.staging), (1 + s.max_chunk) * sizeof(int32_t)));
+    SMOL_CUDA_CHECK(
+        cudaMallocHost(reinterpret_cast<void**>(&s.staging), (1 + s.max_chunk) * sizeof(int32_t)));
     s.kv = DeviceBuffer(2 * m.n_layers * m.n_kv_heads * n_ctx * m.head_dim * sizeof(__half));
     const size_t c = s.max_chunk;
     s.x = DeviceBuffer(c * m.hidden * sizeof(float));
@@ -517,7 +543,9 @@ CudaKVCache::~CudaKVCache() = default;
 CudaKVCache::CudaKVCache(CudaKVCache&&) noexcept = default;
 CudaKVCache& CudaKVCache::operator=(CudaKVCache&&) noexcept = default;
 
-size_t CudaKVCache::bytes() const noexcept { return state_ ? state_->kv.bytes() : 0; }
+size_t CudaKVCache::bytes() const noexcept {
+    return state_ ? state_->kv.bytes() : 0;
+}
 
 // The K/V buffer is [layer][K, V][kv head] blocks of [n_ctx][head_dim] F16, in
 // the order of the portable format, so the valid prefix of every block moves
@@ -534,8 +562,8 @@ std::vector<uint8_t> CudaKVCache::serialize() const {
     if (size_ == 0) return out;
     const DeviceGuard device_guard(m.device);
     SMOL_CUDA_CHECK(cudaStreamSynchronize(state_->stream));
-    SMOL_CUDA_CHECK(cudaMemcpy2D(out.data() + header, size_ * row, state_->kv.get(), state_->n_ctx * row,
-                                 size_ * row, blocks, cudaMemcpyDeviceToHost));
+    SMOL_CUDA_CHECK(cudaMemcpy2D(out.data() + header, size_ * row, state_->kv.get(),
+                                 state_->n_ctx * row, size_ * row, blocks, cudaMemcpyDeviceToHost));
     return out;
 }
 
@@ -576,7 +604,8 @@ std::unique_ptr<BackendCache> CudaKVCache::clone() const {
         const DeviceGuard device_guard(m.device);
         SMOL_CUDA_CHECK(cudaStreamSynchronize(state_->stream));
         SMOL_CUDA_CHECK(cudaMemcpy2D(copy->state_->kv.get(), state_->n_ctx * row, state_->kv.get(),
-                                     state_->n_ctx * row, size_ * row, blocks, cudaMemcpyDeviceToDevice));
+                                     state_->n_ctx * row, size_ * row, blocks,
+                                     cudaMemcpyDeviceToDevice));
     }
     copy->size_ = size_;
     return copy;
@@ -586,13 +615,16 @@ void CudaKVCache::load_row(size_t layer, int kind, size_t kv_head, size_t pos, f
     using namespace cuda_detail;
     if (!state_) detail::fail(ErrorKind::invalid_argument, "CudaKVCache: empty (moved from)");
     const ModelState& m = *state_->model;
-    if (layer >= m.n_layers || (kind != 0 && kind != 1) || kv_head >= m.n_kv_heads || pos >= state_->n_ctx)
+    if (layer >= m.n_layers || (kind != 0 && kind != 1) || kv_head >= m.n_kv_heads ||
+        pos >= state_->n_ctx)
         detail::fail(ErrorKind::out_of_range, "CudaKVCache::load_row: index out of range");
     const DeviceGuard device_guard(m.device);
     SMOL_CUDA_CHECK(cudaStreamSynchronize(state_->stream));
     std::vector<uint16_t> row(m.head_dim);
-    const __half* src = state_->cache_block(layer, kind) + (kv_head * state_->n_ctx + pos) * m.head_dim;
-    SMOL_CUDA_CHECK(cudaMemcpy(row.data(), src, m.head_dim * sizeof(uint16_t), cudaMemcpyDeviceToHost));
+    const __half* src =
+        state_->cache_block(layer, kind) + (kv_head * state_->n_ctx + pos) * m.head_dim;
+    SMOL_CUDA_CHECK(
+        cudaMemcpy(row.data(), src, m.head_dim * sizeof(uint16_t), cudaMemcpyDeviceToHost));
     for (size_t d = 0; d < m.head_dim; ++d) out[d] = fp16_to_fp32(row[d]);
 }
 
@@ -604,9 +636,12 @@ void CudaModel::forward(const int32_t* tokens, size_t n, size_t start_pos, CudaK
 // Backend::forward (model/backend.hpp) checked the arguments, truncated each
 // cache to its start and split the segments into chunks of at most kMaxChunk
 // tokens; it sets the caches' sizes after this returns.
-Status CudaModel::forward_step(const Segment* chunks, size_t n_chunks, const std::atomic<bool>*) const {
+Status CudaModel::forward_step(const Segment* chunks, size_t n_chunks,
+                               const std::atomic<bool>*) const {
     using namespace cuda_detail;
-    if (!state_) detail::fail(ErrorKind::invalid_argument, "cuda forward: the CudaModel is empty (moved from)");
+    if (!state_)
+        detail::fail(ErrorKind::invalid_argument,
+                     "cuda forward: the CudaModel is empty (moved from)");
     const ModelState& m = *state_;
     const DeviceGuard device_guard(m.device);
     const char* graph_env = std::getenv("SMOL_CUDA_GRAPH");
@@ -614,7 +649,9 @@ Status CudaModel::forward_step(const Segment* chunks, size_t n_chunks, const std
     for (size_t i = 0; i < n_chunks; ++i) {
         const Segment& c = chunks[i];
         CudaKVCache& kv = static_cast<CudaKVCache&>(*c.cache);  // owner checked by the seam
-        if (!kv.state_) detail::fail(ErrorKind::invalid_argument, "cuda forward: the CudaKVCache is empty (moved from)");
+        if (!kv.state_)
+            detail::fail(ErrorKind::invalid_argument,
+                         "cuda forward: the CudaKVCache is empty (moved from)");
         CacheState& cs = *kv.state_;
         const size_t chunk = c.n_tokens;
         // The previous chunk finished (synchronized below), so the staging buffer is free.
@@ -626,8 +663,10 @@ Status CudaModel::forward_step(const Segment* chunks, size_t n_chunks, const std
             const size_t need = chunk * m.vocab_size * sizeof(float);
             if (cs.all_logits.bytes() < need) cs.all_logits = DeviceBuffer(need);
             cs.enqueue_chunk(chunk, chunk, cs.all_logits.get<float>());
-            SMOL_CUDA_CHECK(cudaMemcpyAsync(c.logits, cs.all_logits.get(), need, cudaMemcpyDeviceToHost, cs.stream));
-        } else if (chunk == 1 && graphs && !cs.graph_failed && (cs.graph_exec || cs.capture_decode_graph())) {
+            SMOL_CUDA_CHECK(cudaMemcpyAsync(c.logits, cs.all_logits.get(), need,
+                                            cudaMemcpyDeviceToHost, cs.stream));
+        } else if (chunk == 1 && graphs && !cs.graph_failed &&
+                   (cs.graph_exec || cs.capture_decode_graph())) {
             SMOL_CUDA_CHECK(cudaGraphLaunch(cs.graph_exec, cs.stream));
         } else {
             cs.enqueue_chunk(chunk, c.logits ? 1 : 0, cs.logits.get<float>());
@@ -649,7 +688,9 @@ namespace cuda_detail {
 namespace {
 
 // The test hooks run on device 0 and leave the caller's current device as it was.
-void require_any_device() { require_device(0); }
+void require_any_device() {
+    require_device(0);
+}
 
 }  // namespace
 
@@ -660,7 +701,8 @@ void run_matmul(GGMLType type, const void* weights, size_t rows, size_t cols, co
     if (!matmul_supports(type))
         detail::fail(ErrorKind::unsupported, "cuda run_matmul: type " + type_name(type));
     const size_t bytes = rows * row_bytes(type, cols);
-    DeviceBuffer w(bytes), in = upload_vector(x, n_tokens * cols), out(n_tokens * rows * sizeof(float));
+    DeviceBuffer w(bytes), in = upload_vector(x, n_tokens * cols),
+                           out(n_tokens * rows * sizeof(float));
     DeviceBuffer act(act_blocks(n_tokens, cols) * sizeof(ActBlock));
     w.upload(weights, bytes);
     DeviceMatrix m;
@@ -679,9 +721,11 @@ void run_embed(GGMLType type, const void* table, size_t rows, size_t cols, const
                size_t n_tokens, float* out) {
     require_any_device();
     const DeviceGuard device_guard(0);
-    if (!embed_supports(type)) detail::fail(ErrorKind::unsupported, "cuda run_embed: type " + type_name(type));
+    if (!embed_supports(type))
+        detail::fail(ErrorKind::unsupported, "cuda run_embed: type " + type_name(type));
     const size_t bytes = rows * row_bytes(type, cols);
-    DeviceBuffer t(bytes), ids = upload_vector(tokens, n_tokens), x(n_tokens * cols * sizeof(float));
+    DeviceBuffer t(bytes), ids = upload_vector(tokens, n_tokens),
+                           x(n_tokens * cols * sizeof(float));
     t.upload(table, bytes);
     DeviceMatrix m;
     m.data = t.get<const uint8_t>();
@@ -703,7 +747,8 @@ void run_rmsnorm(const float* x, const float* weight, size_t n_tokens, size_t co
     DeviceBuffer act(act_blocks(n_tokens, cols) * sizeof(ActBlock));
     launch_rmsnorm_quantize(in.get<float>(), w.get<float>(), int(n_tokens), int(cols), eps,
                             act.get<ActBlock>(), result.get<float>(), nullptr);
-    launch_dequantize_act(act.get<ActBlock>(), int(act_blocks(n_tokens, cols)), dq.get<float>(), nullptr);
+    launch_dequantize_act(act.get<ActBlock>(), int(act_blocks(n_tokens, cols)), dq.get<float>(),
+                          nullptr);
     SMOL_CUDA_CHECK(cudaGetLastError());
     result.download(out, n_tokens * cols * sizeof(float));
     dq.download(out_quantized, n_tokens * cols * sizeof(float));
@@ -720,11 +765,12 @@ void run_swiglu(const float* gate, const float* up, size_t n, float* out) {
     result.download(out, n * sizeof(float));
 }
 
-void run_rope(float* q, float* k, size_t n_tokens, size_t n_heads, size_t n_kv_heads, size_t head_dim,
-              size_t rope_dims, float freq_base, size_t start_pos, bool use_rope) {
+void run_rope(float* q, float* k, size_t n_tokens, size_t n_heads, size_t n_kv_heads,
+              size_t head_dim, size_t rope_dims, float freq_base, size_t start_pos, bool use_rope) {
     require_any_device();
     const DeviceGuard device_guard(0);
-    const size_t q_count = n_tokens * n_heads * head_dim, k_count = n_tokens * n_kv_heads * head_dim;
+    const size_t q_count = n_tokens * n_heads * head_dim,
+                 k_count = n_tokens * n_kv_heads * head_dim;
     std::vector<double> inverse_frequency(std::max<size_t>(1, rope_dims / 2));
     for (size_t i = 0; i < rope_dims / 2; ++i)
         inverse_frequency[i] = std::pow(double(freq_base), -2.0 * double(i) / double(rope_dims));
@@ -735,22 +781,25 @@ void run_rope(float* q, float* k, size_t n_tokens, size_t n_heads, size_t n_kv_h
     DeviceBuffer freq = upload_vector(inverse_frequency.data(), inverse_frequency.size());
     DeviceBuffer dstart = upload_vector(&start, 1);
     const size_t head_stride = (start_pos + n_tokens) * head_dim;
-    DeviceBuffer kc(n_kv_heads * head_stride * sizeof(__half)), vc(n_kv_heads * head_stride * sizeof(__half));
-    launch_rope_store(dq.get<float>(), dk.get<float>(), dv.get<float>(), int(n_tokens), dstart.get<int>(),
-                      freq.get<double>(), int(rope_dims / 2), use_rope, int(n_heads), int(n_kv_heads),
-                      int(head_dim), kc.get<__half>(), vc.get<__half>(), head_stride, k_out.get<float>(),
-                      nullptr);
+    DeviceBuffer kc(n_kv_heads * head_stride * sizeof(__half)),
+        vc(n_kv_heads * head_stride * sizeof(__half));
+    launch_rope_store(dq.get<float>(), dk.get<float>(), dv.get<float>(), int(n_tokens),
+                      dstart.get<int>(), freq.get<double>(), int(rope_dims / 2), use_rope,
+                      int(n_heads), int(n_kv_heads), int(head_dim), kc.get<__half>(),
+                      vc.get<__half>(), head_stride, k_out.get<float>(), nullptr);
     SMOL_CUDA_CHECK(cudaGetLastError());
     dq.download(q, q_count * sizeof(float));
     k_out.download(k, k_count * sizeof(float));
 }
 
 void run_attention(const float* q, const float* keys, const float* values, size_t n_tokens,
-                   size_t start_pos, size_t n_heads, size_t n_kv_heads, size_t head_dim, float* out) {
+                   size_t start_pos, size_t n_heads, size_t n_kv_heads, size_t head_dim,
+                   float* out) {
     require_any_device();
     const DeviceGuard device_guard(0);
     if (!attention_supports(int(head_dim)))
-        detail::fail(ErrorKind::unsupported, "cuda run_attention: head dim " + std::to_string(head_dim));
+        detail::fail(ErrorKind::unsupported,
+                     "cuda run_attention: head dim " + std::to_string(head_dim));
     const size_t positions = start_pos + n_tokens;
     std::vector<uint16_t> k16(n_kv_heads * positions * head_dim), v16(k16.size());
     for (size_t i = 0; i < k16.size(); ++i) {
@@ -759,8 +808,10 @@ void run_attention(const float* q, const float* keys, const float* values, size_
     }
     const int32_t start = int32_t(start_pos);
     DeviceBuffer dq = upload_vector(q, n_tokens * n_heads * head_dim);
-    DeviceBuffer dk = upload_vector(k16.data(), k16.size()), dv = upload_vector(v16.data(), v16.size());
-    DeviceBuffer dstart = upload_vector(&start, 1), result(n_tokens * n_heads * head_dim * sizeof(float));
+    DeviceBuffer dk = upload_vector(k16.data(), k16.size()),
+                 dv = upload_vector(v16.data(), v16.size());
+    DeviceBuffer dstart = upload_vector(&start, 1),
+                 result(n_tokens * n_heads * head_dim * sizeof(float));
     launch_attention(dq.get<float>(), dk.get<__half>(), dv.get<__half>(), positions * head_dim,
                      dstart.get<int>(), int(n_tokens), int(n_heads), int(n_kv_heads), int(head_dim),
                      result.get<float>(), nullptr);
@@ -795,32 +846,55 @@ void emulate_dequantize_for(const uint8_t* row, size_t cols, float* out) {
 }  // namespace
 
 float emulate_dot(GGMLType type, const void* row, size_t cols, const float* x) {
-    if (!matmul_supports(type)) detail::fail(ErrorKind::unsupported, "cuda emulate_dot: type " + type_name(type));
+    if (!matmul_supports(type))
+        detail::fail(ErrorKind::unsupported, "cuda emulate_dot: type " + type_name(type));
     if (cols % size_t(type_traits(type).block_size) != 0 || cols % kActBlock != 0)
-        detail::fail(ErrorKind::invalid_argument, "cuda emulate_dot: " + std::to_string(cols) + " columns");
+        detail::fail(ErrorKind::invalid_argument,
+                     "cuda emulate_dot: " + std::to_string(cols) + " columns");
     std::vector<ActBlock> act(cols / kActBlock);
     for (size_t b = 0; b < act.size(); ++b) quantize_act_block_host(x + b * kActBlock, act[b]);
     const uint8_t* bytes = static_cast<const uint8_t*>(row);
     switch (type) {
-        case GGMLType::Q4_K: return emulate_dot_for<FormatQ4K>(bytes, cols, act);
-        case GGMLType::Q5_K: return emulate_dot_for<FormatQ5K>(bytes, cols, act);
-        case GGMLType::Q6_K: return emulate_dot_for<FormatQ6K>(bytes, cols, act);
-        case GGMLType::Q8_0: return emulate_dot_for<FormatQ8_0>(bytes, cols, act);
-        default: return 0;
+        case GGMLType::Q4_K:
+            return emulate_dot_for<FormatQ4K>(bytes, cols, act);
+        case GGMLType::Q5_K:
+            return emulate_dot_for<FormatQ5K>(bytes, cols, act);
+        case GGMLType::Q6_K:
+            return emulate_dot_for<FormatQ6K>(bytes, cols, act);
+        case GGMLType::Q8_0:
+            return emulate_dot_for<FormatQ8_0>(bytes, cols, act);
+        default:
+            return 0;
     }
 }
 
 void emulate_dequantize_row(GGMLType type, const void* row, size_t cols, float* out) {
     const uint8_t* bytes = static_cast<const uint8_t*>(row);
     switch (type) {
-        case GGMLType::Q4_K: emulate_dequantize_for<FormatQ4K>(bytes, cols, out); break;
-        case GGMLType::Q5_K: emulate_dequantize_for<FormatQ5K>(bytes, cols, out); break;
-        case GGMLType::Q6_K: emulate_dequantize_for<FormatQ6K>(bytes, cols, out); break;
-        case GGMLType::Q8_0: emulate_dequantize_for<FormatQ8_0>(bytes, cols, out); break;
-        case GGMLType::F32: emulate_dequantize_for<FormatF32>(bytes, cols, out); break;
-        case GGMLType::F16: emulate_dequantize_for<FormatF16>(bytes, cols, out); break;
-        case GGMLType::BF16: emulate_dequantize_for<FormatBF16>(bytes, cols, out); break;
-        default: detail::fail(ErrorKind::unsupported, "cuda emulate_dequantize_row: type " + type_name(type));
+        case GGMLType::Q4_K:
+            emulate_dequantize_for<FormatQ4K>(bytes, cols, out);
+            break;
+        case GGMLType::Q5_K:
+            emulate_dequantize_for<FormatQ5K>(bytes, cols, out);
+            break;
+        case GGMLType::Q6_K:
+            emulate_dequantize_for<FormatQ6K>(bytes, cols, out);
+            break;
+        case GGMLType::Q8_0:
+            emulate_dequantize_for<FormatQ8_0>(bytes, cols, out);
+            break;
+        case GGMLType::F32:
+            emulate_dequantize_for<FormatF32>(bytes, cols, out);
+            break;
+        case GGMLType::F16:
+            emulate_dequantize_for<FormatF16>(bytes, cols, out);
+            break;
+        case GGMLType::BF16:
+            emulate_dequantize_for<FormatBF16>(bytes, cols, out);
+            break;
+        default:
+            detail::fail(ErrorKind::unsupported,
+                         "cuda emulate_dequantize_row: type " + type_name(type));
     }
 }
 

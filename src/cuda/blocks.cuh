@@ -35,8 +35,8 @@ namespace cuda_detail {
 constexpr int kActBlock = 32;  // activation quantization block
 
 struct ActBlock {
-    float d;              // scale: x ~= d * q
-    float s;              // d * sum(q)
+    float d;  // scale: x ~= d * q
+    float s;  // d * sum(q)
     int8_t q[kActBlock];
 };
 static_assert(sizeof(ActBlock) == 40, "ActBlock layout");
@@ -130,7 +130,7 @@ struct FormatQ4K {
     struct Unit {
         int lo[8], hi[8];  // sub-block 2c (low nibbles) and 2c + 1 (high nibbles)
         float d_scale_lo, d_scale_hi, dmin_min_lo, dmin_min_hi;
-        int act;           // index of the first activation block
+        int act;  // index of the first activation block
     };
     SMOL_HD static Unit load(const uint8_t* row, int unit) {
         const int b = unit / kUnits, c = unit % kUnits;
@@ -159,8 +159,10 @@ struct FormatQ4K {
         const ActBlock& a1 = act[u.act + 1];
         int sum_lo = 0, sum_hi = 0;
         for (int k = 0; k < 8; ++k) {
-            sum_lo = dot4(u.lo[k], load_i32_a4(reinterpret_cast<const uint8_t*>(a0.q) + 4 * k), sum_lo);
-            sum_hi = dot4(u.hi[k], load_i32_a4(reinterpret_cast<const uint8_t*>(a1.q) + 4 * k), sum_hi);
+            sum_lo =
+                dot4(u.lo[k], load_i32_a4(reinterpret_cast<const uint8_t*>(a0.q) + 4 * k), sum_lo);
+            sum_hi =
+                dot4(u.hi[k], load_i32_a4(reinterpret_cast<const uint8_t*>(a1.q) + 4 * k), sum_hi);
         }
         return u.d_scale_lo * a0.d * float(sum_lo) + u.d_scale_hi * a1.d * float(sum_hi) -
                u.dmin_min_lo * a0.s - u.dmin_min_hi * a1.s;
@@ -327,7 +329,8 @@ struct FormatBF16 {
 // with one lane per element): d = max|x| / 127, q = round-half-even(x / d).
 inline void quantize_act_block_host(const float* x, ActBlock& out) {
     float amax = 0;
-    for (int i = 0; i < kActBlock; ++i) amax = x[i] < 0 ? (amax > -x[i] ? amax : -x[i]) : (amax > x[i] ? amax : x[i]);
+    for (int i = 0; i < kActBlock; ++i)
+        amax = x[i] < 0 ? (amax > -x[i] ? amax : -x[i]) : (amax > x[i] ? amax : x[i]);
     const float d = amax / 127.0f;
     int sum = 0;
     for (int i = 0; i < kActBlock; ++i) {

@@ -24,7 +24,8 @@ __device__ __forceinline__ int warp_sum_int(int v) {
     return v;
 }
 __device__ __forceinline__ float warp_max(float v) {
-    for (int offset = 16; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(kFullMask, v, offset));
+    for (int offset = 16; offset > 0; offset >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(kFullMask, v, offset));
     return v;
 }
 
@@ -99,17 +100,19 @@ void matmul_for(const DeviceMatrix& w, const ActBlock* act, int n_tokens, float*
 // ---------------------------------------------------------------------------
 // Embedding: one block per token, threads stride over the row.
 template <class Format>
-__global__ void embed_kernel(const uint8_t* table, size_t row_bytes, int cols, const int32_t* tokens,
-                             float* x) {
+__global__ void embed_kernel(const uint8_t* table, size_t row_bytes, int cols,
+                             const int32_t* tokens, float* x) {
     const int t = blockIdx.x;
     const uint8_t* row = table + size_t(tokens[t]) * row_bytes;
-    for (int i = threadIdx.x; i < cols; i += blockDim.x) x[size_t(t) * cols + i] = Format::element(row, i);
+    for (int i = threadIdx.x; i < cols; i += blockDim.x)
+        x[size_t(t) * cols + i] = Format::element(row, i);
 }
 
 template <class Format>
 void embed_for(const DeviceMatrix& table, const int32_t* tokens, int n_tokens, float* x,
                cudaStream_t stream) {
-    embed_kernel<Format><<<n_tokens, 256, 0, stream>>>(table.data, table.row_bytes, table.cols, tokens, x);
+    embed_kernel<Format>
+        <<<n_tokens, 256, 0, stream>>>(table.data, table.row_bytes, table.cols, tokens, x);
 }
 
 // ---------------------------------------------------------------------------
@@ -152,7 +155,8 @@ __global__ void __launch_bounds__(kRowThreads)
     const int t = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int blocks = cols / kActBlock;
     for (int b = warp; b < blocks; b += kRowWarps)
-        quantize_block_warp(x[size_t(t) * cols + b * kActBlock + lane], lane, act + size_t(t) * blocks + b);
+        quantize_block_warp(x[size_t(t) * cols + b * kActBlock + lane], lane,
+                            act + size_t(t) * blocks + b);
 }
 
 __global__ void __launch_bounds__(kRowThreads)
@@ -220,7 +224,8 @@ __global__ void rope_store_kernel(float* q, const float* k, const float* v, cons
     }
     for (int i = threadIdx.x; i < kv_dim; i += blockDim.x) {
         const int head = i / head_dim, d = i % head_dim;
-        v_cache[head * head_stride + size_t(pos) * head_dim + d] = __float2half_rn(v[size_t(t) * kv_dim + i]);
+        v_cache[head * head_stride + size_t(pos) * head_dim + d] =
+            __float2half_rn(v[size_t(t) * kv_dim + i]);
     }
 }
 
@@ -311,31 +316,56 @@ bool attention_supports(int head_dim) {
 void launch_matmul(const DeviceMatrix& w, const ActBlock* act, int n_tokens, float* y,
                    bool accumulate, cudaStream_t stream) {
     switch (w.type) {
-        case GGMLType::Q4_K: matmul_for<FormatQ4K>(w, act, n_tokens, y, accumulate, stream); break;
-        case GGMLType::Q5_K: matmul_for<FormatQ5K>(w, act, n_tokens, y, accumulate, stream); break;
-        case GGMLType::Q6_K: matmul_for<FormatQ6K>(w, act, n_tokens, y, accumulate, stream); break;
-        case GGMLType::Q8_0: matmul_for<FormatQ8_0>(w, act, n_tokens, y, accumulate, stream); break;
-        default: break;  // rejected at upload (matmul_supports)
+        case GGMLType::Q4_K:
+            matmul_for<FormatQ4K>(w, act, n_tokens, y, accumulate, stream);
+            break;
+        case GGMLType::Q5_K:
+            matmul_for<FormatQ5K>(w, act, n_tokens, y, accumulate, stream);
+            break;
+        case GGMLType::Q6_K:
+            matmul_for<FormatQ6K>(w, act, n_tokens, y, accumulate, stream);
+            break;
+        case GGMLType::Q8_0:
+            matmul_for<FormatQ8_0>(w, act, n_tokens, y, accumulate, stream);
+            break;
+        default:
+            break;  // rejected at upload (matmul_supports)
     }
 }
 
 void launch_embed(const DeviceMatrix& table, const int32_t* tokens, int n_tokens, float* x,
                   cudaStream_t stream) {
     switch (table.type) {
-        case GGMLType::Q4_K: embed_for<FormatQ4K>(table, tokens, n_tokens, x, stream); break;
-        case GGMLType::Q5_K: embed_for<FormatQ5K>(table, tokens, n_tokens, x, stream); break;
-        case GGMLType::Q6_K: embed_for<FormatQ6K>(table, tokens, n_tokens, x, stream); break;
-        case GGMLType::Q8_0: embed_for<FormatQ8_0>(table, tokens, n_tokens, x, stream); break;
-        case GGMLType::F32: embed_for<FormatF32>(table, tokens, n_tokens, x, stream); break;
-        case GGMLType::F16: embed_for<FormatF16>(table, tokens, n_tokens, x, stream); break;
-        case GGMLType::BF16: embed_for<FormatBF16>(table, tokens, n_tokens, x, stream); break;
-        default: break;  // rejected at upload (embed_supports)
+        case GGMLType::Q4_K:
+            embed_for<FormatQ4K>(table, tokens, n_tokens, x, stream);
+            break;
+        case GGMLType::Q5_K:
+            embed_for<FormatQ5K>(table, tokens, n_tokens, x, stream);
+            break;
+        case GGMLType::Q6_K:
+            embed_for<FormatQ6K>(table, tokens, n_tokens, x, stream);
+            break;
+        case GGMLType::Q8_0:
+            embed_for<FormatQ8_0>(table, tokens, n_tokens, x, stream);
+            break;
+        case GGMLType::F32:
+            embed_for<FormatF32>(table, tokens, n_tokens, x, stream);
+            break;
+        case GGMLType::F16:
+            embed_for<FormatF16>(table, tokens, n_tokens, x, stream);
+            break;
+        case GGMLType::BF16:
+            embed_for<FormatBF16>(table, tokens, n_tokens, x, stream);
+            break;
+        default:
+            break;  // rejected at upload (embed_supports)
     }
 }
 
 void launch_rmsnorm_quantize(const float* x, const float* weight, int n_tokens, int cols, float eps,
                              ActBlock* act, float* out_float, cudaStream_t stream) {
-    rmsnorm_quantize_kernel<<<n_tokens, kRowThreads, 0, stream>>>(x, weight, cols, eps, act, out_float);
+    rmsnorm_quantize_kernel<<<n_tokens, kRowThreads, 0, stream>>>(x, weight, cols, eps, act,
+                                                                  out_float);
 }
 
 void launch_quantize(const float* x, int n_tokens, int cols, ActBlock* act, cudaStream_t stream) {
@@ -369,11 +399,24 @@ void launch_attention(const float* q, const __half* k_cache, const __half* v_cac
     const float scale = 1.0f / sqrtf(float(head_dim));
     const int threads = 32 * kAttentionWarps;
     switch (head_dim) {
-        case 32: attention_kernel<1><<<grid, threads, 0, stream>>>(q, k_cache, v_cache, head_stride, start, n_heads, group, scale, out); break;
-        case 64: attention_kernel<2><<<grid, threads, 0, stream>>>(q, k_cache, v_cache, head_stride, start, n_heads, group, scale, out); break;
-        case 128: attention_kernel<4><<<grid, threads, 0, stream>>>(q, k_cache, v_cache, head_stride, start, n_heads, group, scale, out); break;
-        case 256: attention_kernel<8><<<grid, threads, 0, stream>>>(q, k_cache, v_cache, head_stride, start, n_heads, group, scale, out); break;
-        default: break;  // rejected at upload (attention_supports)
+        case 32:
+            attention_kernel<1><<<grid, threads, 0, stream>>>(q, k_cache, v_cache, head_stride,
+                                                              start, n_heads, group, scale, out);
+            break;
+        case 64:
+            attention_kernel<2><<<grid, threads, 0, stream>>>(q, k_cache, v_cache, head_stride,
+                                                              start, n_heads, group, scale, out);
+            break;
+        case 128:
+            attention_kernel<4><<<grid, threads, 0, stream>>>(q, k_cache, v_cache, head_stride,
+                                                              start, n_heads, group, scale, out);
+            break;
+        case 256:
+            attention_kernel<8><<<grid, threads, 0, stream>>>(q, k_cache, v_cache, head_stride,
+                                                              start, n_heads, group, scale, out);
+            break;
+        default:
+            break;  // rejected at upload (attention_supports)
     }
 }
 

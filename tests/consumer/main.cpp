@@ -28,8 +28,8 @@ int main() {
 
     const std::string expected = smol_test::expected_cpu_level();
     if (std::string(smol::cpu_level_name(smol::best_cpu_level())) != expected) {
-        std::printf("consumer: smol picked %s, the CPU supports %s\n", smol::cpu_level_name(smol::best_cpu_level()),
-                    expected.c_str());
+        std::printf("consumer: smol picked %s, the CPU supports %s\n",
+                    smol::cpu_level_name(smol::best_cpu_level()), expected.c_str());
         return 1;
     }
 
@@ -44,8 +44,10 @@ int main() {
     }
     Golden golden;
     golden.model_path = dir + "/tiny-q4km.gguf";
-    golden.ids = nlohmann::json::parse(golden_file).at(0).at("prompt_ids").get<std::vector<int32_t>>();
+    golden.ids =
+        nlohmann::json::parse(golden_file).at(0).at("prompt_ids").get<std::vector<int32_t>>();
     golden.logits.resize(128256);
-    logits_file.read(reinterpret_cast<char*>(golden.logits.data()), std::streamsize(golden.logits.size() * 4));
+    logits_file.read(reinterpret_cast<char*>(golden.logits.data()),
+                     std::streamsize(golden.logits.size() * 4));
     return check_against_golden("consumer", golden);
 }

@@ -45,7 +45,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (chatml.find(m.content) == std::string::npos) __builtin_trap();
     if (options.add_generation_prompt) {
         const std::string tail = "<|im_start|>assistant\n";
-        if (chatml.size() < tail.size() || chatml.compare(chatml.size() - tail.size(), tail.size(), tail) != 0)
+        if (chatml.size() < tail.size() ||
+            chatml.compare(chatml.size() - tail.size(), tail.size(), tail) != 0)
             __builtin_trap();
     }
     (void)smol::detect_chat_format(body);

@@ -26,7 +26,8 @@ void touch_array(const smol::gguf::ArrayView& a) {
     using smol::gguf::ValueType;
     touch_bytes(a.data(), a.bytes());
     if (a.element_type() == ValueType::string) {
-        for (std::string_view s : a.strings()) touch_bytes(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+        for (std::string_view s : a.strings())
+            touch_bytes(reinterpret_cast<const uint8_t*>(s.data()), s.size());
     } else if (smol::gguf::scalar_size(a.element_type()) != 0) {
         double sum = 0;
         for (double x : a.to_vector<double>()) sum += x;
@@ -62,10 +63,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         touch_bytes(reinterpret_cast<const uint8_t*>(kv.key.data()), kv.key.size());
         switch (v.type()) {
             case smol::gguf::ValueType::string:
-                touch_bytes(reinterpret_cast<const uint8_t*>(v.as_string().data()), v.as_string().size());
+                touch_bytes(reinterpret_cast<const uint8_t*>(v.as_string().data()),
+                            v.as_string().size());
                 break;
-            case smol::gguf::ValueType::array: touch_array(v.as_array()); break;
-            default: g_sink = g_sink + v.as_u64() + uint64_t(v.as_f64() == 0);
+            case smol::gguf::ValueType::array:
+                touch_array(v.as_array());
+                break;
+            default:
+                g_sink = g_sink + v.as_u64() + uint64_t(v.as_f64() == 0);
         }
         // Every typed view of every key: right types succeed, wrong ones throw.
         try_get<uint32_t>(f, kv.key);

@@ -19,7 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         auto file = smol::gguf::File::from_buffer(data, size, "fuzz.gguf");
         const smol::SmolLM3 net(file);
         const smol::Tokenizer tokenizer = smol::Tokenizer::from_gguf(file);
-        if (size_t(tokenizer.vocab_size()) != net.config().vocab_size) return 0;  // Model refuses this too
+        if (size_t(tokenizer.vocab_size()) != net.config().vocab_size)
+            return 0;  // Model refuses this too
         std::vector<int32_t> ids = tokenizer.encode("Hi <|im_start|>user\nA\xc3\xa9!", true);
         if (ids.empty()) ids.push_back(0);
         ids.resize(std::min<size_t>(ids.size(), 4));

@@ -29,7 +29,8 @@ smol::Generator& generator() {
         load.n_threads = 1;
         smol::GeneratorOptions options;
         options.n_ctx = 64;
-        return smol::Generator(smol::Model::load_from_memory(bytes.data(), bytes.size(), load), options);
+        return smol::Generator(smol::Model::load_from_memory(bytes.data(), bytes.size(), load),
+                               options);
     }();
     return gen;
 }
@@ -40,7 +41,8 @@ void try_restore(const uint8_t* data, size_t size) {
     const size_t cached_before = gen.n_cached();
     smol::ErrorInfo error;
     if (!gen.try_restore_session(data, size, &error)) {
-        if (gen.history() != before || gen.n_cached() != cached_before) std::abort();  // state must survive
+        if (gen.history() != before || gen.n_cached() != cached_before)
+            std::abort();  // state must survive
         return;
     }
     if (gen.n_cached() > gen.history().size()) std::abort();

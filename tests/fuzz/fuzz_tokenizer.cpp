@@ -24,7 +24,9 @@ namespace {
 
 std::unique_ptr<smol::Tokenizer> g_tokenizers[2];
 
-bool valid_utf8(std::string_view s) { return smol::detail::find_invalid_utf8(s) == std::string_view::npos; }
+bool valid_utf8(std::string_view s) {
+    return smol::detail::find_invalid_utf8(s) == std::string_view::npos;
+}
 
 void check_stream(const smol::Tokenizer& tok, const std::vector<int32_t>& ids) {
     smol::StreamDecoder stream(tok);
@@ -53,9 +55,11 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     const char* files[2] = {"tiny-q4km.gguf", "vocab-llama-bpe.gguf"};
     for (int i = 0; i < 2; ++i) {
         try {
-            g_tokenizers[i] = std::make_unique<smol::Tokenizer>(smol::gguf::File::open(base + "/" + files[i]));
+            g_tokenizers[i] =
+                std::make_unique<smol::Tokenizer>(smol::gguf::File::open(base + "/" + files[i]));
         } catch (const smol::Error& e) {
-            std::fprintf(stderr, "fuzz_tokenizer: cannot load %s/%s: %s\n", base.c_str(), files[i], e.what());
+            std::fprintf(stderr, "fuzz_tokenizer: cannot load %s/%s: %s\n", base.c_str(), files[i],
+                         e.what());
             std::abort();
         }
     }

@@ -34,12 +34,14 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (target == "fuzz_session") {
-        const std::vector<uint8_t> model_bytes = smol_fuzz::micro_model(Recipe::q8_0);  // what fuzz_session loads
+        const std::vector<uint8_t> model_bytes =
+            smol_fuzz::micro_model(Recipe::q8_0);  // what fuzz_session loads
         smol::LoadOptions load;
         load.n_threads = 1;
         smol::GeneratorOptions options;
         options.n_ctx = 64;
-        smol::Generator gen(smol::Model::load_from_memory(model_bytes.data(), model_bytes.size(), load), options);
+        smol::Generator gen(
+            smol::Model::load_from_memory(model_bytes.data(), model_bytes.size(), load), options);
         save(out + "/empty.session", gen.save_session());
         smol::GenerateParams params;
         params.max_tokens = 0;

@@ -46,7 +46,8 @@ std::vector<uint8_t> miniature(const File& src, size_t keep, uint32_t alignment)
         }
     }
     for (const auto& t : src.tensors())
-        w.add_tensor(t.name, t.type, {t.dims[0], 1}, t.data, smol::row_bytes(t.type, size_t(t.dims[0])));
+        w.add_tensor(t.name, t.type, {t.dims[0], 1}, t.data,
+                     smol::row_bytes(t.type, size_t(t.dims[0])));
     return w.to_bytes();
 }
 
@@ -59,7 +60,8 @@ int main(int argc, char** argv) {
     }
     const std::string fixtures = argv[1], out = argv[2];
     int written = 0;
-    for (const char* name : {"tiny-q4km", "small-q4km", "tiny-q8_0", "tiny-gqa-q5km", "vocab-llama-bpe"}) {
+    for (const char* name :
+         {"tiny-q4km", "small-q4km", "tiny-q8_0", "tiny-gqa-q5km", "vocab-llama-bpe"}) {
         try {
             const auto f = File::open(fixtures + "/" + name + ".gguf");
             save(out + "/" + name + "-mini.gguf", miniature(*f, 8, 32));
@@ -68,7 +70,8 @@ int main(int argc, char** argv) {
             v2[4] = 2;  // version field
             save(out + "/" + name + "-mini-v2.gguf", v2);
             const size_t head = f->size() < 4096 ? f->size() : 4096;
-            save(out + "/" + name + "-head4k.gguf", std::vector<uint8_t>(f->bytes(), f->bytes() + head));
+            save(out + "/" + name + "-head4k.gguf",
+                 std::vector<uint8_t>(f->bytes(), f->bytes() + head));
             written += 4;
         } catch (const smol::Error& e) {
             std::fprintf(stderr, "make_seeds: skipping %s: %s\n", name, e.what());
@@ -98,7 +101,8 @@ int main(int argc, char** argv) {
         const auto traits = smol::type_traits(type);
         if (!traits.name) continue;
         const size_t bytes = smol::row_bytes(type, traits.block_size) * 2;
-        w.add_tensor(std::string("t.") + traits.name, type, {traits.block_size, 2}, payload.data(), bytes);
+        w.add_tensor(std::string("t.") + traits.name, type, {traits.block_size, 2}, payload.data(),
+                     bytes);
     }
     save(out + "/all-types.gguf", w.to_bytes());
     ++written;

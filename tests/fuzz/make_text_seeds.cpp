@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
             for (const auto& c : cases) {
                 const bool special = c.value("parse_special", false);
                 const char mode = char(vocab | (special ? 2 : 0));
-                save(out + "/text-" + std::to_string(n++), std::string(1, mode) + c["text"].get<std::string>());
+                save(out + "/text-" + std::to_string(n++),
+                     std::string(1, mode) + c["text"].get<std::string>());
                 // The same case as an id stream for the detokenizer.
                 std::vector<uint8_t> ids(1, uint8_t(mode | 4));
                 for (const auto& id : c["ids"]) smol::detail::append_le(ids, id.get<uint32_t>());
@@ -45,11 +46,15 @@ int main(int argc, char** argv) {
             for (const auto& c : nlohmann::json::parse(in)) {
                 const auto& o = c["options"];
                 char flags = o.value("add_generation_prompt", true) ? 1 : 0;
-                if (o.contains("enable_thinking")) flags |= o["enable_thinking"].get<bool>() ? 2 : 4;
+                if (o.contains("enable_thinking"))
+                    flags |= o["enable_thinking"].get<bool>() ? 2 : 4;
                 std::string bytes(1, flags);
                 for (const auto& m : c["messages"]) {
                     const std::string role = m["role"].get<std::string>();
-                    const char r = role == "system" ? 0 : role == "user" ? 1 : role == "assistant" ? 2 : 3;
+                    const char r = role == "system"      ? 0
+                                   : role == "user"      ? 1
+                                   : role == "assistant" ? 2
+                                                         : 3;
                     if (bytes.size() > 1) bytes += '\x1e';
                     bytes += r;
                     bytes += m["content"].get<std::string>();
@@ -57,7 +62,8 @@ int main(int argc, char** argv) {
                 save(out + "/chat-" + std::to_string(n++), bytes);
             }
         }
-        save(out + "/think-" + std::to_string(n++), std::string("\x01\x02<think>\nhmm\n</think>\n\nanswer"));
+        save(out + "/think-" + std::to_string(n++),
+             std::string("\x01\x02<think>\nhmm\n</think>\n\nanswer"));
     } else {
         std::fprintf(stderr, "make_text_seeds: unknown target %s\n", target.c_str());
         return 2;

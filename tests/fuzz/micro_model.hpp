@@ -10,10 +10,11 @@
 
 namespace smol_fuzz {
 
-inline std::vector<uint8_t> micro_model(smol_tools::Recipe recipe, uint32_t layers = 1, uint32_t kv_heads = 1,
-                                        bool untied = false) {
+inline std::vector<uint8_t> micro_model(smol_tools::Recipe recipe, uint32_t layers = 1,
+                                        uint32_t kv_heads = 1, bool untied = false) {
     smol_tools::MakeOptions options;
-    options.shape = {32, layers, 2, kv_heads, 16, 64, 0, 64};  // hidden, layers, heads, kv, head dim, ffn, vocab, ctx
+    options.shape = {32, layers, 2, kv_heads,
+                     16, 64,     0, 64};  // hidden, layers, heads, kv, head dim, ffn, vocab, ctx
     options.recipe = recipe;
     options.untied = untied;
     options.threads = 1;

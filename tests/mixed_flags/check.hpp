@@ -49,11 +49,13 @@ int check_against_golden(const char* unit, const Golden& golden) {
             lo = std::min(lo, expected[i]);
             hi = std::max(hi, expected[i]);
         }
-        const double cosine = dot / std::sqrt(norm_a * norm_b), relative = max_error / double(hi - lo);
+        const double cosine = dot / std::sqrt(norm_a * norm_b),
+                     relative = max_error / double(hi - lo);
         const bool ok = cosine >= 0.999 && relative <= 0.02;
-        std::printf("[%s] kernels %s (best %s): cosine %.6f, max error %.3f%% of the range: %s\n", unit,
-                    smol::cpu_level_name(model->cpu_level()), smol::cpu_level_name(smol::best_cpu_level()), cosine,
-                    100.0 * relative, ok ? "ok" : "MISMATCH");
+        std::printf("[%s] kernels %s (best %s): cosine %.6f, max error %.3f%% of the range: %s\n",
+                    unit, smol::cpu_level_name(model->cpu_level()),
+                    smol::cpu_level_name(smol::best_cpu_level()), cosine, 100.0 * relative,
+                    ok ? "ok" : "MISMATCH");
         return ok ? 0 : 1;
     } catch (const smol::Error& e) {
         std::printf("[%s] error: %s\n", unit, e.what());

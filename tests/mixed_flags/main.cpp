@@ -11,7 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-int run_avx2_module(const char* model_path, const int32_t* ids, size_t n_ids, const float* logits, size_t vocab);
+int run_avx2_module(const char* model_path, const int32_t* ids, size_t n_ids, const float* logits,
+                    size_t vocab);
 
 namespace {
 
@@ -30,7 +31,8 @@ bool load_golden(Golden& golden) {
         return false;
     }
     golden.model_path = dir + "/tiny-q4km.gguf";
-    golden.ids = nlohmann::json::parse(golden_file).at(0).at("prompt_ids").get<std::vector<int32_t>>();
+    golden.ids =
+        nlohmann::json::parse(golden_file).at(0).at("prompt_ids").get<std::vector<int32_t>>();
     golden.logits.resize(128256);
     logits_file.read(reinterpret_cast<char*>(golden.logits.data()),
                      std::streamsize(golden.logits.size() * sizeof(float)));
@@ -49,10 +51,14 @@ int main() {
     bool has_avx2 = false;
 #if defined(__GNUC__) || defined(__clang__)
     __builtin_cpu_init();
-    has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+               __builtin_cpu_supports("f16c");
 #endif
-    if (has_avx2) status = std::max(status, run_avx2_module(golden.model_path.c_str(), golden.ids.data(), golden.ids.size(),
-                                                            golden.logits.data(), golden.logits.size()));
-    else std::printf("[main] no AVX2 on this CPU: the avx2 unit is not called\n");
+    if (has_avx2)
+        status = std::max(
+            status, run_avx2_module(golden.model_path.c_str(), golden.ids.data(), golden.ids.size(),
+                                    golden.logits.data(), golden.logits.size()));
+    else
+        std::printf("[main] no AVX2 on this CPU: the avx2 unit is not called\n");
     return status;
 }

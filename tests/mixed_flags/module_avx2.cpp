@@ -4,7 +4,8 @@
 #include "check.hpp"
 
 // Plain pointers across the boundary: no type of either unit's inline code is shared.
-int run_avx2_module(const char* model_path, const int32_t* ids, size_t n_ids, const float* logits, size_t vocab) {
+int run_avx2_module(const char* model_path, const int32_t* ids, size_t n_ids, const float* logits,
+                    size_t vocab) {
     Golden golden;
     golden.model_path = model_path;
     golden.ids.assign(ids, ids + n_ids);

@@ -67,7 +67,9 @@ inline uint16_t fp32_to_fp16(float f) noexcept {
     return uint16_t(sign | half);
 }
 
-inline float bf16_to_fp32(uint16_t b) noexcept { return detail::bits_to_float(uint32_t(b) << 16); }
+inline float bf16_to_fp32(uint16_t b) noexcept {
+    return detail::bits_to_float(uint32_t(b) << 16);
+}
 
 // fp32 -> bf16, round-to-nearest-even; NaN stays a (quiet) NaN.
 inline uint16_t fp32_to_bf16(float f) noexcept {

@@ -29,7 +29,8 @@ class MappedFile {
 public:
     MappedFile() = default;
     // Throws smol::Error; try_open reports the same errors as a value.
-    explicit MappedFile(const std::string& path) : MappedFile(detail::value_or_fail(try_open(path))) {}
+    explicit MappedFile(const std::string& path)
+        : MappedFile(detail::value_or_fail(try_open(path))) {}
     ~MappedFile() { close(); }
     MappedFile(const MappedFile&) = delete;
     MappedFile& operator=(const MappedFile&) = delete;
@@ -75,7 +76,8 @@ private:
 #if defined(_WIN32)
         HANDLE file = CreateFileA(path.c_str(), GENERIC_READ, FILE_SHARE_READ, nullptr,
                                   OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, nullptr);
-        if (file == INVALID_HANDLE_VALUE) return Status(ErrorKind::io, "cannot open '" + path + "'");
+        if (file == INVALID_HANDLE_VALUE)
+            return Status(ErrorKind::io, "cannot open '" + path + "'");
         LARGE_INTEGER size;
         if (!GetFileSizeEx(file, &size)) {
             CloseHandle(file);
@@ -98,22 +100,26 @@ private:
         // Non-blocking, so that opening a FIFO (or a device) cannot wait for a
         // writer; only a regular file goes on to be mapped.
         const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-        if (fd < 0) return Status(ErrorKind::io, "cannot open '" + path + "': " + std::strerror(errno));
+        if (fd < 0)
+            return Status(ErrorKind::io, "cannot open '" + path + "': " + std::strerror(errno));
         auto refuse = [fd](ErrorKind kind, std::string message) {
             ::close(fd);
             return Status(kind, std::move(message));
         };
         struct stat st {};
         if (fstat(fd, &st) != 0) return refuse(ErrorKind::io, "cannot stat '" + path + "'");
-        if (S_ISDIR(st.st_mode)) return refuse(ErrorKind::io, "'" + path + "' is a directory, not a file");
+        if (S_ISDIR(st.st_mode))
+            return refuse(ErrorKind::io, "'" + path + "' is a directory, not a file");
         if (!S_ISREG(st.st_mode))
-            return refuse(ErrorKind::io, "'" + path + "' is not a regular file (a FIFO, socket or device); "
-                                                      "models are read from regular files only");
+            return refuse(ErrorKind::io, "'" + path +
+                                             "' is not a regular file (a FIFO, socket or device); "
+                                             "models are read from regular files only");
         if (st.st_size <= 0) return refuse(ErrorKind::format, "'" + path + "' is empty");
         const size_t size = size_t(st.st_size);
         void* p = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
         ::close(fd);
-        if (p == MAP_FAILED) return Status(ErrorKind::io, "cannot map '" + path + "': " + std::strerror(errno));
+        if (p == MAP_FAILED)
+            return Status(ErrorKind::io, "cannot map '" + path + "': " + std::strerror(errno));
         size_ = size;
         data_ = static_cast<const uint8_t*>(p);
         return {};

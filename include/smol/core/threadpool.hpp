@@ -90,7 +90,8 @@ public:
         // terminate). Without exceptions that failure ends the process anyway.
 #if SMOL_HAS_EXCEPTIONS
         try {
-            for (int t = 1; t < n_threads; ++t) workers_.emplace_back([this, t] { worker_loop(t); });
+            for (int t = 1; t < n_threads; ++t)
+                workers_.emplace_back([this, t] { worker_loop(t); });
         } catch (...) {
             shutdown();
             throw;
@@ -100,21 +101,29 @@ public:
 #endif
     }
 
-    ~ThreadPool() { shutdown(); }
+    ~ThreadPool() {
+        shutdown();
+    }
 
     ThreadPool(const ThreadPool&) = delete;
     ThreadPool& operator=(const ThreadPool&) = delete;
 
-    int size() const noexcept { return size_; }
+    int size() const noexcept {
+        return size_;
+    }
 
     // Full barrier: every thread index runs job exactly once.
-    void run(const Job& job) { run_job(job, /*dynamic=*/false); }
+    void run(const Job& job) {
+        run_job(job, /*dynamic=*/false);
+    }
 
     // Shared-counter jobs: the caller's job(0, n) must leave no work behind
     // (it keeps taking items until none are left); workers join if they are in
     // time. Thread indices of the calls are distinct, so per-thread scratch
     // indexed by `thread` stays private.
-    void run_dynamic(const Job& job) { run_job(job, /*dynamic=*/true); }
+    void run_dynamic(const Job& job) {
+        run_job(job, /*dynamic=*/true);
+    }
 
     // Splits [0, n) into contiguous pieces (sizes differ by at most one; up to
     // 4 per thread) handed out from a shared counter, and calls
@@ -163,9 +172,9 @@ private:
             if (stop_flag_.load(std::memory_order_acquire)) return;
             seen = current;
             if (!try_enter(current)) continue;  // closed before we got here
-            // Guarded because it must catch: a job's exception (a caller's job
-            // may throw when exceptions are on) is carried to run()'s caller,
-            // not lost on a worker. Without exceptions no job can throw.
+                // Guarded because it must catch: a job's exception (a caller's job
+                // may throw when exceptions are on) is carried to run()'s caller,
+                // not lost on a worker. Without exceptions no job can throw.
 #if SMOL_HAS_EXCEPTIONS
             try {
                 (*job_)(thread, size_);
@@ -237,7 +246,8 @@ private:
         // Full barrier: wait for all workers (none can skip: no later job can
         // start before they finish). Dynamic: close, then wait for those in.
         const int expected =
-            dynamic ? int(entry_.fetch_or(kClosed, std::memory_order_acq_rel) & kCountMask) : size_ - 1;
+            dynamic ? int(entry_.fetch_or(kClosed, std::memory_order_acq_rel) & kCountMask)
+                    : size_ - 1;
         for (uint32_t spins = 0; finished_.load(std::memory_order_acquire) != expected; ++spins) {
             if (spins < kCallerSpins) {
                 detail::cpu_relax();
@@ -276,8 +286,8 @@ private:
 
     int size_ = 1;
     std::vector<std::thread> workers_;
-    std::mutex run_mutex_;                 // serializes callers of run()
-    std::mutex mutex_;                     // guards sleeping and stop_
+    std::mutex run_mutex_;  // serializes callers of run()
+    std::mutex mutex_;      // guards sleeping and stop_
     std::condition_variable wake_;
     bool stop_ = false;                    // read under mutex_
     std::atomic<bool> stop_flag_{false};   // read by spinning workers

@@ -111,8 +111,8 @@ ModelUpload describe(const CpuModel& model) {
     m.lm_head = w.lm_head;
     m.output_norm = w.output_norm.data();
     for (const auto& l : w.layers) {
-        m.layers.push_back(LayerUpload{l.attn_norm.data(), l.ffn_norm.data(), l.attn_q, l.attn_k, l.attn_v,
-                                       l.attn_output, l.ffn_gate, l.ffn_up, l.ffn_down});
+        m.layers.push_back(LayerUpload{l.attn_norm.data(), l.ffn_norm.data(), l.attn_q, l.attn_k,
+                                       l.attn_v, l.attn_output, l.ffn_gate, l.ffn_up, l.ffn_down});
     }
     return m;
 }
@@ -166,7 +166,8 @@ protected:
                                                          uint64_t memory_budget) const override;
     // The chunks of a step one after another, each on its cache's stream
     // (a batched step is the kernel session's work).
-    Status forward_step(const Segment* chunks, size_t n_chunks, const std::atomic<bool>* cancel) const override;
+    Status forward_step(const Segment* chunks, size_t n_chunks,
+                        const std::atomic<bool>* cancel) const override;
 
 private:
     friend class CudaKVCache;
@@ -189,7 +190,7 @@ public:
     CudaKVCache(const CudaKVCache&) = delete;
     CudaKVCache& operator=(const CudaKVCache&) = delete;
 
-    size_t bytes() const noexcept;    // device memory of the K/V entries
+    size_t bytes() const noexcept;  // device memory of the K/V entries
 
     // Reads one stored row back as float: kind 0 keys (after RoPE), 1 values;
     // out[head_dim]. For tests (compare with the CPU KVCache::load_row).
@@ -202,10 +203,13 @@ public:
 private:
     friend class CudaModel;
     CudaKVCache(const std::shared_ptr<cuda_detail::ModelState>& model, size_t n_ctx);
-    std::shared_ptr<cuda_detail::CacheState> state_;  // shared_ptr: the type may stay incomplete here
+    std::shared_ptr<cuda_detail::CacheState>
+        state_;  // shared_ptr: the type may stay incomplete here
 };
 
-inline CudaKVCache CudaModel::new_cache(size_t n_ctx) const { return CudaKVCache(*this, n_ctx); }
+inline CudaKVCache CudaModel::new_cache(size_t n_ctx) const {
+    return CudaKVCache(*this, n_ctx);
+}
 
 namespace cuda_detail {
 
@@ -257,21 +261,34 @@ inline ErrorInfo not_built_error() {
                      "cuda: smol was built without its CUDA backend (configure with -DSMOL_CUDA=ON "
                      "and link smol::cuda)"};
 }
-[[noreturn]] inline void not_built() { detail::fail(not_built_error()); }
+[[noreturn]] inline void not_built() {
+    detail::fail(not_built_error());
+}
 }  // namespace cuda_detail
 inline bool cuda_available(std::string* why) {
     if (why) *why = "smol was built without its CUDA backend (SMOL_CUDA=OFF)";
     return false;
 }
-inline CudaModel::CudaModel(const cuda_detail::ModelUpload&, int) { cuda_detail::not_built(); }
+inline CudaModel::CudaModel(const cuda_detail::ModelUpload&, int) {
+    cuda_detail::not_built();
+}
 inline CudaModel::~CudaModel() = default;
 inline CudaModel::CudaModel(CudaModel&&) noexcept = default;
 inline CudaModel& CudaModel::operator=(CudaModel&&) noexcept = default;
-inline int CudaModel::cuda_device() const noexcept { return -1; }
-inline std::string CudaModel::device_name() const { return "none"; }
-inline size_t CudaModel::weight_bytes() const noexcept { return 0; }
-inline std::string CudaModel::name() const { return "cuda (not built)"; }
-inline Expected<std::unique_ptr<BackendCache>> CudaModel::create_cache(size_t, KVType, uint64_t) const {
+inline int CudaModel::cuda_device() const noexcept {
+    return -1;
+}
+inline std::string CudaModel::device_name() const {
+    return "none";
+}
+inline size_t CudaModel::weight_bytes() const noexcept {
+    return 0;
+}
+inline std::string CudaModel::name() const {
+    return "cuda (not built)";
+}
+inline Expected<std::unique_ptr<BackendCache>> CudaModel::create_cache(size_t, KVType,
+                                                                       uint64_t) const {
     return cuda_detail::not_built_error();
 }
 inline void CudaModel::forward(const int32_t*, size_t, size_t, CudaKVCache&, float*, bool) const {
@@ -280,18 +297,30 @@ inline void CudaModel::forward(const int32_t*, size_t, size_t, CudaKVCache&, flo
 inline Status CudaModel::forward_step(const Segment*, size_t, const std::atomic<bool>*) const {
     return cuda_detail::not_built_error();
 }
-inline CudaKVCache::CudaKVCache(const CudaModel&, size_t) { cuda_detail::not_built(); }
+inline CudaKVCache::CudaKVCache(const CudaModel&, size_t) {
+    cuda_detail::not_built();
+}
 inline CudaKVCache::CudaKVCache(const std::shared_ptr<cuda_detail::ModelState>&, size_t) {
     cuda_detail::not_built();
 }
 inline CudaKVCache::~CudaKVCache() = default;
 inline CudaKVCache::CudaKVCache(CudaKVCache&&) noexcept = default;
 inline CudaKVCache& CudaKVCache::operator=(CudaKVCache&&) noexcept = default;
-inline size_t CudaKVCache::bytes() const noexcept { return 0; }
-inline void CudaKVCache::load_row(size_t, int, size_t, size_t, float*) const { cuda_detail::not_built(); }
-inline std::vector<uint8_t> CudaKVCache::serialize() const { cuda_detail::not_built(); }
-inline void CudaKVCache::restore(const void*, size_t) { cuda_detail::not_built(); }
-inline std::unique_ptr<BackendCache> CudaKVCache::clone() const { cuda_detail::not_built(); }
+inline size_t CudaKVCache::bytes() const noexcept {
+    return 0;
+}
+inline void CudaKVCache::load_row(size_t, int, size_t, size_t, float*) const {
+    cuda_detail::not_built();
+}
+inline std::vector<uint8_t> CudaKVCache::serialize() const {
+    cuda_detail::not_built();
+}
+inline void CudaKVCache::restore(const void*, size_t) {
+    cuda_detail::not_built();
+}
+inline std::unique_ptr<BackendCache> CudaKVCache::clone() const {
+    cuda_detail::not_built();
+}
 }  // inline namespace cuda_off
 #endif
 

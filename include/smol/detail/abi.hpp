@@ -22,7 +22,6 @@
 
 #include "../version.hpp"
 
-
 #if defined(__x86_64__) || defined(_M_X64) || defined(__i386__) || defined(_M_IX86)
 // One digit per x86 feature macro that changes code generation.
 #if defined(__SSE3__)
@@ -162,11 +161,11 @@
 // e.g. v0_1_x86_e000000000000 for a plain x86-64 build with exceptions,
 // v0_1_x86_e111111110000 for -march=haswell, v0_1_x86_e000000000000_cuda for a
 // plain build linked against smol::cuda.
-#define SMOL_ABI                                                                                            \
-    SMOL_ABI_JOIN(SMOL_VERSION_MAJOR, SMOL_VERSION_MINOR, SMOL_ABI_ARCH, SMOL_ABI_EXCEPTIONS, SMOL_ABI_D0, \
-                  SMOL_ABI_D1,                                                                               \
-                  SMOL_ABI_D2, SMOL_ABI_D3, SMOL_ABI_D4, SMOL_ABI_D5, SMOL_ABI_D6, SMOL_ABI_D7, SMOL_ABI_D8, \
-                  SMOL_ABI_D9, SMOL_ABI_D10, SMOL_ABI_D11, SMOL_ABI_CUDA)
+#define SMOL_ABI                                                                                  \
+    SMOL_ABI_JOIN(SMOL_VERSION_MAJOR, SMOL_VERSION_MINOR, SMOL_ABI_ARCH, SMOL_ABI_EXCEPTIONS,     \
+                  SMOL_ABI_D0, SMOL_ABI_D1, SMOL_ABI_D2, SMOL_ABI_D3, SMOL_ABI_D4, SMOL_ABI_D5,   \
+                  SMOL_ABI_D6, SMOL_ABI_D7, SMOL_ABI_D8, SMOL_ABI_D9, SMOL_ABI_D10, SMOL_ABI_D11, \
+                  SMOL_ABI_CUDA)
 
 #define SMOL_NAMESPACE_BEGIN \
     namespace smol {         \

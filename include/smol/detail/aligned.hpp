@@ -83,9 +83,13 @@ public:
     const uint8_t* data() const noexcept { return data_.get(); }
     size_t size() const noexcept { return size_; }
     template <class T>
-    T* as() noexcept { return reinterpret_cast<T*>(data_.get()); }
+    T* as() noexcept {
+        return reinterpret_cast<T*>(data_.get());
+    }
     template <class T>
-    const T* as() const noexcept { return reinterpret_cast<const T*>(data_.get()); }
+    const T* as() const noexcept {
+        return reinterpret_cast<const T*>(data_.get());
+    }
 
     void swap(AlignedBuffer& other) noexcept {
         data_.swap(other.data_);

@@ -45,13 +45,15 @@ inline bool add_fits(uint64_t a, uint64_t b, uint64_t* out) noexcept {
 
 // The product of `factors`, or Error(resource) naming `what` when it does not
 // fit in 64 bits or in size_t (a 32-bit host cannot address it either).
-inline Expected<size_t> checked_product(const std::string& what, std::initializer_list<uint64_t> factors) {
+inline Expected<size_t> checked_product(const std::string& what,
+                                        std::initializer_list<uint64_t> factors) {
     uint64_t total = 1;
     for (uint64_t f : factors)
-        if (!mul_fits(total, f, &total)) return ErrorInfo{ErrorKind::resource, what + ": size overflows 64 bits"};
+        if (!mul_fits(total, f, &total))
+            return ErrorInfo{ErrorKind::resource, what + ": size overflows 64 bits"};
     if (total > uint64_t(std::numeric_limits<size_t>::max()))
-        return ErrorInfo{ErrorKind::resource,
-                         what + ": " + std::to_string(total) + " bytes do not fit this host's address space"};
+        return ErrorInfo{ErrorKind::resource, what + ": " + std::to_string(total) +
+                                                  " bytes do not fit this host's address space"};
     return size_t(total);
 }
 
@@ -77,8 +79,8 @@ inline Status check_budget(const std::string& what, uint64_t bytes, uint64_t bud
     const uint64_t limit = budget != 0 ? budget : physical_memory_bytes();
     if (limit != 0 && bytes > limit)
         return Status(ErrorKind::resource, what + " needs " + std::to_string(bytes) +
-                                               " bytes, more than the memory budget of " + std::to_string(limit) +
-                                               " bytes");
+                                               " bytes, more than the memory budget of " +
+                                               std::to_string(limit) + " bytes");
     return {};
 }
 

@@ -44,7 +44,8 @@ public:
         for (size_t i = 0; i < stops_.size(); ++i) {
             const size_t pos = held_.find(stops_[i]);
             if (pos == std::string::npos) continue;
-            if (pos < best_pos || (pos == best_pos && stops_[i].size() > stops_[best_index].size())) {
+            if (pos < best_pos ||
+                (pos == best_pos && stops_[i].size() > stops_[best_index].size())) {
                 best_pos = pos;
                 best_index = i;
             }

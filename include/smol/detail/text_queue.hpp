@@ -45,8 +45,10 @@ public:
         std::string out;
         for (Node* next = head_->next.load(std::memory_order_acquire); next;
              next = head_->next.load(std::memory_order_acquire)) {
-            if (out.empty()) out = std::move(next->text);
-            else out += next->text;
+            if (out.empty())
+                out = std::move(next->text);
+            else
+                out += next->text;
             delete head_;  // the old dummy; `next` becomes the new one
             head_ = next;
         }

@@ -63,7 +63,8 @@ public:
         }
         if (!done()) {
             std::unique_lock<std::mutex> lock(shared_->mutex);
-            shared_->finished.wait(lock, [&] { return shared_->done.load(std::memory_order_acquire); });
+            shared_->finished.wait(lock,
+                                   [&] { return shared_->done.load(std::memory_order_acquire); });
         }
         // Written once before `done` was released, never after: no lock needed.
         return raise_if_error(shared_->result);

@@ -87,7 +87,8 @@ public:
         : model_(std::move(model)), options_(options) {
         if (!model_) detail::fail(ErrorKind::invalid_argument, "Batcher: model is null");
         if (options_.max_batch == 0 || options_.prefill_shared == 0 || options_.prefill_alone == 0)
-            detail::fail(ErrorKind::invalid_argument, "Batcher: max_batch, prefill_shared and prefill_alone must be positive");
+            detail::fail(ErrorKind::invalid_argument,
+                         "Batcher: max_batch, prefill_shared and prefill_alone must be positive");
     }
     Batcher(const Batcher&) = delete;
     Batcher& operator=(const Batcher&) = delete;
@@ -187,9 +188,11 @@ private:
     // queued during a long step would go at once, without the members of that
     // step, and busy members would split into groups that take turns).
     Clock::time_point gather_deadline() const {
-        const double wait_ms = std::max(options_.gather_ms, options_.gather_fraction * decode_step_ms_);
+        const double wait_ms =
+            std::max(options_.gather_ms, options_.gather_fraction * decode_step_ms_);
         const Clock::time_point from = std::max(queue_.front()->queued_at, last_step_end_);
-        return from + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(wait_ms));
+        return from + std::chrono::duration_cast<Clock::duration>(
+                          std::chrono::duration<double, std::milli>(wait_ms));
     }
 
     // Runs one step for the oldest queued requests; `lock` is held on entry
@@ -236,7 +239,8 @@ private:
             }
             const Segment& s = request.segment;
             const size_t remaining = s.n_tokens - request.progress;
-            const size_t limit = waiting > 1 ? shared_prefill_tokens(waiting) : options_.prefill_alone;
+            const size_t limit =
+                waiting > 1 ? shared_prefill_tokens(waiting) : options_.prefill_alone;
             const size_t take = std::min(remaining, limit);
             const bool last = request.progress + take == s.n_tokens;
             Segment chunk = s;
@@ -245,8 +249,11 @@ private:
             chunk.start = s.start + request.progress;
             // Logits belong to the segment's last position (or, with
             // all_logits, to each position, at its own row).
-            if (s.all_logits) chunk.logits = s.logits ? s.logits + request.progress * model_->config().vocab_size : nullptr;
-            else chunk.logits = last ? s.logits : nullptr;
+            if (s.all_logits)
+                chunk.logits =
+                    s.logits ? s.logits + request.progress * model_->config().vocab_size : nullptr;
+            else
+                chunk.logits = last ? s.logits : nullptr;
             shares.push_back({&request, chunk});
             ++it;
         }
@@ -272,7 +279,8 @@ private:
         for (const Share& share : shares) chunks.push_back(share.chunk);
         Status all = backend.try_forward(chunks.data(), chunks.size(), options);
         if (all) return results;
-        for (size_t i = 0; i < shares.size(); ++i) results[i] = backend.try_forward(shares[i].chunk, options);
+        for (size_t i = 0; i < shares.size(); ++i)
+            results[i] = backend.try_forward(shares[i].chunk, options);
         return results;
     }
 
@@ -282,7 +290,8 @@ private:
     // max_step_slowdown x the last steps without prompt tokens. Before both
     // costs are known, a small share.
     size_t shared_prefill_tokens(size_t waiting) const {
-        if (decode_step_ms_ <= 0 || row_ms_ <= 0) return std::min<size_t>(4, options_.prefill_shared);
+        if (decode_step_ms_ <= 0 || row_ms_ <= 0)
+            return std::min<size_t>(4, options_.prefill_shared);
         const double budget_rows = options_.max_step_slowdown * decode_step_ms_ / row_ms_;
         const double others = double(std::min(waiting, options_.max_batch) - 1);
         const double share = budget_rows - others;
@@ -300,7 +309,9 @@ private:
             rows += share.chunk.n_tokens;
             prompt |= share.chunk.n_tokens > 1;
         }
-        auto average = [](double& into, double value) { into = into <= 0 ? value : 0.8 * into + 0.2 * value; };
+        auto average = [](double& into, double value) {
+            into = into <= 0 ? value : 0.8 * into + 0.2 * value;
+        };
         if (!prompt) average(decode_step_ms_, ms);
         if (prompt && rows >= 4) average(row_ms_, ms / double(rows));
     }
@@ -309,8 +320,10 @@ private:
     void finish_share(const Share& share, Status result) {
         Request& request = *share.request;
         const bool ok = result.ok();
-        if (ok) request.progress += share.chunk.n_tokens;
-        else request.status = std::move(result);
+        if (ok)
+            request.progress += share.chunk.n_tokens;
+        else
+            request.status = std::move(result);
         if (!ok || request.progress == request.segment.n_tokens) {
             request.done = true;
             queue_.erase(std::find(queue_.begin(), queue_.end(), &request));
@@ -323,9 +336,9 @@ private:
     std::condition_variable changed_;  // a step ended, a request arrived, a member left
     std::deque<Request*> queue_;       // oldest first; each owned by a thread waiting in run()
     bool stepping_ = false;
-    size_t members_ = 0;               // generators running a generation (join / leave)
-    double decode_step_ms_ = 0;        // running average: a step without prompt tokens
-    double row_ms_ = 0;                // running average: the cost of a row in wide steps
+    size_t members_ = 0;         // generators running a generation (join / leave)
+    double decode_step_ms_ = 0;  // running average: a step without prompt tokens
+    double row_ms_ = 0;          // running average: the cost of a row in wide steps
     Clock::time_point last_step_end_;
     Stats stats_;
 };

@@ -138,12 +138,13 @@ public:
     // parsed; BOS is added only if the file asks for it).
     GenerateResult generate(std::string_view prompt, const GenerateParams& params = {},
                             const TokenCallback& on_text = {}) {
-        return run_guarded([&](std::vector<int32_t>& ids) { return text_prompt(prompt, ids); }, params,
-                           on_text, make_flag());
+        return run_guarded([&](std::vector<int32_t>& ids) { return text_prompt(prompt, ids); },
+                           params, on_text, make_flag());
     }
 
     // Completes a prompt given as token ids (no BOS added).
-    GenerateResult generate_tokens(const std::vector<int32_t>& prompt, const GenerateParams& params = {},
+    GenerateResult generate_tokens(const std::vector<int32_t>& prompt,
+                                   const GenerateParams& params = {},
                                    const TokenCallback& on_text = {}) {
         return run_guarded(
             [&](std::vector<int32_t>& ids) {
@@ -160,15 +161,15 @@ public:
     GenerateResult chat(const std::vector<ChatMessage>& messages, const GenerateParams& params = {},
                         const TokenCallback& on_text = {}) {
         return run_guarded(
-            [&](std::vector<int32_t>& ids) { return chat_prompt(messages, params.chat, ids); }, params,
-            on_text, make_flag());
+            [&](std::vector<int32_t>& ids) { return chat_prompt(messages, params.chat, ids); },
+            params, on_text, make_flag());
     }
 
     // As generate() / chat(), on a worker thread; the arguments are copied.
     AsyncGeneration generate_async(std::string prompt, GenerateParams params = {}) {
-        return start_async(
-            [this, prompt = std::move(prompt)](std::vector<int32_t>& ids) { return text_prompt(prompt, ids); },
-            std::move(params));
+        return start_async([this, prompt = std::move(prompt)](
+                               std::vector<int32_t>& ids) { return text_prompt(prompt, ids); },
+                           std::move(params));
     }
     AsyncGeneration chat_async(std::vector<ChatMessage> messages, GenerateParams params = {}) {
         ChatOptions chat_options = params.chat;
@@ -221,7 +222,8 @@ public:
     // back. The format: generation/session_format.hpp.
     std::vector<uint8_t> save_session() {
         ExclusiveScope scope(*this, "save_session");
-        return detail::encode_session(state_->model->identity(), state_->history, state_->kv->serialize());
+        return detail::encode_session(state_->model->identity(), state_->history,
+                                      state_->kv->serialize());
     }
 
     // Restores a session from save_session(). Another model's session is
@@ -229,7 +231,9 @@ public:
     // mismatch) are ErrorKind::format; another session version (1 included) is
     // ErrorKind::unsupported; a session longer than this generator's n_ctx is
     // ErrorKind::out_of_range. On error the generator keeps its previous state.
-    void restore_session(const std::vector<uint8_t>& bytes) { restore_session(bytes.data(), bytes.size()); }
+    void restore_session(const std::vector<uint8_t>& bytes) {
+        restore_session(bytes.data(), bytes.size());
+    }
     void restore_session(const uint8_t* data, size_t size) {
         ErrorInfo error;
         if (!try_restore_session(data, size, &error)) detail::fail(error);
@@ -267,7 +271,8 @@ public:
         return ids;
     }
     // The exact prompt chat() would run for `messages`.
-    std::string render_chat(const std::vector<ChatMessage>& messages, const ChatOptions& options = {}) const {
+    std::string render_chat(const std::vector<ChatMessage>& messages,
+                            const ChatOptions& options = {}) const {
         detail::ok_or_fail(detail::messages_status(messages));
         return smol::render_chat(state_->chat_format, messages, options);
     }
@@ -277,9 +282,9 @@ private:
         std::shared_ptr<const Model> model;
         GeneratorOptions options;
         std::unique_ptr<BackendCache> kv;  // made by the model's backend (model/backend.hpp)
-        std::vector<int32_t> history;  // invariant: kv->size() <= history.size(), and the
-                                       // cache holds history[0, kv->size())
-        std::vector<float> logits;     // [vocab]
+        std::vector<int32_t> history;      // invariant: kv->size() <= history.size(), and the
+                                           // cache holds history[0, kv->size())
+        std::vector<float> logits;         // [vocab]
         ChatFormat chat_format = ChatFormat::chatml;
 
         // One run at a time, cancel, the async worker (generation/run_gate.hpp).
@@ -308,28 +313,31 @@ private:
         state->model = std::move(model);
         state->options = options;
         state->gate = std::make_unique<detail::RunGate>(options.on_worker_start);
-        SMOL_TRY_ASSIGN(state->kv, state->model->backend().try_make_cache(options.n_ctx, options.kv_type,
-                                                                          state->model->memory_budget()));
+        SMOL_TRY_ASSIGN(state->kv,
+                        state->model->backend().try_make_cache(options.n_ctx, options.kv_type,
+                                                               state->model->memory_budget()));
         state->logits.resize(state->model->config().vocab_size);
         SMOL_TRY_ASSIGN(const auto chat_template,
                         state->model->file().try_find<std::string>("tokenizer.chat_template"));
-        state->chat_format =
-            detect_chat_format(chat_template ? std::string_view(*chat_template) : std::string_view());
+        state->chat_format = detect_chat_format(chat_template ? std::string_view(*chat_template)
+                                                              : std::string_view());
         return state;
     }
 
     static Status options_status(const Model* model, const GeneratorOptions& options) {
         if (!model) return Status(ErrorKind::invalid_argument, "Generator: model is null");
         const size_t limit = model->config().context_length;
-        if (options.n_ctx == 0) return Status(ErrorKind::invalid_argument, "Generator: n_ctx must be positive");
+        if (options.n_ctx == 0)
+            return Status(ErrorKind::invalid_argument, "Generator: n_ctx must be positive");
         if (options.n_ctx != KVCache::kDefaultSize && options.n_ctx > limit)
-            return Status(ErrorKind::invalid_argument, "Generator: n_ctx " + std::to_string(options.n_ctx) +
-                                                           " exceeds the model's context length " +
-                                                           std::to_string(limit));
+            return Status(ErrorKind::invalid_argument,
+                          "Generator: n_ctx " + std::to_string(options.n_ctx) +
+                              " exceeds the model's context length " + std::to_string(limit));
         if (options.kv_type != KVType::f16 && options.kv_type != KVType::f32)
             return Status(ErrorKind::invalid_argument, "Generator: unknown kv_type");
         if (options.batcher && &options.batcher->model() != model)
-            return Status(ErrorKind::invalid_argument, "Generator: the batcher belongs to another model");
+            return Status(ErrorKind::invalid_argument,
+                          "Generator: the batcher belongs to another model");
         return {};
     }
 
@@ -339,14 +347,17 @@ private:
                           (state_->chat_format == ChatFormat::smollm3 ? "smollm3" : "chatml"));
         if (backend().device() == Device::cpu && state_->model->cpu_level() == CpuLevel::scalar)
             log(log_warning,
-                "smol runs the scalar reference kernels (forced by SMOL_CPU / LoadOptions::cpu, or a CPU "
+                "smol runs the scalar reference kernels (forced by SMOL_CPU / LoadOptions::cpu, or "
+                "a CPU "
                 "without AVX2/NEON): decoding is several times slower");
     }
     void log(int level, const std::string& message) const {
         if (state_->options.log) state_->options.log(level, message);
     }
 
-    static std::shared_ptr<std::atomic<bool>> make_flag() { return std::make_shared<std::atomic<bool>>(false); }
+    static std::shared_ptr<std::atomic<bool>> make_flag() {
+        return std::make_shared<std::atomic<bool>>(false);
+    }
     const Backend& backend() const noexcept { return state_->model->backend(); }
 
     // ---- prompts: text or a conversation to ids (checks: generation/inputs.hpp) ----
@@ -395,8 +406,10 @@ private:
     // the session consistent (history trimmed to what the cache holds) and are
     // thrown (without exceptions: returned as StopReason::error).
     template <class PromptFn>
-    GenerateResult run_guarded(PromptFn&& prompt_ids, const GenerateParams& params, const TokenCallback& on_text,
-                               std::shared_ptr<std::atomic<bool>> cancel_flag, bool exclusive_taken = false) {
+    GenerateResult run_guarded(PromptFn&& prompt_ids, const GenerateParams& params,
+                               const TokenCallback& on_text,
+                               std::shared_ptr<std::atomic<bool>> cancel_flag,
+                               bool exclusive_taken = false) {
         if (!exclusive_taken) {
             Status busy = begin_exclusive("generate");
             if (!busy) return error_result(busy.take_error());
@@ -411,7 +424,8 @@ private:
             bool completed = false;
             ~RunScope() {
                 State& state = *generator.state_;
-                if (!completed && state.history.size() > state.kv->size()) state.history.resize(state.kv->size());
+                if (!completed && state.history.size() > state.kv->size())
+                    state.history.resize(state.kv->size());
                 generator.end_exclusive();
             }
         } scope{*this};
@@ -446,7 +460,8 @@ private:
         auto shared = std::make_shared<AsyncGeneration::Shared>();
         std::shared_ptr<std::atomic<bool>> flag = shared->cancel;
         state_->gate->set_cancel_flag(flag);
-        auto body = [this, shared, flag, prompt_ids = std::move(prompt_ids), params = std::move(params)]() mutable {
+        auto body = [this, shared, flag, prompt_ids = std::move(prompt_ids),
+                     params = std::move(params)]() mutable {
             const TokenCallback on_text = [&shared, &flag](std::string_view piece) {
                 shared->text.push(piece);
                 return !flag->load(std::memory_order_relaxed);
@@ -470,7 +485,8 @@ private:
     // the worker thread could catch it. (With exceptions, the caller's
     // callback or logits hook may still throw anything.)
     template <class PromptFn>
-    GenerateResult run_on_worker(PromptFn& prompt_ids, const GenerateParams& params, const TokenCallback& on_text,
+    GenerateResult run_on_worker(PromptFn& prompt_ids, const GenerateParams& params,
+                                 const TokenCallback& on_text,
                                  const std::shared_ptr<std::atomic<bool>>& flag) {
 #if SMOL_HAS_EXCEPTIONS
         GenerateResult result;
@@ -494,7 +510,8 @@ private:
 
     // The steps of a run: reuse the cached prefix, prefill the rest, decode.
     Expected<GenerateResult> run(std::vector<int32_t> prompt, const GenerateParams& params,
-                                 const TokenCallback& on_text, const std::atomic<bool>& cancel_flag) {
+                                 const TokenCallback& on_text,
+                                 const std::atomic<bool>& cancel_flag) {
         using Clock = std::chrono::steady_clock;
         auto ms_since = [](Clock::time_point start) {
             return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -507,8 +524,9 @@ private:
 
         const auto prefill_start = Clock::now();
         const size_t reuse = result.n_reused_tokens;
-        SMOL_TRY_ASSIGN(const bool prefilled,
-                        run_forward(prompt.data() + reuse, prompt.size() - reuse, reuse, cancel_flag));
+        SMOL_TRY_ASSIGN(
+            const bool prefilled,
+            run_forward(prompt.data() + reuse, prompt.size() - reuse, reuse, cancel_flag));
         result.prefill_ms = ms_since(prefill_start);
         if (!prefilled) {
             state_->history.resize(state_->kv->size());
@@ -536,14 +554,15 @@ private:
         while (reuse < limit && history[reuse] == prompt[reuse]) ++reuse;
         state_->kv->truncate(reuse);
         history = prompt;
-        log(log_debug, "prompt " + std::to_string(prompt.size()) + " tokens, " + std::to_string(reuse) +
-                           " reused from the cache");
+        log(log_debug, "prompt " + std::to_string(prompt.size()) + " tokens, " +
+                           std::to_string(reuse) + " reused from the cache");
         return reuse;
     }
 
     // Samples and runs one token at a time until a stop condition; returns it.
-    Expected<StopReason> decode(Sampler& sampler, const GenerateParams& params, detail::TextSink& sink,
-                                const std::atomic<bool>& cancel_flag, GenerateResult& result) {
+    Expected<StopReason> decode(Sampler& sampler, const GenerateParams& params,
+                                detail::TextSink& sink, const std::atomic<bool>& cancel_flag,
+                                GenerateResult& result) {
         const Tokenizer& tokenizer = state_->model->tokenizer();
         BackendCache& kv = *state_->kv;
         std::vector<int32_t>& history = state_->history;
@@ -554,8 +573,9 @@ private:
                 return StopReason::max_tokens;
             }
             if (cancel_flag.load(std::memory_order_relaxed)) return StopReason::cancelled;
-            SMOL_TRY_ASSIGN(const int32_t token,
-                            sampler.try_sample(state_->logits.data(), state_->logits.size(), history));
+            SMOL_TRY_ASSIGN(
+                const int32_t token,
+                sampler.try_sample(state_->logits.data(), state_->logits.size(), history));
             result.tokens.push_back(token);
             history.push_back(token);
             if (!params.ignore_eos && tokenizer.is_end_of_generation(token)) {
@@ -570,7 +590,8 @@ private:
                 sink.flush();
                 return StopReason::context_full;
             }
-            SMOL_TRY_ASSIGN(const bool ran, run_forward(&history.back(), 1, kv.size(), cancel_flag));
+            SMOL_TRY_ASSIGN(const bool ran,
+                            run_forward(&history.back(), 1, kv.size(), cancel_flag));
             if (!ran) return StopReason::cancelled;
         }
     }
@@ -587,9 +608,11 @@ private:
     // cancelled (the backend checks the flag between layers). The backend
     // extends the cache chunk by chunk, so after a cancel it holds [0, start +
     // the chunks that completed): still valid, and kept.
-    Expected<bool> run_forward(const int32_t* tokens, size_t n, size_t start, const std::atomic<bool>& cancel_flag) {
+    Expected<bool> run_forward(const int32_t* tokens, size_t n, size_t start,
+                               const std::atomic<bool>& cancel_flag) {
         if (cancel_flag.load(std::memory_order_relaxed)) return false;
-        const Segment segment{tokens, n, start, state_->kv.get(), state_->logits.data(), /*all_logits=*/false};
+        const Segment segment{
+            tokens, n, start, state_->kv.get(), state_->logits.data(), /*all_logits=*/false};
         Status status;
         if (state_->options.batcher) {
             status = state_->options.batcher->run(segment, &cancel_flag);
@@ -607,8 +630,8 @@ private:
     // On error the generator keeps its state (generation/session_format.hpp checks all first).
     Status restore_unlocked(const uint8_t* data, size_t size) {
         SMOL_TRY_ASSIGN(std::vector<int32_t> history,
-                        detail::restore_session(data, size, state_->model->identity(), state_->logits.size(),
-                                                *state_->kv));
+                        detail::restore_session(data, size, state_->model->identity(),
+                                                state_->logits.size(), *state_->kv));
         state_->history = std::move(history);
         return {};
     }

@@ -34,20 +34,23 @@ inline Status messages_status(const std::vector<ChatMessage>& messages) {
 }
 
 // A run of `prompt` with `params` on a generator of n_ctx positions.
-inline Status run_inputs_status(const std::vector<int32_t>& prompt, const GenerateParams& params, size_t n_vocab,
-                                size_t n_ctx) {
+inline Status run_inputs_status(const std::vector<int32_t>& prompt, const GenerateParams& params,
+                                size_t n_vocab, size_t n_ctx) {
     for (size_t i = 0; i < params.stop.size(); ++i)
         SMOL_TRY(utf8_status(params.stop[i], "stop string " + std::to_string(i)));
     if (prompt.empty())
-        return Status(ErrorKind::invalid_argument, "prompt is empty (it has no tokens, and this model adds no BOS)");
+        return Status(ErrorKind::invalid_argument,
+                      "prompt is empty (it has no tokens, and this model adds no BOS)");
     for (size_t i = 0; i < prompt.size(); ++i)
         if (prompt[i] < 0 || size_t(prompt[i]) >= n_vocab)
-            return Status(ErrorKind::invalid_argument, "prompt token " + std::to_string(i) + " has id " +
-                                                           std::to_string(prompt[i]) + ", outside the vocabulary of " +
+            return Status(ErrorKind::invalid_argument, "prompt token " + std::to_string(i) +
+                                                           " has id " + std::to_string(prompt[i]) +
+                                                           ", outside the vocabulary of " +
                                                            std::to_string(n_vocab));
     if (prompt.size() > n_ctx)
         return Status(ErrorKind::out_of_range, "prompt has " + std::to_string(prompt.size()) +
-                                                   " tokens, more than the context of " + std::to_string(n_ctx) +
+                                                   " tokens, more than the context of " +
+                                                   std::to_string(n_ctx) +
                                                    " (GeneratorOptions::n_ctx)");
     return Sampler::validate(params);
 }

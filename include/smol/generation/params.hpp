@@ -34,12 +34,18 @@ enum class StopReason {
 
 inline const char* to_string(StopReason reason) noexcept {
     switch (reason) {
-        case StopReason::eos: return "eos";
-        case StopReason::max_tokens: return "max_tokens";
-        case StopReason::stop_string: return "stop_string";
-        case StopReason::cancelled: return "cancelled";
-        case StopReason::context_full: return "context_full";
-        case StopReason::error: return "error";
+        case StopReason::eos:
+            return "eos";
+        case StopReason::max_tokens:
+            return "max_tokens";
+        case StopReason::stop_string:
+            return "stop_string";
+        case StopReason::cancelled:
+            return "cancelled";
+        case StopReason::context_full:
+            return "context_full";
+        case StopReason::error:
+            return "error";
     }
     return "unknown";
 }
@@ -77,24 +83,24 @@ using ChatOptions = ChatTemplateOptions;
 // `seed` at the start of every call); the rest says when to stop and how
 // chat() renders.
 struct GenerateParams : SamplingParams {
-    int max_tokens = 256;           // < 0: until end-of-generation or a full context; 0: prefill only
+    int max_tokens = 256;  // < 0: until end-of-generation or a full context; 0: prefill only
     std::vector<std::string> stop;  // stop strings (valid UTF-8; empty ones ignored)
     bool ignore_eos = false;        // keep going past end-of-generation tokens
     ChatOptions chat;               // used by chat() / chat_async()
 };
 
 struct GenerateResult {
-    std::string text;       // everything emitted (never a matched stop string)
-    std::string reasoning;  // the <think>...</think> part of text, without the tags
-    std::string answer;     // text without the reasoning
+    std::string text;             // everything emitted (never a matched stop string)
+    std::string reasoning;        // the <think>...</think> part of text, without the tags
+    std::string answer;           // text without the reasoning
     std::vector<int32_t> tokens;  // generated ids, including a final end-of-generation id
     StopReason stop_reason = StopReason::max_tokens;
-    std::string matched_stop;     // the stop string that ended generation, if any
-    size_t n_prompt_tokens = 0;   // tokens of the prompt / rendered conversation
-    size_t n_reused_tokens = 0;   // of those, already in the KV cache (not prefilled)
-    double prefill_ms = 0;        // prefill of n_prompt_tokens - n_reused_tokens tokens
-    double decode_ms = 0;         // sampling + decoding of the generated tokens
-    std::string error;            // StopReason::error only (no-exceptions builds)
+    std::string matched_stop;    // the stop string that ended generation, if any
+    size_t n_prompt_tokens = 0;  // tokens of the prompt / rendered conversation
+    size_t n_reused_tokens = 0;  // of those, already in the KV cache (not prefilled)
+    double prefill_ms = 0;       // prefill of n_prompt_tokens - n_reused_tokens tokens
+    double decode_ms = 0;        // sampling + decoding of the generated tokens
+    std::string error;           // StopReason::error only (no-exceptions builds)
     ErrorKind error_kind = ErrorKind::internal;
 
     size_t n_prefilled_tokens() const noexcept { return n_prompt_tokens - n_reused_tokens; }

@@ -23,7 +23,8 @@ namespace detail {
 
 class RunGate {
 public:
-    explicit RunGate(std::function<void()> on_worker_start = {}) : on_worker_start_(std::move(on_worker_start)) {}
+    explicit RunGate(std::function<void()> on_worker_start = {})
+        : on_worker_start_(std::move(on_worker_start)) {}
 
     // Waits for an async run in flight (unless called from that run), then
     // takes the gate; refused if a synchronous run on another thread holds it.

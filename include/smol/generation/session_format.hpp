@@ -43,7 +43,8 @@ inline uint32_t session_checksum(const uint8_t* data, size_t size) noexcept {
 }
 
 // A session's bytes from its three parts.
-inline std::vector<uint8_t> encode_session(const std::string& identity, const std::vector<int32_t>& history,
+inline std::vector<uint8_t> encode_session(const std::string& identity,
+                                           const std::vector<int32_t>& history,
                                            const std::vector<uint8_t>& kv) {
     // Constructed from the magic (not inserted into an empty vector): g++ 12
     // warns falsely (-Wstringop-overflow) on the latter at -O2.
@@ -74,7 +75,8 @@ struct SessionParts {
 // included) is ErrorKind::unsupported. The checksum is verified before
 // anything sized by counts in the bytes is allocated.
 inline Expected<SessionParts> parse_session(const uint8_t* data, size_t size, size_t n_vocab) {
-    if (!data && size != 0) return ErrorInfo{ErrorKind::invalid_argument, "session: null data with a size"};
+    if (!data && size != 0)
+        return ErrorInfo{ErrorKind::invalid_argument, "session: null data with a size"};
     size_t pos = 0;
     // 64-bit counts compared against what is left, never added to pos first,
     // so a forged count can neither wrap nor truncate on 32-bit size_t.
@@ -89,8 +91,10 @@ inline Expected<SessionParts> parse_session(const uint8_t* data, size_t size, si
     if (version != kSessionVersion)
         return ErrorInfo{ErrorKind::unsupported,
                          "session: version " + std::to_string(version) +
-                             (version < kSessionVersion ? " is no longer supported" : " is newer than this build") +
-                             " (this build reads version " + std::to_string(kSessionVersion) + " only)"};
+                             (version < kSessionVersion ? " is no longer supported"
+                                                        : " is newer than this build") +
+                             " (this build reads version " + std::to_string(kSessionVersion) +
+                             " only)"};
     if (read_le<uint32_t>(data, kSessionCrcOffset) != session_checksum(data, size))
         return ErrorInfo{ErrorKind::format, "session: checksum mismatch (corrupted)"};
     pos = kSessionHeaderBytes;
@@ -112,14 +116,16 @@ inline Expected<SessionParts> parse_session(const uint8_t* data, size_t size, si
         id = read_le<int32_t>(data, pos);
         pos += 4;
         if (id < 0 || size_t(id) >= n_vocab)
-            return ErrorInfo{ErrorKind::format, "session: token id " + std::to_string(id) + " outside the vocabulary"};
+            return ErrorInfo{ErrorKind::format,
+                             "session: token id " + std::to_string(id) + " outside the vocabulary"};
     }
 
     if (truncated(8)) return truncated_error("cache length");
     const uint64_t kv_size = read_le<uint64_t>(data, pos);
     pos += 8;
     if (truncated(kv_size)) return truncated_error("cache");
-    if (uint64_t(size - pos) != kv_size) return ErrorInfo{ErrorKind::format, "session: trailing bytes after the cache"};
+    if (uint64_t(size - pos) != kv_size)
+        return ErrorInfo{ErrorKind::format, "session: trailing bytes after the cache"};
     parts.kv = data + pos;
     parts.kv_size = size_t(kv_size);
     return parts;
@@ -131,16 +137,20 @@ inline Expected<SessionParts> parse_session(const uint8_t* data, size_t size, si
 // session is ErrorKind::invalid_argument; a session longer than the cache's
 // n_ctx is ErrorKind::out_of_range (from the cache's own check). On error `kv`
 // is unchanged.
-inline Expected<std::vector<int32_t>> restore_session(const uint8_t* data, size_t size, const std::string& identity,
-                                                      size_t n_vocab, BackendCache& kv) {
+inline Expected<std::vector<int32_t>> restore_session(const uint8_t* data, size_t size,
+                                                      const std::string& identity, size_t n_vocab,
+                                                      BackendCache& kv) {
     SMOL_TRY_ASSIGN(SessionParts parts, parse_session(data, size, n_vocab));
     if (parts.identity != identity)
-        return ErrorInfo{ErrorKind::invalid_argument, "session: saved for model '" + parts.identity +
-                                                          "', but this generator runs model '" + identity + "'"};
-    SMOL_TRY_ASSIGN(const KVImage image, try_parse_kv_image(parts.kv, parts.kv_size, kv.n_layers(),
-                                                            kv.n_kv_heads(), kv.head_dim(), kv.n_ctx()));
+        return ErrorInfo{ErrorKind::invalid_argument,
+                         "session: saved for model '" + parts.identity +
+                             "', but this generator runs model '" + identity + "'"};
+    SMOL_TRY_ASSIGN(const KVImage image,
+                    try_parse_kv_image(parts.kv, parts.kv_size, kv.n_layers(), kv.n_kv_heads(),
+                                       kv.head_dim(), kv.n_ctx()));
     if (image.size > parts.history.size())
-        return ErrorInfo{ErrorKind::format, "session: the cache holds more positions than the history"};
+        return ErrorInfo{ErrorKind::format,
+                         "session: the cache holds more positions than the history"};
     SMOL_TRY(kv.try_restore(parts.kv, parts.kv_size));
     return std::move(parts.history);
 }

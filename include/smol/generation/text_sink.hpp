@@ -20,8 +20,8 @@ namespace detail {
 
 class TextSink {
 public:
-    TextSink(const Tokenizer& tokenizer, const std::vector<std::string>& stop, const TokenCallback& on_text,
-             std::string& text)
+    TextSink(const Tokenizer& tokenizer, const std::vector<std::string>& stop,
+             const TokenCallback& on_text, std::string& text)
         : decoder_(tokenizer), matcher_(stop), on_text_(on_text), text_(text) {}
 
     void push(int32_t token) { emit(decoder_.push(token)); }

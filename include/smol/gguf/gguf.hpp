@@ -72,7 +72,8 @@ namespace detail {
 inline std::string clip_name(std::string_view name) {
     constexpr size_t kMaxShown = 96;
     if (name.size() <= kMaxShown) return std::string(name);
-    return std::string(name.substr(0, kMaxShown)) + "...(" + std::to_string(name.size()) + " bytes)";
+    return std::string(name.substr(0, kMaxShown)) + "...(" + std::to_string(name.size()) +
+           " bytes)";
 }
 }  // namespace detail
 
@@ -99,14 +100,16 @@ public:
     static Expected<std::shared_ptr<File>> try_from_buffer(const void* data, size_t size,
                                                            std::string source = "<memory>") {
         if (data == nullptr && size > 0)  // (nullptr, 0) is an empty file: "too small" below
-            return ErrorInfo{ErrorKind::invalid_argument,
-                             source + ": no buffer (null pointer, " + std::to_string(size) + " bytes claimed)"};
+            return ErrorInfo{
+                ErrorKind::invalid_argument,
+                source + ": no buffer (null pointer, " + std::to_string(size) + " bytes claimed)"};
         auto file = std::shared_ptr<File>(new File());
         file->source_ = std::move(source);
         SMOL_TRY(file->parse(static_cast<const uint8_t*>(data), size));
         return file;
     }
-    static std::shared_ptr<File> from_buffer(const void* data, size_t size, std::string source = "<memory>") {
+    static std::shared_ptr<File> from_buffer(const void* data, size_t size,
+                                             std::string source = "<memory>") {
         return smol::detail::value_or_fail(try_from_buffer(data, size, std::move(source)));
     }
 
@@ -119,7 +122,8 @@ public:
         SMOL_TRY(file->parse(file->owned_.data(), file->owned_.size()));
         return file;
     }
-    static std::shared_ptr<File> from_bytes(std::vector<uint8_t> bytes, std::string source = "<memory>") {
+    static std::shared_ptr<File> from_bytes(std::vector<uint8_t> bytes,
+                                            std::string source = "<memory>") {
         return smol::detail::value_or_fail(try_from_bytes(std::move(bytes), std::move(source)));
     }
 
@@ -147,8 +151,8 @@ public:
     Expected<T> try_get(std::string_view key) const {
         const Value* v = find_value(key);
         if (!v)
-            return ErrorInfo{ErrorKind::missing,
-                             "gguf: " + source_ + ": missing metadata key '" + std::string(key) + "'"};
+            return ErrorInfo{ErrorKind::missing, "gguf: " + source_ + ": missing metadata key '" +
+                                                     std::string(key) + "'"};
         return convert<T>(key, *v);
     }
     template <class T>
@@ -192,17 +196,22 @@ private:
     template <class T>
     Expected<T> convert(std::string_view key, const Value& v) const {
         auto wrong = [&](const char* wanted) {
-            return ErrorInfo{ErrorKind::type, "gguf: " + source_ + ": key '" + std::string(key) + "' has type " +
-                                                  value_type_name(v.type()) + ", expected " + wanted};
+            return ErrorInfo{ErrorKind::type, "gguf: " + source_ + ": key '" + std::string(key) +
+                                                  "' has type " + value_type_name(v.type()) +
+                                                  ", expected " + wanted};
         };
         if constexpr (std::is_same_v<T, bool>) {
             if (v.type() != ValueType::boolean) return wrong("bool");
             return v.as_bool();
         } else if constexpr (std::is_integral_v<T>) {
             if (!v.is_integer()) return wrong("an integer");
-            const bool fits = v.negative() ? std::is_signed_v<T> && v.as_i64() >= int64_t(std::numeric_limits<T>::min())
-                                           : v.as_u64() <= uint64_t(std::numeric_limits<T>::max());
-            if (!fits) return ErrorInfo{ErrorKind::type, "gguf: key '" + std::string(key) + "' value out of range"};
+            const bool fits =
+                v.negative()
+                    ? std::is_signed_v<T> && v.as_i64() >= int64_t(std::numeric_limits<T>::min())
+                    : v.as_u64() <= uint64_t(std::numeric_limits<T>::max());
+            if (!fits)
+                return ErrorInfo{ErrorKind::type,
+                                 "gguf: key '" + std::string(key) + "' value out of range"};
             return v.negative() ? T(v.as_i64()) : T(v.as_u64());
         } else if constexpr (std::is_floating_point_v<T>) {
             if (v.is_float()) return T(v.as_f64());
@@ -246,9 +255,9 @@ private:
         const std::string* source;
 
         ErrorInfo truncated(const char* what) const {
-            return ErrorInfo{ErrorKind::format, "gguf: " + *source + ": truncated file (reading " + what +
-                                                    " at byte " + std::to_string(pos) + " of " +
-                                                    std::to_string(size) + ")"};
+            return ErrorInfo{ErrorKind::format, "gguf: " + *source + ": truncated file (reading " +
+                                                    what + " at byte " + std::to_string(pos) +
+                                                    " of " + std::to_string(size) + ")"};
         }
         size_t remaining() const noexcept { return size - pos; }
         Status need(uint64_t n, const char* what) const {
@@ -281,42 +290,58 @@ private:
     // file could otherwise recurse until the stack overflows).
     Expected<Value> read_value(Reader& r, ValueType t, int depth) const {
         switch (t) {
-            case ValueType::u8: return scalar<uint8_t>(r, t, "u8 value");
-            case ValueType::i8: return scalar<int8_t>(r, t, "i8 value");
-            case ValueType::u16: return scalar<uint16_t>(r, t, "u16 value");
-            case ValueType::i16: return scalar<int16_t>(r, t, "i16 value");
-            case ValueType::u32: return scalar<uint32_t>(r, t, "u32 value");
-            case ValueType::i32: return scalar<int32_t>(r, t, "i32 value");
-            case ValueType::u64: return scalar<uint64_t>(r, t, "u64 value");
-            case ValueType::i64: return scalar<int64_t>(r, t, "i64 value");
-            case ValueType::f32: return scalar<float>(r, t, "f32 value");
-            case ValueType::f64: return scalar<double>(r, t, "f64 value");
+            case ValueType::u8:
+                return scalar<uint8_t>(r, t, "u8 value");
+            case ValueType::i8:
+                return scalar<int8_t>(r, t, "i8 value");
+            case ValueType::u16:
+                return scalar<uint16_t>(r, t, "u16 value");
+            case ValueType::i16:
+                return scalar<int16_t>(r, t, "i16 value");
+            case ValueType::u32:
+                return scalar<uint32_t>(r, t, "u32 value");
+            case ValueType::i32:
+                return scalar<int32_t>(r, t, "i32 value");
+            case ValueType::u64:
+                return scalar<uint64_t>(r, t, "u64 value");
+            case ValueType::i64:
+                return scalar<int64_t>(r, t, "i64 value");
+            case ValueType::f32:
+                return scalar<float>(r, t, "f32 value");
+            case ValueType::f64:
+                return scalar<double>(r, t, "f64 value");
             case ValueType::boolean: {
                 SMOL_TRY_ASSIGN(const uint8_t b, r.read<uint8_t>("bool value"));
                 if (b > 1)
-                    return format_error("bool value " + std::to_string(b) + " at byte " + std::to_string(r.pos - 1));
+                    return format_error("bool value " + std::to_string(b) + " at byte " +
+                                        std::to_string(r.pos - 1));
                 return Value::make_unsigned(t, b);
             }
             case ValueType::string: {
                 SMOL_TRY_ASSIGN(const std::string_view s, r.read_string("string value"));
                 return Value::make_string(s);
             }
-            case ValueType::array: return read_array(r, depth);
+            case ValueType::array:
+                return read_array(r, depth);
         }
         return format_error("invalid value type");
     }
     template <class T>
     static Expected<Value> scalar(Reader& r, ValueType t, const char* what) {
         SMOL_TRY_ASSIGN(const T v, r.read<T>(what));
-        if constexpr (std::is_floating_point_v<T>) return Value::make_float(t, v);
-        else if constexpr (std::is_signed_v<T>) return Value::make_signed(t, v);
-        else return Value::make_unsigned(t, v);
+        if constexpr (std::is_floating_point_v<T>)
+            return Value::make_float(t, v);
+        else if constexpr (std::is_signed_v<T>)
+            return Value::make_signed(t, v);
+        else
+            return Value::make_unsigned(t, v);
     }
 
     Expected<Value> read_array(Reader& r, int depth) const {
         if (depth >= 4) return format_error("arrays nested too deeply");
         SMOL_TRY_ASSIGN(const uint32_t et_raw, r.read<uint32_t>("array type"));
-        if (!valid_value_type(et_raw)) return format_error("invalid array element type " + std::to_string(et_raw));
+        if (!valid_value_type(et_raw))
+            return format_error("invalid array element type " + std::to_string(et_raw));
         const ValueType et = ValueType(et_raw);
         SMOL_TRY_ASSIGN(const uint64_t count, r.read<uint64_t>("array length"));
         const size_t start = r.pos;
@@ -331,7 +356,8 @@ private:
         } else {
             // Nested arrays: each takes at least 12 bytes.
             if (count > r.remaining() / 12) return r.truncated("nested array");
-            for (uint64_t i = 0; i < count; ++i) SMOL_TRY(read_value(r, ValueType::array, depth + 1));
+            for (uint64_t i = 0; i < count; ++i)
+                SMOL_TRY(read_value(r, ValueType::array, depth + 1));
         }
         return Value::make_array(ArrayView(et, count, r.base + start, r.pos - start));
     }
@@ -340,13 +366,15 @@ private:
         bytes_ = data;
         size_ = size;
         Reader r{data, size, 0, &source_};
-        if (size < 4) return format_error("file too small (" + std::to_string(size) + " bytes) to be GGUF");
+        if (size < 4)
+            return format_error("file too small (" + std::to_string(size) + " bytes) to be GGUF");
         SMOL_TRY_ASSIGN(const uint32_t magic, r.read<uint32_t>("magic"));
         if (magic != kMagic) return format_error("not a GGUF file (bad magic)");
         SMOL_TRY_ASSIGN(version_, r.read<uint32_t>("version"));
         if (version_ != 2 && version_ != 3)
             return Status(ErrorKind::unsupported, "gguf: " + source_ + ": unsupported version " +
-                                                      std::to_string(version_) + " (smol reads versions 2 and 3)");
+                                                      std::to_string(version_) +
+                                                      " (smol reads versions 2 and 3)");
         SMOL_TRY_ASSIGN(const uint64_t tensor_count, r.read<uint64_t>("tensor count"));
         SMOL_TRY_ASSIGN(const uint64_t kv_count, r.read<uint64_t>("metadata count"));
         // A key/value takes at least 8 (key length) + 4 (type) + 1 bytes; a
@@ -358,13 +386,14 @@ private:
             return format_error("tensor count " + std::to_string(tensor_count) +
                                 " exceeds the file size (truncated or corrupt?)");
         if (kv_count > kMaxMetadataKeys)
-            return Status(ErrorKind::unsupported, "gguf: " + source_ + ": " + std::to_string(kv_count) +
+            return Status(ErrorKind::unsupported, "gguf: " + source_ + ": " +
+                                                      std::to_string(kv_count) +
                                                       " metadata keys (smol reads at most " +
                                                       std::to_string(kMaxMetadataKeys) + ")");
         if (tensor_count > kMaxTensors)
-            return Status(ErrorKind::unsupported, "gguf: " + source_ + ": " + std::to_string(tensor_count) +
-                                                      " tensors (smol reads at most " + std::to_string(kMaxTensors) +
-                                                      ")");
+            return Status(ErrorKind::unsupported,
+                          "gguf: " + source_ + ": " + std::to_string(tensor_count) +
+                              " tensors (smol reads at most " + std::to_string(kMaxTensors) + ")");
         SMOL_TRY(parse_metadata(r, kv_count));
         SMOL_TRY(read_alignment());
         SMOL_TRY(parse_tensor_table(r, tensor_count));
@@ -398,14 +427,16 @@ private:
             if (a->type() != ValueType::u32) return format_error("general.alignment must be u32");
             const uint64_t al = a->as_u64();
             if (al == 0 || (al & (al - 1)) != 0 || al > (1u << 20))
-                return format_error("general.alignment " + std::to_string(al) + " is not a power of two up to 1 MiB");
+                return format_error("general.alignment " + std::to_string(al) +
+                                    " is not a power of two up to 1 MiB");
             alignment_ = uint32_t(al);
         }
         return {};
     }
 
     Status parse_tensor_table(Reader& r, uint64_t tensor_count) {
-        tensors_.reserve(size_t(std::min<uint64_t>(tensor_count, r.remaining() / sizeof(TensorInfo))));
+        tensors_.reserve(
+            size_t(std::min<uint64_t>(tensor_count, r.remaining() / sizeof(TensorInfo))));
         tensor_index_.reserve(size_t(tensor_count));
         for (uint64_t i = 0; i < tensor_count; ++i) {
             TensorInfo info;
@@ -415,7 +446,8 @@ private:
             const std::string tensor = "tensor '" + detail::clip_name(info.name) + "'";
             SMOL_TRY_ASSIGN(const uint32_t n_dims, r.read<uint32_t>("tensor dims"));
             if (n_dims == 0 || n_dims > kMaxDims)
-                return format_error(tensor + " has " + std::to_string(n_dims) + " dims (1..4 allowed)");
+                return format_error(tensor + " has " + std::to_string(n_dims) +
+                                    " dims (1..4 allowed)");
             info.dims.resize(n_dims);
             uint64_t n = 1;
             for (uint32_t d = 0; d < n_dims; ++d) {
@@ -430,7 +462,8 @@ private:
             info.type = GGMLType(type_raw);
             const TypeTraits traits = type_traits(info.type);
             if (!traits.name)
-                return Status(ErrorKind::unsupported, "gguf: " + source_ + ": " + tensor + " has unknown type id " +
+                return Status(ErrorKind::unsupported, "gguf: " + source_ + ": " + tensor +
+                                                          " has unknown type id " +
                                                           std::to_string(type_raw));
             if (info.dims[0] % traits.block_size != 0)
                 return format_error(tensor + " row of " + std::to_string(info.dims[0]) +
@@ -443,8 +476,8 @@ private:
                 return format_error(tensor + " byte size overflows");
             SMOL_TRY_ASSIGN(info.offset, r.read<uint64_t>("tensor offset"));
             if (info.offset % alignment_ != 0)
-                return format_error(tensor + " offset " + std::to_string(info.offset) + " is not aligned to " +
-                                    std::to_string(alignment_));
+                return format_error(tensor + " offset " + std::to_string(info.offset) +
+                                    " is not aligned to " + std::to_string(alignment_));
             if (!tensor_index_.emplace(name, tensors_.size()).second)
                 return format_error("duplicate " + tensor);
             tensors_.push_back(std::move(info));
@@ -456,14 +489,15 @@ private:
     // header (which ends at header_end); every tensor must lie inside it.
     Status place_tensors(uint64_t header_end) {
         uint64_t data_start = (header_end + alignment_ - 1) / alignment_ * alignment_;
-        if (tensors_.empty() && data_start > size_) data_start = size_;  // metadata-only files may end unpadded
+        if (tensors_.empty() && data_start > size_)
+            data_start = size_;  // metadata-only files may end unpadded
         if (data_start > size_) return format_error("truncated file (data section missing)");
         data_offset_ = size_t(data_start);
         const uint64_t data_size = size_ - data_start;
         for (TensorInfo& t : tensors_) {
             if (t.offset > data_size || t.n_bytes > data_size - t.offset)
-                return format_error("tensor '" + detail::clip_name(t.name) + "' (offset " + std::to_string(t.offset) +
-                                    ", " + std::to_string(t.n_bytes) +
+                return format_error("tensor '" + detail::clip_name(t.name) + "' (offset " +
+                                    std::to_string(t.offset) + ", " + std::to_string(t.n_bytes) +
                                     " bytes) extends past the end of the file (truncated?)");
             t.data = bytes_ + data_start + t.offset;
         }

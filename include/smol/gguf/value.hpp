@@ -22,25 +22,49 @@ SMOL_NAMESPACE_BEGIN
 namespace gguf {
 
 enum class ValueType : uint32_t {
-    u8 = 0, i8 = 1, u16 = 2, i16 = 3, u32 = 4, i32 = 5, f32 = 6, boolean = 7,
-    string = 8, array = 9, u64 = 10, i64 = 11, f64 = 12,
+    u8 = 0,
+    i8 = 1,
+    u16 = 2,
+    i16 = 3,
+    u32 = 4,
+    i32 = 5,
+    f32 = 6,
+    boolean = 7,
+    string = 8,
+    array = 9,
+    u64 = 10,
+    i64 = 11,
+    f64 = 12,
 };
 
 inline const char* value_type_name(ValueType t) noexcept {
     switch (t) {
-        case ValueType::u8: return "u8";
-        case ValueType::i8: return "i8";
-        case ValueType::u16: return "u16";
-        case ValueType::i16: return "i16";
-        case ValueType::u32: return "u32";
-        case ValueType::i32: return "i32";
-        case ValueType::f32: return "f32";
-        case ValueType::boolean: return "bool";
-        case ValueType::string: return "string";
-        case ValueType::array: return "array";
-        case ValueType::u64: return "u64";
-        case ValueType::i64: return "i64";
-        case ValueType::f64: return "f64";
+        case ValueType::u8:
+            return "u8";
+        case ValueType::i8:
+            return "i8";
+        case ValueType::u16:
+            return "u16";
+        case ValueType::i16:
+            return "i16";
+        case ValueType::u32:
+            return "u32";
+        case ValueType::i32:
+            return "i32";
+        case ValueType::f32:
+            return "f32";
+        case ValueType::boolean:
+            return "bool";
+        case ValueType::string:
+            return "string";
+        case ValueType::array:
+            return "array";
+        case ValueType::u64:
+            return "u64";
+        case ValueType::i64:
+            return "i64";
+        case ValueType::f64:
+            return "f64";
     }
     return "invalid";
 }
@@ -48,11 +72,23 @@ inline const char* value_type_name(ValueType t) noexcept {
 // Size in bytes of a fixed-size value type, 0 for string/array/invalid.
 inline size_t scalar_size(ValueType t) noexcept {
     switch (t) {
-        case ValueType::u8: case ValueType::i8: case ValueType::boolean: return 1;
-        case ValueType::u16: case ValueType::i16: return 2;
-        case ValueType::u32: case ValueType::i32: case ValueType::f32: return 4;
-        case ValueType::u64: case ValueType::i64: case ValueType::f64: return 8;
-        default: return 0;
+        case ValueType::u8:
+        case ValueType::i8:
+        case ValueType::boolean:
+            return 1;
+        case ValueType::u16:
+        case ValueType::i16:
+            return 2;
+        case ValueType::u32:
+        case ValueType::i32:
+        case ValueType::f32:
+            return 4;
+        case ValueType::u64:
+        case ValueType::i64:
+        case ValueType::f64:
+            return 8;
+        default:
+            return 0;
     }
 }
 
@@ -80,8 +116,9 @@ public:
     // a table as long as the array).
     Expected<std::vector<std::string_view>> try_strings(uint64_t max_count = ~uint64_t(0)) const {
         if (element_type_ != ValueType::string)
-            return ErrorInfo{ErrorKind::type, std::string("gguf: expected an array of string, found an array of ") +
-                                                  value_type_name(element_type_)};
+            return ErrorInfo{ErrorKind::type,
+                             std::string("gguf: expected an array of string, found an array of ") +
+                                 value_type_name(element_type_)};
         std::vector<std::string_view> out;
         const uint64_t n = std::min(count_, max_count);
         out.reserve(size_t(n));
@@ -122,8 +159,8 @@ public:
     Expected<T> try_at(uint64_t i) const {
         SMOL_TRY_ASSIGN(const size_t width, numeric_width<T>());
         if (i >= count_)
-            return ErrorInfo{ErrorKind::out_of_range,
-                             "gguf: array index " + std::to_string(i) + " of " + std::to_string(count_)};
+            return ErrorInfo{ErrorKind::out_of_range, "gguf: array index " + std::to_string(i) +
+                                                          " of " + std::to_string(count_)};
         return element<T>(size_t(i) * width);
     }
     template <class T>
@@ -139,10 +176,13 @@ private:
         static_assert(std::is_arithmetic_v<T>, "numeric array reads need an arithmetic T");
         const size_t width = scalar_size(element_type_);
         if (width == 0)
-            return ErrorInfo{ErrorKind::type,
-                             std::string("gguf: array of ") + value_type_name(element_type_) + " is not numeric"};
-        if (std::is_integral_v<T> && (element_type_ == ValueType::f32 || element_type_ == ValueType::f64))
-            return ErrorInfo{ErrorKind::type, std::string("gguf: array of ") + value_type_name(element_type_) +
+            return ErrorInfo{ErrorKind::type, std::string("gguf: array of ") +
+                                                  value_type_name(element_type_) +
+                                                  " is not numeric"};
+        if (std::is_integral_v<T> &&
+            (element_type_ == ValueType::f32 || element_type_ == ValueType::f64))
+            return ErrorInfo{ErrorKind::type, std::string("gguf: array of ") +
+                                                  value_type_name(element_type_) +
                                                   " cannot be read as integers"};
         return width;
     }
@@ -153,14 +193,16 @@ private:
             bool fits = true;
             if constexpr (std::is_signed_v<S>) {
                 if (v < 0)
-                    fits = std::is_signed_v<T> && int64_t(v) >= int64_t(std::numeric_limits<T>::min());
+                    fits =
+                        std::is_signed_v<T> && int64_t(v) >= int64_t(std::numeric_limits<T>::min());
                 else
                     fits = uint64_t(v) <= uint64_t(std::numeric_limits<T>::max());
             } else {
                 fits = uint64_t(v) <= uint64_t(std::numeric_limits<T>::max());
             }
             if (!fits)
-                return ErrorInfo{ErrorKind::type, "gguf: array element " + std::to_string(v) + " is out of range"};
+                return ErrorInfo{ErrorKind::type,
+                                 "gguf: array element " + std::to_string(v) + " is out of range"};
         }
         return T(v);
     }
@@ -169,18 +211,30 @@ private:
     Expected<T> element(size_t at) const {
         using smol::detail::read_le;
         switch (element_type_) {
-            case ValueType::u8: return narrow<T>(read_le<uint8_t>(data_, at));
-            case ValueType::i8: return narrow<T>(read_le<int8_t>(data_, at));
-            case ValueType::u16: return narrow<T>(read_le<uint16_t>(data_, at));
-            case ValueType::i16: return narrow<T>(read_le<int16_t>(data_, at));
-            case ValueType::u32: return narrow<T>(read_le<uint32_t>(data_, at));
-            case ValueType::i32: return narrow<T>(read_le<int32_t>(data_, at));
-            case ValueType::f32: return T(read_le<float>(data_, at));  // T is floating (checked above)
-            case ValueType::boolean: return T(data_[at] != 0);
-            case ValueType::u64: return narrow<T>(read_le<uint64_t>(data_, at));
-            case ValueType::i64: return narrow<T>(read_le<int64_t>(data_, at));
-            case ValueType::f64: return T(read_le<double>(data_, at));
-            default: return T{};
+            case ValueType::u8:
+                return narrow<T>(read_le<uint8_t>(data_, at));
+            case ValueType::i8:
+                return narrow<T>(read_le<int8_t>(data_, at));
+            case ValueType::u16:
+                return narrow<T>(read_le<uint16_t>(data_, at));
+            case ValueType::i16:
+                return narrow<T>(read_le<int16_t>(data_, at));
+            case ValueType::u32:
+                return narrow<T>(read_le<uint32_t>(data_, at));
+            case ValueType::i32:
+                return narrow<T>(read_le<int32_t>(data_, at));
+            case ValueType::f32:
+                return T(read_le<float>(data_, at));  // T is floating (checked above)
+            case ValueType::boolean:
+                return T(data_[at] != 0);
+            case ValueType::u64:
+                return narrow<T>(read_le<uint64_t>(data_, at));
+            case ValueType::i64:
+                return narrow<T>(read_le<int64_t>(data_, at));
+            case ValueType::f64:
+                return T(read_le<double>(data_, at));
+            default:
+                return T{};
         }
     }
 
@@ -255,9 +309,9 @@ private:
 
 struct TensorInfo {
     std::string name;
-    std::vector<uint64_t> dims;   // innermost first, as stored
+    std::vector<uint64_t> dims;  // innermost first, as stored
     GGMLType type = GGMLType::F32;
-    uint64_t offset = 0;          // from the start of the data section
+    uint64_t offset = 0;  // from the start of the data section
     uint64_t n_elements = 0;
     uint64_t n_bytes = 0;
     const uint8_t* data = nullptr;  // into the file's bytes

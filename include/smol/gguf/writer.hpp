@@ -76,7 +76,9 @@ public:
     void copy_value(std::string_view k, const Value& v) {
         std::vector<uint8_t> bytes;
         switch (v.type()) {
-            case ValueType::string: put_string(bytes, v.as_string()); break;
+            case ValueType::string:
+                put_string(bytes, v.as_string());
+                break;
             case ValueType::array: {
                 const ArrayView& a = v.as_array();
                 smol::detail::append_le<uint32_t>(bytes, uint32_t(a.element_type()));
@@ -84,8 +86,12 @@ public:
                 bytes.insert(bytes.end(), a.data(), a.data() + a.bytes());
                 break;
             }
-            case ValueType::f32: smol::detail::append_le<float>(bytes, float(v.as_f64())); break;
-            case ValueType::f64: smol::detail::append_le<double>(bytes, v.as_f64()); break;
+            case ValueType::f32:
+                smol::detail::append_le<float>(bytes, float(v.as_f64()));
+                break;
+            case ValueType::f64:
+                smol::detail::append_le<double>(bytes, v.as_f64());
+                break;
             default: {
                 const uint64_t raw = v.as_u64();
                 bytes.resize(scalar_size(v.type()));
@@ -101,22 +107,24 @@ public:
                     const void* data, size_t n_bytes) {
         const TypeTraits traits = type_traits(type);
         if (!traits.name)
-            smol::detail::fail(ErrorKind::unsupported, "gguf writer: unknown type for tensor '" +
-                                                           std::string(name) + "'");
+            smol::detail::fail(ErrorKind::unsupported,
+                               "gguf writer: unknown type for tensor '" + std::string(name) + "'");
         if (dims.empty() || dims.size() > kMaxDims)
             smol::detail::fail(ErrorKind::shape,
                                "gguf writer: tensor '" + std::string(name) + "' needs 1..4 dims");
         uint64_t n = 1;
         for (uint64_t d : dims) n *= d;
         if (dims[0] % traits.block_size != 0 || n / traits.block_size * traits.type_size != n_bytes)
-            smol::detail::fail(ErrorKind::shape, "gguf writer: tensor '" + std::string(name) +
-                                                     "' has " + std::to_string(n_bytes) +
-                                                     " bytes, which its type and dims do not imply");
+            smol::detail::fail(ErrorKind::shape,
+                               "gguf writer: tensor '" + std::string(name) + "' has " +
+                                   std::to_string(n_bytes) +
+                                   " bytes, which its type and dims do not imply");
         PendingTensor t;
         t.name = std::string(name);
         t.type = type;
         t.dims = std::move(dims);
-        t.bytes.assign(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + n_bytes);
+        t.bytes.assign(static_cast<const uint8_t*>(data),
+                       static_cast<const uint8_t*>(data) + n_bytes);
         tensors_.push_back(std::move(t));
     }
 
@@ -128,7 +136,9 @@ public:
             out.insert(out.end(), t.bytes.begin(), t.bytes.end());
             out.resize(size_t(align(out.size())), 0);
         }
-        if (!tensors_.empty()) out.resize(out.size() - size_t(align(tensors_.back().bytes.size()) - tensors_.back().bytes.size()));
+        if (!tensors_.empty())
+            out.resize(out.size() -
+                       size_t(align(tensors_.back().bytes.size()) - tensors_.back().bytes.size()));
         return out;
     }
 
@@ -176,17 +186,28 @@ private:
 
     template <class T>
     static constexpr ValueType value_type_of() {
-        if constexpr (std::is_same_v<T, uint8_t>) return ValueType::u8;
-        else if constexpr (std::is_same_v<T, int8_t>) return ValueType::i8;
-        else if constexpr (std::is_same_v<T, uint16_t>) return ValueType::u16;
-        else if constexpr (std::is_same_v<T, int16_t>) return ValueType::i16;
-        else if constexpr (std::is_same_v<T, uint32_t>) return ValueType::u32;
-        else if constexpr (std::is_same_v<T, int32_t>) return ValueType::i32;
-        else if constexpr (std::is_same_v<T, uint64_t>) return ValueType::u64;
-        else if constexpr (std::is_same_v<T, int64_t>) return ValueType::i64;
-        else if constexpr (std::is_same_v<T, float>) return ValueType::f32;
-        else if constexpr (std::is_same_v<T, double>) return ValueType::f64;
-        else static_assert(sizeof(T) == 0, "unsupported array element type");
+        if constexpr (std::is_same_v<T, uint8_t>)
+            return ValueType::u8;
+        else if constexpr (std::is_same_v<T, int8_t>)
+            return ValueType::i8;
+        else if constexpr (std::is_same_v<T, uint16_t>)
+            return ValueType::u16;
+        else if constexpr (std::is_same_v<T, int16_t>)
+            return ValueType::i16;
+        else if constexpr (std::is_same_v<T, uint32_t>)
+            return ValueType::u32;
+        else if constexpr (std::is_same_v<T, int32_t>)
+            return ValueType::i32;
+        else if constexpr (std::is_same_v<T, uint64_t>)
+            return ValueType::u64;
+        else if constexpr (std::is_same_v<T, int64_t>)
+            return ValueType::i64;
+        else if constexpr (std::is_same_v<T, float>)
+            return ValueType::f32;
+        else if constexpr (std::is_same_v<T, double>)
+            return ValueType::f64;
+        else
+            static_assert(sizeof(T) == 0, "unsupported array element type");
     }
 
     static void put_string(std::vector<uint8_t>& out, std::string_view s) {

@@ -40,17 +40,20 @@ SMOL_NAMESPACE_BEGIN
 enum class ActivationType : uint8_t { F32, Q8_0, Q8_K32 };
 
 struct BlockQ8K32 {
-    float d[QK_K / 32];          // scale of each 32 values (bf16-representable)
-    int8_t qs[QK_K];             // quantized values
-    int16_t bsums[QK_K / 16];    // sum of qs over each 16 values
+    float d[QK_K / 32];        // scale of each 32 values (bf16-representable)
+    int8_t qs[QK_K];           // quantized values
+    int16_t bsums[QK_K / 16];  // sum of qs over each 16 values
 };
 static_assert(sizeof(BlockQ8K32) == 320, "Q8_K32 block must be 320 bytes");
 
 inline const char* activation_type_name(ActivationType type) noexcept {
     switch (type) {
-        case ActivationType::F32: return "F32";
-        case ActivationType::Q8_0: return "Q8_0";
-        case ActivationType::Q8_K32: return "Q8_K32";
+        case ActivationType::F32:
+            return "F32";
+        case ActivationType::Q8_0:
+            return "Q8_0";
+        case ActivationType::Q8_K32:
+            return "Q8_K32";
     }
     return "?";
 }
@@ -58,28 +61,39 @@ inline const char* activation_type_name(ActivationType type) noexcept {
 // Values per block: 1, 32, 256.
 inline size_t activation_block_size(ActivationType type) noexcept {
     switch (type) {
-        case ActivationType::Q8_0: return QK8_0;
-        case ActivationType::Q8_K32: return QK_K;
-        default: return 1;
+        case ActivationType::Q8_0:
+            return QK8_0;
+        case ActivationType::Q8_K32:
+            return QK_K;
+        default:
+            return 1;
     }
 }
 
 // Bytes of `cols` values (cols a multiple of the block size).
 inline size_t activation_row_bytes(ActivationType type, size_t cols) noexcept {
     switch (type) {
-        case ActivationType::Q8_0: return cols / QK8_0 * sizeof(BlockQ8_0);
-        case ActivationType::Q8_K32: return cols / QK_K * sizeof(BlockQ8K32);
-        default: return cols * sizeof(float);
+        case ActivationType::Q8_0:
+            return cols / QK8_0 * sizeof(BlockQ8_0);
+        case ActivationType::Q8_K32:
+            return cols / QK_K * sizeof(BlockQ8K32);
+        default:
+            return cols * sizeof(float);
     }
 }
 
 // The Q8_K32 scale of a sub-block whose largest magnitude is max_abs.
-inline float q8k32_scale(float max_abs) noexcept { return bf16_to_fp32(fp32_to_bf16(max_abs / 127.0f)); }
+inline float q8k32_scale(float max_abs) noexcept {
+    return bf16_to_fp32(fp32_to_bf16(max_abs / 127.0f));
+}
 
 // The values one activation row (natural layout, as the quantizers write it) stands for.
-inline void dequantize_activation_row(ActivationType type, const void* row, float* out, size_t cols) noexcept {
+inline void dequantize_activation_row(ActivationType type, const void* row, float* out,
+                                      size_t cols) noexcept {
     switch (type) {
-        case ActivationType::F32: std::memcpy(out, row, cols * sizeof(float)); break;
+        case ActivationType::F32:
+            std::memcpy(out, row, cols * sizeof(float));
+            break;
         case ActivationType::Q8_0: {
             const BlockQ8_0* blocks = static_cast<const BlockQ8_0*>(row);
             for (size_t i = 0; i < cols; ++i)

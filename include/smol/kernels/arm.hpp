@@ -56,14 +56,18 @@ inline void quantize_row_q8_k32(const float* x, BlockQ8K32* y, size_t n) noexcep
         BlockQ8K32& block = y[b];
         for (int s = 0; s < QK_K / 32; ++s, x += 32) {
             float32x4_t max_lanes = vdupq_n_f32(0.0f);
-            for (int i = 0; i < 32; i += 4) max_lanes = vmaxq_f32(max_lanes, vabsq_f32(vld1q_f32(x + i)));
+            for (int i = 0; i < 32; i += 4)
+                max_lanes = vmaxq_f32(max_lanes, vabsq_f32(vld1q_f32(x + i)));
             const float d = q8k32_scale(vmaxvq_f32(max_lanes));
             const float inverse_d = d != 0.0f ? 1.0f / d : 0.0f;
             block.d[s] = d;
             for (int i = 0; i < 32; i += 16) {
-                const int32x4_t q0 = quantize_4(x + i, inverse_d), q1 = quantize_4(x + i + 4, inverse_d);
-                const int32x4_t q2 = quantize_4(x + i + 8, inverse_d), q3 = quantize_4(x + i + 12, inverse_d);
-                block.bsums[2 * s + i / 16] = int16_t(vaddvq_s32(vaddq_s32(vaddq_s32(q0, q1), vaddq_s32(q2, q3))));
+                const int32x4_t q0 = quantize_4(x + i, inverse_d),
+                                q1 = quantize_4(x + i + 4, inverse_d);
+                const int32x4_t q2 = quantize_4(x + i + 8, inverse_d),
+                                q3 = quantize_4(x + i + 12, inverse_d);
+                block.bsums[2 * s + i / 16] =
+                    int16_t(vaddvq_s32(vaddq_s32(vaddq_s32(q0, q1), vaddq_s32(q2, q3))));
                 vst1q_s8(block.qs + 32 * s + i, narrow_16(q0, q1, q2, q3));
             }
         }
@@ -73,13 +77,16 @@ inline void quantize_row_q8_k32(const float* x, BlockQ8K32* y, size_t n) noexcep
 inline void quantize_row_q8_0(const float* x, BlockQ8_0* y, size_t n) noexcept {
     for (size_t b = 0; b < n / QK8_0; ++b, x += QK8_0) {
         float32x4_t max_lanes = vdupq_n_f32(0.0f);
-        for (int i = 0; i < QK8_0; i += 4) max_lanes = vmaxq_f32(max_lanes, vabsq_f32(vld1q_f32(x + i)));
+        for (int i = 0; i < QK8_0; i += 4)
+            max_lanes = vmaxq_f32(max_lanes, vabsq_f32(vld1q_f32(x + i)));
         const float d = vmaxvq_f32(max_lanes) / 127.0f;
         const float inverse_d = d != 0.0f ? 1.0f / d : 0.0f;
         y[b].d = fp32_to_fp16(d);
         for (int i = 0; i < QK8_0; i += 16) {
-            vst1q_s8(y[b].qs + i, narrow_16(quantize_4(x + i, inverse_d), quantize_4(x + i + 4, inverse_d),
-                                            quantize_4(x + i + 8, inverse_d), quantize_4(x + i + 12, inverse_d)));
+            vst1q_s8(
+                y[b].qs + i,
+                narrow_16(quantize_4(x + i, inverse_d), quantize_4(x + i + 4, inverse_d),
+                          quantize_4(x + i + 8, inverse_d), quantize_4(x + i + 12, inverse_d)));
         }
     }
 }
@@ -119,7 +126,8 @@ inline void attend(const AttentionHead& a) noexcept {
             for (size_t i = 0; i < vector_end; i += 4)
                 acc = vfmaq_f32(acc, vld1q_f32(q + i), load_cache4(key + i * element, a.f16));
             float dot = vaddvq_f32(acc);
-            for (size_t i = vector_end; i < hd; ++i) dot = std::fma(q[i], scalar::cache_value(key, i, a.f16), dot);
+            for (size_t i = vector_end; i < hd; ++i)
+                dot = std::fma(q[i], scalar::cache_value(key, i, a.f16), dot);
             a.scores[g * a.n_positions + p] = dot * a.scale;
         }
     }
@@ -136,13 +144,15 @@ inline void attend(const AttentionHead& a) noexcept {
         }
         for (size_t i = vector_end; i < hd; ++i) {
             const float v = scalar::cache_value(value, i, a.f16);
-            for (size_t g = 0; g < a.group; ++g) a.out[g * hd + i] += a.scores[g * a.n_positions + p] * v;
+            for (size_t g = 0; g < a.group; ++g)
+                a.out[g * hd + i] += a.scores[g * a.n_positions + p] * v;
         }
     }
 }
 
 inline uint64_t sum_bytes(const uint8_t* begin, size_t n) noexcept {
-    uint64x2_t acc0 = vdupq_n_u64(0), acc1 = vdupq_n_u64(0), acc2 = vdupq_n_u64(0), acc3 = vdupq_n_u64(0);
+    uint64x2_t acc0 = vdupq_n_u64(0), acc1 = vdupq_n_u64(0), acc2 = vdupq_n_u64(0),
+               acc3 = vdupq_n_u64(0);
     for (const uint8_t* p = begin; p + 64 <= begin + n; p += 64) {
         acc0 = vaddq_u64(acc0, vreinterpretq_u64_u8(vld1q_u8(p)));
         acc1 = vaddq_u64(acc1, vreinterpretq_u64_u8(vld1q_u8(p + 16)));

@@ -35,7 +35,8 @@ public:
     ReadBandwidthProbe(const kernels::KernelSet& k, int threads, size_t bytes = size_t(1) << 30)
         : kernels_(k),
           threads_(std::max(1, threads)),
-          slice_(std::max<size_t>(bytes / 4096 * 4096, 4096 * size_t(threads_)) / size_t(threads_) / 4096 * 4096),
+          slice_(std::max<size_t>(bytes / 4096 * 4096, 4096 * size_t(threads_)) / size_t(threads_) /
+                 4096 * 4096),
           buffer_(slice_ * size_t(threads_)),
           pool_(threads_),
           sums_(size_t(threads_) * 8, 0) {  // one cache line per thread
@@ -66,7 +67,8 @@ public:
     // GB/s of the fastest of `repeats` passes.
     double best_gb_per_s(int repeats) {
         double best = 0;
-        for (int r = 0; r < std::max(1, repeats); ++r) best = std::max(best, double(bytes_read()) / pass() / 1e9);
+        for (int r = 0; r < std::max(1, repeats); ++r)
+            best = std::max(best, double(bytes_read()) / pass() / 1e9);
         return best;
     }
 
@@ -79,8 +81,8 @@ private:
     std::vector<uint64_t> sums_;
 };
 
-inline double measure_read_bandwidth(const kernels::KernelSet& k, int threads, size_t bytes = size_t(1) << 30,
-                                     int repeats = 3) {
+inline double measure_read_bandwidth(const kernels::KernelSet& k, int threads,
+                                     size_t bytes = size_t(1) << 30, int repeats = 3) {
     return ReadBandwidthProbe(k, threads, bytes).best_gb_per_s(repeats);
 }
 

@@ -55,13 +55,20 @@ enum class CpuLevel : uint8_t { automatic, scalar, avx2, avxvnni, avx512, neon, 
 
 inline const char* cpu_level_name(CpuLevel level) noexcept {
     switch (level) {
-        case CpuLevel::automatic: return "auto";
-        case CpuLevel::scalar: return "scalar";
-        case CpuLevel::avx2: return "avx2";
-        case CpuLevel::avxvnni: return "avxvnni";
-        case CpuLevel::avx512: return "avx512";
-        case CpuLevel::neon: return "neon";
-        case CpuLevel::dotprod: return "dotprod";
+        case CpuLevel::automatic:
+            return "auto";
+        case CpuLevel::scalar:
+            return "scalar";
+        case CpuLevel::avx2:
+            return "avx2";
+        case CpuLevel::avxvnni:
+            return "avxvnni";
+        case CpuLevel::avx512:
+            return "avx512";
+        case CpuLevel::neon:
+            return "neon";
+        case CpuLevel::dotprod:
+            return "dotprod";
     }
     return "?";
 }
@@ -77,7 +84,8 @@ inline std::optional<CpuLevel> parse_cpu_level(std::string_view text) noexcept {
 // The levels compiled for this architecture, lowest first.
 inline const CpuLevel* compiled_cpu_levels(size_t& count) noexcept {
 #if defined(SMOL_ARCH_X86_64)
-    static constexpr CpuLevel levels[] = {CpuLevel::scalar, CpuLevel::avx2, CpuLevel::avxvnni, CpuLevel::avx512};
+    static constexpr CpuLevel levels[] = {CpuLevel::scalar, CpuLevel::avx2, CpuLevel::avxvnni,
+                                          CpuLevel::avx512};
 #elif defined(SMOL_ARCH_AARCH64)
     static constexpr CpuLevel levels[] = {CpuLevel::scalar, CpuLevel::neon, CpuLevel::dotprod};
 #else
@@ -91,10 +99,10 @@ namespace detail {
 
 // The raw features smol's levels need.
 struct CpuFeatures {
-    bool avx2 = false;        // AVX2 + FMA + F16C, with the OS saving the YMM state
-    bool avxvnni = false;     // AVX-VNNI (VEX-encoded vpdpbusd)
-    bool avx512 = false;      // AVX-512 F, BW, VL, VNNI, with the OS saving the ZMM state
-    bool dotprod = false;     // AArch64 SDOT/UDOT
+    bool avx2 = false;     // AVX2 + FMA + F16C, with the OS saving the YMM state
+    bool avxvnni = false;  // AVX-VNNI (VEX-encoded vpdpbusd)
+    bool avx512 = false;   // AVX-512 F, BW, VL, VNNI, with the OS saving the ZMM state
+    bool dotprod = false;  // AArch64 SDOT/UDOT
 };
 
 #if defined(SMOL_ARCH_X86_64)
@@ -107,7 +115,8 @@ inline CpuidRegisters cpuid(uint32_t leaf, uint32_t subleaf) noexcept {
 #if defined(_MSC_VER) && !defined(__clang__)
     int regs[4];
     __cpuidex(regs, int(leaf), int(subleaf));
-    r.eax = uint32_t(regs[0]), r.ebx = uint32_t(regs[1]), r.ecx = uint32_t(regs[2]), r.edx = uint32_t(regs[3]);
+    r.eax = uint32_t(regs[0]), r.ebx = uint32_t(regs[1]), r.ecx = uint32_t(regs[2]),
+    r.edx = uint32_t(regs[3]);
 #else
     if (leaf > __get_cpuid_max(0, nullptr)) return r;
     __cpuid_count(leaf, subleaf, r.eax, r.ebx, r.ecx, r.edx);
@@ -133,10 +142,11 @@ inline CpuFeatures detect_cpu_features() noexcept {
 #if defined(SMOL_ARCH_X86_64)
     const CpuidRegisters leaf1 = cpuid(1, 0);
     const bool osxsave = (leaf1.ecx >> 27) & 1;
-    const bool avx = (leaf1.ecx >> 28) & 1, fma = (leaf1.ecx >> 12) & 1, f16c = (leaf1.ecx >> 29) & 1;
+    const bool avx = (leaf1.ecx >> 28) & 1, fma = (leaf1.ecx >> 12) & 1,
+               f16c = (leaf1.ecx >> 29) & 1;
     if (!osxsave || !avx) return f;
     const uint64_t xcr0 = xgetbv0();
-    const bool os_ymm = (xcr0 & 0x6) == 0x6;            // SSE + AVX state
+    const bool os_ymm = (xcr0 & 0x6) == 0x6;              // SSE + AVX state
     const bool os_zmm = os_ymm && (xcr0 & 0xe0) == 0xe0;  // opmask + ZMM0-15 upper + ZMM16-31
     const CpuidRegisters leaf7 = cpuid(7, 0);
     const CpuidRegisters leaf7_1 = cpuid(7, 1);
@@ -152,7 +162,8 @@ inline CpuFeatures detect_cpu_features() noexcept {
 #elif defined(__APPLE__)
     int value = 0;
     size_t size = sizeof value;
-    f.dotprod = sysctlbyname("hw.optional.arm.FEAT_DotProd", &value, &size, nullptr, 0) == 0 && value != 0;
+    f.dotprod =
+        sysctlbyname("hw.optional.arm.FEAT_DotProd", &value, &size, nullptr, 0) == 0 && value != 0;
 #endif
 #endif
     return f;
@@ -169,16 +180,23 @@ inline bool cpu_supports(CpuLevel level) noexcept {
     const detail::CpuFeatures& f = detail::cpu_features();
     switch (level) {
         case CpuLevel::automatic:
-        case CpuLevel::scalar: return true;
+        case CpuLevel::scalar:
+            return true;
 #if defined(SMOL_ARCH_X86_64)
-        case CpuLevel::avx2: return f.avx2;
-        case CpuLevel::avxvnni: return f.avxvnni;
-        case CpuLevel::avx512: return f.avx512;
+        case CpuLevel::avx2:
+            return f.avx2;
+        case CpuLevel::avxvnni:
+            return f.avxvnni;
+        case CpuLevel::avx512:
+            return f.avx512;
 #elif defined(SMOL_ARCH_AARCH64)
-        case CpuLevel::neon: return true;
-        case CpuLevel::dotprod: return f.dotprod;
+        case CpuLevel::neon:
+            return true;
+        case CpuLevel::dotprod:
+            return f.dotprod;
 #endif
-        default: return false;
+        default:
+            return false;
     }
 }
 
@@ -213,8 +231,9 @@ inline Expected<CpuLevel> try_resolve_cpu_level(CpuLevel level, const std::strin
     bool compiled = false;
     for (size_t i = 0; i < count; ++i) compiled = compiled || levels[i] == level;
     if (!compiled || !cpu_supports(level))
-        return ErrorInfo{ErrorKind::invalid_argument, what + ": this CPU cannot run the '" + cpu_level_name(level) +
-                                                          "' kernels (it runs: " + supported_cpu_levels() + ")"};
+        return ErrorInfo{ErrorKind::invalid_argument,
+                         what + ": this CPU cannot run the '" + cpu_level_name(level) +
+                             "' kernels (it runs: " + supported_cpu_levels() + ")"};
     return level;
 }
 inline CpuLevel resolve_cpu_level(CpuLevel level, const std::string& what) {
@@ -230,9 +249,12 @@ inline Expected<CpuLevel> try_requested_cpu_level() {
     if (!level)
         return ErrorInfo{ErrorKind::invalid_argument,
                          std::string("SMOL_CPU=") + env +
-                             " is not a kernel level (known: auto, scalar, avx2, avxvnni, avx512, neon, dotprod)"};
+                             " is not a kernel level (known: auto, scalar, avx2, avxvnni, avx512, "
+                             "neon, dotprod)"};
     return try_resolve_cpu_level(*level, std::string("SMOL_CPU=") + env);
 }
-inline CpuLevel requested_cpu_level() { return smol::detail::value_or_fail(try_requested_cpu_level()); }
+inline CpuLevel requested_cpu_level() {
+    return smol::detail::value_or_fail(try_requested_cpu_level());
+}
 
 SMOL_NAMESPACE_END

@@ -30,17 +30,19 @@ inline const KernelSet& kernel_set(CpuLevel level) {
     switch (level) {
 #if defined(SMOL_HAS_X86_KERNELS)
         case CpuLevel::avx2: {
-            static const KernelSet set = detail::make_x86_kernel_set<avx2::Tiles>(CpuLevel::avx2, &avx2::interleave_q8k32);
+            static const KernelSet set =
+                detail::make_x86_kernel_set<avx2::Tiles>(CpuLevel::avx2, &avx2::interleave_q8k32);
             return set;
         }
         case CpuLevel::avxvnni: {
-            static const KernelSet set = detail::make_x86_kernel_set<avxvnni::Tiles>(CpuLevel::avxvnni, &avx2::interleave_q8k32);
+            static const KernelSet set = detail::make_x86_kernel_set<avxvnni::Tiles>(
+                CpuLevel::avxvnni, &avx2::interleave_q8k32);
             return set;
         }
         case CpuLevel::avx512: {
             static const KernelSet set = [] {
-                KernelSet s = detail::make_x86_kernel_set<avx512::TilesZmm>(CpuLevel::avx512,
-                                                                            &avx512::interleave_q8k32_zmm);
+                KernelSet s = detail::make_x86_kernel_set<avx512::TilesZmm>(
+                    CpuLevel::avx512, &avx512::interleave_q8k32_zmm);
                 s.attend = &avx512::attend;
                 return s;
             }();
@@ -53,7 +55,8 @@ inline const KernelSet& kernel_set(CpuLevel level) {
             return set;
         }
         case CpuLevel::dotprod: {
-            static const KernelSet set = detail::make_arm_kernel_set<dotprod::Tiles>(CpuLevel::dotprod);
+            static const KernelSet set =
+                detail::make_arm_kernel_set<dotprod::Tiles>(CpuLevel::dotprod);
             return set;
         }
 #endif

@@ -54,8 +54,9 @@ struct KernelSet {
     float (*dot_f32)(const float* a, const float* b, size_t n) = nullptr;
     // out = x / sqrt(mean(x^2) + eps) * weight (out may alias x)
     void (*rmsnorm)(const float* x, const float* weight, float* out, size_t n, float eps) = nullptr;
-    void (*swiglu)(const float* gate, const float* up, float* out, size_t n) = nullptr;  // silu(gate) * up
-    void (*softmax)(float* x, size_t n) = nullptr;                                      // in place
+    void (*swiglu)(const float* gate, const float* up, float* out,
+                   size_t n) = nullptr;             // silu(gate) * up
+    void (*softmax)(float* x, size_t n) = nullptr;  // in place
     void (*rope)(float* v, const float* cos, const float* sin, size_t pairs) = nullptr;
     void (*attend)(const AttentionHead& head) = nullptr;
 
@@ -85,7 +86,8 @@ void fill_tiles(TileKernel (&row)[kMaxTileCols], std::integer_sequence<int, n...
 
 template <template <int> class Tile>
 void set_tiles(KernelSet& set, GGMLType type) noexcept {
-    fill_tiles<Tile>(set.tiles[weight_type_index(type)], std::make_integer_sequence<int, kMaxTileCols>{});
+    fill_tiles<Tile>(set.tiles[weight_type_index(type)],
+                     std::make_integer_sequence<int, kMaxTileCols>{});
 }
 
 // set_tiles for every entry of kWeightTypes, with Tiles<type>::Of as the tile template.
@@ -104,12 +106,13 @@ void set_all_tiles(KernelSet& set) noexcept {
 namespace scalar {
 
 template <GGMLType type, int n_cols>
-void tile(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t* x, size_t x_row_bytes, size_t cols,
-          float* y, size_t y_stride) {
+void tile(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t* x, size_t x_row_bytes,
+          size_t cols, float* y, size_t y_stride) {
     constexpr ReferenceDot dot = kWeightTypes[weight_type_index(type)].dot_reference;
     for (size_t r = 0; r < n_rows; ++r)
         for (int c = 0; c < n_cols; ++c)
-            y[size_t(c) * y_stride + r] = dot(w + r * w_row_bytes, x + size_t(c) * x_row_bytes, cols);
+            y[size_t(c) * y_stride + r] =
+                dot(w + r * w_row_bytes, x + size_t(c) * x_row_bytes, cols);
 }
 
 template <GGMLType type>

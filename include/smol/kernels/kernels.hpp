@@ -89,16 +89,19 @@ inline WeightMatrix make_weight_matrix(GGMLType type, const void* data, size_t r
         name.empty() ? std::string("weight matrix") : "tensor '" + std::string(name) + "'";
     if (!is_supported_weight_type(type)) {
         smol::detail::fail(ErrorKind::unsupported,
-                     what + ": type " + type_name(type) + " has no matmul kernel");
+                           what + ": type " + type_name(type) + " has no matmul kernel");
     }
     const size_t block = type_traits(type).block_size;
     if (cols == 0 || cols % block != 0) {
         smol::detail::fail(ErrorKind::shape, what + ": " + std::to_string(cols) +
-                                           " columns is not a multiple of the " + type_name(type) +
-                                           " block size " + std::to_string(block));
+                                                 " columns is not a multiple of the " +
+                                                 type_name(type) + " block size " +
+                                                 std::to_string(block));
     }
-    if (data == nullptr && rows != 0) smol::detail::fail(ErrorKind::invalid_argument, what + ": no data");
-    return WeightMatrix{type, static_cast<const uint8_t*>(data), rows, cols, smol::row_bytes(type, cols), name};
+    if (data == nullptr && rows != 0)
+        smol::detail::fail(ErrorKind::invalid_argument, what + ": no data");
+    return WeightMatrix{type, static_cast<const uint8_t*>(data), rows,
+                        cols, smol::row_bytes(type, cols),       name};
 }
 
 // One matrix of a matmul_batch: y[t * y_stride + r] = dot(row r of w, token t).
@@ -119,13 +122,16 @@ inline void rmsnorm(const float* x, const float* weight, float* out, size_t n, f
 inline void swiglu(const float* gate, const float* up, float* out, size_t n) {
     kernels::default_kernels().swiglu(gate, up, out, n);
 }
-inline void softmax(float* x, size_t n) { kernels::default_kernels().softmax(x, n); }
+inline void softmax(float* x, size_t n) {
+    kernels::default_kernels().softmax(x, n);
+}
 
 // ---- quantized activations --------------------------------------------------------
 
 class QuantizedInput {
 public:
-    explicit QuantizedInput(const kernels::KernelSet& kernel_set = kernels::default_kernels()) noexcept
+    explicit QuantizedInput(
+        const kernels::KernelSet& kernel_set = kernels::default_kernels()) noexcept
         : kernels_(&kernel_set) {}
 
     const kernels::KernelSet& kernels() const noexcept { return *kernels_; }
@@ -136,8 +142,8 @@ public:
         const size_t block = activation_block_size(type);
         if (cols % block != 0) {
             smol::detail::fail(ErrorKind::shape, "QuantizedInput: " + std::to_string(cols) +
-                                               " values per token is not a multiple of the " +
-                                               activation_type_name(type) + " block size");
+                                                     " values per token is not a multiple of the " +
+                                                     activation_type_name(type) + " block size");
         }
         if (x_stride == 0) x_stride = cols;
         type_ = type;
@@ -158,7 +164,9 @@ public:
                     case ActivationType::Q8_0:
                         kernels_->quantize_q8_0(src, reinterpret_cast<BlockQ8_0*>(dst), cols);
                         break;
-                    case ActivationType::F32: std::memcpy(dst, src, cols * sizeof(float)); break;
+                    case ActivationType::F32:
+                        std::memcpy(dst, src, cols * sizeof(float));
+                        break;
                 }
             }
         };
@@ -171,13 +179,15 @@ public:
             quantize_tokens(begin, end);
             if (!permuted) return;
             for (size_t t = begin; t < end; ++t) {
-                kernels_->layout_q8_k32(reinterpret_cast<const BlockQ8K32*>(buffer_.data() + t * row_bytes_),
-                                        reinterpret_cast<BlockQ8K32*>(kernel_buffer_.data() + t * row_bytes_),
-                                        cols / QK_K);
+                kernels_->layout_q8_k32(
+                    reinterpret_cast<const BlockQ8K32*>(buffer_.data() + t * row_bytes_),
+                    reinterpret_cast<BlockQ8K32*>(kernel_buffer_.data() + t * row_bytes_),
+                    cols / QK_K);
             }
         };
         if (pool && pool->size() > 1 && n_tokens > 1) {
-            pool->parallel_for(n_tokens, [&](size_t begin, size_t end, int) { quantize_range(begin, end); });
+            pool->parallel_for(n_tokens,
+                               [&](size_t begin, size_t end, int) { quantize_range(begin, end); });
         } else {
             quantize_range(0, n_tokens);
         }
@@ -195,11 +205,13 @@ public:
     const uint8_t* data() const noexcept { return buffer_.data(); }
     // Row `token` in the layout the set's tiles read (row_bytes() apart): the
     // same bytes as row() except where the set permutes Q8_K32 values.
-    const uint8_t* kernel_row(size_t token) const noexcept { return kernel_layout_ + token * row_bytes_; }
+    const uint8_t* kernel_row(size_t token) const noexcept {
+        return kernel_layout_ + token * row_bytes_;
+    }
 
 private:
     const kernels::KernelSet* kernels_;
-    smol::detail::AlignedBuffer buffer_;         // n_tokens rows of row_bytes_, natural layout, grows only
+    smol::detail::AlignedBuffer buffer_;  // n_tokens rows of row_bytes_, natural layout, grows only
     smol::detail::AlignedBuffer kernel_buffer_;  // the permuted copy, when the kernels want one
     const uint8_t* kernel_layout_ = nullptr;
     ActivationType type_ = ActivationType::F32;
@@ -212,23 +224,25 @@ namespace kernels {
 
 inline void check_matmul_args(const WeightMatrix& w, const QuantizedInput& x, float* y) {
     if (!is_supported_weight_type(w.type)) {
-        smol::detail::fail(ErrorKind::unsupported, "matmul: weight type " + type_name(w.type) + " is not supported");
+        smol::detail::fail(ErrorKind::unsupported,
+                           "matmul: weight type " + type_name(w.type) + " is not supported");
     }
     if (w.cols != x.cols()) {
         smol::detail::fail(ErrorKind::shape, "matmul: weight has " + std::to_string(w.cols) +
-                                           " columns but the input has " + std::to_string(x.cols()) +
-                                           " values per token");
+                                                 " columns but the input has " +
+                                                 std::to_string(x.cols()) + " values per token");
     }
     if (x.n_tokens() > 0 && !x.suits(w.type)) {
         smol::detail::fail(ErrorKind::invalid_argument,
-                     "matmul: " + type_name(w.type) + " weights need " +
-                         activation_type_name(activation_type_for(w.type)) + " activations, the input holds " +
-                         activation_type_name(x.type()));
+                           "matmul: " + type_name(w.type) + " weights need " +
+                               activation_type_name(activation_type_for(w.type)) +
+                               " activations, the input holds " + activation_type_name(x.type()));
     }
     if (w.row_bytes < smol::row_bytes(w.type, w.cols)) {
         smol::detail::fail(ErrorKind::shape, "matmul: row_bytes " + std::to_string(w.row_bytes) +
-                                           " is shorter than one row of " + std::to_string(w.cols) + " " +
-                                           type_name(w.type) + " values");
+                                                 " is shorter than one row of " +
+                                                 std::to_string(w.cols) + " " + type_name(w.type) +
+                                                 " values");
     }
     if ((w.data == nullptr && w.rows > 0) || (y == nullptr && w.rows > 0 && x.n_tokens() > 0)) {
         smol::detail::fail(ErrorKind::invalid_argument, "matmul: null weight or output pointer");
@@ -240,7 +254,8 @@ inline void check_matmul_args(const WeightMatrix& w, const QuantizedInput& x, fl
 // Several matrices that read the same input (q/k/v, gate/up) in one pool job:
 // one wake-up and one barrier instead of one per matrix, and threads that
 // finish one matrix early move straight on to the next.
-inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedInput& x, ThreadPool& pool) {
+inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedInput& x,
+                         ThreadPool& pool) {
     const size_t n_tokens = x.n_tokens();
     if (n_tokens == 0 || n_jobs == 0) return;
     struct Plan {
@@ -275,11 +290,12 @@ inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedIn
             chunk_rows = std::max<size_t>(4, (w.rows / (n_threads * 8) + 3) / 4 * 4);
         } else {
             chunk_rows = std::max<size_t>(4, (48 * 1024 / w.row_bytes) / 4 * 4);
-            chunk_rows = std::min(chunk_rows, std::max<size_t>(4, (w.rows / n_threads + 3) / 4 * 4));
+            chunk_rows =
+                std::min(chunk_rows, std::max<size_t>(4, (w.rows / n_threads + 3) / 4 * 4));
         }
-        plans[j] = Plan{w.data, chunk_rows, n_chunks,
-                        x.kernels().tile(w.type, kernels::kMaxTileCols),
-                        tail_cols ? x.kernels().tile(w.type, tail_cols) : nullptr};
+        plans[j] =
+            Plan{w.data, chunk_rows, n_chunks, x.kernels().tile(w.type, kernels::kMaxTileCols),
+                 tail_cols ? x.kernels().tile(w.type, tail_cols) : nullptr};
         n_chunks += (w.rows + chunk_rows - 1) / chunk_rows;
     }
 
@@ -298,13 +314,13 @@ inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedIn
             const uint8_t* w_rows = plan.weights + row0 * w.row_bytes;
             for (size_t g = 0; g < full_groups; ++g) {
                 const size_t token0 = g * kernels::kMaxTileCols;
-                plan.full_tile(w_rows, w.row_bytes, n_rows, x.kernel_row(token0), x.row_bytes(), w.cols,
-                               y + token0 * y_stride + row0, y_stride);
+                plan.full_tile(w_rows, w.row_bytes, n_rows, x.kernel_row(token0), x.row_bytes(),
+                               w.cols, y + token0 * y_stride + row0, y_stride);
             }
             if (plan.tail_tile) {
                 const size_t token0 = full_groups * kernels::kMaxTileCols;
-                plan.tail_tile(w_rows, w.row_bytes, n_rows, x.kernel_row(token0), x.row_bytes(), w.cols,
-                               y + token0 * y_stride + row0, y_stride);
+                plan.tail_tile(w_rows, w.row_bytes, n_rows, x.kernel_row(token0), x.row_bytes(),
+                               w.cols, y + token0 * y_stride + row0, y_stride);
             }
         }
     });
@@ -316,7 +332,8 @@ inline void matmul(const WeightMatrix& w, const QuantizedInput& x, float* y, siz
     matmul_batch(&job, 1, x, pool);
 }
 
-inline void matmul_reference(const WeightMatrix& w, const QuantizedInput& x, float* y, size_t y_stride) {
+inline void matmul_reference(const WeightMatrix& w, const QuantizedInput& x, float* y,
+                             size_t y_stride) {
     kernels::check_matmul_args(w, x, y);
     const ReferenceDot reference = weight_type_info(w.type)->dot_reference;
     for (size_t t = 0; t < x.n_tokens(); ++t) {

@@ -51,7 +51,9 @@ namespace kernels {
 namespace detail {
 
 // Round half to even, the rounding the SIMD conversions use by default.
-inline int round_even(float v) noexcept { return int(std::nearbyint(v)); }
+inline int round_even(float v) noexcept {
+    return int(std::nearbyint(v));
+}
 
 }  // namespace detail
 
@@ -62,11 +64,11 @@ struct AttentionHead {
     const uint8_t* keys = nullptr;  // n_positions rows of head_dim elements, row_bytes apart
     const uint8_t* values = nullptr;
     size_t row_bytes = 0;
-    bool f16 = true;                // cache elements are F16 (else F32)
+    bool f16 = true;  // cache elements are F16 (else F32)
     size_t group = 1, head_dim = 0, n_positions = 0;
-    float scale = 1.0f;             // 1 / sqrt(head_dim)
-    float* scores = nullptr;        // scratch [group][n_positions]
-    float* out = nullptr;           // [group][head_dim], overwritten
+    float scale = 1.0f;       // 1 / sqrt(head_dim)
+    float* scores = nullptr;  // scratch [group][n_positions]
+    float* out = nullptr;     // [group][head_dim], overwritten
 };
 
 namespace scalar {
@@ -116,7 +118,8 @@ inline void quantize_row_q8_0(const float* x, BlockQ8_0* y, size_t n) noexcept {
 // The 8 lanes of a vector accumulator, added in the order the 8-lane
 // kernels' horizontal sum uses.
 inline float sum_lanes(const float lane[8]) noexcept {
-    return ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+    return ((lane[0] + lane[4]) + (lane[2] + lane[6])) +
+           ((lane[1] + lane[5]) + (lane[3] + lane[7]));
 }
 
 // Q4_K and Q5_K (has_high_bit): weight i of sub-block s is the low or high
@@ -184,7 +187,8 @@ inline float dot_q6k_q8k32(const uint8_t* w, const BlockQ8K32* x, size_t n_block
             int32_t dot = 0;
             for (int g = 2 * s; g < 2 * s + 2; ++g) {
                 int32_t group_dot = 0;
-                for (int i = 16 * g; i < 16 * g + 16; ++i) group_dot += q6k_value(block, i) * x[b].qs[i];
+                for (int i = 16 * g; i < 16 * g + 16; ++i)
+                    group_dot += q6k_value(block, i) * x[b].qs[i];
                 dot += scales[g] * (group_dot - 32 * x[b].bsums[g]);
             }
             lane[s] = std::fma(d * x[b].d[s], float(dot), lane[s]);
@@ -201,7 +205,8 @@ inline float dot_q8_0_q8_0(const uint8_t* w, const BlockQ8_0* x, size_t n_blocks
     for (size_t b = 0; b < n_blocks; ++b) {
         const uint8_t* block = w + b * sizeof(BlockQ8_0);
         const int8_t* q = reinterpret_cast<const int8_t*>(block + offsetof(BlockQ8_0, qs));
-        const float scale = fp16_to_fp32(load_u16(block + offsetof(BlockQ8_0, d))) * fp16_to_fp32(x[b].d);
+        const float scale =
+            fp16_to_fp32(load_u16(block + offsetof(BlockQ8_0, d))) * fp16_to_fp32(x[b].d);
         for (int k = 0; k < 8; ++k) {
             int32_t dot = 0;
             for (int i = 4 * k; i < 4 * k + 4; ++i) dot += int32_t(q[i]) * x[b].qs[i];
@@ -317,8 +322,8 @@ inline void attend(const AttentionHead& a) noexcept {
         const uint8_t* key = a.keys + p * a.row_bytes;
         for (size_t g = 0; g < a.group; ++g) {
             const float dot =
-                dot_in_lanes([key, &a](size_t i) { return cache_value(key, i, a.f16); }, a.q + g * a.head_dim,
-                             a.head_dim);
+                dot_in_lanes([key, &a](size_t i) { return cache_value(key, i, a.f16); },
+                             a.q + g * a.head_dim, a.head_dim);
             a.scores[g * a.n_positions + p] = dot * a.scale;
         }
     }
@@ -329,7 +334,8 @@ inline void attend(const AttentionHead& a) noexcept {
         for (size_t g = 0; g < a.group; ++g) {
             const float weight = a.scores[g * a.n_positions + p];
             float* out = a.out + g * a.head_dim;
-            for (size_t i = 0; i < a.head_dim; ++i) out[i] = std::fma(weight, cache_value(value, i, a.f16), out[i]);
+            for (size_t i = 0; i < a.head_dim; ++i)
+                out[i] = std::fma(weight, cache_value(value, i, a.f16), out[i]);
         }
     }
 }

@@ -32,10 +32,10 @@ using ReferenceDot = float (*)(const uint8_t* w, const uint8_t* x, size_t cols);
 
 struct WeightTypeInfo {
     GGMLType type;
-    size_t block_values;        // values per block
-    size_t block_bytes;         // bytes per block
-    ActivationType activation;  // the format activations are quantized to for this type
-    ReferenceDot dot_reference; // the scalar spec (kernels/scalar.hpp)
+    size_t block_values;         // values per block
+    size_t block_bytes;          // bytes per block
+    ActivationType activation;   // the format activations are quantized to for this type
+    ReferenceDot dot_reference;  // the scalar spec (kernels/scalar.hpp)
 };
 
 namespace detail {
@@ -44,16 +44,24 @@ template <class Block>
 constexpr bool block_matches(GGMLType type, size_t values) {
     return type_traits(type).type_size == sizeof(Block) && type_traits(type).block_size == values;
 }
-static_assert(block_matches<BlockQ4K>(GGMLType::Q4_K, QK_K), "BlockQ4K disagrees with the GGUF type table");
-static_assert(block_matches<BlockQ5K>(GGMLType::Q5_K, QK_K), "BlockQ5K disagrees with the GGUF type table");
-static_assert(block_matches<BlockQ6K>(GGMLType::Q6_K, QK_K), "BlockQ6K disagrees with the GGUF type table");
-static_assert(block_matches<BlockQ8_0>(GGMLType::Q8_0, QK8_0), "BlockQ8_0 disagrees with the GGUF type table");
-static_assert(block_matches<uint16_t>(GGMLType::F16, 1) && block_matches<uint16_t>(GGMLType::BF16, 1) &&
+static_assert(block_matches<BlockQ4K>(GGMLType::Q4_K, QK_K),
+              "BlockQ4K disagrees with the GGUF type table");
+static_assert(block_matches<BlockQ5K>(GGMLType::Q5_K, QK_K),
+              "BlockQ5K disagrees with the GGUF type table");
+static_assert(block_matches<BlockQ6K>(GGMLType::Q6_K, QK_K),
+              "BlockQ6K disagrees with the GGUF type table");
+static_assert(block_matches<BlockQ8_0>(GGMLType::Q8_0, QK8_0),
+              "BlockQ8_0 disagrees with the GGUF type table");
+static_assert(block_matches<uint16_t>(GGMLType::F16, 1) &&
+                  block_matches<uint16_t>(GGMLType::BF16, 1) &&
                   block_matches<float>(GGMLType::F32, 1),
               "float types disagree with the GGUF type table");
-static_assert(sizeof(BlockQ4K) == 2 * sizeof(uint16_t) + K_SCALE_SIZE + QK_K / 2, "BlockQ4K has padding");
-static_assert(sizeof(BlockQ5K) == 2 * sizeof(uint16_t) + K_SCALE_SIZE + QK_K / 8 + QK_K / 2, "BlockQ5K has padding");
-static_assert(sizeof(BlockQ6K) == QK_K / 2 + QK_K / 4 + QK_K / 16 + sizeof(uint16_t), "BlockQ6K has padding");
+static_assert(sizeof(BlockQ4K) == 2 * sizeof(uint16_t) + K_SCALE_SIZE + QK_K / 2,
+              "BlockQ4K has padding");
+static_assert(sizeof(BlockQ5K) == 2 * sizeof(uint16_t) + K_SCALE_SIZE + QK_K / 8 + QK_K / 2,
+              "BlockQ5K has padding");
+static_assert(sizeof(BlockQ6K) == QK_K / 2 + QK_K / 4 + QK_K / 16 + sizeof(uint16_t),
+              "BlockQ6K has padding");
 static_assert(sizeof(BlockQ8_0) == sizeof(uint16_t) + QK8_0, "BlockQ8_0 has padding");
 
 inline float reference_dot_f32(const uint8_t* w, const uint8_t* x, size_t cols) noexcept {
@@ -105,6 +113,8 @@ inline const WeightTypeInfo* weight_type_info(GGMLType type) noexcept {
     return index < 0 ? nullptr : &kWeightTypes[index];
 }
 
-inline bool is_supported_weight_type(GGMLType type) noexcept { return weight_type_index(type) >= 0; }
+inline bool is_supported_weight_type(GGMLType type) noexcept {
+    return weight_type_index(type) >= 0;
+}
 
 SMOL_NAMESPACE_END

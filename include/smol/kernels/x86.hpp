@@ -48,7 +48,8 @@
 // push, nothing for MSVC (which needs no flags for intrinsics).
 #define SMOL_PRAGMA(x) _Pragma(#x)
 #if defined(__clang__)
-#define SMOL_TARGET_BEGIN(targets) SMOL_PRAGMA(clang attribute push(__attribute__((target(targets))), apply_to = function))
+#define SMOL_TARGET_BEGIN(targets) \
+    SMOL_PRAGMA(clang attribute push(__attribute__((target(targets))), apply_to = function))
 #define SMOL_TARGET_END SMOL_PRAGMA(clang attribute pop)
 #elif defined(__GNUC__)
 #define SMOL_TARGET_BEGIN(targets) SMOL_PRAGMA(GCC push_options) SMOL_PRAGMA(GCC target(targets))
@@ -88,7 +89,9 @@ inline int horizontal_sum_i32(__m256i v) noexcept {
     return _mm_cvtsi128_si32(sum);
 }
 
-inline float half_to_float(uint16_t h) noexcept { return _cvtsh_ss(h); }
+inline float half_to_float(uint16_t h) noexcept {
+    return _cvtsh_ss(h);
+}
 
 inline __m256i load256(const void* p) noexcept {
     return _mm256_loadu_si256(static_cast<const __m256i*>(p));
@@ -98,7 +101,8 @@ inline __m256i load256(const void* p) noexcept {
 inline __m256i pack_32(__m256i a, __m256i b, __m256i c, __m256i d) noexcept {
     const __m256i ab = _mm256_packs_epi32(a, b);  // per 128-bit lane: a0-3 b0-3 | a4-7 b4-7
     const __m256i cd = _mm256_packs_epi32(c, d);
-    const __m256i bytes = _mm256_packs_epi16(ab, cd);  // lanes: a0-3 b0-3 c0-3 d0-3 | a4-7 b4-7 c4-7 d4-7
+    const __m256i bytes =
+        _mm256_packs_epi16(ab, cd);  // lanes: a0-3 b0-3 c0-3 d0-3 | a4-7 b4-7 c4-7 d4-7
     return _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
@@ -117,7 +121,8 @@ inline void quantize_row_q8_k32(const float* x, BlockQ8K32* y, size_t n) noexcep
                 v[k] = _mm256_loadu_ps(x + 8 * k);
                 max_abs_lanes = _mm256_max_ps(max_abs_lanes, _mm256_andnot_ps(sign_bit, v[k]));
             }
-            __m128 m = _mm_max_ps(_mm256_castps256_ps128(max_abs_lanes), _mm256_extractf128_ps(max_abs_lanes, 1));
+            __m128 m = _mm_max_ps(_mm256_castps256_ps128(max_abs_lanes),
+                                  _mm256_extractf128_ps(max_abs_lanes, 1));
             m = _mm_max_ps(m, _mm_movehl_ps(m, m));
             m = _mm_max_ss(m, _mm_movehdup_ps(m));
             const float d = q8k32_scale(_mm_cvtss_f32(m));
@@ -132,7 +137,8 @@ inline void quantize_row_q8_k32(const float* x, BlockQ8K32* y, size_t n) noexcep
             }
             block.bsums[2 * s] = int16_t(horizontal_sum_i32(_mm256_add_epi32(q[0], q[1])));
             block.bsums[2 * s + 1] = int16_t(horizontal_sum_i32(_mm256_add_epi32(q[2], q[3])));
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(block.qs + 32 * s), pack_32(q[0], q[1], q[2], q[3]));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(block.qs + 32 * s),
+                                pack_32(q[0], q[1], q[2], q[3]));
         }
     }
 }
@@ -148,7 +154,8 @@ inline void quantize_row_q8_0(const float* x, BlockQ8_0* y, size_t n) noexcept {
             v[k] = _mm256_loadu_ps(x + 8 * k);
             max_abs_lanes = _mm256_max_ps(max_abs_lanes, _mm256_andnot_ps(sign_bit, v[k]));
         }
-        __m128 m = _mm_max_ps(_mm256_castps256_ps128(max_abs_lanes), _mm256_extractf128_ps(max_abs_lanes, 1));
+        __m128 m = _mm_max_ps(_mm256_castps256_ps128(max_abs_lanes),
+                              _mm256_extractf128_ps(max_abs_lanes, 1));
         m = _mm_max_ps(m, _mm_movehl_ps(m, m));
         m = _mm_max_ss(m, _mm_movehdup_ps(m));
         const float d = _mm_cvtss_f32(m) / 127.0f;
@@ -165,22 +172,24 @@ inline void quantize_row_q8_0(const float* x, BlockQ8_0* y, size_t n) noexcept {
     }
 }
 
-
 // ---- K-quant scale unpacking ---------------------------------------------------
 
 // The 12 packed bytes of a Q4_K/Q5_K block -> 16 bytes: scale[0..7], min[0..7]
-// (see smol::detail::unpack_scale_min_k4 in quant/blocks.hpp for the bit layout). Reads 16 bytes: the
-// 4 after the scales are the block's own qs/qh and are ignored.
+// (see smol::detail::unpack_scale_min_k4 in quant/blocks.hpp for the bit layout). Reads 16 bytes:
+// the 4 after the scales are the block's own qs/qh and are ignored.
 inline __m128i unpack_k4_scales(const uint8_t* packed) noexcept {
     const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed));
     // Low bits: scale[0..3] = b[0..3] & 63, scale[4..7] = b[8..11] & 15,
     //           min[0..3] = b[4..7] & 63,   min[4..7] = b[8..11] >> 4.
-    const __m128i low_source = _mm_shuffle_epi8(bytes, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
+    const __m128i low_source =
+        _mm_shuffle_epi8(bytes, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
     const __m128i low_source_high_nibble = _mm_srli_epi16(low_source, 4);
-    const __m128i low = _mm_and_si128(_mm_blend_epi16(low_source, low_source_high_nibble, 0xc0),
-                                      _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 15, 15, 15, 15));
+    const __m128i low = _mm_and_si128(
+        _mm_blend_epi16(low_source, low_source_high_nibble, 0xc0),
+        _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 15, 15, 15, 15));
     // High bits 4-5 of scale[4..7] / min[4..7]: bits 6-7 of b[0..3] / b[4..7].
-    const __m128i high_source = _mm_shuffle_epi8(bytes, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
+    const __m128i high_source = _mm_shuffle_epi8(
+        bytes, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
     const __m128i high = _mm_and_si128(_mm_srli_epi16(high_source, 2), _mm_set1_epi8(0x30));
     return _mm_or_si128(low, high);
 }
@@ -189,7 +198,6 @@ template <class Block>
 inline const Block* block_row(const uint8_t* base, size_t row_bytes, size_t row) noexcept {
     return reinterpret_cast<const Block*>(base + row * row_bytes);
 }
-
 
 // ---- K-quant layout ---------------------------------------------------------------
 //
@@ -214,8 +222,9 @@ inline const Block* block_row(const uint8_t* base, size_t row_bytes, size_t row)
 //   T_v, v = 0..3: low 128-bit lane = S0[v] S1[v] S2[v] S3[v],
 //                  high lane        = S0[v+4] S1[v+4] S2[v+4] S3[v+4].
 inline void transpose_4x8(const __m256i s[4], __m256i t[4]) noexcept {
-    const __m256i s01_low = _mm256_unpacklo_epi32(s[0], s[1]);   // S0[0] S1[0] S0[1] S1[1] | [4] [5]
-    const __m256i s01_high = _mm256_unpackhi_epi32(s[0], s[1]);  // S0[2] S1[2] S0[3] S1[3] | [6] [7]
+    const __m256i s01_low = _mm256_unpacklo_epi32(s[0], s[1]);  // S0[0] S1[0] S0[1] S1[1] | [4] [5]
+    const __m256i s01_high =
+        _mm256_unpackhi_epi32(s[0], s[1]);  // S0[2] S1[2] S0[3] S1[3] | [6] [7]
     const __m256i s23_low = _mm256_unpacklo_epi32(s[2], s[3]);
     const __m256i s23_high = _mm256_unpackhi_epi32(s[2], s[3]);
     t[0] = _mm256_unpacklo_epi64(s01_low, s23_low);
@@ -227,7 +236,8 @@ inline void transpose_4x8(const __m256i s[4], __m256i t[4]) noexcept {
 // Q8_K32 activations in the order the interleaved kernels read: the 8 natural
 // 32-value sub-blocks, transposed four at a time like the weights (d and bsums
 // unchanged). n_blocks blocks from `natural` to `interleaved`.
-inline void interleave_q8k32(const BlockQ8K32* natural, BlockQ8K32* interleaved, size_t n_blocks) noexcept {
+inline void interleave_q8k32(const BlockQ8K32* natural, BlockQ8K32* interleaved,
+                             size_t n_blocks) noexcept {
     for (size_t b = 0; b < n_blocks; ++b) {
         std::memcpy(interleaved[b].d, natural[b].d, sizeof natural[b].d);
         std::memcpy(interleaved[b].bsums, natural[b].bsums, sizeof natural[b].bsums);
@@ -236,7 +246,8 @@ inline void interleave_q8k32(const BlockQ8K32* natural, BlockQ8K32* interleaved,
             for (int k = 0; k < 4; ++k) s[k] = load256(natural[b].qs + 128 * half + 32 * k);
             transpose_4x8(s, t);
             for (int v = 0; v < 4; ++v) {
-                _mm256_storeu_si256(reinterpret_cast<__m256i*>(interleaved[b].qs + 128 * half + 32 * v), t[v]);
+                _mm256_storeu_si256(
+                    reinterpret_cast<__m256i*>(interleaved[b].qs + 128 * half + 32 * v), t[v]);
             }
         }
     }
@@ -259,15 +270,16 @@ inline __m256 load_widened(const uint8_t* p) noexcept {
     } else if constexpr (type == GGMLType::F16) {
         return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     } else {  // BF16: the top half of a float
-        const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        const __m256i wide =
+            _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
         return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
     }
 }
 
 // F32/F16/BF16 weight rows x F32 activation rows (see kernels::TileKernel).
 template <GGMLType type, int n_cols>
-void tile_float(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t* x, size_t x_row_bytes,
-                size_t cols, float* y, size_t y_stride) {
+void tile_float(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t* x,
+                size_t x_row_bytes, size_t cols, float* y, size_t y_stride) {
     constexpr size_t element_bytes = type == GGMLType::F32 ? 4 : 2;
     const size_t vector_end = cols / 8 * 8;
     for (size_t r = 0; r < n_rows; ++r) {
@@ -286,7 +298,8 @@ void tile_float(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8
         for (int c = 0; c < n_cols; ++c) {
             const float* xc = reinterpret_cast<const float*>(x + size_t(c) * x_row_bytes);
             float sum = horizontal_sum(acc[c]);
-            for (size_t i = vector_end; i < cols; ++i) sum = std::fma(scalar::widen_one<type>(row + i * element_bytes), xc[i], sum);
+            for (size_t i = vector_end; i < cols; ++i)
+                sum = std::fma(scalar::widen_one<type>(row + i * element_bytes), xc[i], sum);
             y[size_t(c) * y_stride + r] = sum;
         }
     }
@@ -302,7 +315,8 @@ inline float dot_f32(const float* a, const float* b, size_t n) noexcept {
         acc2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), acc2);
         acc3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), acc3);
     }
-    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    for (; i + 8 <= n; i += 8)
+        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
     float sum = horizontal_sum(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
     for (; i < n; ++i) sum = std::fma(a[i], b[i], sum);
     return sum;
@@ -337,7 +351,8 @@ inline __m256 exp_ps(__m256 x) noexcept {
     x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(88.7f)), _mm256_set1_ps(-87.3f));
     const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);  // ln 2 split in two for accuracy
+    __m256 r =
+        _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);  // ln 2 split in two for accuracy
     r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
     __m256 p = _mm256_set1_ps(1.9875691500e-4f);
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
@@ -346,7 +361,8 @@ inline __m256 exp_ps(__m256 x) noexcept {
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
     p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    const __m256i exponent = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    const __m256i exponent =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(exponent));
 }
 
@@ -367,7 +383,8 @@ inline void softmax(float* x, size_t n) noexcept {
     size_t i = 0;
     if (n >= 8) {
         __m256 max_lanes = _mm256_loadu_ps(x);
-        for (i = 8; i + 8 <= n; i += 8) max_lanes = _mm256_max_ps(max_lanes, _mm256_loadu_ps(x + i));
+        for (i = 8; i + 8 <= n; i += 8)
+            max_lanes = _mm256_max_ps(max_lanes, _mm256_loadu_ps(x + i));
         alignas(32) float lanes[8];
         _mm256_store_ps(lanes, max_lanes);
         for (float v : lanes) max_value = std::fmax(max_value, v);
@@ -387,7 +404,8 @@ inline void softmax(float* x, size_t n) noexcept {
     }
     const float inverse = float(1.0 / sum);
     const __m256 inverse8 = _mm256_set1_ps(inverse);
-    for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inverse8));
+    for (i = 0; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inverse8));
     for (; i < n; ++i) x[i] *= inverse;
 }
 
@@ -398,8 +416,10 @@ inline void rope(float* v, const float* cos, const float* sin, size_t pairs) noe
     size_t i = 0;
     const __m256i duplicate = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
     for (; i + 4 <= pairs; i += 4) {
-        const __m256 c = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(cos + i)), duplicate);
-        const __m256 s = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(sin + i)), duplicate);
+        const __m256 c =
+            _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(cos + i)), duplicate);
+        const __m256 s =
+            _mm256_permutevar8x32_ps(_mm256_castps128_ps256(_mm_loadu_ps(sin + i)), duplicate);
         const __m256 x = _mm256_loadu_ps(v + 2 * i);
         const __m256 swapped = _mm256_permute_ps(x, 0xb1);  // x1 x0 per pair
         _mm256_storeu_ps(v + 2 * i, _mm256_fmaddsub_ps(x, c, _mm256_mul_ps(swapped, s)));
@@ -423,7 +443,8 @@ namespace detail {
 // is loaded and widened once per 8 values and feeds every head's accumulator.
 // Per head the order is the spec's (one 8-lane accumulator, then sum_lanes).
 template <int n_heads>
-inline void score_heads(const AttentionHead& a, size_t first_head, size_t p, const uint8_t* key) noexcept {
+inline void score_heads(const AttentionHead& a, size_t first_head, size_t p,
+                        const uint8_t* key) noexcept {
     const size_t hd = a.head_dim, vector_end = hd / 8 * 8, element = a.f16 ? 2 : 4;
     __m256 acc[n_heads];
     SMOL_UNROLL
@@ -432,13 +453,15 @@ inline void score_heads(const AttentionHead& a, size_t first_head, size_t p, con
         const __m256 k = load_cache8(key + i * element, a.f16);
         SMOL_UNROLL
         for (int h = 0; h < n_heads; ++h)
-            acc[h] = _mm256_fmadd_ps(_mm256_loadu_ps(a.q + (first_head + size_t(h)) * hd + i), k, acc[h]);
+            acc[h] = _mm256_fmadd_ps(_mm256_loadu_ps(a.q + (first_head + size_t(h)) * hd + i), k,
+                                     acc[h]);
     }
     SMOL_UNROLL
     for (int h = 0; h < n_heads; ++h) {
         const float* q = a.q + (first_head + size_t(h)) * hd;
         float dot = horizontal_sum(acc[h]);
-        for (size_t i = vector_end; i < hd; ++i) dot = std::fma(q[i], scalar::cache_value(key, i, a.f16), dot);
+        for (size_t i = vector_end; i < hd; ++i)
+            dot = std::fma(q[i], scalar::cache_value(key, i, a.f16), dot);
         a.scores[(first_head + size_t(h)) * a.n_positions + p] = dot * a.scale;
     }
 }
@@ -452,26 +475,28 @@ inline void accumulate_values(const AttentionHead& a, size_t first_head, size_t 
     const size_t element = a.f16 ? 2 : 4;
     __m256 acc[n_heads][n_vectors];
     SMOL_UNROLL
-    for (int h = 0; h < n_heads; ++h)
-        SMOL_UNROLL
-        for (int k = 0; k < n_vectors; ++k) acc[h][k] = _mm256_setzero_ps();
+    for (int h = 0; h < n_heads; ++h) SMOL_UNROLL
+    for (int k = 0; k < n_vectors; ++k) acc[h][k] = _mm256_setzero_ps();
     for (size_t p = 0; p < a.n_positions; ++p) {
         const uint8_t* value = a.values + p * a.row_bytes + i0 * element;
         __m256 v[n_vectors];
         SMOL_UNROLL
-        for (int k = 0; k < n_vectors; ++k) v[k] = load_cache8(value + 8 * size_t(k) * element, a.f16);
+        for (int k = 0; k < n_vectors; ++k)
+            v[k] = load_cache8(value + 8 * size_t(k) * element, a.f16);
         SMOL_UNROLL
         for (int h = 0; h < n_heads; ++h) {
-            const __m256 weight = _mm256_set1_ps(a.scores[(first_head + size_t(h)) * a.n_positions + p]);
+            const __m256 weight =
+                _mm256_set1_ps(a.scores[(first_head + size_t(h)) * a.n_positions + p]);
             SMOL_UNROLL
-            for (int k = 0; k < n_vectors; ++k) acc[h][k] = _mm256_fmadd_ps(weight, v[k], acc[h][k]);
+            for (int k = 0; k < n_vectors; ++k)
+                acc[h][k] = _mm256_fmadd_ps(weight, v[k], acc[h][k]);
         }
     }
     SMOL_UNROLL
-    for (int h = 0; h < n_heads; ++h)
-        SMOL_UNROLL
-        for (int k = 0; k < n_vectors; ++k)
-            _mm256_storeu_ps(a.out + (first_head + size_t(h)) * a.head_dim + i0 + 8 * size_t(k), acc[h][k]);
+    for (int h = 0; h < n_heads; ++h) SMOL_UNROLL
+    for (int k = 0; k < n_vectors; ++k)
+        _mm256_storeu_ps(a.out + (first_head + size_t(h)) * a.head_dim + i0 + 8 * size_t(k),
+                         acc[h][k]);
 }
 
 // Calls f(std::integral_constant<int, n>{}, first_head) for the heads of the
@@ -480,10 +505,18 @@ template <class F>
 inline void for_head_blocks(size_t group, F&& f) {
     for (size_t first = 0; first < group; first += 4) {
         switch (group - first) {
-            case 1: f(std::integral_constant<int, 1>{}, first); break;
-            case 2: f(std::integral_constant<int, 2>{}, first); break;
-            case 3: f(std::integral_constant<int, 3>{}, first); break;
-            default: f(std::integral_constant<int, 4>{}, first); break;
+            case 1:
+                f(std::integral_constant<int, 1>{}, first);
+                break;
+            case 2:
+                f(std::integral_constant<int, 2>{}, first);
+                break;
+            case 3:
+                f(std::integral_constant<int, 3>{}, first);
+                break;
+            default:
+                f(std::integral_constant<int, 4>{}, first);
+                break;
         }
     }
 }
@@ -525,7 +558,8 @@ inline uint64_t sum_bytes(const uint8_t* begin, size_t n) noexcept {
         acc2 = _mm256_add_epi64(acc2, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 64)));
         acc3 = _mm256_add_epi64(acc3, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 96)));
     }
-    const __m256i acc = _mm256_add_epi64(_mm256_add_epi64(acc0, acc1), _mm256_add_epi64(acc2, acc3));
+    const __m256i acc =
+        _mm256_add_epi64(_mm256_add_epi64(acc0, acc1), _mm256_add_epi64(acc2, acc3));
     alignas(32) uint64_t lanes[4];
     _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc);
     return lanes[0] + lanes[1] + lanes[2] + lanes[3];
@@ -576,8 +610,8 @@ namespace detail {
 // The x86 KernelSet of `level` (avx2, avxvnni or avx512): avx2's quantizers
 // and float ops, the level's own integer tiles and the Q8_K32 layout they read.
 template <template <GGMLType> class Tiles>
-KernelSet make_x86_kernel_set(CpuLevel level,
-                              void (*layout_q8_k32)(const BlockQ8K32*, BlockQ8K32*, size_t)) noexcept {
+KernelSet make_x86_kernel_set(CpuLevel level, void (*layout_q8_k32)(const BlockQ8K32*, BlockQ8K32*,
+                                                                    size_t)) noexcept {
     KernelSet set;
     set.level = level;
     set.quantize_q8_k32 = &avx2::quantize_row_q8_k32;

@@ -77,9 +77,12 @@ enum class Device : uint32_t { cpu = 0, cuda = 1, automatic = 2 };
 
 inline const char* device_name(Device device) noexcept {
     switch (device) {
-        case Device::cpu: return "cpu";
-        case Device::cuda: return "cuda";
-        case Device::automatic: return "auto";
+        case Device::cpu:
+            return "cpu";
+        case Device::cuda:
+            return "cuda";
+        case Device::automatic:
+            return "auto";
     }
     return "unknown";
 }
@@ -95,11 +98,11 @@ inline std::optional<Device> parse_device(std::string_view name) noexcept {
 enum class KVType : uint32_t { f32 = 0, f16 = 1 };
 
 struct ForwardOptions {
-    bool all_logits = false;                    // Model::forward / SmolLM3::forward only: [n][vocab]
-                                                // (a Segment carries its own all_logits)
-    size_t chunk_size = 0;                      // tokens per prefill pass; 0 = the backend's default
-    const std::atomic<bool>* cancel = nullptr;  // set -> Error(cancelled) at the next chunk (the CPU
-                                                // also looks between layers)
+    bool all_logits = false;  // Model::forward / SmolLM3::forward only: [n][vocab]
+                              // (a Segment carries its own all_logits)
+    size_t chunk_size = 0;    // tokens per prefill pass; 0 = the backend's default
+    const std::atomic<bool>* cancel = nullptr;  // set -> Error(cancelled) at the next chunk (the
+                                                // CPU also looks between layers)
 
     static constexpr size_t kDefaultChunk = 256;
 };
@@ -123,9 +126,9 @@ public:
     // Drops positions >= n (n <= size()), e.g. to reuse a prompt prefix.
     void truncate(size_t n) {
         if (n > size_)
-            detail::fail(ErrorKind::invalid_argument,
-                         "KV cache: cannot truncate to " + std::to_string(n) + " positions, only " +
-                             std::to_string(size_) + " are filled");
+            detail::fail(ErrorKind::invalid_argument, "KV cache: cannot truncate to " +
+                                                          std::to_string(n) + " positions, only " +
+                                                          std::to_string(size_) + " are filled");
         size_ = n;
     }
     void clear() noexcept { size_ = 0; }
@@ -147,10 +150,14 @@ public:
 
 protected:
     BackendCache() = default;
-    BackendCache(Device device, const void* owner, size_t n_layers, size_t n_kv_heads, size_t head_dim,
-                 size_t n_ctx) noexcept
-        : device_(device), owner_(owner), n_layers_(n_layers), n_kv_heads_(n_kv_heads),
-          head_dim_(head_dim), n_ctx_(n_ctx) {}
+    BackendCache(Device device, const void* owner, size_t n_layers, size_t n_kv_heads,
+                 size_t head_dim, size_t n_ctx) noexcept
+        : device_(device),
+          owner_(owner),
+          n_layers_(n_layers),
+          n_kv_heads_(n_kv_heads),
+          head_dim_(head_dim),
+          n_ctx_(n_ctx) {}
     BackendCache(const BackendCache&) = default;
     BackendCache& operator=(const BackendCache&) = default;
     // A moved-from cache is empty (size 0, n_ctx 0), so truncate/clear on it are harmless.
@@ -185,10 +192,10 @@ private:
 struct Segment {
     const int32_t* tokens = nullptr;  // [n_tokens]
     size_t n_tokens = 0;
-    size_t start = 0;                 // position of tokens[0]: <= cache->size()
-    BackendCache* cache = nullptr;    // this sequence's keys and values
-    float* logits = nullptr;          // [vocab], or [n_tokens][vocab] with all_logits; null: no
-                                      // logits wanted (the step only extends the cache)
+    size_t start = 0;               // position of tokens[0]: <= cache->size()
+    BackendCache* cache = nullptr;  // this sequence's keys and values
+    float* logits = nullptr;        // [vocab], or [n_tokens][vocab] with all_logits; null: no
+                                    // logits wanted (the step only extends the cache)
     bool all_logits = false;
 };
 
@@ -211,12 +218,14 @@ public:
     // is Error(resource); a type the backend cannot store is Error(unsupported).
     // try_make_cache returns these errors as a value (and, with exceptions, a
     // failed allocation as Error(resource)); make_cache throws them.
-    Expected<std::unique_ptr<BackendCache>> try_make_cache(size_t n_ctx = BackendCache::kDefaultSize,
-                                                           KVType type = KVType::f16,
-                                                           uint64_t memory_budget = 0) const {
-        return detail::catch_bad_alloc("KVCache", [&] { return create_cache(n_ctx, type, memory_budget); });
+    Expected<std::unique_ptr<BackendCache>> try_make_cache(
+        size_t n_ctx = BackendCache::kDefaultSize, KVType type = KVType::f16,
+        uint64_t memory_budget = 0) const {
+        return detail::catch_bad_alloc("KVCache",
+                                       [&] { return create_cache(n_ctx, type, memory_budget); });
     }
-    std::unique_ptr<BackendCache> make_cache(size_t n_ctx = BackendCache::kDefaultSize, KVType type = KVType::f16,
+    std::unique_ptr<BackendCache> make_cache(size_t n_ctx = BackendCache::kDefaultSize,
+                                             KVType type = KVType::f16,
                                              uint64_t memory_budget = 0) const {
         return detail::value_or_fail(try_make_cache(n_ctx, type, memory_budget));
     }
@@ -228,14 +237,17 @@ public:
     // try_forward returns the errors (argument checks, Error(cancelled) and,
     // with exceptions, a failed allocation as Error(resource)) as a value;
     // forward throws them.
-    Status try_forward(const Segment* segments, size_t n_segments, const ForwardOptions& options = {}) const {
+    Status try_forward(const Segment* segments, size_t n_segments,
+                       const ForwardOptions& options = {}) const {
         SMOL_TRY(check_segments(segments, n_segments));
-        return detail::catch_bad_alloc("forward", [&] { return run_steps(segments, n_segments, options); });
+        return detail::catch_bad_alloc("forward",
+                                       [&] { return run_steps(segments, n_segments, options); });
     }
     Status try_forward(const Segment& segment, const ForwardOptions& options = {}) const {
         return try_forward(&segment, 1, options);
     }
-    void forward(const Segment* segments, size_t n_segments, const ForwardOptions& options = {}) const {
+    void forward(const Segment* segments, size_t n_segments,
+                 const ForwardOptions& options = {}) const {
         detail::ok_or_fail(try_forward(segments, n_segments, options));
     }
     void forward(const Segment& segment, const ForwardOptions& options = {}) const {
@@ -247,9 +259,15 @@ protected:
     Backend(Device device, const void* cache_owner, size_t vocab_size, size_t context_length,
             size_t n_layers, size_t n_kv_heads, size_t head_dim, size_t max_chunk,
             size_t default_chunk) noexcept
-        : device_(device), cache_owner_(cache_owner), vocab_size_(vocab_size),
-          context_length_(context_length), n_layers_(n_layers), n_kv_heads_(n_kv_heads),
-          head_dim_(head_dim), max_chunk_(max_chunk), default_chunk_(default_chunk) {}
+        : device_(device),
+          cache_owner_(cache_owner),
+          vocab_size_(vocab_size),
+          context_length_(context_length),
+          n_layers_(n_layers),
+          n_kv_heads_(n_kv_heads),
+          head_dim_(head_dim),
+          max_chunk_(max_chunk),
+          default_chunk_(default_chunk) {}
     Backend(const Backend&) = default;
     Backend& operator=(const Backend&) = default;
     Backend(Backend&&) = default;
@@ -262,7 +280,8 @@ protected:
     // [start, start + n_tokens) of each; forward() sets the sizes afterwards. May
     // return Error(cancelled) when *cancel is set (then the step's caches hold
     // no new valid positions: forward() leaves their sizes where they were).
-    virtual Status forward_step(const Segment* chunks, size_t n_chunks, const std::atomic<bool>* cancel) const = 0;
+    virtual Status forward_step(const Segment* chunks, size_t n_chunks,
+                                const std::atomic<bool>* cancel) const = 0;
 
     // make_cache's work (see there), its errors as a value.
     virtual Expected<std::unique_ptr<BackendCache>> create_cache(size_t n_ctx, KVType type,
@@ -279,42 +298,52 @@ protected:
 private:
     // The checks build no string unless one fails (they run on every decode step).
     Status check_segments(const Segment* segments, size_t n_segments) const {
-        if (segments == nullptr || n_segments == 0) return Status(ErrorKind::invalid_argument, "forward: no segments");
+        if (segments == nullptr || n_segments == 0)
+            return Status(ErrorKind::invalid_argument, "forward: no segments");
         for (size_t s = 0; s < n_segments; ++s) {
             const Segment& seg = segments[s];
             auto refuse = [&](ErrorKind kind, const std::string& what) {
-                return Status(kind, (n_segments > 1 ? "forward (segment " + std::to_string(s) + "): " : "forward: ") +
-                                        what);
+                return Status(kind,
+                              (n_segments > 1 ? "forward (segment " + std::to_string(s) + "): "
+                                              : "forward: ") +
+                                  what);
             };
-            if (seg.n_tokens == 0 || seg.tokens == nullptr) return refuse(ErrorKind::invalid_argument, "no tokens");
+            if (seg.n_tokens == 0 || seg.tokens == nullptr)
+                return refuse(ErrorKind::invalid_argument, "no tokens");
             if (seg.logits == nullptr && seg.all_logits)
                 return refuse(ErrorKind::invalid_argument, "all_logits without a logits buffer");
             if (seg.cache == nullptr) return refuse(ErrorKind::invalid_argument, "no KV cache");
             const BackendCache& kv = *seg.cache;
             if (kv.device_ != device_ || kv.owner_ != cache_owner_)
-                return refuse(ErrorKind::invalid_argument, "the KV cache belongs to another backend (a " +
-                                                               std::string(device_name(kv.device_)) + " cache on the " +
-                                                               device_name(device_) + " backend)");
-            if (kv.n_layers_ != n_layers_ || kv.n_kv_heads_ != n_kv_heads_ || kv.head_dim_ != head_dim_)
-                return refuse(ErrorKind::invalid_argument, "the KV cache was made for another model geometry");
+                return refuse(ErrorKind::invalid_argument,
+                              "the KV cache belongs to another backend (a " +
+                                  std::string(device_name(kv.device_)) + " cache on the " +
+                                  device_name(device_) + " backend)");
+            if (kv.n_layers_ != n_layers_ || kv.n_kv_heads_ != n_kv_heads_ ||
+                kv.head_dim_ != head_dim_)
+                return refuse(ErrorKind::invalid_argument,
+                              "the KV cache was made for another model geometry");
             for (size_t other = 0; other < s; ++other)
                 if (segments[other].cache == seg.cache)
                     return refuse(ErrorKind::invalid_argument, "the same KV cache is in segments " +
-                                                                   std::to_string(other) + " and " + std::to_string(s));
+                                                                   std::to_string(other) + " and " +
+                                                                   std::to_string(s));
             if (seg.start > kv.size_)
-                return refuse(ErrorKind::out_of_range, "start position " + std::to_string(seg.start) + " is past the " +
-                                                           std::to_string(kv.size_) + " cached positions");
+                return refuse(ErrorKind::out_of_range,
+                              "start position " + std::to_string(seg.start) + " is past the " +
+                                  std::to_string(kv.size_) + " cached positions");
             if (seg.n_tokens > kv.n_ctx_ || seg.start > kv.n_ctx_ - seg.n_tokens)
-                return refuse(ErrorKind::out_of_range, "positions " + std::to_string(seg.start) + ".." +
-                                                           std::to_string(seg.start + seg.n_tokens - 1) +
-                                                           " exceed the context of " + std::to_string(kv.n_ctx_) +
-                                                           " positions");
+                return refuse(ErrorKind::out_of_range,
+                              "positions " + std::to_string(seg.start) + ".." +
+                                  std::to_string(seg.start + seg.n_tokens - 1) +
+                                  " exceed the context of " + std::to_string(kv.n_ctx_) +
+                                  " positions");
             for (size_t i = 0; i < seg.n_tokens; ++i)
                 if (seg.tokens[i] < 0 || size_t(seg.tokens[i]) >= vocab_size_)
-                    return refuse(ErrorKind::invalid_argument, "token id " + std::to_string(seg.tokens[i]) +
-                                                                   " at index " + std::to_string(i) +
-                                                                   " is outside the vocabulary of " +
-                                                                   std::to_string(vocab_size_));
+                    return refuse(ErrorKind::invalid_argument,
+                                  "token id " + std::to_string(seg.tokens[i]) + " at index " +
+                                      std::to_string(i) + " is outside the vocabulary of " +
+                                      std::to_string(vocab_size_));
         }
         return {};
     }
@@ -327,12 +356,15 @@ private:
         c.start = seg.start + done;
         c.cache = seg.cache;
         c.all_logits = seg.all_logits;
-        if (seg.all_logits) c.logits = seg.logits + done * vocab_size_;  // checked non-null
-        else if (done + c.n_tokens == seg.n_tokens) c.logits = seg.logits;
+        if (seg.all_logits)
+            c.logits = seg.logits + done * vocab_size_;  // checked non-null
+        else if (done + c.n_tokens == seg.n_tokens)
+            c.logits = seg.logits;
         return c;
     }
 
-    Status run_steps(const Segment* segments, size_t n_segments, const ForwardOptions& options) const {
+    Status run_steps(const Segment* segments, size_t n_segments,
+                     const ForwardOptions& options) const {
         size_t chunk = options.chunk_size ? options.chunk_size : default_chunk_;
         if (max_chunk_ && chunk > max_chunk_) chunk = max_chunk_;
         size_t longest = 0;
@@ -340,7 +372,9 @@ private:
             segments[s].cache->size_ = segments[s].start;  // positions from start on are rewritten
             longest = std::max(longest, segments[s].n_tokens);
         }
-        auto cancelled = [&] { return options.cancel && options.cancel->load(std::memory_order_relaxed); };
+        auto cancelled = [&] {
+            return options.cancel && options.cancel->load(std::memory_order_relaxed);
+        };
         if (n_segments == 1) {  // the decode path: no allocation
             const Segment& seg = segments[0];
             for (size_t done = 0; done < seg.n_tokens; done += chunk) {
@@ -380,8 +414,8 @@ constexpr uint32_t kKVMagic = 0x564b4d53u;  // "SMKV" little-endian
 constexpr uint32_t kKVVersion = 1;
 constexpr size_t kKVHeaderBytes = 32;
 
-inline void append_kv_header(std::vector<uint8_t>& out, KVType type, size_t n_layers, size_t n_kv_heads,
-                             size_t head_dim, size_t size) {
+inline void append_kv_header(std::vector<uint8_t>& out, KVType type, size_t n_layers,
+                             size_t n_kv_heads, size_t head_dim, size_t size) {
     append_le<uint32_t>(out, kKVMagic);
     append_le<uint32_t>(out, kKVVersion);
     append_le<uint32_t>(out, uint32_t(type));
@@ -392,29 +426,33 @@ inline void append_kv_header(std::vector<uint8_t>& out, KVType type, size_t n_la
 }
 
 // Validates serialized bytes for a cache of the given geometry and n_ctx.
-inline Expected<KVImage> try_parse_kv_image(const void* data, size_t bytes, size_t n_layers, size_t n_kv_heads,
-                                            size_t head_dim, size_t n_ctx) {
+inline Expected<KVImage> try_parse_kv_image(const void* data, size_t bytes, size_t n_layers,
+                                            size_t n_kv_heads, size_t head_dim, size_t n_ctx) {
     const uint8_t* p = static_cast<const uint8_t*>(data);
     if (!p || bytes < kKVHeaderBytes)
         return ErrorInfo{ErrorKind::format, "KVCache: serialized cache is truncated (header)"};
     if (read_le<uint32_t>(p, 0) != kKVMagic)
         return ErrorInfo{ErrorKind::format, "KVCache: not a serialized cache (bad magic)"};
     if (read_le<uint32_t>(p, 4) != kKVVersion)
-        return ErrorInfo{ErrorKind::unsupported,
-                         "KVCache: unsupported serialization version " + std::to_string(read_le<uint32_t>(p, 4))};
+        return ErrorInfo{ErrorKind::unsupported, "KVCache: unsupported serialization version " +
+                                                     std::to_string(read_le<uint32_t>(p, 4))};
     const uint32_t type = read_le<uint32_t>(p, 8);
     if (type != uint32_t(KVType::f16) && type != uint32_t(KVType::f32))
-        return ErrorInfo{ErrorKind::format, "KVCache: unknown element type " + std::to_string(type)};
-    const size_t layers = read_le<uint32_t>(p, 12), heads = read_le<uint32_t>(p, 16), dim = read_le<uint32_t>(p, 20);
+        return ErrorInfo{ErrorKind::format,
+                         "KVCache: unknown element type " + std::to_string(type)};
+    const size_t layers = read_le<uint32_t>(p, 12), heads = read_le<uint32_t>(p, 16),
+                 dim = read_le<uint32_t>(p, 20);
     const uint64_t size = read_le<uint64_t>(p, 24);
     if (layers != n_layers || heads != n_kv_heads || dim != head_dim)
-        return ErrorInfo{ErrorKind::shape, "KVCache: serialized cache has " + std::to_string(layers) + " layers x " +
-                                               std::to_string(heads) + " kv heads x " + std::to_string(dim) +
-                                               " dims, the model has " + std::to_string(n_layers) + " x " +
-                                               std::to_string(n_kv_heads) + " x " + std::to_string(head_dim)};
+        return ErrorInfo{ErrorKind::shape,
+                         "KVCache: serialized cache has " + std::to_string(layers) + " layers x " +
+                             std::to_string(heads) + " kv heads x " + std::to_string(dim) +
+                             " dims, the model has " + std::to_string(n_layers) + " x " +
+                             std::to_string(n_kv_heads) + " x " + std::to_string(head_dim)};
     if (size > n_ctx)
-        return ErrorInfo{ErrorKind::out_of_range, "KVCache: serialized cache holds " + std::to_string(size) +
-                                                      " positions, more than n_ctx " + std::to_string(n_ctx)};
+        return ErrorInfo{ErrorKind::out_of_range,
+                         "KVCache: serialized cache holds " + std::to_string(size) +
+                             " positions, more than n_ctx " + std::to_string(n_ctx)};
     KVImage image;
     image.type = KVType(type);
     image.size = size_t(size);
@@ -428,13 +466,14 @@ inline Expected<KVImage> try_parse_kv_image(const void* data, size_t bytes, size
         payload *= factor;
     }
     if (bytes - kKVHeaderBytes != payload)
-        return ErrorInfo{ErrorKind::format, "KVCache: serialized cache has " + std::to_string(bytes - kKVHeaderBytes) +
-                                                " payload bytes, expected " + std::to_string(payload)};
+        return ErrorInfo{ErrorKind::format,
+                         "KVCache: serialized cache has " + std::to_string(bytes - kKVHeaderBytes) +
+                             " payload bytes, expected " + std::to_string(payload)};
     image.payload = p + kKVHeaderBytes;
     return image;
 }
-inline KVImage parse_kv_image(const void* data, size_t bytes, size_t n_layers, size_t n_kv_heads, size_t head_dim,
-                              size_t n_ctx) {
+inline KVImage parse_kv_image(const void* data, size_t bytes, size_t n_layers, size_t n_kv_heads,
+                              size_t head_dim, size_t n_ctx) {
     return value_or_fail(try_parse_kv_image(data, bytes, n_layers, n_kv_heads, head_dim, n_ctx));
 }
 

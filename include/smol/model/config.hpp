@@ -34,21 +34,25 @@ SMOL_NAMESPACE_BEGIN
 
 struct Config {
     std::string architecture = "smollm3";
-    size_t n_layers = 0;        // transformer blocks
-    size_t hidden = 0;          // embedding_length: width of the residual stream
-    size_t ffn = 0;             // feed_forward_length: width of the SwiGLU hidden layer
-    size_t n_heads = 0;         // query heads
-    size_t n_kv_heads = 0;      // key/value heads (grouped-query attention: n_heads % n_kv_heads == 0)
-    size_t head_dim = 0;        // key_length
-    size_t rope_dims = 0;       // leading dims of each head that RoPE rotates (<= head_dim, even)
+    size_t n_layers = 0;    // transformer blocks
+    size_t hidden = 0;      // embedding_length: width of the residual stream
+    size_t ffn = 0;         // feed_forward_length: width of the SwiGLU hidden layer
+    size_t n_heads = 0;     // query heads
+    size_t n_kv_heads = 0;  // key/value heads (grouped-query attention: n_heads % n_kv_heads == 0)
+    size_t head_dim = 0;    // key_length
+    size_t rope_dims = 0;   // leading dims of each head that RoPE rotates (<= head_dim, even)
     float rope_freq_base = 0;   // theta_i = pos * rope_freq_base^(-2i / rope_dims)
     float rms_eps = 0;          // RMSNorm: x * w / sqrt(mean(x^2) + rms_eps)
     size_t context_length = 0;  // positions the model was trained for
     size_t vocab_size = 0;      // rows of the LM head = logits per position
     size_t nope_interval = 4;   // layer i has no RoPE when (i + 1) % nope_interval == 0
 
-    size_t q_dim() const noexcept { return n_heads * head_dim; }      // width of Q (and of the attention output)
-    size_t kv_dim() const noexcept { return n_kv_heads * head_dim; }  // width of K and of V per position
+    size_t q_dim() const noexcept {
+        return n_heads * head_dim;
+    }  // width of Q (and of the attention output)
+    size_t kv_dim() const noexcept {
+        return n_kv_heads * head_dim;
+    }  // width of K and of V per position
     size_t heads_per_kv() const noexcept { return n_heads / n_kv_heads; }
     bool layer_uses_rope(size_t layer) const noexcept {
         return nope_interval == 0 || (layer + 1) % nope_interval != 0;
@@ -60,7 +64,8 @@ struct Config {
         const std::string& source = file.source();
         SMOL_TRY_ASSIGN(const auto arch, file.try_get<std::string>("general.architecture"));
         if (arch != "smollm3")
-            return ErrorInfo{ErrorKind::unsupported, "model: " + source + ": general.architecture is '" + arch +
+            return ErrorInfo{ErrorKind::unsupported, "model: " + source +
+                                                         ": general.architecture is '" + arch +
                                                          "', smol runs only 'smollm3'"};
         Config c;
         c.architecture = arch;
@@ -68,8 +73,9 @@ struct Config {
         auto required = [&](const std::string& key) -> Expected<uint64_t> {
             SMOL_TRY_ASSIGN(const uint64_t v, file.try_get<uint64_t>(p + key));
             if (v == 0 || v > (uint64_t(1) << 31))
-                return ErrorInfo{ErrorKind::format, "model: " + source + ": key '" + p + key + "' = " +
-                                                        std::to_string(v) + " is out of range"};
+                return ErrorInfo{ErrorKind::format, "model: " + source + ": key '" + p + key +
+                                                        "' = " + std::to_string(v) +
+                                                        " is out of range"};
             return v;
         };
         auto optional = [&](const std::string& key, uint64_t fallback) -> Expected<uint64_t> {
@@ -83,7 +89,8 @@ struct Config {
         SMOL_TRY_ASSIGN(c.context_length, required("context_length"));
         SMOL_TRY_ASSIGN(c.n_kv_heads, optional("attention.head_count_kv", c.n_heads));
         if (!file.has(p + "attention.key_length") && c.hidden % c.n_heads != 0)
-            return ErrorInfo{ErrorKind::format, "model: " + source + ": key '" + p + "embedding_length' " +
+            return ErrorInfo{ErrorKind::format, "model: " + source + ": key '" + p +
+                                                    "embedding_length' " +
                                                     std::to_string(c.hidden) +
                                                     " is not divisible by attention.head_count " +
                                                     std::to_string(c.n_heads)};
@@ -91,8 +98,9 @@ struct Config {
         if (file.has(p + "attention.value_length")) {
             SMOL_TRY_ASSIGN(const uint64_t value_length, required("attention.value_length"));
             if (value_length != c.head_dim)
-                return ErrorInfo{ErrorKind::unsupported, "model: " + source + ": key '" + p +
-                                                             "attention.value_length' differs from the key length"};
+                return ErrorInfo{ErrorKind::unsupported,
+                                 "model: " + source + ": key '" + p +
+                                     "attention.value_length' differs from the key length"};
         }
         SMOL_TRY_ASSIGN(c.rope_dims, optional("rope.dimension_count", c.head_dim));
         SMOL_TRY_ASSIGN(c.rope_freq_base, file.try_get<float>(p + "rope.freq_base"));
@@ -103,35 +111,44 @@ struct Config {
         std::optional<uint64_t> token_count;
         if (const gguf::Value* tokens = file.find_value("tokenizer.ggml.tokens")) {
             if (tokens->type() != gguf::ValueType::array)
-                return ErrorInfo{ErrorKind::type, "model: " + source + ": key 'tokenizer.ggml.tokens' is not an array"};
+                return ErrorInfo{
+                    ErrorKind::type,
+                    "model: " + source + ": key 'tokenizer.ggml.tokens' is not an array"};
             token_count = tokens->as_array().size();
         }
         if (file.has(p + "vocab_size")) {
             SMOL_TRY_ASSIGN(c.vocab_size, required("vocab_size"));
             if (token_count && *token_count != c.vocab_size)
-                return ErrorInfo{ErrorKind::shape, "model: " + source + ": key '" + p + "vocab_size' = " +
-                                                       std::to_string(c.vocab_size) +
-                                                       " but 'tokenizer.ggml.tokens' has " +
-                                                       std::to_string(*token_count) + " tokens"};
+                return ErrorInfo{ErrorKind::shape,
+                                 "model: " + source + ": key '" + p +
+                                     "vocab_size' = " + std::to_string(c.vocab_size) +
+                                     " but 'tokenizer.ggml.tokens' has " +
+                                     std::to_string(*token_count) + " tokens"};
         } else if (token_count && *token_count > 0) {
             c.vocab_size = size_t(*token_count);
         } else {
-            return ErrorInfo{ErrorKind::missing, "model: " + source + ": missing metadata key '" + p +
-                                                     "vocab_size' (and no 'tokenizer.ggml.tokens')"};
+            return ErrorInfo{ErrorKind::missing,
+                             "model: " + source + ": missing metadata key '" + p +
+                                 "vocab_size' (and no 'tokenizer.ggml.tokens')"};
         }
 
         SMOL_TRY_ASSIGN(const auto scaling, file.try_find<std::string>(p + "rope.scaling.type"));
         if (scaling && *scaling != "none")
-            return ErrorInfo{ErrorKind::unsupported, "model: " + source + ": key '" + p + "rope.scaling.type' = '" +
-                                                         *scaling + "' (smol implements plain RoPE only)"};
+            return ErrorInfo{ErrorKind::unsupported, "model: " + source + ": key '" + p +
+                                                         "rope.scaling.type' = '" + *scaling +
+                                                         "' (smol implements plain RoPE only)"};
         SMOL_TRY(c.try_validate(source));
         return c;
     }
-    static Config from_gguf(const gguf::File& file) { return detail::value_or_fail(try_from_gguf(file)); }
+    static Config from_gguf(const gguf::File& file) {
+        return detail::value_or_fail(try_from_gguf(file));
+    }
 
     // Checks the relations between the fields; `source` names the file in messages.
     Status try_validate(const std::string& source = "<config>") const {
-        auto bad = [&](const std::string& what) { return Status(ErrorKind::format, "model: " + source + ": " + what); };
+        auto bad = [&](const std::string& what) {
+            return Status(ErrorKind::format, "model: " + source + ": " + what);
+        };
         const std::string p = architecture + ".";
         if (n_layers == 0) return bad("key '" + p + "block_count' must be positive");
         if (hidden == 0) return bad("key '" + p + "embedding_length' must be positive");
@@ -141,8 +158,8 @@ struct Config {
             return bad("key '" + p + "attention.head_count_kv' = " + std::to_string(n_kv_heads) +
                        " must divide attention.head_count = " + std::to_string(n_heads));
         if (head_dim == 0 || head_dim % 2 != 0)
-            return bad("key '" + p + "attention.key_length' (head dim) = " + std::to_string(head_dim) +
-                       " must be positive and even");
+            return bad("key '" + p + "attention.key_length' (head dim) = " +
+                       std::to_string(head_dim) + " must be positive and even");
         if (rope_dims == 0 || rope_dims % 2 != 0 || rope_dims > head_dim)
             return bad("key '" + p + "rope.dimension_count' = " + std::to_string(rope_dims) +
                        " must be even and at most the head dim " + std::to_string(head_dim));
@@ -151,10 +168,13 @@ struct Config {
         if (!(rms_eps > 0.0f) || !std::isfinite(rms_eps) || rms_eps > 1.0f)
             return bad("key '" + p + "attention.layer_norm_rms_epsilon' must be in (0, 1]");
         if (context_length == 0) return bad("key '" + p + "context_length' must be positive");
-        if (vocab_size == 0 || vocab_size > (size_t(1) << 31)) return bad("key '" + p + "vocab_size' is out of range");
+        if (vocab_size == 0 || vocab_size > (size_t(1) << 31))
+            return bad("key '" + p + "vocab_size' is out of range");
         return {};
     }
-    void validate(const std::string& source = "<config>") const { detail::ok_or_fail(try_validate(source)); }
+    void validate(const std::string& source = "<config>") const {
+        detail::ok_or_fail(try_validate(source));
+    }
 };
 
 SMOL_NAMESPACE_END

@@ -2,9 +2,9 @@
 // kept apart from the model so many sessions share one set of weights.
 //
 // Preallocated for n_ctx positions (KVCache::kDefaultSize picks min(4096, the
-// model's context length); 0 or more than the context length is an error); memory is reserved up front but pages are only touched as
-// positions fill. Elements are F16 by default (half the memory and bandwidth
-// of F32; the reference engine the goldens come from also keeps F16) or F32.
+// model's context length); 0 or more than the context length is an error); memory is reserved up
+// front but pages are only touched as positions fill. Elements are F16 by default (half the memory
+// and bandwidth of F32; the reference engine the goldens come from also keeps F16) or F32.
 //
 // Layout, one block per (layer, K or V, kv head), each [n_ctx][head_dim]:
 //   block(layer, kind, head) starts at ((layer * 2 + kind) * n_kv_heads + head) * n_ctx * head_dim
@@ -53,7 +53,8 @@ inline constexpr char kCpuCacheOwner = 0;
 class KVCache final : public BackendCache {
 public:
     static constexpr size_t kDefaultContext = 4096;
-    static constexpr size_t kDefaultSize = BackendCache::kDefaultSize;  // "min(4096, context length)"
+    static constexpr size_t kDefaultSize =
+        BackendCache::kDefaultSize;  // "min(4096, context length)"
 
     // n_ctx kDefaultSize picks min(4096, config.context_length); 0 or more than
     // context_length is ErrorKind::invalid_argument. The cache's bytes are
@@ -71,13 +72,15 @@ public:
             return ErrorInfo{ErrorKind::invalid_argument, "KVCache: unknown element type"};
         if (config.n_layers == 0 || config.n_kv_heads == 0 || config.head_dim == 0)
             return ErrorInfo{ErrorKind::invalid_argument, "KVCache: empty model geometry"};
-        KVCache cache(config.n_layers, config.n_kv_heads, config.head_dim, n_ctx, type, memory_budget);
+        KVCache cache(config.n_layers, config.n_kv_heads, config.head_dim, n_ctx, type,
+                      memory_budget);
         SMOL_TRY(cache.check_size());
         SMOL_TRY(cache.allocate());
         return cache;
     }
 
-    KVCache(const KVCache& other) : BackendCache(other), type_(other.type_), memory_budget_(other.memory_budget_) {
+    KVCache(const KVCache& other)
+        : BackendCache(other), type_(other.type_), memory_budget_(other.memory_budget_) {
         detail::ok_or_fail(allocate());
         copy_prefix_from(other, other.size_);
     }
@@ -94,12 +97,15 @@ public:
     // An independent copy of the valid prefix (what a branching session needs).
     KVCache fork() const { return KVCache(*this); }
     std::unique_ptr<BackendCache> clone() const override {
-        return detail::translate_bad_alloc("KVCache", [&] { return std::unique_ptr<BackendCache>(new KVCache(*this)); });
+        return detail::translate_bad_alloc(
+            "KVCache", [&] { return std::unique_ptr<BackendCache>(new KVCache(*this)); });
     }
 
     KVType type() const noexcept { return type_; }
     size_t element_bytes() const noexcept { return type_ == KVType::f16 ? 2 : 4; }
-    size_t bytes() const noexcept { return block_elements() * 2 * n_layers_ * n_kv_heads_ * element_bytes(); }
+    size_t bytes() const noexcept {
+        return block_elements() * 2 * n_layers_ * n_kv_heads_ * element_bytes();
+    }
 
     // True when the geometry matches `config` (same layers, kv heads, head dim).
     bool compatible(const Config& config) const noexcept {
@@ -124,8 +130,12 @@ public:
     }
     void* keys(size_t layer, size_t kv_head) noexcept { return block(layer, 0, kv_head); }
     void* values(size_t layer, size_t kv_head) noexcept { return block(layer, 1, kv_head); }
-    const void* keys(size_t layer, size_t kv_head) const noexcept { return block(layer, 0, kv_head); }
-    const void* values(size_t layer, size_t kv_head) const noexcept { return block(layer, 1, kv_head); }
+    const void* keys(size_t layer, size_t kv_head) const noexcept {
+        return block(layer, 0, kv_head);
+    }
+    const void* values(size_t layer, size_t kv_head) const noexcept {
+        return block(layer, 1, kv_head);
+    }
 
     // Writes the keys and values of one position: k and v are [n_kv_heads][head_dim].
     void store(size_t layer, size_t pos, const float* k, const float* v) noexcept {
@@ -174,9 +184,9 @@ public:
     static Expected<KVCache> try_deserialize(const Config& config, const void* data, size_t bytes,
                                              size_t n_ctx = kDefaultSize) {
         SMOL_TRY_ASSIGN(n_ctx, resolve_n_ctx(config, n_ctx));
-        SMOL_TRY_ASSIGN(const detail::KVImage image, detail::try_parse_kv_image(data, bytes, config.n_layers,
-                                                                                config.n_kv_heads, config.head_dim,
-                                                                                n_ctx));
+        SMOL_TRY_ASSIGN(const detail::KVImage image,
+                        detail::try_parse_kv_image(data, bytes, config.n_layers, config.n_kv_heads,
+                                                   config.head_dim, n_ctx));
         SMOL_TRY_ASSIGN(KVCache cache, try_create(config, n_ctx, image.type));
         cache.fill_from(image);
         return cache;
@@ -184,10 +194,13 @@ public:
 
     // The interface's deserialize: same n_ctx and memory budget, the saved
     // element type; unchanged on error.
-    void restore(const void* data, size_t bytes) override { detail::ok_or_fail(try_restore(data, bytes)); }
+    void restore(const void* data, size_t bytes) override {
+        detail::ok_or_fail(try_restore(data, bytes));
+    }
     Status try_restore(const void* data, size_t bytes) override {
-        SMOL_TRY_ASSIGN(const detail::KVImage image,
-                        detail::try_parse_kv_image(data, bytes, n_layers_, n_kv_heads_, head_dim_, n_ctx_));
+        SMOL_TRY_ASSIGN(
+            const detail::KVImage image,
+            detail::try_parse_kv_image(data, bytes, n_layers_, n_kv_heads_, head_dim_, n_ctx_));
         KVCache cache(n_layers_, n_kv_heads_, head_dim_, n_ctx_, image.type, memory_budget_);
         SMOL_TRY(cache.check_size());
         SMOL_TRY(cache.allocate());
@@ -199,26 +212,32 @@ public:
 private:
     static Expected<size_t> resolve_n_ctx(const Config& config, size_t n_ctx) {
         if (n_ctx == kDefaultSize) n_ctx = std::min(kDefaultContext, config.context_length);
-        if (n_ctx == 0) return ErrorInfo{ErrorKind::invalid_argument, "KVCache: n_ctx must be positive"};
+        if (n_ctx == 0)
+            return ErrorInfo{ErrorKind::invalid_argument, "KVCache: n_ctx must be positive"};
         if (n_ctx > config.context_length)
-            return ErrorInfo{ErrorKind::invalid_argument, "KVCache: n_ctx " + std::to_string(n_ctx) +
-                                                              " exceeds the model's context length " +
-                                                              std::to_string(config.context_length)};
+            return ErrorInfo{ErrorKind::invalid_argument,
+                             "KVCache: n_ctx " + std::to_string(n_ctx) +
+                                 " exceeds the model's context length " +
+                                 std::to_string(config.context_length)};
         return n_ctx;
     }
 
     // A cache of this geometry with nothing allocated yet: check_size() and
     // allocate() follow.
-    KVCache(size_t n_layers, size_t n_kv_heads, size_t head_dim, size_t n_ctx, KVType type, uint64_t memory_budget)
+    KVCache(size_t n_layers, size_t n_kv_heads, size_t head_dim, size_t n_ctx, KVType type,
+            uint64_t memory_budget)
         : BackendCache(Device::cpu, &detail::kCpuCacheOwner, n_layers, n_kv_heads, head_dim, n_ctx),
-          type_(type), memory_budget_(memory_budget) {}
+          type_(type),
+          memory_budget_(memory_budget) {}
 
     // The geometry comes from a file: each factor is bounded, their product is not.
     Status check_size() const {
-        SMOL_TRY_ASSIGN(const size_t total,
-                        detail::checked_product("KVCache", {uint64_t(n_ctx_), head_dim_, 2, n_layers_, n_kv_heads_,
-                                                            element_bytes()}));
-        return detail::check_budget("KVCache of " + std::to_string(n_ctx_) + " positions", total, memory_budget_);
+        SMOL_TRY_ASSIGN(
+            const size_t total,
+            detail::checked_product("KVCache", {uint64_t(n_ctx_), head_dim_, 2, n_layers_,
+                                                n_kv_heads_, element_bytes()}));
+        return detail::check_budget("KVCache of " + std::to_string(n_ctx_) + " positions", total,
+                                    memory_budget_);
     }
 
     // Copies a parsed image of this cache's element type and geometry.

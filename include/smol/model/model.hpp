@@ -86,8 +86,10 @@ inline int physical_core_count() {
         int package = 0;
         while (std::fgets(line, sizeof line, f)) {
             int value = 0;
-            if (std::sscanf(line, "physical id : %d", &value) == 1) package = value;
-            else if (std::sscanf(line, "core id : %d", &value) == 1) cores.insert({package, value});
+            if (std::sscanf(line, "physical id : %d", &value) == 1)
+                package = value;
+            else if (std::sscanf(line, "core id : %d", &value) == 1)
+                cores.insert({package, value});
         }
         std::fclose(f);
         if (!cores.empty()) return std::max(1, std::min(logical, int(cores.size())));
@@ -104,25 +106,30 @@ public:
     // its metadata, tensors and vocabulary, the options, a cancelled load and,
     // with exceptions, a failed allocation as Error(resource)); load throws
     // it. Nothing half built is left behind.
-    static Expected<std::shared_ptr<const Model>> try_load(const std::string& path, const LoadOptions& options = {}) {
-        return detail::catch_bad_alloc("model: loading " + path, [&]() -> Expected<std::shared_ptr<const Model>> {
-            SMOL_TRY(report(options, 0.0f));
-            SMOL_TRY_ASSIGN(std::shared_ptr<const gguf::File> file, gguf::File::try_open(path));
-            return create(std::move(file), options);
-        });
+    static Expected<std::shared_ptr<const Model>> try_load(const std::string& path,
+                                                           const LoadOptions& options = {}) {
+        return detail::catch_bad_alloc(
+            "model: loading " + path, [&]() -> Expected<std::shared_ptr<const Model>> {
+                SMOL_TRY(report(options, 0.0f));
+                SMOL_TRY_ASSIGN(std::shared_ptr<const gguf::File> file, gguf::File::try_open(path));
+                return create(std::move(file), options);
+            });
     }
-    static std::shared_ptr<const Model> load(const std::string& path, const LoadOptions& options = {}) {
+    static std::shared_ptr<const Model> load(const std::string& path,
+                                             const LoadOptions& options = {}) {
         return detail::value_or_fail(try_load(path, options));
     }
 
     // The caller keeps the buffer alive (and unchanged) as long as the Model lives.
-    static Expected<std::shared_ptr<const Model>> try_load_from_memory(const void* data, size_t size,
-                                                                       const LoadOptions& options = {}) {
-        return detail::catch_bad_alloc("model: loading from memory", [&]() -> Expected<std::shared_ptr<const Model>> {
-            SMOL_TRY(report(options, 0.0f));
-            SMOL_TRY_ASSIGN(std::shared_ptr<const gguf::File> file, gguf::File::try_from_buffer(data, size));
-            return create(std::move(file), options);
-        });
+    static Expected<std::shared_ptr<const Model>> try_load_from_memory(
+        const void* data, size_t size, const LoadOptions& options = {}) {
+        return detail::catch_bad_alloc("model: loading from memory",
+                                       [&]() -> Expected<std::shared_ptr<const Model>> {
+                                           SMOL_TRY(report(options, 0.0f));
+                                           SMOL_TRY_ASSIGN(std::shared_ptr<const gguf::File> file,
+                                                           gguf::File::try_from_buffer(data, size));
+                                           return create(std::move(file), options);
+                                       });
     }
     static std::shared_ptr<const Model> load_from_memory(const void* data, size_t size,
                                                          const LoadOptions& options = {}) {
@@ -166,7 +173,8 @@ public:
     KVCache new_cache(size_t n_ctx = KVCache::kDefaultSize, KVType type = KVType::f16) const {
         return detail::value_or_fail(try_new_cache(n_ctx, type));
     }
-    Expected<KVCache> try_new_cache(size_t n_ctx = KVCache::kDefaultSize, KVType type = KVType::f16) const {
+    Expected<KVCache> try_new_cache(size_t n_ctx = KVCache::kDefaultSize,
+                                    KVType type = KVType::f16) const {
         return KVCache::try_create(config(), n_ctx, type, memory_budget_);
     }
 
@@ -182,15 +190,19 @@ public:
         net_.forward(tokens, n, start_pos, kv, logits, *pool_, options);
     }
     // As forward, with the errors (arguments, cancellation) as a value.
-    Status try_forward(const int32_t* tokens, size_t n, size_t start_pos, KVCache& kv, float* logits,
-                       const ForwardOptions& options = {}) const {
-        return cpu_.try_forward(Segment{tokens, n, start_pos, &kv, logits, options.all_logits}, options);
+    Status try_forward(const int32_t* tokens, size_t n, size_t start_pos, KVCache& kv,
+                       float* logits, const ForwardOptions& options = {}) const {
+        return cpu_.try_forward(Segment{tokens, n, start_pos, &kv, logits, options.all_logits},
+                                options);
     }
 
 private:
     Model(SmolLM3 net, Tokenizer tokenizer, const LoadOptions& options, int threads)
-        : net_(std::move(net)), tokenizer_(std::move(tokenizer)), memory_budget_(options.memory_budget),
-          pool_(std::make_unique<ThreadPool>(threads)), cpu_(net_, *pool_) {}
+        : net_(std::move(net)),
+          tokenizer_(std::move(tokenizer)),
+          memory_budget_(options.memory_budget),
+          pool_(std::make_unique<ThreadPool>(threads)),
+          cpu_(net_, *pool_) {}
 
     // The steps of a load after the file is parsed, in order, each reporting
     // progress: the network (config, weights, kernels), the tokenizer, the
@@ -202,9 +214,11 @@ private:
         SMOL_TRY_ASSIGN(SmolLM3 net, SmolLM3::try_create(file, *kernel_set));
         SMOL_TRY(report(options, 0.6f));
         SMOL_TRY_ASSIGN(Tokenizer tokenizer, Tokenizer::try_from_gguf(file));
-        const int threads = options.n_threads > 0 ? options.n_threads : detail::physical_core_count();
+        const int threads =
+            options.n_threads > 0 ? options.n_threads : detail::physical_core_count();
         SMOL_TRY(ThreadPool::check_size(threads));
-        std::shared_ptr<Model> model(new Model(std::move(net), std::move(tokenizer), options, threads));
+        std::shared_ptr<Model> model(
+            new Model(std::move(net), std::move(tokenizer), options, threads));
         SMOL_TRY(model->finish(*file, options));
         return std::shared_ptr<const Model>(std::move(model));
     }
@@ -224,7 +238,8 @@ private:
         SMOL_TRY(report(options, 0.8f));
         if (size_t(tokenizer_.vocab_size()) != net_.config().vocab_size)
             return Status(ErrorKind::shape, "model: " + file.source() + ": the tokenizer has " +
-                                                std::to_string(tokenizer_.vocab_size()) + " tokens, the model " +
+                                                std::to_string(tokenizer_.vocab_size()) +
+                                                " tokens, the model " +
                                                 std::to_string(net_.config().vocab_size));
         const uint64_t size = file.size();
         uint64_t hash = detail::fnv1a(file.bytes(), file.data_offset());
@@ -236,14 +251,16 @@ private:
         if (options.log)
             options.log(0, "smol: loaded " + file.source() + " (" +
                                std::to_string(net_.config().n_layers) + " layers, hidden " +
-                               std::to_string(net_.config().hidden) + ", " + std::to_string(threads) +
-                               " threads, " + cpu_level_name(cpu_level()) + " kernels)");
+                               std::to_string(net_.config().hidden) + ", " +
+                               std::to_string(threads) + " threads, " +
+                               cpu_level_name(cpu_level()) + " kernels)");
         SMOL_TRY(choose_device(options));
         return report(options, 1.0f);
     }
 
     Status choose_device(const LoadOptions& options) {
-        if (options.device != Device::cpu && options.device != Device::cuda && options.device != Device::automatic)
+        if (options.device != Device::cpu && options.device != Device::cuda &&
+            options.device != Device::automatic)
             return Status(ErrorKind::invalid_argument, "model: unknown LoadOptions::device");
         std::string why;
         if (options.device == Device::cpu) {
@@ -255,7 +272,8 @@ private:
             if (gpu.ok()) {
                 device_backend_ = std::move(gpu).value();
                 why = options.device == Device::cuda ? "asked for" : "auto: a CUDA device exists";
-            } else if (options.device == Device::automatic && gpu.error().kind == ErrorKind::unsupported) {
+            } else if (options.device == Device::automatic &&
+                       gpu.error().kind == ErrorKind::unsupported) {
                 why = "auto: " + gpu.error().message;
             } else {
                 return gpu.take_error();
@@ -283,7 +301,8 @@ private:
         }
 #else
         (void)device;
-        return ErrorInfo{ErrorKind::unsupported, "model: the CUDA backend needs exceptions (smol::cuda throws)"};
+        return ErrorInfo{ErrorKind::unsupported,
+                         "model: the CUDA backend needs exceptions (smol::cuda throws)"};
 #endif
     }
 
@@ -304,13 +323,13 @@ private:
 
 // Model::try_load as a pointer (null, and *error filled, on failure): the
 // shape -fno-exceptions consumers have used since before Expected.
-inline std::shared_ptr<const Model> try_load_model(const std::string& path, ErrorInfo* error = nullptr,
+inline std::shared_ptr<const Model> try_load_model(const std::string& path,
+                                                   ErrorInfo* error = nullptr,
                                                    const LoadOptions& options = {}) {
     Expected<std::shared_ptr<const Model>> model = Model::try_load(path, options);
     if (model) return std::move(model).value();
     if (error) *error = model.take_error();
     return nullptr;
 }
-
 
 SMOL_NAMESPACE_END

@@ -12,9 +12,8 @@
 //     q = Wq a [m][heads][head_dim], k = Wk a, v = Wv a [m][kv_heads][head_dim]
 //     RoPE(q, k) at pos_r on adjacent pairs, unless l is a NoPE layer ((l + 1) % 4 == 0)
 //     kv_r[l][pos_r] = (k_r, v_r)
-//     o[r][h] = sum_{p <= pos_r} softmax_p(q[r][h] . K_r[h / group][p] / sqrt(head_dim)) V_r[h / group][p]
-//     x += Wo o
-//     f = rmsnorm(x) * ffn_norm;  x += Wdown (silu(Wgate f) * Wup f)
+//     o[r][h] = sum_{p <= pos_r} softmax_p(q[r][h] . K_r[h / group][p] / sqrt(head_dim)) V_r[h /
+//     group][p] x += Wo o f = rmsnorm(x) * ffn_norm;  x += Wdown (silu(Wgate f) * Wup f)
 //   logits = lm_head (rmsnorm(x) * output_norm)  for each chunk's last row (or all its rows)
 // The matrices are read once per pass whatever the number of sequences in it;
 // decode is bound by reading them (and by unpacking them: the multi-row tiles
@@ -77,8 +76,9 @@ public:
     explicit SmolLM3(std::shared_ptr<const gguf::File> file,
                      const kernels::KernelSet& kernel_set = kernels::default_kernels())
         : SmolLM3(detail::value_or_fail(try_create(std::move(file), kernel_set))) {}
-    static Expected<SmolLM3> try_create(std::shared_ptr<const gguf::File> file,
-                                        const kernels::KernelSet& kernel_set = kernels::default_kernels()) {
+    static Expected<SmolLM3> try_create(
+        std::shared_ptr<const gguf::File> file,
+        const kernels::KernelSet& kernel_set = kernels::default_kernels()) {
         SMOL_TRY_ASSIGN(Config config, Config::try_from_gguf(*file));
         SMOL_TRY_ASSIGN(Weights weights, Weights::try_bind(*file, config));
         return SmolLM3(std::move(file), std::move(config), std::move(weights), kernel_set);
@@ -118,7 +118,8 @@ private:
         static constexpr size_t kInlineRows = 16;
         Row inline_rows[kInlineRows];
         std::vector<Row> heap_rows;
-        std::vector<float> x, normed, q, k, v, attn, out, gate, up, scores, rope_cos, rope_sin, logits;
+        std::vector<float> x, normed, q, k, v, attn, out, gate, up, scores, rope_cos, rope_sin,
+            logits;
         QuantizedInput input;
     };
 
@@ -126,8 +127,8 @@ private:
     // x is quantized once per activation format and the matrices wanting that format
     // run as one matmul_batch (one pool wake-up and barrier for all of them). With
     // the K-quants sharing Q8_K32, a Q4_K_M layer's q, k and v are one batch.
-    static void matmul_shared_input(const MatmulJob* jobs, size_t n_jobs, const float* x, size_t m, size_t cols,
-                                    QuantizedInput& input, ThreadPool& pool) {
+    static void matmul_shared_input(const MatmulJob* jobs, size_t n_jobs, const float* x, size_t m,
+                                    size_t cols, QuantizedInput& input, ThreadPool& pool) {
         constexpr size_t kMaxJobs = 4;
         bool done[kMaxJobs] = {};
         for (size_t i = 0; i < n_jobs; ++i) {
@@ -147,7 +148,10 @@ private:
 
     SmolLM3(std::shared_ptr<const gguf::File> file, Config config, Weights weights,
             const kernels::KernelSet& kernel_set)
-        : file_(std::move(file)), config_(std::move(config)), weights_(std::move(weights)), kernels_(&kernel_set) {
+        : file_(std::move(file)),
+          config_(std::move(config)),
+          weights_(std::move(weights)),
+          kernels_(&kernel_set) {
         // theta_i = pos * base^(-2i / rope_dims); the per-pair frequencies in double.
         inverse_frequency_.resize(config_.rope_dims / 2);
         for (size_t i = 0; i < inverse_frequency_.size(); ++i)
@@ -159,8 +163,8 @@ private:
     // the matrices read once for all of them. Error(cancelled) when *cancel is
     // set between layers (the chunks' K/V are then partly written: the seam
     // does not count them).
-    Status run_pass(const Segment* chunks, size_t n_chunks, ThreadPool& pool, const std::atomic<bool>* cancel,
-                    Scratch& s) const {
+    Status run_pass(const Segment* chunks, size_t n_chunks, ThreadPool& pool,
+                    const std::atomic<bool>* cancel, Scratch& s) const {
         const Config& c = config_;
         const size_t hidden = c.hidden, q_dim = c.q_dim(), kv_dim = c.kv_dim(), ffn = c.ffn;
         size_t m = 0;
@@ -194,17 +198,22 @@ private:
 
             // --- attention block ---
             for (size_t r = 0; r < m; ++r)
-                kernels_->rmsnorm(&s.x[r * hidden], lw.attn_norm.data(), &s.normed[r * hidden], hidden, c.rms_eps);
-            const MatmulJob qkv[3] = {
-                {lw.attn_q, s.q.data(), q_dim}, {lw.attn_k, s.k.data(), kv_dim}, {lw.attn_v, s.v.data(), kv_dim}};
+                kernels_->rmsnorm(&s.x[r * hidden], lw.attn_norm.data(), &s.normed[r * hidden],
+                                  hidden, c.rms_eps);
+            const MatmulJob qkv[3] = {{lw.attn_q, s.q.data(), q_dim},
+                                      {lw.attn_k, s.k.data(), kv_dim},
+                                      {lw.attn_v, s.v.data(), kv_dim}};
             matmul_shared_input(qkv, 3, s.normed.data(), m, hidden, s.input, pool);
             if (c.layer_uses_rope(li)) {
                 for (size_t r = 0; r < m; ++r) {
-                    for (size_t h = 0; h < c.n_heads; ++h) rope(&s.q[r * q_dim + h * c.head_dim], r, s);
-                    for (size_t h = 0; h < c.n_kv_heads; ++h) rope(&s.k[r * kv_dim + h * c.head_dim], r, s);
+                    for (size_t h = 0; h < c.n_heads; ++h)
+                        rope(&s.q[r * q_dim + h * c.head_dim], r, s);
+                    for (size_t h = 0; h < c.n_kv_heads; ++h)
+                        rope(&s.k[r * kv_dim + h * c.head_dim], r, s);
                 }
             }
-            for (size_t r = 0; r < m; ++r) rows[r].kv->store(li, rows[r].pos, &s.k[r * kv_dim], &s.v[r * kv_dim]);
+            for (size_t r = 0; r < m; ++r)
+                rows[r].kv->store(li, rows[r].pos, &s.k[r * kv_dim], &s.v[r * kv_dim]);
             attention(li, rows, m, pool, s);
             s.input.quantize(lw.attn_output.type, s.attn.data(), m, q_dim, &pool);
             matmul(lw.attn_output, s.input, s.out.data(), hidden, pool);
@@ -212,8 +221,10 @@ private:
 
             // --- SwiGLU MLP ---
             for (size_t r = 0; r < m; ++r)
-                kernels_->rmsnorm(&s.x[r * hidden], lw.ffn_norm.data(), &s.normed[r * hidden], hidden, c.rms_eps);
-            const MatmulJob gate_up[2] = {{lw.ffn_gate, s.gate.data(), ffn}, {lw.ffn_up, s.up.data(), ffn}};
+                kernels_->rmsnorm(&s.x[r * hidden], lw.ffn_norm.data(), &s.normed[r * hidden],
+                                  hidden, c.rms_eps);
+            const MatmulJob gate_up[2] = {{lw.ffn_gate, s.gate.data(), ffn},
+                                          {lw.ffn_up, s.up.data(), ffn}};
             matmul_shared_input(gate_up, 2, s.normed.data(), m, hidden, s.input, pool);
             kernels_->swiglu(s.gate.data(), s.up.data(), s.gate.data(), m * ffn);
             s.input.quantize(lw.ffn_down.type, s.gate.data(), m, ffn, &pool);
@@ -236,15 +247,17 @@ private:
         for (size_t i = 0, first = 0; i < n_chunks; first += chunks[i].n_tokens, ++i) {
             const Segment& chunk = chunks[i];
             if (!chunk.logits) continue;
-            for (size_t t = chunk.all_logits ? 0 : chunk.n_tokens - 1; t < chunk.n_tokens; ++t, ++wanted)
-                kernels_->rmsnorm(&s.x[(first + t) * hidden], weights_.output_norm.data(), &s.normed[wanted * hidden],
-                                  hidden, config_.rms_eps);
+            for (size_t t = chunk.all_logits ? 0 : chunk.n_tokens - 1; t < chunk.n_tokens;
+                 ++t, ++wanted)
+                kernels_->rmsnorm(&s.x[(first + t) * hidden], weights_.output_norm.data(),
+                                  &s.normed[wanted * hidden], hidden, config_.rms_eps);
             ++n_wanting;
             only = chunk.logits;
         }
         if (wanted == 0) return;
         s.input.quantize(weights_.lm_head.type, s.normed.data(), wanted, hidden, &pool);
-        if (n_wanting == 1) {  // rows [wanted][vocab] are that chunk's buffer: no copy (every decode of one sequence)
+        if (n_wanting == 1) {  // rows [wanted][vocab] are that chunk's buffer: no copy (every
+                               // decode of one sequence)
             matmul(weights_.lm_head, s.input, only, vocab, pool);
             return;
         }
@@ -317,15 +330,17 @@ private:
             }
         };
         const size_t items = m * c.n_kv_heads;
-        if (pool.size() > 1 && total_positions * c.n_kv_heads * hd * group >= 32768) pool.parallel_for(items, work);
-        else work(0, items, 0);
+        if (pool.size() > 1 && total_positions * c.n_kv_heads * hd * group >= 32768)
+            pool.parallel_for(items, work);
+        else
+            work(0, items, 0);
     }
 
     std::shared_ptr<const gguf::File> file_;
     Config config_;
     Weights weights_;  // the matrices the forward reads, as bound: views into *file_
     std::vector<double> inverse_frequency_;  // [rope_dims / 2]
-    const kernels::KernelSet* kernels_;       // static storage (kernels/dispatch.hpp)
+    const kernels::KernelSet* kernels_;      // static storage (kernels/dispatch.hpp)
 };
 
 // The CPU backend: SmolLM3 on a thread pool behind the Backend seam. Both are
@@ -336,14 +351,15 @@ private:
 class CpuBackend final : public Backend {
 public:
     CpuBackend(const SmolLM3& net, ThreadPool& pool) noexcept
-        : Backend(Device::cpu, &detail::kCpuCacheOwner, net.config().vocab_size, net.config().context_length,
-                  net.config().n_layers, net.config().n_kv_heads, net.config().head_dim, /*max_chunk=*/0,
-                  ForwardOptions::kDefaultChunk),
-          net_(&net), pool_(&pool) {}
+        : Backend(Device::cpu, &detail::kCpuCacheOwner, net.config().vocab_size,
+                  net.config().context_length, net.config().n_layers, net.config().n_kv_heads,
+                  net.config().head_dim, /*max_chunk=*/0, ForwardOptions::kDefaultChunk),
+          net_(&net),
+          pool_(&pool) {}
 
     std::string name() const override {
-        return std::string("cpu (") + cpu_level_name(net_->kernels().level) + ", " + std::to_string(pool_->size()) +
-               (pool_->size() == 1 ? " thread)" : " threads)");
+        return std::string("cpu (") + cpu_level_name(net_->kernels().level) + ", " +
+               std::to_string(pool_->size()) + (pool_->size() == 1 ? " thread)" : " threads)");
     }
 
     const SmolLM3& network() const noexcept { return *net_; }
@@ -352,7 +368,8 @@ public:
 protected:
     Expected<std::unique_ptr<BackendCache>> create_cache(size_t n_ctx, KVType type,
                                                          uint64_t memory_budget) const override {
-        SMOL_TRY_ASSIGN(KVCache cache, KVCache::try_create(net_->config(), n_ctx, type, memory_budget));
+        SMOL_TRY_ASSIGN(KVCache cache,
+                        KVCache::try_create(net_->config(), n_ctx, type, memory_budget));
         return std::unique_ptr<BackendCache>(new KVCache(std::move(cache)));
     }
 
@@ -362,11 +379,13 @@ protected:
     // another pass costs little.
     static constexpr size_t kMaxPassRows = 2 * ForwardOptions::kDefaultChunk;
 
-    Status forward_step(const Segment* chunks, size_t n_chunks, const std::atomic<bool>* cancel) const override {
+    Status forward_step(const Segment* chunks, size_t n_chunks,
+                        const std::atomic<bool>* cancel) const override {
         SmolLM3::Scratch scratch(net_->kernels());
         for (size_t first = 0; first < n_chunks;) {
             size_t end = first + 1, rows = chunks[first].n_tokens;
-            while (end < n_chunks && rows + chunks[end].n_tokens <= kMaxPassRows) rows += chunks[end++].n_tokens;
+            while (end < n_chunks && rows + chunks[end].n_tokens <= kMaxPassRows)
+                rows += chunks[end++].n_tokens;
             SMOL_TRY(net_->run_pass(chunks + first, end - first, *pool_, cancel, scratch));
             first = end;
         }
@@ -378,9 +397,10 @@ private:
     ThreadPool* pool_;
 };
 
-inline void SmolLM3::forward(const int32_t* tokens, size_t n, size_t start_pos, KVCache& kv, float* logits,
-                             ThreadPool& pool, const ForwardOptions& options) const {
-    CpuBackend(*this, pool).forward(Segment{tokens, n, start_pos, &kv, logits, options.all_logits}, options);
+inline void SmolLM3::forward(const int32_t* tokens, size_t n, size_t start_pos, KVCache& kv,
+                             float* logits, ThreadPool& pool, const ForwardOptions& options) const {
+    CpuBackend(*this, pool)
+        .forward(Segment{tokens, n, start_pos, &kv, logits, options.all_logits}, options);
 }
 
 SMOL_NAMESPACE_END

@@ -54,8 +54,8 @@ struct LayerWeights {
 };
 
 struct Weights {
-    WeightMatrix token_embd;       // [vocab rows][hidden]
-    WeightMatrix lm_head;          // output.weight, or token_embd when tied
+    WeightMatrix token_embd;  // [vocab rows][hidden]
+    WeightMatrix lm_head;     // output.weight, or token_embd when tied
     bool tied_embeddings = true;
     std::vector<float> output_norm;  // [hidden]
     std::vector<LayerWeights> layers;
@@ -90,7 +90,8 @@ struct Weights {
             SMOL_TRY_ASSIGN(l.attn_q, matrix(file, b + "attn_q.weight", hidden, config.q_dim()));
             SMOL_TRY_ASSIGN(l.attn_k, matrix(file, b + "attn_k.weight", hidden, config.kv_dim()));
             SMOL_TRY_ASSIGN(l.attn_v, matrix(file, b + "attn_v.weight", hidden, config.kv_dim()));
-            SMOL_TRY_ASSIGN(l.attn_output, matrix(file, b + "attn_output.weight", config.q_dim(), hidden));
+            SMOL_TRY_ASSIGN(l.attn_output,
+                            matrix(file, b + "attn_output.weight", config.q_dim(), hidden));
             SMOL_TRY_ASSIGN(l.ffn_norm, vector(file, b + "ffn_norm.weight", hidden));
             SMOL_TRY_ASSIGN(l.ffn_gate, matrix(file, b + "ffn_gate.weight", hidden, config.ffn));
             SMOL_TRY_ASSIGN(l.ffn_up, matrix(file, b + "ffn_up.weight", hidden, config.ffn));
@@ -103,9 +104,9 @@ struct Weights {
     // Dequantizes the embedding row of `token` into out[hidden].
     void embed(int32_t token, float* out) const {
         if (token < 0 || size_t(token) >= token_embd.rows)
-            detail::fail(ErrorKind::invalid_argument,
-                         "model: token id " + std::to_string(token) + " is outside the vocabulary of " +
-                             std::to_string(token_embd.rows));
+            detail::fail(ErrorKind::invalid_argument, "model: token id " + std::to_string(token) +
+                                                          " is outside the vocabulary of " +
+                                                          std::to_string(token_embd.rows));
         dequantize_row(token_embd.type, token_embd.row(size_t(token)), out, token_embd.cols);
     }
 
@@ -120,34 +121,40 @@ private:
                                                   const std::vector<uint64_t>& expected) {
         const gguf::TensorInfo* t = file.find_tensor(name);
         if (!t)
-            return ErrorInfo{ErrorKind::missing, "model: " + file.source() + ": missing tensor '" + name +
-                                                     "' (expected " + shape_string(expected) + ")"};
+            return ErrorInfo{ErrorKind::missing, "model: " + file.source() + ": missing tensor '" +
+                                                     name + "' (expected " +
+                                                     shape_string(expected) + ")"};
         if (t->dims != expected)
-            return ErrorInfo{ErrorKind::shape, "model: " + file.source() + ": tensor '" + name + "': expected " +
-                                                   shape_string(expected) + ", found " + shape_string(t->dims)};
+            return ErrorInfo{ErrorKind::shape, "model: " + file.source() + ": tensor '" + name +
+                                                   "': expected " + shape_string(expected) +
+                                                   ", found " + shape_string(t->dims)};
         return t;
     }
 
     // The reader already checked that cols is a whole number of the type's
     // blocks and that the bytes lie inside the file.
-    static Expected<WeightMatrix> matrix(const gguf::File& file, const std::string& name, size_t cols,
-                                         size_t rows) {
-        SMOL_TRY_ASSIGN(const gguf::TensorInfo* found, find(file, name, {uint64_t(cols), uint64_t(rows)}));
+    static Expected<WeightMatrix> matrix(const gguf::File& file, const std::string& name,
+                                         size_t cols, size_t rows) {
+        SMOL_TRY_ASSIGN(const gguf::TensorInfo* found,
+                        find(file, name, {uint64_t(cols), uint64_t(rows)}));
         const gguf::TensorInfo& t = *found;
         if (!is_supported_weight_type(t.type))
-            return ErrorInfo{ErrorKind::unsupported,
-                             "model: " + file.source() + ": tensor '" + name + "' has type " + type_name(t.type) +
-                                 ", which smol cannot compute with (F32, F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K)"};
+            return ErrorInfo{
+                ErrorKind::unsupported,
+                "model: " + file.source() + ": tensor '" + name + "' has type " +
+                    type_name(t.type) +
+                    ", which smol cannot compute with (F32, F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K)"};
         return WeightMatrix{t.type, t.data, rows, cols, smol::row_bytes(t.type, cols), t.name};
     }
 
-    static Expected<std::vector<float>> vector(const gguf::File& file, const std::string& name, size_t n) {
+    static Expected<std::vector<float>> vector(const gguf::File& file, const std::string& name,
+                                               size_t n) {
         SMOL_TRY_ASSIGN(const gguf::TensorInfo* found, find(file, name, {uint64_t(n)}));
         const gguf::TensorInfo& t = *found;
         if (t.type != GGMLType::F32 && t.type != GGMLType::F16 && t.type != GGMLType::BF16)
-            return ErrorInfo{ErrorKind::unsupported, "model: " + file.source() + ": tensor '" + name +
-                                                         "' has type " + type_name(t.type) +
-                                                         " (norm weights must be F32, F16 or BF16)"};
+            return ErrorInfo{ErrorKind::unsupported,
+                             "model: " + file.source() + ": tensor '" + name + "' has type " +
+                                 type_name(t.type) + " (norm weights must be F32, F16 or BF16)"};
         std::vector<float> out(n);
         dequantize_row(t.type, t.data, out.data(), n);
         return out;

@@ -24,40 +24,40 @@
 
 SMOL_NAMESPACE_BEGIN
 
-constexpr int QK_K = 256;   // weights per k-quant super-block
-constexpr int QK8_0 = 32;   // weights per Q8_0 block
+constexpr int QK_K = 256;  // weights per k-quant super-block
+constexpr int QK8_0 = 32;  // weights per Q8_0 block
 constexpr int K_SCALE_SIZE = 12;
 
 struct BlockQ4K {
-    uint16_t d;                     // fp16 super-block scale for the sub-block scales
-    uint16_t dmin;                  // fp16 super-block scale for the sub-block mins
-    uint8_t scales[K_SCALE_SIZE];   // 8 x (6-bit scale, 6-bit min), packed
-    uint8_t qs[QK_K / 2];           // 4-bit quants: byte i holds weights i (low) and i+32 (high) per 64
+    uint16_t d;                    // fp16 super-block scale for the sub-block scales
+    uint16_t dmin;                 // fp16 super-block scale for the sub-block mins
+    uint8_t scales[K_SCALE_SIZE];  // 8 x (6-bit scale, 6-bit min), packed
+    uint8_t qs[QK_K / 2];  // 4-bit quants: byte i holds weights i (low) and i+32 (high) per 64
 };
 
 struct BlockQ5K {
     uint16_t d;
     uint16_t dmin;
     uint8_t scales[K_SCALE_SIZE];
-    uint8_t qh[QK_K / 8];           // 5th bit of every weight
-    uint8_t qs[QK_K / 2];           // low 4 bits, laid out as in Q4_K
+    uint8_t qh[QK_K / 8];  // 5th bit of every weight
+    uint8_t qs[QK_K / 2];  // low 4 bits, laid out as in Q4_K
 };
 
 struct BlockQ6K {
-    uint8_t ql[QK_K / 2];           // low 4 bits
-    uint8_t qh[QK_K / 4];           // high 2 bits
-    int8_t scales[QK_K / 16];       // 16 sub-block scales
-    uint16_t d;                     // fp16 super-block scale
+    uint8_t ql[QK_K / 2];      // low 4 bits
+    uint8_t qh[QK_K / 4];      // high 2 bits
+    int8_t scales[QK_K / 16];  // 16 sub-block scales
+    uint16_t d;                // fp16 super-block scale
 };
 
 struct BlockQ8K {
     float d;
     int8_t qs[QK_K];
-    int16_t bsums[QK_K / 16];       // sum of qs over each group of 16
+    int16_t bsums[QK_K / 16];  // sum of qs over each group of 16
 };
 
 struct BlockQ8_0 {
-    uint16_t d;                     // fp16 scale
+    uint16_t d;  // fp16 scale
     int8_t qs[QK8_0];
 };
 

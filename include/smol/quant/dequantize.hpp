@@ -167,10 +167,12 @@ inline void dequantize_row(GGMLType type, const void* src, float* dst, size_t n)
         alignas(16) uint8_t aligned[4096];
         const size_t blocks_per_copy = sizeof aligned / traits.type_size;
         const uint8_t* bytes = static_cast<const uint8_t*>(src);
-        for (size_t block = 0, n_blocks = n / traits.block_size; block < n_blocks; block += blocks_per_copy) {
+        for (size_t block = 0, n_blocks = n / traits.block_size; block < n_blocks;
+             block += blocks_per_copy) {
             const size_t count = std::min(blocks_per_copy, n_blocks - block);
             std::memcpy(aligned, bytes + block * traits.type_size, count * traits.type_size);
-            dequantize_row(type, aligned, dst + block * traits.block_size, count * traits.block_size);
+            dequantize_row(type, aligned, dst + block * traits.block_size,
+                           count * traits.block_size);
         }
         return;
     }

@@ -167,4 +167,3 @@ inline void quantize_row(GGMLType type, const float* src, void* dst, size_t n,
 }
 
 SMOL_NAMESPACE_END
-

@@ -45,47 +45,78 @@ enum class GGMLType : uint32_t {
 };
 
 struct TypeTraits {
-    const char* name;      // nullptr for an id smol does not know
-    uint32_t block_size;   // elements per block
-    uint32_t type_size;    // bytes per block
+    const char* name;     // nullptr for an id smol does not know
+    uint32_t block_size;  // elements per block
+    uint32_t type_size;   // bytes per block
 };
 
 constexpr TypeTraits type_traits(GGMLType type) noexcept {
     switch (type) {
-        case GGMLType::F32: return {"F32", 1, 4};
-        case GGMLType::F16: return {"F16", 1, 2};
-        case GGMLType::Q4_0: return {"Q4_0", 32, 18};
-        case GGMLType::Q4_1: return {"Q4_1", 32, 20};
-        case GGMLType::Q5_0: return {"Q5_0", 32, 22};
-        case GGMLType::Q5_1: return {"Q5_1", 32, 24};
-        case GGMLType::Q8_0: return {"Q8_0", 32, 34};
-        case GGMLType::Q8_1: return {"Q8_1", 32, 36};
-        case GGMLType::Q2_K: return {"Q2_K", 256, 84};
-        case GGMLType::Q3_K: return {"Q3_K", 256, 110};
-        case GGMLType::Q4_K: return {"Q4_K", 256, 144};
-        case GGMLType::Q5_K: return {"Q5_K", 256, 176};
-        case GGMLType::Q6_K: return {"Q6_K", 256, 210};
-        case GGMLType::Q8_K: return {"Q8_K", 256, 292};
-        case GGMLType::IQ2_XXS: return {"IQ2_XXS", 256, 66};
-        case GGMLType::IQ2_XS: return {"IQ2_XS", 256, 74};
-        case GGMLType::IQ3_XXS: return {"IQ3_XXS", 256, 98};
-        case GGMLType::IQ1_S: return {"IQ1_S", 256, 50};
-        case GGMLType::IQ4_NL: return {"IQ4_NL", 32, 18};
-        case GGMLType::IQ3_S: return {"IQ3_S", 256, 110};
-        case GGMLType::IQ2_S: return {"IQ2_S", 256, 82};
-        case GGMLType::IQ4_XS: return {"IQ4_XS", 256, 136};
-        case GGMLType::I8: return {"I8", 1, 1};
-        case GGMLType::I16: return {"I16", 1, 2};
-        case GGMLType::I32: return {"I32", 1, 4};
-        case GGMLType::I64: return {"I64", 1, 8};
-        case GGMLType::F64: return {"F64", 1, 8};
-        case GGMLType::IQ1_M: return {"IQ1_M", 256, 56};
-        case GGMLType::BF16: return {"BF16", 1, 2};
+        case GGMLType::F32:
+            return {"F32", 1, 4};
+        case GGMLType::F16:
+            return {"F16", 1, 2};
+        case GGMLType::Q4_0:
+            return {"Q4_0", 32, 18};
+        case GGMLType::Q4_1:
+            return {"Q4_1", 32, 20};
+        case GGMLType::Q5_0:
+            return {"Q5_0", 32, 22};
+        case GGMLType::Q5_1:
+            return {"Q5_1", 32, 24};
+        case GGMLType::Q8_0:
+            return {"Q8_0", 32, 34};
+        case GGMLType::Q8_1:
+            return {"Q8_1", 32, 36};
+        case GGMLType::Q2_K:
+            return {"Q2_K", 256, 84};
+        case GGMLType::Q3_K:
+            return {"Q3_K", 256, 110};
+        case GGMLType::Q4_K:
+            return {"Q4_K", 256, 144};
+        case GGMLType::Q5_K:
+            return {"Q5_K", 256, 176};
+        case GGMLType::Q6_K:
+            return {"Q6_K", 256, 210};
+        case GGMLType::Q8_K:
+            return {"Q8_K", 256, 292};
+        case GGMLType::IQ2_XXS:
+            return {"IQ2_XXS", 256, 66};
+        case GGMLType::IQ2_XS:
+            return {"IQ2_XS", 256, 74};
+        case GGMLType::IQ3_XXS:
+            return {"IQ3_XXS", 256, 98};
+        case GGMLType::IQ1_S:
+            return {"IQ1_S", 256, 50};
+        case GGMLType::IQ4_NL:
+            return {"IQ4_NL", 32, 18};
+        case GGMLType::IQ3_S:
+            return {"IQ3_S", 256, 110};
+        case GGMLType::IQ2_S:
+            return {"IQ2_S", 256, 82};
+        case GGMLType::IQ4_XS:
+            return {"IQ4_XS", 256, 136};
+        case GGMLType::I8:
+            return {"I8", 1, 1};
+        case GGMLType::I16:
+            return {"I16", 1, 2};
+        case GGMLType::I32:
+            return {"I32", 1, 4};
+        case GGMLType::I64:
+            return {"I64", 1, 8};
+        case GGMLType::F64:
+            return {"F64", 1, 8};
+        case GGMLType::IQ1_M:
+            return {"IQ1_M", 256, 56};
+        case GGMLType::BF16:
+            return {"BF16", 1, 2};
     }
     return {nullptr, 0, 0};
 }
 
-inline bool is_known_type(GGMLType type) noexcept { return type_traits(type).name != nullptr; }
+inline bool is_known_type(GGMLType type) noexcept {
+    return type_traits(type).name != nullptr;
+}
 
 inline std::string type_name(GGMLType type) {
     const TypeTraits traits = type_traits(type);

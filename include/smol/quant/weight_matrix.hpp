@@ -27,9 +27,9 @@ SMOL_NAMESPACE_BEGIN
 struct WeightMatrix {
     GGMLType type = GGMLType::F32;
     const uint8_t* data = nullptr;
-    size_t rows = 0;       // output features (GGUF dims[1])
-    size_t cols = 0;       // input features (GGUF dims[0])
-    size_t row_bytes = 0;  // bytes from one row to the next
+    size_t rows = 0;        // output features (GGUF dims[1])
+    size_t cols = 0;        // input features (GGUF dims[0])
+    size_t row_bytes = 0;   // bytes from one row to the next
     std::string_view name;  // the tensor's name, only for messages; empty when it has none
 
     const uint8_t* row(size_t r) const noexcept { return data + r * row_bytes; }

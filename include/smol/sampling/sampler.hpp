@@ -102,8 +102,9 @@ inline Status check_logit_bias(const SamplingParams& params, size_t n_vocab) {
     for (const auto& entry : params.logit_bias) {
         const int32_t id = entry.first;
         if (id < 0 || static_cast<size_t>(id) >= n_vocab)
-            return Status(ErrorKind::invalid_argument, "SamplingParams::logit_bias: token id " + std::to_string(id) +
-                                                           " is outside the vocabulary of " + std::to_string(n_vocab));
+            return Status(ErrorKind::invalid_argument,
+                          "SamplingParams::logit_bias: token id " + std::to_string(id) +
+                              " is outside the vocabulary of " + std::to_string(n_vocab));
     }
     return {};
 }
@@ -127,7 +128,8 @@ inline Expected<int32_t> try_greedy_token(const float* logits, size_t n_vocab) {
         }
     }
     if (best < 0)
-        return ErrorInfo{ErrorKind::invalid_argument, "Sampler: every logit is -inf or NaN, no token can be chosen"};
+        return ErrorInfo{ErrorKind::invalid_argument,
+                         "Sampler: every logit is -inf or NaN, no token can be chosen"};
     return best;
 }
 inline int32_t greedy_token(const float* logits, size_t n_vocab) {
@@ -183,7 +185,8 @@ public:
     // Errors (invalid_argument): no logits, more than 2^31 of them, a
     // logit_bias id outside the vocabulary, no logit a number above -inf.
     // try_sample returns them as a value, sample throws them.
-    Expected<int32_t> try_sample(float* logits, size_t n_vocab, const std::vector<int32_t>& history) {
+    Expected<int32_t> try_sample(float* logits, size_t n_vocab,
+                                 const std::vector<int32_t>& history) {
         SMOL_TRY(prepare(logits, n_vocab, history));
         if (params_.temperature <= 0.0f) return try_greedy_token(logits, n_vocab);
         SMOL_TRY(select_candidates(logits, n_vocab));
@@ -233,7 +236,8 @@ private:
     static bool by_id(const Candidate& a, const Candidate& b) { return a.id < b.id; }
 
     Status prepare(float* logits, size_t n_vocab, const std::vector<int32_t>& history) {
-        if (logits == nullptr || n_vocab == 0) return Status(ErrorKind::invalid_argument, "Sampler: empty logits");
+        if (logits == nullptr || n_vocab == 0)
+            return Status(ErrorKind::invalid_argument, "Sampler: empty logits");
         if (n_vocab > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
             return Status(ErrorKind::invalid_argument, "Sampler: vocabulary larger than int32");
         SMOL_TRY(check_logit_bias(params_, n_vocab));
@@ -282,7 +286,8 @@ private:
             }
         }
         if (candidates_.empty())
-            return Status(ErrorKind::invalid_argument, "Sampler: every logit is -inf or NaN, no token can be chosen");
+            return Status(ErrorKind::invalid_argument,
+                          "Sampler: every logit is -inf or NaN, no token can be chosen");
 
         double max_logit = candidates_.front().logit;
         for (const Candidate& c : candidates_) max_logit = std::max(max_logit, double(c.logit));

@@ -31,7 +31,8 @@ public:
     std::string push(int32_t id) {
         tokenizer_->append_piece(id, pending_);
         std::string out;
-        const size_t held = unicode::append_valid_utf8(out, pending_, /*keep_incomplete_tail=*/true);
+        const size_t held =
+            unicode::append_valid_utf8(out, pending_, /*keep_incomplete_tail=*/true);
         pending_.erase(0, pending_.size() - held);
         return out;
     }

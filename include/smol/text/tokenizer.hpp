@@ -120,8 +120,9 @@ public:
     // returns them (out then holds a partial encoding), encode throws them.
     Status try_encode(std::string_view text, bool parse_special, std::vector<int32_t>& out) const {
         if (text.size() >= (size_t(1) << 32))  // split_llama3's limit, checked here as a value
-            return Status(ErrorKind::invalid_argument, "tokenizer: text of " + std::to_string(text.size()) +
-                                                           " bytes is too large to encode at once (limit 4 GiB)");
+            return Status(ErrorKind::invalid_argument,
+                          "tokenizer: text of " + std::to_string(text.size()) +
+                              " bytes is too large to encode at once (limit 4 GiB)");
         Scratch scratch;
         scratch.use_cache = text.size() >= kCacheFromTextBytes;
         if (specials_.empty() || (!parse_special && !has_user_defined_)) {
@@ -186,8 +187,10 @@ public:
                                  : -1;
             // A code point outside the byte-level alphabet (a hand-made vocabulary)
             // is passed through as its own UTF-8 rather than dropped.
-            if (byte >= 0) out += char(byte);
-            else out.append(text.data() + pos, ch.length);
+            if (byte >= 0)
+                out += char(byte);
+            else
+                out.append(text.data() + pos, ch.length);
             pos += ch.length;
         }
     }
@@ -243,8 +246,9 @@ public:
         stats.special_matcher_nodes = specials_.matcher_nodes();
         stats.special_matcher_bytes = specials_.matcher_bytes();
         stats.heap_bytes = texts_.capacity() * sizeof(std::string_view) + types_.capacity() +
-                           index_.memory_bytes() + merges_.memory_bytes() + specials_.memory_bytes() +
-                           end_ids_.capacity() * sizeof(int32_t) + pre_type_.capacity();
+                           index_.memory_bytes() + merges_.memory_bytes() +
+                           specials_.memory_bytes() + end_ids_.capacity() * sizeof(int32_t) +
+                           pre_type_.capacity();
         return stats;
     }
 
@@ -255,9 +259,9 @@ private:
     struct Scratch {
         unicode::SplitScratch split;
         detail::BpeScratch bpe;
-        std::string spelled;  // a pre-token in byte-level spelling
+        std::string spelled;    // a pre-token in byte-level spelling
         int missing_byte = -1;  // a byte of the text the vocabulary has no token for
-        
+
         // Long texts repeat their words: remember each short pre-token's ids
         // (a span of cached_ids) for the rest of this call. Per call, so
         // concurrent encodes share nothing and need no lock.
@@ -292,8 +296,9 @@ private:
         SMOL_TRY_ASSIGN(const auto model, f.try_find<std::string>("tokenizer.ggml.model"));
         if (!model) return Status(ErrorKind::missing, where + "missing key 'tokenizer.ggml.model'");
         if (*model != "gpt2")
-            return Status(ErrorKind::unsupported, where + "tokenizer.ggml.model '" + *model +
-                                                      "' is not supported (smol reads byte-level BPE, 'gpt2')");
+            return Status(ErrorKind::unsupported,
+                          where + "tokenizer.ggml.model '" + *model +
+                              "' is not supported (smol reads byte-level BPE, 'gpt2')");
         SMOL_TRY_ASSIGN(const auto pre, f.try_find<std::string>("tokenizer.ggml.pre"));
         if (!pre) return Status(ErrorKind::missing, where + "missing key 'tokenizer.ggml.pre'");
         pre_type_ = *pre;
@@ -302,13 +307,15 @@ private:
         } else if (pre_type_ == "llama-bpe" || pre_type_ == "llama3" || pre_type_ == "llama-v3") {
             whole_word_first_ = true;
         } else {
-            return Status(ErrorKind::unsupported, where + "tokenizer.ggml.pre '" + pre_type_ +
-                                                      "' is not supported (smol implements smaug-bpe, llama-bpe, "
-                                                      "llama3)");
+            return Status(ErrorKind::unsupported,
+                          where + "tokenizer.ggml.pre '" + pre_type_ +
+                              "' is not supported (smol implements smaug-bpe, llama-bpe, "
+                              "llama3)");
         }
 
         SMOL_TRY_ASSIGN(texts_, f.try_get<std::vector<std::string_view>>("tokenizer.ggml.tokens"));
-        if (texts_.empty()) return Status(ErrorKind::format, where + "tokenizer.ggml.tokens is empty");
+        if (texts_.empty())
+            return Status(ErrorKind::format, where + "tokenizer.ggml.tokens is empty");
         if (texts_.size() >= size_t(INT32_MAX))
             return Status(ErrorKind::format, where + "tokenizer.ggml.tokens is too large");
         SMOL_TRY(load_types(where));
@@ -316,7 +323,8 @@ private:
 
         // Byte tokens: the starting symbols of BPE.
         const auto& map = detail::ByteLevelMap::get();
-        for (int b = 0; b < 256; ++b) byte_tokens_[size_t(b)] = index_.find(map.byte_to_utf8[size_t(b)]);
+        for (int b = 0; b < 256; ++b)
+            byte_tokens_[size_t(b)] = index_.find(map.byte_to_utf8[size_t(b)]);
 
         SMOL_TRY(load_merges(where));
         SMOL_TRY(load_special_ids(where));
@@ -335,13 +343,16 @@ private:
         if (v->as_array().size() != n)
             return Status(ErrorKind::format, where + "tokenizer.ggml.token_type has " +
                                                  std::to_string(v->as_array().size()) +
-                                                 " entries but tokenizer.ggml.tokens has " + std::to_string(n));
-        SMOL_TRY_ASSIGN(const auto raw, file_->try_get<std::vector<int32_t>>("tokenizer.ggml.token_type"));
+                                                 " entries but tokenizer.ggml.tokens has " +
+                                                 std::to_string(n));
+        SMOL_TRY_ASSIGN(const auto raw,
+                        file_->try_get<std::vector<int32_t>>("tokenizer.ggml.token_type"));
         types_.resize(n);
         for (size_t i = 0; i < n; ++i) {
             if (raw[i] < 0 || raw[i] > 6)
-                return Status(ErrorKind::format, where + "tokenizer.ggml.token_type[" + std::to_string(i) + "] = " +
-                                                     std::to_string(raw[i]) + " (expected 0..6)");
+                return Status(ErrorKind::format,
+                              where + "tokenizer.ggml.token_type[" + std::to_string(i) +
+                                  "] = " + std::to_string(raw[i]) + " (expected 0..6)");
             types_[i] = uint8_t(raw[i]);
         }
         return {};
@@ -355,7 +366,8 @@ private:
             if (!id) return {};
             if (*id < 0 || *id >= n)
                 return Status(ErrorKind::format, where + key + " = " + std::to_string(*id) +
-                                                     " is outside the vocabulary of " + std::to_string(n) + " tokens");
+                                                     " is outside the vocabulary of " +
+                                                     std::to_string(n) + " tokens");
             out = int32_t(*id);
             return {};
         };
@@ -398,22 +410,25 @@ private:
     Status load_merges(const std::string& where) {
         if (!file_->has("tokenizer.ggml.merges"))
             return Status(ErrorKind::missing, where + "missing key 'tokenizer.ggml.merges'");
-        SMOL_TRY_ASSIGN(const auto merges, file_->try_get<std::vector<std::string_view>>("tokenizer.ggml.merges"));
+        SMOL_TRY_ASSIGN(const auto merges,
+                        file_->try_get<std::vector<std::string_view>>("tokenizer.ggml.merges"));
         for (unsigned attempt = 0; attempt < detail::kHashSeedAttempts; ++attempt) {
             merges_.reset(merges.size(), attempt);
             SMOL_TRY_ASSIGN(const bool inserted, insert_merges(merges, where));
             if (inserted && merges_.seal()) return {};
         }
-        return Status(ErrorKind::format, where +
-                                             "tokenizer.ggml.merges: under every hash seed tried, some lookup "
-                                             "would read more than " +
-                                             std::to_string(detail::kMaxProbeSlots) +
-                                             " slots (merge pairs that collide: a crafted file?)");
+        return Status(ErrorKind::format,
+                      where +
+                          "tokenizer.ggml.merges: under every hash seed tried, some lookup "
+                          "would read more than " +
+                          std::to_string(detail::kMaxProbeSlots) +
+                          " slots (merge pairs that collide: a crafted file?)");
     }
 
     // Resolves each merge to ids and inserts it; false as soon as an insert
     // probes past the bound (load_merges then tries the next seed).
-    Expected<bool> insert_merges(const std::vector<std::string_view>& merges, const std::string& where) {
+    Expected<bool> insert_merges(const std::vector<std::string_view>& merges,
+                                 const std::string& where) {
         // Three table lookups per merge, 280k merges: memory-bound. Work in
         // blocks: split and hash a block, prefetch its slots, then resolve it,
         // so the cache misses of a block overlap instead of queueing.
@@ -435,8 +450,9 @@ private:
                 const size_t space = m.find(' ');
                 if (space == std::string_view::npos || space == 0 || space + 1 == m.size() ||
                     m.find(' ', space + 1) != std::string_view::npos)
-                    return ErrorInfo{ErrorKind::format, where + "tokenizer.ggml.merges[" + std::to_string(rank) +
-                                                            "] = '" + std::string(m.substr(0, 64)) +
+                    return ErrorInfo{ErrorKind::format, where + "tokenizer.ggml.merges[" +
+                                                            std::to_string(rank) + "] = '" +
+                                                            std::string(m.substr(0, 64)) +
                                                             "' is not of the form 'left right'"};
                 Parsed& p = block[k];
                 p.left = m.substr(0, space);
@@ -461,7 +477,8 @@ private:
                 // A merge whose sides or result are not tokens can never apply to
                 // token symbols: skip it (real vocabularies have none).
                 if (p.left_id < 0 || p.right_id < 0 || p.merged < 0) continue;
-                if (!merges_.insert(p.left_id, p.right_id, {uint32_t(first + k), p.merged})) return false;
+                if (!merges_.insert(p.left_id, p.right_id, {uint32_t(first + k), p.merged}))
+                    return false;
             }
         }
         return true;
@@ -480,7 +497,8 @@ private:
     // stops at the first such byte and reports it here.
     Status missing_byte_error(const Scratch& scratch) const {
         if (scratch.missing_byte < 0) return {};
-        return Status(ErrorKind::format, "tokenizer: " + file_->source() + ": the vocabulary has no token for byte " +
+        return Status(ErrorKind::format, "tokenizer: " + file_->source() +
+                                             ": the vocabulary has no token for byte " +
                                              std::to_string(scratch.missing_byte) +
                                              " (a byte-level BPE vocabulary needs all 256)");
     }

@@ -45,8 +45,10 @@ constexpr bool in_ranges(const CodepointRange (&ranges)[N], char32_t cp) noexcep
     size_t lo = 0, hi = N;  // first range whose last >= cp, by binary search
     while (lo < hi) {
         const size_t mid = (lo + hi) / 2;
-        if (ranges[mid].last < cp) lo = mid + 1;
-        else hi = mid;
+        if (ranges[mid].last < cp)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo < N && ranges[lo].first <= cp;
 }
@@ -90,9 +92,15 @@ inline uint8_t codepoint_flags(char32_t cp) noexcept {
     if (cp < 0x10000) return detail::bmp_flags()[cp];
     return detail::flags_by_search(cp);
 }
-inline bool is_letter(char32_t cp) noexcept { return codepoint_flags(cp) == kLetter; }
-inline bool is_number(char32_t cp) noexcept { return codepoint_flags(cp) == kNumber; }
-inline bool is_whitespace(char32_t cp) noexcept { return codepoint_flags(cp) == kWhitespace; }
+inline bool is_letter(char32_t cp) noexcept {
+    return codepoint_flags(cp) == kLetter;
+}
+inline bool is_number(char32_t cp) noexcept {
+    return codepoint_flags(cp) == kNumber;
+}
+inline bool is_whitespace(char32_t cp) noexcept {
+    return codepoint_flags(cp) == kWhitespace;
+}
 
 // The UTF-8 decoder is detail/utf8.hpp's scan_utf8 (Unicode's well-formed
 // sequences, Table 3-7), shared with the generator's input checks; the codec

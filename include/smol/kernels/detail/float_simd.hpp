@@ -54,8 +54,8 @@ inline FloatBatch load_widened(const uint8_t* p) noexcept {
 
 // F32/F16/BF16 weight rows x F32 activation rows (see kernels::TileKernel).
 template <GGMLType type, int n_cols>
-void tile_float(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t* x, size_t x_row_bytes,
-                size_t cols, float* y, size_t y_stride) {
+void tile_float(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t* x,
+                size_t x_row_bytes, size_t cols, float* y, size_t y_stride) {
     constexpr size_t element_bytes = type == GGMLType::F32 ? 4 : 2;
     const size_t vector_end = cols / kFloatLanes * kFloatLanes;
     for (size_t r = 0; r < n_rows; ++r) {
@@ -72,7 +72,8 @@ void tile_float(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8
         for (int c = 0; c < n_cols; ++c) {
             const float* xc = reinterpret_cast<const float*>(x + size_t(c) * x_row_bytes);
             float sum = xsimd::hadd(acc[c]);
-            for (size_t i = vector_end; i < cols; ++i) sum = std::fma(scalar::widen_one<type>(row + i * element_bytes), xc[i], sum);
+            for (size_t i = vector_end; i < cols; ++i)
+                sum = std::fma(scalar::widen_one<type>(row + i * element_bytes), xc[i], sum);
             y[size_t(c) * y_stride + r] = sum;
         }
     }
@@ -82,7 +83,8 @@ inline float dot_f32(const float* a, const float* b, size_t n) noexcept {
     FloatBatch acc0(0.0f), acc1(0.0f), acc2(0.0f), acc3(0.0f);
     size_t i = 0;
     for (; i + 4 * kFloatLanes <= n; i += 4 * kFloatLanes) {
-        acc0 = xsimd::fma(FloatBatch::load_unaligned(a + i), FloatBatch::load_unaligned(b + i), acc0);
+        acc0 =
+            xsimd::fma(FloatBatch::load_unaligned(a + i), FloatBatch::load_unaligned(b + i), acc0);
         acc1 = xsimd::fma(FloatBatch::load_unaligned(a + i + kFloatLanes),
                           FloatBatch::load_unaligned(b + i + kFloatLanes), acc1);
         acc2 = xsimd::fma(FloatBatch::load_unaligned(a + i + 2 * kFloatLanes),
@@ -91,7 +93,8 @@ inline float dot_f32(const float* a, const float* b, size_t n) noexcept {
                           FloatBatch::load_unaligned(b + i + 3 * kFloatLanes), acc3);
     }
     for (; i + kFloatLanes <= n; i += kFloatLanes) {
-        acc0 = xsimd::fma(FloatBatch::load_unaligned(a + i), FloatBatch::load_unaligned(b + i), acc0);
+        acc0 =
+            xsimd::fma(FloatBatch::load_unaligned(a + i), FloatBatch::load_unaligned(b + i), acc0);
     }
     float sum = xsimd::hadd((acc0 + acc1) + (acc2 + acc3));
     for (; i < n; ++i) sum += a[i] * b[i];

@@ -116,7 +116,8 @@ struct BpeScratch {
 // tokens of a pre-token, in order): the adjacent pair with the lowest merge
 // rank merges, repeatedly, through a heap over the pairs of a linked list
 // (O(n log n), not quadratic). Appends the resulting ids to out.
-inline void bpe_merge(const MergeIndex& merges, BpeScratch& scratch, size_t n, std::vector<int32_t>& out) {
+inline void bpe_merge(const MergeIndex& merges, BpeScratch& scratch, size_t n,
+                      std::vector<int32_t>& out) {
     using Candidate = BpeScratch::Candidate;
     auto& symbols = scratch.symbols;
     auto& heap = scratch.heap;

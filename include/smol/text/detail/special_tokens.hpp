@@ -45,8 +45,8 @@ public:
         root_.fill(-1);
         for (const std::string_view text : texts)
             if (text.empty() || text.size() >= (size_t(1) << 32))
-                return Status(ErrorKind::internal,
-                              "tokenizer: a special text of " + std::to_string(text.size()) + " bytes");
+                return Status(ErrorKind::internal, "tokenizer: a special text of " +
+                                                       std::to_string(text.size()) + " bytes");
         // Sorted, the texts below a node are a contiguous range, so the tree
         // grows breadth first with each node's children side by side.
         std::vector<uint32_t> sorted(texts.size());
@@ -187,7 +187,8 @@ public:
     size_t matcher_nodes() const noexcept { return matcher_.node_count(); }
     size_t matcher_bytes() const noexcept { return matcher_.memory_bytes(); }
     size_t memory_bytes() const noexcept {
-        return ids_.capacity() * sizeof(int32_t) + texts_.capacity() * sizeof(std::string_view) + matcher_bytes();
+        return ids_.capacity() * sizeof(int32_t) + texts_.capacity() * sizeof(std::string_view) +
+               matcher_bytes();
     }
 
     // The special tokens in `text` as (byte offset, id), in text order: each
@@ -195,7 +196,8 @@ public:
     // within the text no longer token has claimed. Only tokens whose id
     // eligible(id) accepts take part.
     template <class Eligible>
-    std::vector<std::pair<size_t, int32_t>> find(std::string_view text, Eligible eligible_id) const {
+    std::vector<std::pair<size_t, int32_t>> find(std::string_view text,
+                                                 Eligible eligible_id) const {
         auto eligible = [&](int32_t order) { return eligible_id(ids_[size_t(order)]); };
         std::vector<Candidate> found = longest(text, eligible);
         // Usually no two overlap, and then each claims its place: a shorter
@@ -237,7 +239,8 @@ private:
     // the heap holds the next one of each place, so memory stays one entry per
     // place even when specials nest ("<", "<<", "<<<", ...).
     template <class Eligible>
-    std::vector<std::pair<size_t, int32_t>> claim(std::vector<Candidate> heap, Eligible eligible) const {
+    std::vector<std::pair<size_t, int32_t>> claim(std::vector<Candidate> heap,
+                                                  Eligible eligible) const {
         auto later = [](const Candidate& a, const Candidate& b) {
             return a.order != b.order ? a.order > b.order : a.start > b.start;
         };
@@ -252,14 +255,17 @@ private:
             if (next != claimed.begin() && std::prev(next)->second.first > c.start) continue;
             const size_t room = next == claimed.end() ? ~size_t(0) : next->first - c.start;
             if (length(c.order) <= room) {
-                claimed.emplace_hint(next, c.start, std::make_pair(c.start + length(c.order), ids_[size_t(c.order)]));
+                claimed.emplace_hint(
+                    next, c.start,
+                    std::make_pair(c.start + length(c.order), ids_[size_t(c.order)]));
                 continue;
             }
             // Too long for the room before the next claimed span, as is every
             // candidate here until one fits; that one waits its turn (others
             // of lower order may claim first).
             int32_t order = matcher_.shorter(c.order);
-            while (order >= 0 && (length(order) > room || !eligible(order))) order = matcher_.shorter(order);
+            while (order >= 0 && (length(order) > room || !eligible(order)))
+                order = matcher_.shorter(order);
             if (order < 0) continue;
             heap.push_back({order, c.start});
             std::push_heap(heap.begin(), heap.end(), later);

@@ -42,17 +42,20 @@ public:
     Status build(const std::vector<std::string_view>& texts, const std::string& where) {
         base_ = texts.empty() ? nullptr : texts.front().data();
         for (const std::string_view text : texts)
-            if (text.data() < base_ || uint64_t(text.data() - base_) + text.size() >= (uint64_t(1) << 32))
-                return Status(ErrorKind::internal, "tokenizer: token texts do not lie in one block of the file");
+            if (text.data() < base_ ||
+                uint64_t(text.data() - base_) + text.size() >= (uint64_t(1) << 32))
+                return Status(ErrorKind::internal,
+                              "tokenizer: token texts do not lie in one block of the file");
         for (unsigned attempt = 0; attempt < kHashSeedAttempts; ++attempt) {
             hash_ = SeededTextHash(table_hash_seed(attempt));
             if (try_build(texts)) return {};
         }
-        return Status(ErrorKind::format, where +
-                                             "tokenizer.ggml.tokens: under every hash seed tried, some lookup would "
-                                             "read more than " +
-                                             std::to_string(kMaxProbeSlots) +
-                                             " slots (token texts that collide: a crafted file?)");
+        return Status(ErrorKind::format,
+                      where +
+                          "tokenizer.ggml.tokens: under every hash seed tried, some lookup would "
+                          "read more than " +
+                          std::to_string(kMaxProbeSlots) +
+                          " slots (token texts that collide: a crafted file?)");
     }
     // The hash that find() and find_concat() take.
     const SeededTextHash& hasher() const noexcept { return hash_; }
@@ -96,8 +99,8 @@ private:
     struct Slot {
         uint32_t offset;  // of the text, from base_
         uint32_t size;
-        uint32_t tag;     // high half of the hash: most mismatches fail without a compare
-        int32_t id;       // -1: empty
+        uint32_t tag;  // high half of the hash: most mismatches fail without a compare
+        int32_t id;    // -1: empty
     };
     // False as soon as one insert probes past the bound (so a hostile set
     // costs at most n * kMaxProbeSlots probes per seed, not n^2).
