@@ -25,15 +25,7 @@
 // <|im_end|>, stay in the history, so the next chat turn, which re-renders the
 // conversation, usually reuses everything up to the new user message.
 //
-// Stopping: an end-of-generation token of the file (never emitted as text),
-// a stop string (matched across token boundaries; text that might begin one is
-// held back from the callback until it cannot; the stop string and anything
-// after it never reach the callback or GenerateResult::text), max_tokens, the
-// callback returning false or cancel() (StopReason::cancelled), or a full
-// context (StopReason::context_full: reported, not thrown). A prompt longer
-// than the context is smol::Error(out_of_range); a prompt, message or stop
-// string that is not valid UTF-8 is smol::Error(invalid_argument) naming the
-// byte offset. Streamed pieces are always whole UTF-8.
+// Stopping and input errors: see StopReason in generation/params.hpp.
 //
 // Thread-safety contract:
 //   - smol::Model is immutable after load: share one (std::shared_ptr) between
@@ -204,7 +196,7 @@ public:
 
     // Forgets the history and empties the KV cache.
     void reset() {
-        ExclusiveScope scope(*this, "reset");
+        detail::RunGate::Scope scope(*state_->gate, "reset");
         state_->history.clear();
         state_->kv->clear();
     }
@@ -213,7 +205,7 @@ public:
     // (nothing mutable shared): e.g. many NPCs branching from one prefilled
     // system prompt.
     Generator fork() {
-        ExclusiveScope scope(*this, "fork");
+        detail::RunGate::Scope scope(*state_->gate, "fork");
         return Generator(PrivateTag{}, *state_);
     }
 
@@ -221,7 +213,7 @@ public:
     // identity; restore_session() on a generator of the same model brings it
     // back. The format: generation/session_format.hpp.
     std::vector<uint8_t> save_session() {
-        ExclusiveScope scope(*this, "save_session");
+        detail::RunGate::Scope scope(*state_->gate, "save_session");
         return detail::encode_session(state_->model->identity(), state_->history,
                                       state_->kv->serialize());
     }
@@ -267,7 +259,7 @@ public:
     // BOS when the file asks).
     std::vector<int32_t> tokenize(std::string_view prompt) const {
         std::vector<int32_t> ids;
-        detail::ok_or_fail(tokenize_into(prompt, ids));
+        detail::ok_or_fail(detail::prompt_ids(state_->model->tokenizer(), prompt, ids));
         return ids;
     }
     // The exact prompt chat() would run for `messages`.
@@ -360,39 +352,21 @@ private:
     }
     const Backend& backend() const noexcept { return state_->model->backend(); }
 
-    // ---- prompts: text or a conversation to ids (checks: generation/inputs.hpp) ----
+    // ---- prompts: text or a conversation to ids (generation/inputs.hpp) ----
 
     Status text_prompt(std::string_view prompt, std::vector<int32_t>& ids) const {
-        SMOL_TRY(detail::utf8_status(prompt, "prompt"));
-        return tokenize_into(prompt, ids);
+        return detail::text_prompt_ids(state_->model->tokenizer(), prompt, ids);
     }
     Status chat_prompt(const std::vector<ChatMessage>& messages, const ChatOptions& options,
                        std::vector<int32_t>& ids) const {
-        SMOL_TRY(detail::messages_status(messages));
-        return tokenize_into(smol::render_chat(state_->chat_format, messages, options), ids);
-    }
-    // Special tokens parsed; BOS first when the file asks for it.
-    Status tokenize_into(std::string_view text, std::vector<int32_t>& ids) const {
-        const Tokenizer& tokenizer = state_->model->tokenizer();
-        ids.clear();
-        if (tokenizer.add_bos() && tokenizer.bos_id()) ids.push_back(*tokenizer.bos_id());
-        return tokenizer.try_encode(text, /*parse_special=*/true, ids);
+        return detail::chat_prompt_ids(state_->model->tokenizer(), state_->chat_format, messages,
+                                       options, ids);
     }
 
     // ---- exclusive use (one run at a time: detail::RunGate) ----
 
     Status begin_exclusive(const char* what) { return state_->gate->enter(what); }
     void end_exclusive() noexcept { state_->gate->leave(); }
-    // begin_exclusive .. end_exclusive for the calls that throw when busy.
-    struct ExclusiveScope {
-        ExclusiveScope(Generator& generator, const char* what) : generator_(generator) {
-            detail::ok_or_fail(generator_.begin_exclusive(what));
-        }
-        ~ExclusiveScope() { generator_.end_exclusive(); }
-        ExclusiveScope(const ExclusiveScope&) = delete;
-        ExclusiveScope& operator=(const ExclusiveScope&) = delete;
-        Generator& generator_;
-    };
     void wait_async_idle() noexcept {
         if (state_) state_->gate->wait_async_idle();
     }
@@ -443,15 +417,7 @@ private:
     // A failed run: thrown with exceptions, a StopReason::error result without.
     GenerateResult error_result(ErrorInfo error) const {
         log(log_error, error.message);
-#if SMOL_HAS_EXCEPTIONS
-        detail::fail(error);
-#else
-        GenerateResult result;
-        result.stop_reason = StopReason::error;
-        result.error = std::move(error.message);
-        result.error_kind = error.kind;
-        return result;
-#endif
+        return detail::error_result(std::move(error));
     }
 
     template <class PromptFn>

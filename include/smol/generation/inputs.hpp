@@ -1,6 +1,7 @@
-// The checks a run's inputs get before anything runs, as values: text must be
-// valid UTF-8 (the error names the byte offset), prompt ids must be in the
-// vocabulary and fit the context, the sampling parameters must be usable.
+// A run's inputs, checked as values before anything runs (text must be valid
+// UTF-8, the error naming the byte offset; prompt ids must be in the
+// vocabulary and fit the context; the sampling parameters must be usable), and
+// turned into prompt ids.
 #pragma once
 
 #include "../detail/abi.hpp"
@@ -13,6 +14,7 @@
 #include "../error.hpp"
 #include "../sampling/sampler.hpp"
 #include "../text/chat_template.hpp"
+#include "../text/tokenizer.hpp"
 #include "params.hpp"
 
 SMOL_NAMESPACE_BEGIN
@@ -53,6 +55,26 @@ inline Status run_inputs_status(const std::vector<int32_t>& prompt, const Genera
                                                    std::to_string(n_ctx) +
                                                    " (GeneratorOptions::n_ctx)");
     return Sampler::validate(params);
+}
+
+// The ids of a prompt: special tokens parsed; BOS first when the file asks for it.
+inline Status prompt_ids(const Tokenizer& tokenizer, std::string_view text,
+                         std::vector<int32_t>& ids) {
+    ids.clear();
+    if (tokenizer.add_bos() && tokenizer.bos_id()) ids.push_back(*tokenizer.bos_id());
+    return tokenizer.try_encode(text, /*parse_special=*/true, ids);
+}
+inline Status text_prompt_ids(const Tokenizer& tokenizer, std::string_view prompt,
+                              std::vector<int32_t>& ids) {
+    SMOL_TRY(utf8_status(prompt, "prompt"));
+    return prompt_ids(tokenizer, prompt, ids);
+}
+// A conversation rendered with `format` (text/chat_template.hpp), then tokenized.
+inline Status chat_prompt_ids(const Tokenizer& tokenizer, ChatFormat format,
+                              const std::vector<ChatMessage>& messages,
+                              const ChatTemplateOptions& options, std::vector<int32_t>& ids) {
+    SMOL_TRY(messages_status(messages));
+    return prompt_ids(tokenizer, render_chat(format, messages, options), ids);
 }
 
 }  // namespace detail

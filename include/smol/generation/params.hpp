@@ -23,6 +23,14 @@ SMOL_NAMESPACE_BEGIN
 class Batcher;  // generation/batcher.hpp
 
 // Why generation ended.
+//
+// Stopping: an end-of-generation token of the file (never emitted as text), a stop string (matched
+// across token boundaries; text that might begin one is held back from the callback until it
+// cannot; the stop string and anything after it never reach the callback or GenerateResult::text),
+// max_tokens, the callback returning false or cancel() (StopReason::cancelled), or a full context
+// (StopReason::context_full: reported, not thrown). A prompt longer than the context is
+// smol::Error(out_of_range); a prompt, message or stop string that is not valid UTF-8 is
+// smol::Error(invalid_argument) naming the byte offset. Streamed pieces are always whole UTF-8.
 enum class StopReason {
     eos,           // the model produced an end-of-generation token
     max_tokens,    // GenerateParams::max_tokens tokens were generated
@@ -111,6 +119,22 @@ struct GenerateResult {
         return decode_ms > 0 ? 1000.0 * double(tokens.size()) / decode_ms : 0.0;
     }
 };
+
+namespace detail {
+// A failed run as its caller sees it: thrown with exceptions, a result with
+// StopReason::error without.
+inline GenerateResult error_result(ErrorInfo error) {
+#if SMOL_HAS_EXCEPTIONS
+    fail(error);
+#else
+    GenerateResult result;
+    result.stop_reason = StopReason::error;
+    result.error = std::move(error.message);
+    result.error_kind = error.kind;
+    return result;
+#endif
+}
+}  // namespace detail
 
 // Receives each new piece of text (whole UTF-8); return false to stop.
 using TokenCallback = std::function<bool(std::string_view piece)>;

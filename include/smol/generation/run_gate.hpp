@@ -44,6 +44,20 @@ public:
         busy_ = false;
         cancel_flag_.reset();
     }
+    // enter .. leave around a call that throws (aborts without exceptions)
+    // when the gate is taken.
+    class Scope {
+    public:
+        Scope(RunGate& gate, const char* what) : gate_(gate) {
+            detail::ok_or_fail(gate_.enter(what));
+        }
+        ~Scope() { gate_.leave(); }
+        Scope(const Scope&) = delete;
+        Scope& operator=(const Scope&) = delete;
+
+    private:
+        RunGate& gate_;
+    };
 
     // The flag cancel() sets while the current run holds the gate.
     void set_cancel_flag(std::shared_ptr<std::atomic<bool>> flag) {
