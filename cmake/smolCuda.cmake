@@ -48,7 +48,10 @@ endif()
 # The test: its own executable (tests/CMakeLists.txt is processed later and only
 # knows the CPU components). Without a GPU it runs the host emulation checks and
 # skips the rest with a message.
-if(SMOL_BUILD_TESTS AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/tests/test_cuda.cpp)
+if(SMOL_BUILD_TESTS)
+  if(NOT EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/tests/test_cuda.cpp)
+    message(FATAL_ERROR "cmake/smolCuda.cmake registers tests/test_cuda.cpp, which does not exist")
+  endif()
   find_package(doctest REQUIRED)
   find_package(nlohmann_json REQUIRED)
   set(SMOL_FIXTURES_DIR "${PROJECT_SOURCE_DIR}/../shared/fixtures" CACHE PATH "Fixture directory")
