@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "expect_error.hpp"
+#include "gguf_rebuild.hpp"
 #include "fixtures.hpp"
 
 namespace {
@@ -63,31 +64,8 @@ struct TempFile {
     ~TempFile() { std::remove(path.c_str()); }
 };
 
-// Copies `src` into a new file, letting the callbacks replace or drop entries:
-// each returns true when it handled the entry itself (wrote something else or
-// nothing), false to copy it unchanged. `extra` adds entries at the end.
-Bytes rebuild(const File& src, const std::function<bool(Writer&, const KeyValue&)>& on_key,
-              const std::function<bool(Writer&, const TensorInfo&)>& on_tensor = nullptr,
-              const std::function<void(Writer&)>& extra = nullptr) {
-    Writer w(src.alignment());
-    for (const auto& kv : src.metadata())
-        if (!on_key || !on_key(w, kv)) w.copy_value(kv.key, kv.value);
-    for (const auto& t : src.tensors())
-        if (!on_tensor || !on_tensor(w, t))
-            w.add_tensor(t.name, t.type, t.dims, t.data, size_t(t.n_bytes));
-    if (extra) extra(w);
-    return w.to_bytes();
-}
-
-// Adds tensor `name` of `type` and `dims` filled with zero bytes.
-void add_zero_tensor(Writer& w, const std::string& name, GGMLType type,
-                     std::vector<uint64_t> dims) {
-    uint64_t n = 1;
-    for (uint64_t d : dims) n *= d;
-    const auto traits = smol::type_traits(type);
-    const Bytes zeros(size_t(n / traits.block_size * traits.type_size), 0);
-    w.add_tensor(name, type, std::move(dims), zeros.data(), zeros.size());
-}
+using smol_test::gguf_edit::add_zero_tensor;
+using smol_test::gguf_edit::rebuild;
 
 std::shared_ptr<File> parse(const Bytes& bytes, const std::string& name) {
     return File::from_bytes(bytes, name);
