@@ -9,6 +9,12 @@
 // position (vocab_size little-endian f32). --print-prompt prints the rendered
 // chat prompt exactly (no newline added) and exits. Every other output ends
 // with a newline, and the statistics are one line of their own on stderr.
+//
+// Structured output: --grammar (GBNF) or --json-schema constrains the whole
+// text; --tools declares tools (a chat turn), and --constrain-tools makes each
+// <tool_call> follow one of their argument schemas. The parsed calls follow
+// the statistics on stderr, one "smol-generate: tool call ..." line each (and
+// as "tool_calls" in --json).
 #include <smol/smol.hpp>
 #include <smol/generator.hpp>
 
@@ -16,8 +22,10 @@
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -32,6 +40,48 @@ std::string read_text_file(const std::string& path) {
     std::ostringstream ss;
     ss << in.rdbuf();
     return ss.str();
+}
+
+// The callback of an option naming a file: a file that cannot be read or used
+// is a usage error (exit 2), found before the model loads.
+std::function<void(const std::string&)> file_option(
+    std::function<void(const std::string& text)> use) {
+    return [use = std::move(use)](const std::string& path) {
+        const std::string text = read_text_file(path);  // "cannot open '...'"
+        try {
+            use(text);
+        } catch (const std::exception& e) {
+            throw smol_cli::BadValue("'" + path + "': " + e.what());
+        }
+    };
+}
+
+template <class T>
+const T& value_or_throw(const smol::Expected<T>& result) {
+    if (!result) throw std::invalid_argument(result.error().message);
+    return result.value();
+}
+
+// --tools: a JSON array of {"name", "description", "parameters"}, or of the
+// OpenAI / transformers form {"type": "function", "function": {...}}.
+std::vector<smol::ToolDefinition> parse_tools(const std::string& text) {
+    // ordered_json: the model sees, and a constrained call writes, the
+    // properties in the file's order.
+    const auto doc = nlohmann::ordered_json::parse(text);
+    if (!doc.is_array()) throw std::invalid_argument("expected a JSON array of tools");
+    std::vector<smol::ToolDefinition> tools;
+    for (const auto& entry : doc) {
+        const auto& f = entry.is_object() && entry.contains("function") ? entry["function"] : entry;
+        if (!f.is_object() || !f.contains("name"))
+            throw std::invalid_argument("each tool needs a \"name\": " + entry.dump());
+        smol::ToolDefinition tool;
+        tool.name = f["name"].get<std::string>();
+        tool.description = f.value("description", "");
+        if (f.contains("parameters")) tool.parameters = f["parameters"].dump();
+        value_or_throw(smol::try_render_tool(tool));
+        tools.push_back(std::move(tool));
+    }
+    return tools;
 }
 
 }  // namespace
@@ -90,6 +140,27 @@ int main(int argc, char** argv) {
     cli.flag("--json", json,
              "also print one JSON line: prompt_ids, generated_ids, text, stop_reason,\n"
              "n_prompt, n_generated, prefill_tokens_per_s, decode_tokens_per_s, ...");
+    cli.option("--grammar", file_option([&](const std::string& text) {
+                   value_or_throw(smol::Grammar::try_parse(text));
+                   params.grammar = text;
+               }),
+               "FILE", "constrain the text to a GBNF grammar (chat: implies --no-think)");
+    cli.option("--json-schema", file_option([&](const std::string& text) {
+                   // The generator's own path: schema -> GBNF -> compiled grammar.
+                   value_or_throw(smol::Grammar::try_parse(value_or_throw(
+                       smol::try_json_schema_to_grammar(text, params.json_schema_options))));
+                   params.json_schema = text;
+               }),
+               "FILE",
+               "constrain the text to JSON valid under a JSON Schema (chat: implies --no-think)");
+    cli.option("--tools",
+               file_option([&](const std::string& text) { params.chat.tools = parse_tools(text); }),
+               "FILE",
+               "tools the model may call: a JSON array of {name, description, parameters}\n"
+               "or {type: function, function: {...}} (implies --chat); the parsed calls\n"
+               "follow the statistics on stderr");
+    cli.flag("--constrain-tools", params.constrain_tool_calls,
+             "make each <tool_call> follow a --tools schema");
     cli.option("--logits-out", logits_out, "FILE",
                "write the last prompt position's logits (vocab_size f32, little-endian)");
     cli.flag("--version", show_version, "print the build information and exit");
@@ -99,7 +170,24 @@ int main(int argc, char** argv) {
         return 0;
     }
     const bool have_prompt = prompt.has_value() || !prompt_file.empty();
-    if (system_prompt || messages_file) chat_mode = true;
+    if (system_prompt || messages_file || !params.chat.tools.empty()) chat_mode = true;
+    const char* conflict = nullptr;
+    if (!params.grammar.empty() && !params.json_schema.empty())
+        conflict = "--grammar and --json-schema: use one";
+    else if (params.constrain_tool_calls && params.chat.tools.empty())
+        conflict = "--constrain-tools needs --tools";
+    else if (params.constrain_tool_calls &&
+             (!params.grammar.empty() || !params.json_schema.empty()))
+        conflict =
+            "--constrain-tools and --grammar / --json-schema constrain the same text: use one";
+    if (conflict) {
+        std::fprintf(stderr, "smol-generate: %s\n%s\nRun 'smol-generate --help' for the options.\n",
+                     conflict, cli.usage_line().c_str());
+        return 2;
+    }
+    // The constrained text starts at the first token, where a thinking model
+    // would open <think>.
+    if (chat_mode && (!params.grammar.empty() || !params.json_schema.empty())) no_think = true;
 
     try {
         if (!prompt_file.empty()) prompt = read_text_file(prompt_file);
@@ -142,6 +230,10 @@ int main(int argc, char** argv) {
             if (level >= smol::log_warning) std::fprintf(stderr, "smol: %s\n", message.c_str());
         };
         smol::Generator gen(model, options);
+        if (!params.chat.tools.empty() && gen.chat_format() != smol::ChatFormat::smollm3)
+            std::fprintf(stderr,
+                         "smol-generate: this model's chat template is plain ChatML, which has no "
+                         "place for tools: the model will not see them\n");
 
         if (print_prompt) {
             const std::string rendered = gen.render_chat(messages, params.chat);
@@ -180,6 +272,19 @@ int main(int argc, char** argv) {
                      smol::to_string(r.stop_reason), smol::cpu_level_name(model->cpu_level()),
                      model->backend().name().c_str(), r.n_prompt_tokens, r.n_reused_tokens,
                      r.prefill_tokens_per_s(), r.tokens.size(), r.decode_tokens_per_s());
+        if (!params.chat.tools.empty() && r.tool_calls.empty())
+            std::fprintf(stderr, "smol-generate: no tool calls\n");
+        for (const smol::ToolCall& call : r.tool_calls) {
+            // A name with an error: a well-formed call never closed, which is
+            // how --stop "</tool_call>" ends one.
+            if (!call.name.empty())
+                std::fprintf(stderr, "smol-generate: tool call: %s %s%s%s\n", call.name.c_str(),
+                             call.arguments.c_str(), call.error.empty() ? "" : " | ",
+                             call.error.c_str());
+            else
+                std::fprintf(stderr, "smol-generate: malformed tool call (%s): %s\n",
+                             call.error.c_str(), call.text.c_str());
+        }
         if (json) {
             const std::vector<int32_t>& history = gen.history();
             const std::vector<int32_t> prompt_ids(history.begin(),
@@ -195,6 +300,22 @@ int main(int argc, char** argv) {
             out["n_generated"] = r.tokens.size();
             out["prefill_tokens_per_s"] = r.prefill_tokens_per_s();
             out["decode_tokens_per_s"] = r.decode_tokens_per_s();
+            if (!params.chat.tools.empty()) {
+                out["tool_calls"] = nlohmann::json::array();
+                for (const smol::ToolCall& call : r.tool_calls) {
+                    nlohmann::json c = {{"name", call.name}, {"text", call.text}};
+                    // arguments: the object itself, not its text; absent when malformed.
+                    if (!call.arguments.empty()) {
+                        auto arguments = nlohmann::json::parse(call.arguments, nullptr, false);
+                        if (arguments.is_discarded())
+                            c["arguments"] = call.arguments;
+                        else
+                            c["arguments"] = std::move(arguments);
+                    }
+                    if (!call.error.empty()) c["error"] = call.error;
+                    out["tool_calls"].push_back(std::move(c));
+                }
+            }
             std::printf("%s\n",
                         out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
         }

@@ -68,6 +68,7 @@
 #include "../error.hpp"
 #include "../model/backend.hpp"
 #include "../model/model.hpp"
+#include "../constrain/constraint.hpp"
 #include "../sampling/sampler.hpp"
 #include "../text/chat_template.hpp"
 #include "../text/tokenizer.hpp"
@@ -278,6 +279,13 @@ private:
                                            // cache holds history[0, kv->size())
         std::vector<float> logits;         // [vocab]
         ChatFormat chat_format = ChatFormat::chatml;
+        // Structured output: the vocabulary's token trie (built on the first
+        // constrained run) and the last compiled constraint, kept with its warm
+        // mask caches for the next run that asks for the same one.
+        std::shared_ptr<const TokenVocabulary> vocabulary;
+        std::string constraint_key;
+        std::shared_ptr<TokenMasker> masker;
+        int32_t constraint_trigger = -1, constraint_end = -1;
 
         // One run at a time, cancel, the async worker (generation/run_gate.hpp).
         // Declared last: its worker stops before the rest of the state goes.
@@ -295,6 +303,7 @@ private:
         state_->history = from.history;
         state_->logits.resize(from.logits.size());
         state_->chat_format = from.chat_format;
+        state_->vocabulary = from.vocabulary;
     }
 
     // Everything a new generator needs, checked and allocated as values.
@@ -483,6 +492,12 @@ private:
             return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
         };
         Sampler sampler(params);  // run_inputs_status checked the parameters
+        SMOL_TRY_ASSIGN(const std::unique_ptr<TokenConstraint> constraint, make_constraint(params));
+        if (constraint) {
+            sampler.set_constraint([c = constraint.get()](float* logits, size_t n_vocab) {
+                return c->apply(logits, n_vocab);
+            });
+        }
         const Batcher::Membership membership(state_->options.batcher.get());
         GenerateResult result;
         result.n_prompt_tokens = prompt.size();
@@ -501,13 +516,71 @@ private:
 
         const auto decode_start = Clock::now();
         detail::TextSink sink(state_->model->tokenizer(), params.stop, on_text, result.text);
-        SMOL_TRY_ASSIGN(StopReason reason, decode(sampler, params, sink, cancel_flag, result));
+        SMOL_TRY_ASSIGN(StopReason reason,
+                        decode(sampler, constraint.get(), params, sink, cancel_flag, result));
         if (sink.matched()) {  // also when the final flush completed a stop string
             reason = StopReason::stop_string;
             result.matched_stop = sink.matched_string();
         }
         result.decode_ms = ms_since(decode_start);
+        if (!params.chat.tools.empty() || !params.chat.xml_tools.empty())
+            result.tool_calls = parse_tool_calls(result.text);
         return finish(std::move(result), reason);
+    }
+
+    // The run's structured-output constraint (GenerateParams::grammar,
+    // json_schema, constrain_tool_calls), or null. The compiled grammar and
+    // its masks are kept for the next run with the same text and options.
+    Expected<std::unique_ptr<TokenConstraint>> make_constraint(const GenerateParams& params) {
+        const JsonSchemaOptions& o = params.json_schema_options;
+        const std::string options =
+            std::to_string(o.max_indent) + "," + std::to_string(o.max_integer_digits) + "," +
+            std::to_string(o.max_fraction_digits) + "," + std::to_string(o.max_exponent_digits) +
+            "," + std::to_string(o.max_any_depth) + ":";
+        std::string key;
+        if (!params.grammar.empty()) {
+            key = "grammar:" + params.grammar;
+        } else if (!params.json_schema.empty()) {
+            key = "schema:" + options + params.json_schema;
+        } else if (params.constrain_tool_calls) {
+            key = "tools:" + options;
+            for (const ToolDefinition& tool : params.chat.tools)
+                key += std::to_string(tool.name.size()) + ":" + tool.name +
+                       std::to_string(tool.parameters.size()) + ":" + tool.parameters;
+        } else {
+            return std::unique_ptr<TokenConstraint>();
+        }
+        State& st = *state_;
+        if (!st.masker || st.constraint_key != key) {
+            st.masker.reset();
+            const Tokenizer& tokenizer = st.model->tokenizer();
+            std::string text;
+            int32_t trigger = -1, end = -1;
+            if (!params.grammar.empty()) {
+                text = params.grammar;
+            } else if (!params.json_schema.empty()) {
+                SMOL_TRY_ASSIGN(text, try_json_schema_to_grammar(params.json_schema, o));
+            } else {
+                SMOL_TRY_ASSIGN(text, try_tool_call_grammar(params.chat.tools, o));
+                const std::optional<int32_t> open = tokenizer.token_id("<tool_call>");
+                const std::optional<int32_t> close = tokenizer.token_id("</tool_call>");
+                if (!open || !close)
+                    return ErrorInfo{ErrorKind::invalid_argument,
+                                     "constrain_tool_calls: the vocabulary has no <tool_call> and "
+                                     "</tool_call> tokens"};
+                trigger = *open;
+                end = *close;
+            }
+            SMOL_TRY_ASSIGN(Grammar grammar, Grammar::try_parse(text));
+            if (!st.vocabulary) st.vocabulary = std::make_shared<const TokenVocabulary>(tokenizer);
+            st.masker = std::make_shared<TokenMasker>(
+                std::make_shared<const Grammar>(std::move(grammar)), st.vocabulary);
+            st.constraint_key = std::move(key);
+            st.constraint_trigger = trigger;
+            st.constraint_end = end;
+        }
+        return std::make_unique<TokenConstraint>(st.masker, st.constraint_trigger,
+                                                 st.constraint_end);
     }
 
     // Keeps the longest prefix of `prompt` the cache already holds, but always
@@ -526,9 +599,9 @@ private:
     }
 
     // Samples and runs one token at a time until a stop condition; returns it.
-    Expected<StopReason> decode(Sampler& sampler, const GenerateParams& params,
-                                detail::TextSink& sink, const std::atomic<bool>& cancel_flag,
-                                GenerateResult& result) {
+    Expected<StopReason> decode(Sampler& sampler, TokenConstraint* constraint,
+                                const GenerateParams& params, detail::TextSink& sink,
+                                const std::atomic<bool>& cancel_flag, GenerateResult& result) {
         const Tokenizer& tokenizer = state_->model->tokenizer();
         BackendCache& kv = *state_->kv;
         std::vector<int32_t>& history = state_->history;
@@ -539,12 +612,19 @@ private:
                 return StopReason::max_tokens;
             }
             if (cancel_flag.load(std::memory_order_relaxed)) return StopReason::cancelled;
+            // A complete match in a vocabulary without end tokens: nothing to sample.
+            if (constraint && constraint->finished() && tokenizer.end_of_generation_ids().empty()) {
+                sink.flush();
+                return StopReason::eos;
+            }
             SMOL_TRY_ASSIGN(
                 const int32_t token,
                 sampler.try_sample(state_->logits.data(), state_->logits.size(), history));
             result.tokens.push_back(token);
             history.push_back(token);
-            if (!params.ignore_eos && tokenizer.is_end_of_generation(token)) {
+            if (constraint) SMOL_TRY(constraint->accept(token));
+            const bool grammar_end = constraint && constraint->whole_text();
+            if ((!params.ignore_eos || grammar_end) && tokenizer.is_end_of_generation(token)) {
                 sink.flush();
                 return StopReason::eos;
             }

@@ -54,6 +54,18 @@ inline Status run_inputs_status(const std::vector<int32_t>& prompt, const Genera
                                                    " tokens, more than the context of " +
                                                    std::to_string(n_ctx) +
                                                    " (GeneratorOptions::n_ctx)");
+    if (!params.grammar.empty() && !params.json_schema.empty())
+        return Status(ErrorKind::invalid_argument,
+                      "GenerateParams: grammar and json_schema are both set (use one)");
+    if (params.constrain_tool_calls) {
+        if (params.chat.tools.empty())
+            return Status(ErrorKind::invalid_argument,
+                          "GenerateParams: constrain_tool_calls needs chat.tools");
+        if (!params.grammar.empty() || !params.json_schema.empty())
+            return Status(ErrorKind::invalid_argument,
+                          "GenerateParams: constrain_tool_calls and a grammar or json_schema "
+                          "constrain the same text (use one)");
+    }
     return Sampler::validate(params);
 }
 
@@ -74,7 +86,8 @@ inline Status chat_prompt_ids(const Tokenizer& tokenizer, ChatFormat format,
                               const std::vector<ChatMessage>& messages,
                               const ChatTemplateOptions& options, std::vector<int32_t>& ids) {
     SMOL_TRY(messages_status(messages));
-    return prompt_ids(tokenizer, render_chat(format, messages, options), ids);
+    SMOL_TRY_ASSIGN(const std::string text, try_render_chat(format, messages, options));
+    return prompt_ids(tokenizer, text, ids);
 }
 
 }  // namespace detail

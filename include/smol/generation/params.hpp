@@ -14,9 +14,11 @@
 #include <vector>
 
 #include "../error.hpp"
+#include "../constrain/json_schema.hpp"
 #include "../model/kv_cache.hpp"
 #include "../sampling/sampler.hpp"
 #include "../text/chat_template.hpp"
+#include "../text/tool_calls.hpp"
 
 SMOL_NAMESPACE_BEGIN
 
@@ -94,7 +96,23 @@ struct GenerateParams : SamplingParams {
     int max_tokens = 256;  // < 0: until end-of-generation or a full context; 0: prefill only
     std::vector<std::string> stop;  // stop strings (valid UTF-8; empty ones ignored)
     bool ignore_eos = false;        // keep going past end-of-generation tokens
-    ChatOptions chat;               // used by chat() / chat_async()
+    ChatOptions chat;               // used by chat() / chat_async(); chat.tools declares tools
+
+    // Structured output (constrain/): at most one of grammar and json_schema.
+    // The generated text follows it from the first token; end-of-generation is
+    // allowed exactly when the text is complete, so a run that stops with
+    // StopReason::eos produced a full match (also with ignore_eos, which a
+    // complete match overrides), and any other stop leaves a valid prefix.
+    // Masks are applied after logits_hook, before top-k. With chat() and
+    // thinking enabled the model would start with <think>: set
+    // chat.enable_thinking = false, or write the think block into the grammar.
+    std::string grammar;      // GBNF text (constrain/grammar.hpp documents the syntax)
+    std::string json_schema;  // JSON Schema text (constrain/json_schema.hpp: what is supported)
+    JsonSchemaOptions json_schema_options;  // whitespace and number bounds for json_schema
+    // With chat.tools: the JSON after each <tool_call> token follows one of the
+    // declared tools' {"name", "arguments"} shapes, then </tool_call> closes it.
+    // The text outside calls stays free.
+    bool constrain_tool_calls = false;
 };
 
 struct GenerateResult {
@@ -103,7 +121,10 @@ struct GenerateResult {
     std::string answer;           // text without the reasoning
     std::vector<int32_t> tokens;  // generated ids, including a final end-of-generation id
     StopReason stop_reason = StopReason::max_tokens;
-    std::string matched_stop;    // the stop string that ended generation, if any
+    std::string matched_stop;  // the stop string that ended generation, if any
+    // Each <tool_call>...</tool_call> in text, parsed (text/tool_calls.hpp),
+    // when tools were declared (chat.tools or chat.xml_tools).
+    std::vector<ToolCall> tool_calls;
     size_t n_prompt_tokens = 0;  // tokens of the prompt / rendered conversation
     size_t n_reused_tokens = 0;  // of those, already in the KV cache (not prefilled)
     double prefill_ms = 0;       // prefill of n_prompt_tokens - n_reused_tokens tokens

@@ -7,7 +7,9 @@
 //      negative one (once per distinct token); then each token loses
 //      frequency_penalty * count + presence_penalty;
 //   2. logit_bias: logits[id] += bias;
-//   3. logits_hook(logits, n_vocab): the caller's last word (grammar masks...);
+//   3. logits_hook(logits, n_vocab): the caller's last word;
+//   3b. the generator's constraint (GenerateParams::grammar / json_schema):
+//      forbidden tokens become -inf;
 //   -- temperature <= 0: greedy argmax here (ties -> lowest id), no draw --
 //   4. top_k (<= 0 off): keep the k highest logits (ties -> lower ids);
 //   5. top_p (>= 1 off): keep the shortest prefix, by descending probability,
@@ -180,6 +182,11 @@ public:
 
     void reseed(uint64_t seed) { rng_.reseed(seed); }
 
+    // Step 3b, after logits_hook: the generator's structured-output mask
+    // (constrain/constraint.hpp), which sets forbidden tokens to -inf.
+    using Constraint = std::function<Status(float* logits, size_t n_vocab)>;
+    void set_constraint(Constraint constraint) { constraint_ = std::move(constraint); }
+
     // Picks the next token. logits (n_vocab floats) are modified in place by
     // the penalties, the bias and the hook; history is prompt + generated.
     // Errors (invalid_argument): no logits, more than 2^31 of them, a
@@ -244,6 +251,7 @@ private:
         apply_penalties(logits, n_vocab, history, params_);
         apply_logit_bias(logits, n_vocab, params_);
         if (params_.logits_hook) params_.logits_hook(logits, n_vocab);
+        if (constraint_) SMOL_TRY(constraint_(logits, n_vocab));
         return {};
     }
 
@@ -404,6 +412,7 @@ private:
 
     SamplingParams params_;
     Rng rng_;
+    Constraint constraint_;
     std::vector<Candidate> candidates_;  // survivors, ascending id; reused between calls
     std::vector<Candidate> scratch_;     // top-p's working copy
     std::vector<double> weights_;        // temperature weight per candidate

@@ -20,6 +20,9 @@
 //         carry an empty "<think>\n\n</think>\n" block; assistant contents lose
 //         their leading newlines; "tool" messages render as user turns; system
 //         messages after the first, and unknown roles, render nothing.
+//     Tools (ChatTemplateOptions::tools) print as transformers prints them
+//     (text/tool_calls.hpp); a bad tool definition is an error, which the
+//     try_render_* forms return as a value.
 //   - render_chatml: plain ChatML, the fallback for files with other templates.
 //   - detect_chat_format: recognizes the SmolLM3 template by its markers.
 //   - split_reasoning: separates "<think>...</think>" from the answer.
@@ -34,9 +37,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "../error.hpp"
+#include "tool_calls.hpp"
 
 SMOL_NAMESPACE_BEGIN
 
@@ -53,10 +58,14 @@ struct ChatTemplateOptions {
     // The "Today Date" line, e.g. "21 November 2026"; empty = today's date
     // from the system clock (local time, like the template's strftime_now).
     std::string today;
-    // Tool descriptions for the template's tools section. Each string is
-    // inserted verbatim, one per line, inside <tools></tools> (Jinja's
-    // `tool | string`; transformers passes its `tools` argument here, and a
-    // Python dict would print as its repr, so pass the exact text you want).
+    // The tools the model may call, as transformers' apply_chat_template(tools=...)
+    // passes them: the template's `tools` variable, which, when non-empty,
+    // replaces xml_tools. Each prints as try_render_tool (text/tool_calls.hpp)
+    // gives it; the model answers with <tool_call> blocks (parse_tool_calls).
+    std::vector<ToolDefinition> tools;
+    // The template's raw `xml_tools` variable: each string is inserted
+    // verbatim, one per line, inside <tools></tools> (Jinja's `tool | string`).
+    // Ignored when `tools` is non-empty.
     std::vector<std::string> xml_tools;
     // Python-callable tool descriptions for the "<code>" agentic section.
     std::vector<std::string> python_tools;
@@ -232,9 +241,22 @@ inline std::string today_string() {
     return date_string(local.tm_year + 1900, local.tm_mon + 1, local.tm_mday);
 }
 
-inline std::string render_smollm3_chat(const std::vector<ChatMessage>& messages,
-                                       const ChatTemplateOptions& options) {
+// Errors (invalid_argument): a tool of options.tools that try_render_tool
+// rejects. They are checked even where the template would not print the tools
+// ("/system_override"), so a bad definition never depends on the conversation.
+inline Expected<std::string> try_render_smollm3_chat(const std::vector<ChatMessage>& messages,
+                                                     const ChatTemplateOptions& options) {
     using namespace std::string_view_literals;
+    // The template's `{% if tools %}{% set xml_tools = tools %}`.
+    std::vector<std::string> rendered_tools;
+    rendered_tools.reserve(options.tools.size());
+    for (const ToolDefinition& tool : options.tools) {
+        SMOL_TRY_ASSIGN(std::string text, try_render_tool(tool));
+        rendered_tools.push_back(std::move(text));
+    }
+    const std::vector<std::string>& xml_tools =
+        options.tools.empty() ? options.xml_tools : rendered_tools;
+
     // Undefined enable_thinking means true; a defined one is taken as given.
     std::string_view reasoning_mode =
         options.enable_thinking.value_or(true) ? "/think"sv : "/no_think"sv;
@@ -283,14 +305,14 @@ inline std::string render_smollm3_chat(const std::vector<ChatMessage>& messages,
 
         // The template closes the system block only in this branch: without
         // tools it stays open (the quirk the reference output carries).
-        if (!options.xml_tools.empty() || !options.python_tools.empty()) {
+        if (!xml_tools.empty() || !options.python_tools.empty()) {
             out += "### Tools\n\n";
-            if (!options.xml_tools.empty()) {
+            if (!xml_tools.empty()) {
                 out +=
                     "You may call one or more functions to assist with the user query.\n"
                     "You are provided with function signatures within <tools></tools> XML "
                     "tags:\n\n<tools>\n";
-                for (const std::string& tool : options.xml_tools) {
+                for (const std::string& tool : xml_tools) {
                     out += tool;
                     out += "\n";
                 }
@@ -343,11 +365,18 @@ inline std::string render_smollm3_chat(const std::vector<ChatMessage>& messages,
         out += "<|im_start|>assistant\n";
         if (!thinking) out += detail::kEmptyThinkBlock;
     }
-    return out;
+    return Expected<std::string>(std::move(out));
+}
+
+// try_render_smollm3_chat, throwing smol::Error on a bad tool definition.
+inline std::string render_smollm3_chat(const std::vector<ChatMessage>& messages,
+                                       const ChatTemplateOptions& options) {
+    return detail::value_or_fail(try_render_smollm3_chat(messages, options));
 }
 
 // Plain ChatML: every message as <|im_start|>role\ncontent<|im_end|>\n, then
-// the assistant opening when asked. enable_thinking and today are unused.
+// the assistant opening when asked. enable_thinking, today and the tools are
+// unused (ChatML has no place for them).
 inline std::string render_chatml(const std::vector<ChatMessage>& messages,
                                  const ChatTemplateOptions& options) {
     std::string out;
@@ -376,10 +405,17 @@ inline ChatFormat detect_chat_format(std::string_view jinja_template) {
     return chatml_tokens && reasoning_flags ? ChatFormat::smollm3 : ChatFormat::chatml;
 }
 
+inline Expected<std::string> try_render_chat(ChatFormat format,
+                                             const std::vector<ChatMessage>& messages,
+                                             const ChatTemplateOptions& options) {
+    if (format == ChatFormat::smollm3) return try_render_smollm3_chat(messages, options);
+    return render_chatml(messages, options);
+}
+
+// try_render_chat, throwing smol::Error on a bad tool definition.
 inline std::string render_chat(ChatFormat format, const std::vector<ChatMessage>& messages,
                                const ChatTemplateOptions& options) {
-    return format == ChatFormat::smollm3 ? render_smollm3_chat(messages, options)
-                                         : render_chatml(messages, options);
+    return detail::value_or_fail(try_render_chat(format, messages, options));
 }
 
 // Splits a generated reply into reasoning and answer:

@@ -1,0 +1,766 @@
+// Grammar: a context-free grammar in a GBNF-like text syntax, compiled to a
+// byte-level form that the matcher (constrain/matcher.hpp) runs.
+//
+// Syntax (llama.cpp's GBNF, with rules free to span lines):
+//   root   ::= "{" ws pair ("," ws pair)* "}"     # the start rule is `root`
+//   pair   ::= key ws ":" ws [0-9]{1,3}
+//   key    ::= "\"" [a-z_]+ "\""
+//   ws     ::= [ \t\n]{0,4}
+//   - a rule is `name ::= alternatives`; names are [a-zA-Z0-9_-]+; a rule ends
+//     where the next `name ::=` starts; `#` starts a comment to the end of line;
+//   - "literal" and [class] / [^negated class] (ranges a-z) in code points, with
+//     escapes \n \r \t \\ \" \' \[ \] \- \^ \xHH \uHHHH \UHHHHHHHH; `.` is any
+//     code point; ( grouping ), alternatives |, postfix * + ? {n} {n,} {n,m}
+//     {,m}; a rule may refer to any rule, itself included, except on the left:
+//     a rule that can reach itself before consuming a byte (left recursion) is
+//     an error, so matching always terminates.
+//
+// Why bytes: tokens are byte strings that may end inside a UTF-8 character.
+// Compiling every literal and class to UTF-8 byte sequences makes a token that
+// splits a character an ordinary prefix, and masks need no UTF-8 special case.
+// Repetition becomes right recursion (x* is r ::= x r | empty), which the
+// matcher runs as a tail call, so a long repetition never deepens its stack.
+//
+// Checks at compile time (smol::Error(invalid_argument) naming the line and
+// column, or the rule): syntax, undefined rules, a missing root, left
+// recursion, and a grammar that can match no complete text. Alternatives that
+// can never complete are removed, so a matcher never walks into a dead end
+// that only max_tokens could end. Size is bounded (GrammarLimits:
+// ErrorKind::resource past it).
+#pragma once
+
+#include "../detail/abi.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "../error.hpp"
+
+SMOL_NAMESPACE_BEGIN
+
+struct GrammarLimits {
+    size_t max_positions = size_t(1) << 20;  // compiled elements, all rules together
+    uint32_t max_repeat = 10000;             // n and m of {n,m}
+    size_t max_nesting = 128;                // depth of ( ) groups
+};
+
+// A set of bytes, 256 bits.
+struct ByteSet {
+    std::array<uint64_t, 4> bits{};
+    bool test(uint8_t b) const noexcept { return (bits[b >> 6] >> (b & 63)) & 1u; }
+    void set(uint8_t b) noexcept { bits[b >> 6] |= uint64_t(1) << (b & 63); }
+    void set_range(uint8_t lo, uint8_t hi) noexcept {
+        for (unsigned b = lo; b <= hi; ++b) set(uint8_t(b));
+    }
+    bool empty() const noexcept { return (bits[0] | bits[1] | bits[2] | bits[3]) == 0; }
+    bool operator<(const ByteSet& o) const noexcept { return bits < o.bits; }
+    bool operator==(const ByteSet& o) const noexcept { return bits == o.bits; }
+};
+
+// The compiled grammar: every rule's alternatives laid out as runs of
+// positions in one array, each run closed by an `end` position.
+class Grammar {
+public:
+    enum class Kind : uint8_t { bytes, rule, end };
+    struct Position {
+        Kind kind;
+        uint32_t arg;  // bytes: index into byte_sets(); rule: rule index; end: the rule
+    };
+
+    static Expected<Grammar> try_parse(std::string_view text, const GrammarLimits& limits = {});
+    static Grammar parse(std::string_view text, const GrammarLimits& limits = {}) {
+        return detail::value_or_fail(try_parse(text, limits));
+    }
+
+    uint32_t root() const noexcept { return root_; }
+    size_t n_rules() const noexcept { return alternatives_.size(); }
+    const std::vector<uint32_t>& alternatives(uint32_t rule) const { return alternatives_[rule]; }
+    const Position& position(uint32_t index) const { return positions_[index]; }
+    size_t n_positions() const noexcept { return positions_.size(); }
+    const ByteSet& byte_set(uint32_t index) const { return byte_sets_[index]; }
+    size_t n_byte_sets() const noexcept { return byte_sets_.size(); }
+    const std::string& rule_name(uint32_t rule) const { return names_[rule]; }
+
+private:
+    friend class GrammarCompiler;
+    std::vector<Position> positions_;
+    std::vector<std::vector<uint32_t>> alternatives_;  // rule -> first position of each
+    std::vector<ByteSet> byte_sets_;
+    std::vector<std::string> names_;
+    uint32_t root_ = 0;
+};
+
+namespace detail {
+
+// A code point range, inclusive.
+struct CodeRange {
+    uint32_t lo, hi;
+};
+
+// Byte ranges, one per byte of an encoded character: a run of UTF-8 sequences.
+using Utf8Sequence = std::vector<std::pair<uint8_t, uint8_t>>;
+
+inline size_t utf8_length(uint32_t cp) noexcept {
+    return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+}
+
+inline void encode_utf8(uint32_t cp, uint8_t* out) noexcept {
+    const size_t n = utf8_length(cp);
+    if (n == 1) {
+        out[0] = uint8_t(cp);
+        return;
+    }
+    static constexpr uint8_t lead[5] = {0, 0, 0xC0, 0xE0, 0xF0};
+    for (size_t i = n - 1; i > 0; --i) {
+        out[i] = uint8_t(0x80 | (cp & 0x3F));
+        cp >>= 6;
+    }
+    out[0] = uint8_t(lead[n] | cp);
+}
+
+// Splits [lo, hi] (no surrogates inside) into ranges whose UTF-8 encodings
+// differ only in a suffix of full continuation ranges, so each is exactly one
+// sequence of byte ranges. Recursion depth is bounded by the 4 byte lengths.
+inline void utf8_sequences(uint32_t lo, uint32_t hi, std::vector<Utf8Sequence>& out) {
+    if (lo > hi) return;
+    static constexpr uint32_t length_ends[3] = {0x7F, 0x7FF, 0xFFFF};
+    for (uint32_t end : length_ends) {
+        if (lo <= end && hi > end) {
+            utf8_sequences(lo, end, out);
+            utf8_sequences(end + 1, hi, out);
+            return;
+        }
+    }
+    const size_t n = utf8_length(lo);
+    for (size_t i = 1; i < n; ++i) {
+        const uint32_t mask = (uint32_t(1) << (6 * i)) - 1;
+        if ((lo & ~mask) != (hi & ~mask)) {
+            if ((lo & mask) != 0) {
+                utf8_sequences(lo, lo | mask, out);
+                utf8_sequences((lo | mask) + 1, hi, out);
+                return;
+            }
+            if ((hi & mask) != mask) {
+                utf8_sequences(lo, (hi & ~mask) - 1, out);
+                utf8_sequences(hi & ~mask, hi, out);
+                return;
+            }
+        }
+    }
+    uint8_t a[4], b[4];
+    encode_utf8(lo, a);
+    encode_utf8(hi, b);
+    Utf8Sequence seq;
+    for (size_t i = 0; i < n; ++i) seq.emplace_back(a[i], b[i]);
+    out.push_back(std::move(seq));
+}
+
+}  // namespace detail
+
+// Text -> Grammar. One instance per parse; see Grammar::try_parse.
+class GrammarCompiler {
+public:
+    GrammarCompiler(std::string_view text, const GrammarLimits& limits)
+        : src_(text), limits_(limits) {}
+
+    Expected<Grammar> run() {
+        SMOL_TRY(parse_rules());
+        auto root = by_name_.find("root");
+        if (root == by_name_.end())
+            return ErrorInfo{ErrorKind::invalid_argument, "grammar: no `root` rule"};
+        for (size_t r = 0; r < rules_.size(); ++r) {
+            if (!rules_[r].defined)
+                return ErrorInfo{ErrorKind::invalid_argument,
+                                 "grammar: rule `" + rules_[r].name + "` is used but not defined"};
+        }
+        SMOL_TRY(remove_unproductive(root->second));
+        SMOL_TRY(check_left_recursion());
+        return flatten(root->second);
+    }
+
+private:
+    struct Element {
+        Grammar::Kind kind;  // bytes or rule
+        uint32_t arg;
+    };
+    using Sequence = std::vector<Element>;
+    struct Rule {
+        std::string name;
+        std::vector<Sequence> alternatives;
+        bool defined = false;
+    };
+
+    // ---- errors and lexing ----
+
+    ErrorInfo syntax_error(const std::string& what) const {
+        size_t line = 1, column = 1;
+        for (size_t i = 0; i < pos_ && i < src_.size(); ++i) {
+            if (src_[i] == '\n') {
+                ++line;
+                column = 1;
+            } else {
+                ++column;
+            }
+        }
+        return ErrorInfo{ErrorKind::invalid_argument, "grammar: " + what + " at line " +
+                                                          std::to_string(line) + ", column " +
+                                                          std::to_string(column)};
+    }
+    bool eof() const noexcept { return pos_ >= src_.size(); }
+    char peek(size_t ahead = 0) const noexcept {
+        return pos_ + ahead < src_.size() ? src_[pos_ + ahead] : '\0';
+    }
+    static bool is_name_char(char c) noexcept {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '_' || c == '-';
+    }
+    void skip_space() noexcept {
+        while (!eof()) {
+            const char c = peek();
+            if (c == '#') {
+                while (!eof() && peek() != '\n') ++pos_;
+            } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+                ++pos_;
+            } else {
+                break;
+            }
+        }
+    }
+    std::string_view read_name() noexcept {
+        const size_t start = pos_;
+        while (!eof() && is_name_char(peek())) ++pos_;
+        return src_.substr(start, pos_ - start);
+    }
+    // True if a `name ::=` starts here: the end of the current rule.
+    bool at_rule_start() const noexcept {
+        size_t p = pos_;
+        while (p < src_.size() && is_name_char(src_[p])) ++p;
+        if (p == pos_) return false;
+        while (p < src_.size() && (src_[p] == ' ' || src_[p] == '\t')) ++p;
+        return src_.substr(p, 3) == "::=";
+    }
+
+    uint32_t rule_id(std::string_view name) {
+        auto it = by_name_.find(std::string(name));
+        if (it != by_name_.end()) return it->second;
+        const uint32_t id = uint32_t(rules_.size());
+        rules_.push_back(Rule{std::string(name), {}, false});
+        by_name_.emplace(std::string(name), id);
+        return id;
+    }
+    uint32_t new_rule(std::vector<Sequence> alternatives) {
+        const uint32_t id = uint32_t(rules_.size());
+        rules_.push_back(Rule{"_" + std::to_string(id), std::move(alternatives), true});
+        return id;
+    }
+    uint32_t byte_set_id(const ByteSet& set) {
+        auto it = byte_set_ids_.find(set);
+        if (it != byte_set_ids_.end()) return it->second;
+        const uint32_t id = uint32_t(byte_sets_.size());
+        byte_sets_.push_back(set);
+        byte_set_ids_.emplace(set, id);
+        return id;
+    }
+    Status count(size_t n) {
+        size_ += n;
+        if (size_ > limits_.max_positions)
+            return Status(ErrorKind::resource, "grammar: more than " +
+                                                   std::to_string(limits_.max_positions) +
+                                                   " elements (GrammarLimits::max_positions)");
+        return {};
+    }
+
+    // ---- rules ----
+
+    Status parse_rules() {
+        skip_space();
+        while (!eof()) {
+            const std::string_view name = read_name();
+            if (name.empty()) return syntax_error("expected a rule name");
+            skip_space();
+            if (src_.substr(pos_, 3) != "::=") return syntax_error("expected `::=`");
+            pos_ += 3;
+            const uint32_t id = rule_id(name);
+            if (rules_[id].defined)
+                return syntax_error("rule `" + std::string(name) + "` defined twice");
+            std::vector<Sequence> alternatives;
+            SMOL_TRY(parse_alternatives(alternatives, 0));
+            rules_[id].alternatives = std::move(alternatives);
+            rules_[id].defined = true;
+            skip_space();
+        }
+        return {};
+    }
+
+    Status parse_alternatives(std::vector<Sequence>& out, size_t depth) {
+        if (depth > limits_.max_nesting) return syntax_error("groups nested too deeply");
+        while (true) {
+            Sequence sequence;
+            SMOL_TRY(parse_sequence(sequence, depth));
+            out.push_back(std::move(sequence));
+            skip_space();
+            if (peek() != '|') return {};
+            ++pos_;
+        }
+    }
+
+    Status parse_sequence(Sequence& out, size_t depth) {
+        while (true) {
+            skip_space();
+            if (eof() || peek() == '|' || peek() == ')') return {};
+            if (depth == 0 && at_rule_start()) return {};
+            Sequence term;
+            SMOL_TRY(parse_term(term, depth));
+            SMOL_TRY(parse_postfix(term));
+            SMOL_TRY(count(term.size()));
+            out.insert(out.end(), term.begin(), term.end());
+        }
+    }
+
+    Status parse_term(Sequence& out, size_t depth) {
+        const char c = peek();
+        if (c == '"') return parse_literal(out);
+        if (c == '[') return parse_class(out);
+        if (c == '.') {
+            ++pos_;
+            return class_element({{0, 0x10FFFF}}, out);
+        }
+        if (c == '(') {
+            ++pos_;
+            std::vector<Sequence> alternatives;
+            SMOL_TRY(parse_alternatives(alternatives, depth + 1));
+            skip_space();
+            if (peek() != ')') return syntax_error("expected `)`");
+            ++pos_;
+            if (alternatives.size() == 1) {
+                out = std::move(alternatives[0]);
+            } else {
+                out.push_back({Grammar::Kind::rule, new_rule(std::move(alternatives))});
+            }
+            return {};
+        }
+        if (is_name_char(c)) {
+            out.push_back({Grammar::Kind::rule, rule_id(read_name())});
+            return {};
+        }
+        return syntax_error(std::string("unexpected character `") + c + "`");
+    }
+
+    // One escaped or plain code point of a literal or class.
+    Expected<uint32_t> parse_char() {
+        if (eof()) return syntax_error("unterminated literal or class");
+        const unsigned char c = static_cast<unsigned char>(peek());
+        if (c == '\\') {
+            ++pos_;
+            const char e = peek();
+            ++pos_;
+            switch (e) {
+                case 'n':
+                    return uint32_t('\n');
+                case 'r':
+                    return uint32_t('\r');
+                case 't':
+                    return uint32_t('\t');
+                case '\\':
+                case '"':
+                case '\'':
+                case '[':
+                case ']':
+                case '-':
+                case '^':
+                    return uint32_t(e);
+                case 'x':
+                    return parse_hex(2);
+                case 'u':
+                    return parse_hex(4);
+                case 'U':
+                    return parse_hex(8);
+                default:
+                    --pos_;
+                    return syntax_error("unknown escape");
+            }
+        }
+        // A UTF-8 character of the grammar text itself.
+        const size_t n = c < 0x80         ? 1
+                         : (c >> 5) == 6  ? 2
+                         : (c >> 4) == 14 ? 3
+                         : (c >> 3) == 30 ? 4
+                                          : 0;
+        if (n == 0 || pos_ + n > src_.size()) return syntax_error("invalid UTF-8");
+        uint32_t cp = n == 1 ? c : c & (0x7F >> n);
+        for (size_t i = 1; i < n; ++i) {
+            const unsigned char k = static_cast<unsigned char>(src_[pos_ + i]);
+            if ((k & 0xC0) != 0x80) return syntax_error("invalid UTF-8");
+            cp = (cp << 6) | (k & 0x3F);
+        }
+        if (utf8_length_of(cp) != n || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
+            return syntax_error("invalid UTF-8");
+        pos_ += n;
+        return cp;
+    }
+    static size_t utf8_length_of(uint32_t cp) noexcept { return detail::utf8_length(cp); }
+
+    Expected<uint32_t> parse_hex(size_t digits) {
+        uint32_t value = 0;
+        for (size_t i = 0; i < digits; ++i) {
+            const char h = peek();
+            int v = (h >= '0' && h <= '9')   ? h - '0'
+                    : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                    : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                             : -1;
+            if (v < 0) return syntax_error("expected a hex digit");
+            value = value * 16 + uint32_t(v);
+            ++pos_;
+        }
+        if (value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF))
+            return syntax_error("escape is not a Unicode scalar value");
+        return value;
+    }
+
+    Status parse_literal(Sequence& out) {
+        ++pos_;  // opening quote
+        while (true) {
+            if (eof()) return syntax_error("unterminated literal");
+            if (peek() == '"') {
+                ++pos_;
+                return {};
+            }
+            SMOL_TRY_ASSIGN(const uint32_t cp, parse_char());
+            uint8_t bytes[4];
+            detail::encode_utf8(cp, bytes);
+            for (size_t i = 0; i < detail::utf8_length(cp); ++i) {
+                ByteSet set;
+                set.set(bytes[i]);
+                out.push_back({Grammar::Kind::bytes, byte_set_id(set)});
+            }
+        }
+    }
+
+    Status parse_class(Sequence& out) {
+        ++pos_;  // [
+        bool negated = false;
+        if (peek() == '^') {
+            negated = true;
+            ++pos_;
+        }
+        std::vector<detail::CodeRange> ranges;
+        while (true) {
+            if (eof()) return syntax_error("unterminated class");
+            if (peek() == ']') {
+                ++pos_;
+                break;
+            }
+            SMOL_TRY_ASSIGN(const uint32_t lo, parse_char());
+            uint32_t hi = lo;
+            if (peek() == '-' && peek(1) != ']') {
+                ++pos_;
+                SMOL_TRY_ASSIGN(hi, parse_char());
+                if (hi < lo) return syntax_error("class range out of order");
+            }
+            ranges.push_back({lo, hi});
+        }
+        if (negated) ranges = complement(std::move(ranges));
+        return class_element(std::move(ranges), out);
+    }
+
+    static std::vector<detail::CodeRange> normalize(std::vector<detail::CodeRange> ranges) {
+        std::sort(
+            ranges.begin(), ranges.end(),
+            [](const detail::CodeRange& a, const detail::CodeRange& b) { return a.lo < b.lo; });
+        std::vector<detail::CodeRange> merged;
+        for (const auto& r : ranges) {
+            if (!merged.empty() && r.lo <= merged.back().hi + 1)
+                merged.back().hi = std::max(merged.back().hi, r.hi);
+            else
+                merged.push_back(r);
+        }
+        return merged;
+    }
+    static std::vector<detail::CodeRange> complement(std::vector<detail::CodeRange> ranges) {
+        std::vector<detail::CodeRange> out;
+        uint32_t next = 0;
+        for (const auto& r : normalize(std::move(ranges))) {
+            if (r.lo > next) out.push_back({next, r.lo - 1});
+            next = r.hi + 1;
+        }
+        if (next <= 0x10FFFF) out.push_back({next, 0x10FFFF});
+        return out;
+    }
+
+    // A set of code points as grammar elements: one byte set when every code
+    // point is ASCII, else a rule whose alternatives are the UTF-8 sequences
+    // (one alternative for all the one-byte ones). Rules are shared per set.
+    Status class_element(std::vector<detail::CodeRange> ranges, Sequence& out) {
+        std::vector<detail::Utf8Sequence> sequences;
+        for (const auto& r : normalize(std::move(ranges))) {
+            // Surrogates are not scalar values and have no UTF-8 form.
+            if (r.lo < 0xD800 && r.hi >= 0xD800) {
+                detail::utf8_sequences(r.lo, 0xD7FF, sequences);
+                if (r.hi > 0xDFFF) detail::utf8_sequences(0xE000, r.hi, sequences);
+            } else if (r.lo >= 0xD800 && r.lo <= 0xDFFF) {
+                if (r.hi > 0xDFFF) detail::utf8_sequences(0xE000, r.hi, sequences);
+            } else {
+                detail::utf8_sequences(r.lo, r.hi, sequences);
+            }
+        }
+        ByteSet single;
+        std::vector<Sequence> alternatives;
+        for (const auto& seq : sequences) {
+            if (seq.size() == 1) {
+                single.set_range(seq[0].first, seq[0].second);
+                continue;
+            }
+            Sequence alt;
+            for (const auto& [lo, hi] : seq) {
+                ByteSet set;
+                set.set_range(lo, hi);
+                alt.push_back({Grammar::Kind::bytes, byte_set_id(set)});
+            }
+            alternatives.push_back(std::move(alt));
+        }
+        if (alternatives.empty()) {
+            // Possibly empty (e.g. [^\x00-\U0010FFFF]): an element nothing matches.
+            out.push_back({Grammar::Kind::bytes, byte_set_id(single)});
+            return {};
+        }
+        if (!single.empty())
+            alternatives.insert(alternatives.begin(),
+                                {{Grammar::Kind::bytes, byte_set_id(single)}});
+        std::string key;
+        for (const auto& alt : alternatives) {
+            for (const Element& e : alt) key += std::to_string(e.arg) + ",";
+            key += "|";
+        }
+        auto it = class_rules_.find(key);
+        if (it == class_rules_.end()) {
+            size_t n = 0;
+            for (const auto& alt : alternatives) n += alt.size() + 1;
+            SMOL_TRY(count(n));
+            it = class_rules_.emplace(key, new_rule(std::move(alternatives))).first;
+        }
+        out.push_back({Grammar::Kind::rule, it->second});
+        return {};
+    }
+
+    // ---- repetition ----
+
+    Expected<uint32_t> parse_count() {
+        uint64_t value = 0;
+        if (!(peek() >= '0' && peek() <= '9')) return syntax_error("expected a number");
+        while (peek() >= '0' && peek() <= '9') {
+            value = value * 10 + uint64_t(peek() - '0');
+            if (value > limits_.max_repeat)
+                return syntax_error("repetition count above " + std::to_string(limits_.max_repeat));
+            ++pos_;
+        }
+        return uint32_t(value);
+    }
+
+    Status parse_postfix(Sequence& term) {
+        while (true) {
+            const char c = peek();
+            if (c == '*') {
+                ++pos_;
+                SMOL_TRY(repeat(term, 0, UINT32_MAX));
+            } else if (c == '+') {
+                ++pos_;
+                SMOL_TRY(repeat(term, 1, UINT32_MAX));
+            } else if (c == '?') {
+                ++pos_;
+                SMOL_TRY(repeat(term, 0, 1));
+            } else if (c == '{') {
+                ++pos_;
+                skip_space();
+                uint32_t lo = 0, hi = 0;
+                if (peek() != ',') {
+                    SMOL_TRY_ASSIGN(lo, parse_count());
+                }
+                skip_space();
+                if (peek() == ',') {
+                    ++pos_;
+                    skip_space();
+                    hi = peek() == '}' ? UINT32_MAX : 0;
+                    if (hi == 0) {
+                        SMOL_TRY_ASSIGN(hi, parse_count());
+                    }
+                } else {
+                    hi = lo;
+                }
+                skip_space();
+                if (peek() != '}') return syntax_error("expected `}`");
+                ++pos_;
+                if (hi < lo) return syntax_error("repetition {n,m} with m < n");
+                SMOL_TRY(repeat(term, lo, hi));
+            } else {
+                return {};
+            }
+        }
+    }
+
+    // term{lo,hi} (hi == UINT32_MAX: unbounded) as lo copies followed by
+    // right-recursive optional rules. Everything stays right recursive, which
+    // the matcher runs at constant stack depth.
+    Status repeat(Sequence& term, uint32_t lo, uint32_t hi) {
+        if (term.empty()) return {};  // ""* is the empty string
+        Element unit = term.size() == 1 ? term[0] : Element{Grammar::Kind::rule, new_rule({term})};
+        Sequence out;
+        SMOL_TRY(count(size_t(lo)));
+        out.assign(lo, unit);
+        if (hi == UINT32_MAX) {
+            // star ::= unit star | (empty)
+            const uint32_t star = new_rule({});
+            rules_[star].alternatives = {{unit, {Grammar::Kind::rule, star}}, {}};
+            SMOL_TRY(count(4));
+            out.push_back({Grammar::Kind::rule, star});
+        } else if (hi > lo) {
+            // opt_k ::= unit opt_(k-1) | (empty); opt_1 ::= unit | (empty)
+            uint32_t inner = new_rule({{unit}, {}});
+            for (uint32_t k = 2; k <= hi - lo; ++k) {
+                inner = new_rule({{unit, {Grammar::Kind::rule, inner}}, {}});
+            }
+            SMOL_TRY(count(size_t(hi - lo) * 4));
+            out.push_back({Grammar::Kind::rule, inner});
+        }
+        term = std::move(out);
+        return {};
+    }
+
+    // ---- checks ----
+
+    // Drops alternatives that can never complete (they use a rule with no
+    // finite derivation, or an empty byte set); fails if root is one.
+    Status remove_unproductive(uint32_t root) {
+        std::vector<char> productive(rules_.size(), 0);
+        auto element_ok = [&](const Element& e) {
+            return e.kind == Grammar::Kind::bytes ? !byte_sets_[e.arg].empty()
+                                                  : productive[e.arg] != 0;
+        };
+        for (bool changed = true; changed;) {
+            changed = false;
+            for (size_t r = 0; r < rules_.size(); ++r) {
+                if (productive[r]) continue;
+                for (const Sequence& alt : rules_[r].alternatives) {
+                    if (std::all_of(alt.begin(), alt.end(), element_ok)) {
+                        productive[r] = 1;
+                        changed = true;
+                        break;
+                    }
+                }
+            }
+        }
+        if (!productive[root])
+            return Status(ErrorKind::invalid_argument,
+                          "grammar: `root` can match no complete text");
+        for (Rule& rule : rules_) {
+            auto& alts = rule.alternatives;
+            alts.erase(std::remove_if(alts.begin(), alts.end(),
+                                      [&](const Sequence& alt) {
+                                          return !std::all_of(alt.begin(), alt.end(), element_ok);
+                                      }),
+                       alts.end());
+        }
+        return {};
+    }
+
+    Status check_left_recursion() {
+        std::vector<char> nullable(rules_.size(), 0);
+        for (bool changed = true; changed;) {
+            changed = false;
+            for (size_t r = 0; r < rules_.size(); ++r) {
+                if (nullable[r]) continue;
+                for (const Sequence& alt : rules_[r].alternatives) {
+                    const bool all_nullable =
+                        std::all_of(alt.begin(), alt.end(), [&](const Element& e) {
+                            return e.kind == Grammar::Kind::rule && nullable[e.arg];
+                        });
+                    if (all_nullable) {
+                        nullable[r] = 1;
+                        changed = true;
+                        break;
+                    }
+                }
+            }
+        }
+        // Edges r -> s where s can start r's match; a cycle is left recursion.
+        std::vector<std::vector<uint32_t>> first(rules_.size());
+        for (size_t r = 0; r < rules_.size(); ++r) {
+            for (const Sequence& alt : rules_[r].alternatives) {
+                for (const Element& e : alt) {
+                    if (e.kind != Grammar::Kind::rule) break;
+                    first[r].push_back(e.arg);
+                    if (!nullable[e.arg]) break;
+                }
+            }
+        }
+        // Iterative DFS with colors: 0 new, 1 on the path, 2 done.
+        std::vector<char> color(rules_.size(), 0);
+        std::vector<std::pair<uint32_t, size_t>> path;
+        for (uint32_t start = 0; start < rules_.size(); ++start) {
+            if (color[start]) continue;
+            path.push_back({start, 0});
+            color[start] = 1;
+            while (!path.empty()) {
+                auto& [rule, next] = path.back();
+                if (next == first[rule].size()) {
+                    color[rule] = 2;
+                    path.pop_back();
+                    continue;
+                }
+                const uint32_t to = first[rule][next++];
+                if (color[to] == 1)
+                    return Status(ErrorKind::invalid_argument,
+                                  "grammar: left recursion through rule `" + display_name(to) +
+                                      "` (a rule reaches itself before consuming any text)");
+                if (color[to] == 0) {
+                    color[to] = 1;
+                    path.push_back({to, 0});
+                }
+            }
+        }
+        return {};
+    }
+
+    std::string display_name(uint32_t rule) const {
+        return rules_[rule].name[0] == '_' ? "(a group or repetition)" : rules_[rule].name;
+    }
+
+    Grammar flatten(uint32_t root) {
+        Grammar g;
+        g.root_ = root;
+        g.byte_sets_ = byte_sets_;
+        g.alternatives_.resize(rules_.size());
+        for (uint32_t r = 0; r < rules_.size(); ++r) {
+            g.names_.push_back(rules_[r].name);
+            for (const Sequence& alt : rules_[r].alternatives) {
+                g.alternatives_[r].push_back(uint32_t(g.positions_.size()));
+                for (const Element& e : alt) g.positions_.push_back({e.kind, e.arg});
+                g.positions_.push_back({Grammar::Kind::end, r});
+            }
+        }
+        return g;
+    }
+
+    std::string_view src_;
+    size_t pos_ = 0;
+    GrammarLimits limits_;
+    size_t size_ = 0;
+    std::vector<Rule> rules_;
+    std::unordered_map<std::string, uint32_t> by_name_;
+    std::vector<ByteSet> byte_sets_;
+    std::map<ByteSet, uint32_t> byte_set_ids_;
+    std::map<std::string, uint32_t> class_rules_;
+};
+
+inline Expected<Grammar> Grammar::try_parse(std::string_view text, const GrammarLimits& limits) {
+    return GrammarCompiler(text, limits).run();
+}
+
+SMOL_NAMESPACE_END

@@ -1,0 +1,213 @@
+// Structured output end to end, on the fixture models (real 128k vocabulary,
+// random weights: unconstrained text is gibberish, so the constraint does all
+// the work):
+//   - [slow] property: 10 JSON Schemas x 200 seeds (temperatures and filters
+//     varied) and 3 grammars x 200 seeds; >= 90 % of runs end at
+//     end-of-generation, every such output validates (tests/json_schema_check.hpp,
+//     our own checker of the supported subset, over nlohmann-json) and every
+//     other output is a valid prefix;
+//   - tool calls: with constrain_tool_calls, every <tool_call> block the model
+//     opens holds a call to a declared tool whose arguments validate.
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <smol/generator.hpp>
+#include <smol/smol.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fixtures.hpp"
+#include "json_schema_check.hpp"
+
+namespace {
+
+std::shared_ptr<const smol::Model> fixture_model(const char* name) {
+    const auto path = smol_test::fixture(name);
+    if (!path) return nullptr;
+    return smol::Model::load(*path);
+}
+
+// Ten shapes tool code asks for; strings bounded (maxLength <= 16 or enums).
+const std::vector<std::string>& schemas() {
+    static const std::vector<std::string> list = {
+        R"({"type": "object", "properties": {"name": {"type": "string", "maxLength": 12},
+            "age": {"type": "integer", "minimum": 0, "maximum": 120},
+            "active": {"type": "boolean"}}, "required": ["name", "age", "active"]})",
+        R"({"enum": ["red", "green", "blue", 42, null, true]})",
+        R"({"type": "array", "items": {"type": "integer", "minimum": -50, "maximum": 50},
+            "minItems": 1, "maxItems": 4})",
+        R"({"type": "object", "properties": {
+              "title": {"type": "string", "minLength": 2, "maxLength": 10},
+              "meta": {"type": "object", "properties": {
+                  "lang": {"enum": ["en", "fr", "de"]},
+                  "pages": {"type": "integer", "minimum": 1, "maximum": 999}},
+                "required": ["lang"], "additionalProperties": false}},
+            "required": ["title", "meta"], "additionalProperties": false})",
+        R"({"anyOf": [{"type": "string", "maxLength": 6}, {"type": "integer"}, {"type": "null"}]})",
+        R"({"type": "object", "properties": {
+              "when": {"type": "string", "format": "date"},
+              "price": {"type": "number", "minimum": 0, "maximum": 1000},
+              "ratio": {"type": "number", "exclusiveMinimum": -1, "exclusiveMaximum": 1}},
+            "required": ["when", "price", "ratio"]})",
+        R"({"$defs": {"node": {"type": "object", "properties": {
+                "value": {"type": "integer", "minimum": 0, "maximum": 9},
+                "next": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]}},
+              "required": ["value", "next"]}},
+            "$ref": "#/$defs/node"})",
+        R"({"type": "array", "maxItems": 3, "items": {"type": "object", "properties": {
+              "id": {"type": "integer", "minimum": 1, "maximum": 100},
+              "tag": {"enum": ["a", "b", "c"]}}, "required": ["id", "tag"]}})",
+        R"({"type": "object", "properties": {
+              "nickname": {"type": ["string", "null"], "maxLength": 8},
+              "ok": {"type": "boolean"},
+              "code": {"const": "X-1"}},
+            "required": ["nickname", "ok", "code"]})",
+        R"({"type": "object", "properties": {
+              "id": {"type": "string", "format": "uuid"},
+              "at": {"type": "string", "format": "time"},
+              "level": {"type": "integer", "minimum": 1, "maximum": 5},
+              "notes": {"type": "array", "items": {"type": "string", "maxLength": 16},
+                        "maxItems": 2}},
+            "required": ["id", "at", "level"]})",
+    };
+    return list;
+}
+
+// Seed -> sampling: temperatures 0 .. 1.5 and the filters on or off.
+smol::GenerateParams sampling_for(uint64_t seed) {
+    smol::GenerateParams p;
+    p.seed = seed;
+    p.temperature = float(seed % 7) * 0.25f;  // 0 (greedy) .. 1.5
+    if (seed % 2) {
+        p.top_k = 0;
+        p.top_p = 1.0f;
+        p.min_p = 0.0f;
+    }
+    p.max_tokens = 160;
+    return p;
+}
+
+}  // namespace
+
+TEST_CASE("[slow] structured output: 10 JSON Schemas x 200 seeds end and validate") {
+    auto model = fixture_model("tiny-q4km.gguf");
+    if (!model) return;
+    smol::Generator gen(model);
+    size_t runs = 0, ended = 0;
+    for (size_t s = 0; s < schemas().size(); ++s) {
+        const nlohmann::json schema = nlohmann::json::parse(schemas()[s]);
+        size_t schema_ended = 0;
+        for (uint64_t seed = 0; seed < 200; ++seed) {
+            smol::GenerateParams p = sampling_for(seed);
+            p.json_schema = schemas()[s];
+            const smol::GenerateResult r = gen.generate("Data:", p);
+            ++runs;
+            if (r.stop_reason != smol::StopReason::eos) {
+                CHECK(r.stop_reason == smol::StopReason::max_tokens);
+                continue;
+            }
+            ++ended;
+            ++schema_ended;
+            INFO("schema " << s << " seed " << seed << " output: " << r.text);
+            const nlohmann::json doc = nlohmann::json::parse(r.text, nullptr, false);
+            REQUIRE_FALSE(doc.is_discarded());
+            std::string why;
+            CHECK_MESSAGE(smol_test::validate(doc, schema, &why), why);
+        }
+        MESSAGE("schema " << s << ": " << schema_ended << "/200 ended at eos");
+    }
+    CHECK(double(ended) >= 0.9 * double(runs));
+}
+
+TEST_CASE("[slow] structured output: 3 grammars x 200 seeds end and match") {
+    auto model = fixture_model("tiny-q4km.gguf");
+    if (!model) return;
+    const std::vector<std::string> grammars = {
+        // Balanced brackets, at most 3 deep.
+        "root ::= (\"(\" b2 \")\" | \"[\" b2 \"]\"){1,3}\n"
+        "b2 ::= (\"(\" b1 \")\" | \"[\" b1 \"]\"){0,3}\nb1 ::= (\"()\" | \"[]\"){0,3}",
+        // A small expression language, parentheses at most 2 deep.
+        "root ::= e2\ne2 ::= t2 ([-+] t2){0,3}\nt2 ::= f2 ([*/] f2){0,2}\n"
+        "f2 ::= [0-9]{1,3} | \"x\" | \"(\" e1 \")\"\ne1 ::= t1 ([-+] t1){0,2}\n"
+        "t1 ::= f1 ([*/] f1){0,2}\nf1 ::= [0-9]{1,3} | \"x\" | \"(\" t0 \")\"\n"
+        "t0 ::= [0-9]{1,3} ([-+*/] [0-9]{1,3}){0,2}",
+        // An enum of labels.
+        "root ::= \"positive\" | \"negative\" | \"neutral\" | \"mixed\"",
+    };
+    smol::Generator gen(model);
+    size_t runs = 0, ended = 0;
+    for (const std::string& text : grammars) {
+        const auto grammar = std::make_shared<const smol::Grammar>(smol::Grammar::parse(text));
+        smol::GrammarMatcher matcher(grammar);
+        size_t grammar_ended = 0;
+        for (uint64_t seed = 0; seed < 200; ++seed) {
+            smol::GenerateParams p = sampling_for(seed);
+            p.grammar = text;
+            const smol::GenerateResult r = gen.generate("Input:", p);
+            ++runs;
+            INFO("grammar " << text.substr(0, 20) << " seed " << seed << " output: " << r.text);
+            const int32_t state = matcher.step(matcher.start(), r.text);
+            REQUIRE(state >= 0);  // always a valid prefix
+            if (r.stop_reason == smol::StopReason::eos) {
+                ++ended;
+                ++grammar_ended;
+                CHECK(matcher.can_end(state));
+            }
+        }
+        MESSAGE("grammar " << text.substr(0, 24) << ": " << grammar_ended << "/200 ended at eos");
+    }
+    CHECK(double(ended) >= 0.9 * double(runs));
+}
+
+TEST_CASE("tool calls: constrained calls name a declared tool with valid arguments") {
+    auto model = fixture_model("tiny-q4km.gguf");
+    if (!model) return;
+    const std::string weather_schema =
+        R"({"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
+            "unit": {"enum": ["celsius", "fahrenheit"]}}, "required": ["city"]})";
+    const std::string add_schema =
+        R"({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"], "additionalProperties": false})";
+    smol::GenerateParams p;
+    p.chat.tools = {{"get_weather", "Current weather in a city", weather_schema},
+                    {"add", "Adds two integers", add_schema}};
+    p.chat.enable_thinking = false;
+    p.chat.today = "24 November 2026";
+    p.constrain_tool_calls = true;
+    p.max_tokens = 80;
+    p.temperature = 1.0f;
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.min_p = 0.0f;
+    // Random weights (logits spread over +-40) never open a call on their own:
+    // raise <tool_call> so every run does, as a real model asked to use a tool would.
+    const int32_t open = *model->tokenizer().token_id("<tool_call>");
+    p.logit_bias = {{open, 60.0f}};
+    smol::Generator gen(model);
+    size_t calls = 0;
+    for (uint64_t seed = 0; seed < 8; ++seed) {
+        p.seed = seed;
+        const smol::GenerateResult r =
+            gen.chat({{"user", "What is the weather in Bern, and what is 2 + 3?"}}, p);
+        INFO("seed " << seed << " text: " << r.text);
+        for (const smol::ToolCall& call : r.tool_calls) {
+            // A call cut by max_tokens is a valid prefix, not a call yet.
+            if (call.error.rfind("unterminated", 0) == 0) continue;
+            ++calls;
+            REQUIRE_MESSAGE(call.error.empty(), call.error);
+            const nlohmann::json args = nlohmann::json::parse(call.arguments);
+            std::string why;
+            if (call.name == "get_weather") {
+                CHECK_MESSAGE(
+                    smol_test::validate(args, nlohmann::json::parse(weather_schema), &why), why);
+            } else {
+                CHECK(call.name == "add");
+                CHECK_MESSAGE(smol_test::validate(args, nlohmann::json::parse(add_schema), &why),
+                              why);
+            }
+        }
+    }
+    CHECK(calls >= 6);
+}
