@@ -3,7 +3,7 @@
 //   smol-bench [-m MODEL] [-p 512] [-n 128] [-d DEPTH] [-t THREADS] [-r 3] [-c CTX]
 //              [--chunk N] [--ttft-tokens 16] [--no-bandwidth] [--ops STEPS] [--cpu LEVEL]
 //              [--device cpu|cuda|auto] [--parallel N[,N...]] [--parallel-arrival
-//              [--arrival-tokens 512]] [--json]
+//              [--arrival-tokens 512]] [--json-schema FILE] [--json]
 //   smol-bench -m MODEL --check-prompt TEXT [-n N] [-t THREADS] [--json]
 //
 // What it measures (each test repeated -r times: mean and standard deviation):
@@ -49,6 +49,12 @@
 // 16 tokens, a 4th gets a --arrival-tokens prompt (default 512). Reports the
 // decoders' median token gap before it arrived, their worst gap that overlaps
 // its prefill (target: worst <= 2 x median) and its time to first token.
+//
+// --json-schema FILE: the end-to-end cost of structured output. One
+// smol::Generator, greedy, -n tokens: a free run (ignore_eos) and a run with
+// the schema (GenerateParams::json_schema; it ends when the document is
+// complete), alternating -r times; decode t/s of each and their ratio
+// (issue 17's target: >= 0.95). The masks start cold in the first run.
 //
 // --ops N adds an op-by-op profile of N decode steps (see profile_ops; CPU only).
 //
@@ -709,6 +715,7 @@ int main(int argc, char** argv) {
     std::vector<long> parallel;
     bool arrival = false;
     long arrival_tokens = 512;
+    std::string json_schema_path;
 
     smol_cli::Parser cli(
         "smol-bench",
@@ -770,6 +777,9 @@ int main(int argc, char** argv) {
     cli.option("--arrival-tokens", arrival_tokens, "N",
                "prompt tokens of the 4th generator (default 512)")
         .at_least(1);
+    cli.option("--json-schema", json_schema_path, "FILE",
+               "also: -n-token greedy decodes through smol::Generator with this JSON Schema\n"
+               "and without, interleaved -r times: decode t/s of each and their ratio");
     cli.flag("--json", json, "also print the results as one JSON line");
     if (const auto exit_code = cli.parse(argc, argv)) return *exit_code;
     if (model_path.empty()) {
@@ -1029,7 +1039,7 @@ int main(int argc, char** argv) {
         // Through smol::Generator (sampling, text, the batcher), unlike pp/tg
         // above, which call the backend directly; tg1 is measured the same way
         // so that the comparison is like for like.
-        nlohmann::json parallel_json, arrival_json;
+        nlohmann::json parallel_json, arrival_json, schema_json;
         const double pp_rate = pp_rates.empty() ? 0 : pp.mean;
         char pp_name[32];
         std::snprintf(pp_name, sizeof pp_name, "pp%ld", n_prompt);
@@ -1249,6 +1259,61 @@ int main(int argc, char** argv) {
             std::fflush(stdout);
         }
 
+        // --- --json-schema: the cost of structured output, end to end ---
+        // One generator, the same prompt, greedy; the free run ignores eos and
+        // makes -n tokens, the constrained one stops when the document is
+        // complete (or at -n). Decode t/s counts sampling, masks and forward
+        // passes (GenerateResult::decode_ms); runs alternate so drift cancels.
+        if (!json_schema_path.empty() && n_gen > 0) {
+            std::ifstream in(json_schema_path, std::ios::binary);
+            if (!in) throw std::invalid_argument("--json-schema: cannot read " + json_schema_path);
+            const std::string schema((std::istreambuf_iterator<char>(in)),
+                                     std::istreambuf_iterator<char>());
+            smol::GeneratorOptions options;
+            options.n_ctx = std::min(size_t(64 + n_gen), config.context_length);
+            smol::Generator gen(model, options);
+            const std::string prompt = "Describe a person as JSON:";
+            std::vector<double> free_rates, schema_rates, schema_tokens;
+            int schema_complete = 0;
+            for (long r = 0; r < repeats; ++r) {
+                for (int constrained = 0; constrained < 2; ++constrained) {
+                    smol::GenerateParams p;
+                    p.temperature = 0;
+                    p.max_tokens = int(n_gen);
+                    if (constrained) {
+                        p.json_schema = schema;
+                    } else {
+                        p.ignore_eos = true;
+                    }
+                    const smol::GenerateResult result = gen.generate(prompt, p);
+                    if (constrained) {
+                        schema_rates.push_back(result.decode_tokens_per_s());
+                        schema_tokens.push_back(double(result.tokens.size()));
+                        schema_complete += result.stop_reason == smol::StopReason::eos;
+                    } else {
+                        free_rates.push_back(result.decode_tokens_per_s());
+                    }
+                }
+            }
+            const Stats free_stats = stats_of(free_rates), schema_stats = stats_of(schema_rates);
+            const double ratio = free_stats.mean > 0 ? schema_stats.mean / free_stats.mean : 0;
+            std::printf(
+                "\njson schema decode (%s, greedy, %ld runs each, interleaved):\n"
+                "  free   %8.2f ± %.2f t/s (%ld tokens, ignore_eos)\n"
+                "  schema %8.2f ± %.2f t/s (%.0f tokens on average, %d/%ld complete)\n"
+                "  ratio  %8.3f (target >= 0.95)\n",
+                json_schema_path.c_str(), repeats, free_stats.mean, free_stats.stddev, n_gen,
+                schema_stats.mean, schema_stats.stddev, stats_of(schema_tokens).mean,
+                schema_complete, repeats, ratio);
+            schema_json = {{"free_tokens_per_s", free_stats.mean},
+                           {"schema_tokens_per_s", schema_stats.mean},
+                           {"ratio", ratio},
+                           {"free_runs", free_rates},
+                           {"schema_runs", schema_rates},
+                           {"schema_tokens", schema_tokens}};
+            std::fflush(stdout);
+        }
+
         if (json) {
             nlohmann::json out;
             out["pp_tokens_per_s"] = pp.mean;
@@ -1277,6 +1342,7 @@ int main(int argc, char** argv) {
             out["tg_runs"] = tg_rates;
             if (!parallel_json.is_null()) out["parallel"] = parallel_json;
             if (!arrival_json.is_null()) out["parallel_arrival"] = arrival_json;
+            if (!schema_json.is_null()) out["json_schema"] = schema_json;
             std::printf("%s\n", out.dump().c_str());
         }
         return 0;

@@ -211,3 +211,49 @@ TEST_CASE("tool calls: constrained calls name a declared tool with valid argumen
     }
     CHECK(calls >= 6);
 }
+
+TEST_CASE("batched generators each apply their own constraint") {
+    auto model = fixture_model("tiny-q4km.gguf");
+    if (!model) return;
+    const std::vector<std::string> grammars = {
+        "root ::= \"yes\" | \"no\"",
+        "root ::= [0-9]{2,4} (\",\" [0-9]{2,4}){0,5}",
+        "root ::= \"(\" [a-z ]{1,12} \")\"",
+    };
+    const std::string schema =
+        R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 0,
+            "maximum": 99}, "s": {"type": "string", "maxLength": 6}}, "required": ["n", "s"]})";
+    smol::GeneratorOptions options;
+    options.batcher = std::make_shared<smol::Batcher>(model);
+    std::vector<std::unique_ptr<smol::Generator>> gens;
+    std::vector<smol::AsyncGeneration> runs;
+    for (size_t i = 0; i < grammars.size() + 1; ++i) {
+        gens.push_back(std::make_unique<smol::Generator>(model, options));
+        smol::GenerateParams p;
+        p.seed = i;
+        p.temperature = 1.0f;
+        p.max_tokens = 48;
+        if (i < grammars.size())
+            p.grammar = grammars[i];
+        else
+            p.json_schema = schema;
+        runs.push_back(gens[i]->generate_async("Answer:", p));
+    }
+    for (size_t i = 0; i < runs.size(); ++i) {
+        const smol::GenerateResult r = runs[i].wait();
+        INFO("generator " << i << " text " << r.text);
+        if (i < grammars.size()) {
+            smol::GrammarMatcher m(
+                std::make_shared<const smol::Grammar>(smol::Grammar::parse(grammars[i])));
+            const int32_t s = m.step(m.start(), r.text);
+            REQUIRE(s >= 0);
+            if (r.stop_reason == smol::StopReason::eos) CHECK(m.can_end(s));
+        } else if (r.stop_reason == smol::StopReason::eos) {
+            std::string why;
+            CHECK_MESSAGE(smol_test::validate(nlohmann::json::parse(r.text),
+                                              nlohmann::json::parse(schema), &why),
+                          why);
+        }
+    }
+    CHECK(options.batcher->stats().widest > 1);
+}

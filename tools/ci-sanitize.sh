@@ -67,7 +67,7 @@ for stage in $STAGES; do
     tsan)
       # Only the tests that exercise threads; the rest gain nothing from TSan.
       tsan_tests=""
-      for t in ${SMOL_TSAN_TESTS:-test_threadpool test_generator test_session test_batcher}; do
+      for t in ${SMOL_TSAN_TESTS:-test_threadpool test_generator test_session test_batcher test_structured}; do
         [ -e "tests/$t.cpp" ] && tsan_tests="$tsan_tests $t"
       done
       run_stage build-tsan "thread" $tsan_tests

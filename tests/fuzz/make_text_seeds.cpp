@@ -64,6 +64,31 @@ int main(int argc, char** argv) {
         }
         save(out + "/think-" + std::to_string(n++),
              std::string("\x01\x02<think>\nhmm\n</think>\n\nanswer"));
+    } else if (target == "fuzz_grammar") {
+        // Grammars (kind byte 0) and JSON Schemas (kind byte 1), each with a probe.
+        const char* grammars[] = {
+            "root ::= \"{\" ws (pair (\",\" ws pair)*)? \"}\"\npair ::= [a-z]+ ws \":\" ws "
+            "[0-9]{1,3}\nws ::= [ \\t\\n]{0,4}",
+            "root ::= expr\nexpr ::= term ([-+] term)*\nterm ::= [0-9]+ | \"(\" expr \")\"",
+            "root ::= (\"(\" root \")\" | \"[]\")+ # comment",
+            "root ::= \"\\u00e9\\x41\" [^\\n\\]] .{1,2} \"\\U0001F600\"?",
+            "root ::= \"yes\" | \"no\" | \"maybe\"",
+        };
+        const char* schemas[] = {
+            R"({"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
+               "age": {"type": "integer", "minimum": 0, "maximum": 120}}, "required": ["name"]})",
+            R"({"type": "array", "items": {"enum": ["a", 1, null]}, "minItems": 1, "maxItems": 3})",
+            R"({"anyOf": [{"type": "string", "format": "date"}, {"type": "number", "minimum": -2.5}]})",
+            R"({"$defs": {"n": {"type": "object", "properties": {"v": {"type": "boolean"},
+               "next": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}]}}}}, "$ref": "#/$defs/n"})",
+            R"({"type": ["string", "null"], "format": "uuid"})",
+        };
+        for (const char* g : grammars)
+            save(out + "/grammar-" + std::to_string(n++),
+                 std::string(1, '\0') + g + std::string(1, '\0') + "{ab: 12,  cd:3}(1+2)[]");
+        for (const char* s : schemas)
+            save(out + "/schema-" + std::to_string(n++),
+                 std::string(1, '\1') + s + std::string(1, '\0') + "{\"name\": \"x\", \"age\": 7}");
     } else {
         std::fprintf(stderr, "make_text_seeds: unknown target %s\n", target.c_str());
         return 2;
