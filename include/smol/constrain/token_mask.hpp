@@ -185,26 +185,18 @@ private:
         m.count = 0;
         at_.assign(vocabulary_->max_depth() + 1, GrammarMatcher::kDead);
         at_[0] = state;
-        // The state of the previous node stays in a register while the walk
-        // goes down (most steps); at_ is read only after a subtree ends.
-        int32_t current = state;
-        uint32_t current_depth = 0;
         const TokenVocabulary::TrieNode* nodes = trie.data();
         const uint8_t* classes = node_class_.data();
         uint64_t* bits = m.bits.data();
         size_t count = 0;
         for (size_t i = 1, n_nodes = trie.size(); i < n_nodes;) {
             const TokenVocabulary::TrieNode& n = nodes[i];
-            const int32_t from = n.depth == current_depth + 1 ? current : at_[n.depth - 1];
-            const int32_t next = matcher_.step_class(from, classes[i]);
+            const int32_t next = matcher_.step_class(at_[n.depth - 1], classes[i]);
             if (next < 0) {
                 i = n.subtree_end;
-                current_depth = UINT32_MAX - 1;  // the next node reads at_
                 continue;
             }
             at_[n.depth] = next;
-            current = next;
-            current_depth = n.depth;
             for (int32_t id = n.token; id >= 0; id = vocabulary_->same_bytes_next(id)) {
                 bits[size_t(id) >> 6] |= uint64_t(1) << (id & 63);
                 ++count;
