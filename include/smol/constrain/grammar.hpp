@@ -42,6 +42,7 @@
 #include <utility>
 #include <vector>
 
+#include "../detail/utf8.hpp"
 #include "../error.hpp"
 
 SMOL_NAMESPACE_BEGIN
@@ -107,24 +108,6 @@ struct CodeRange {
 
 // Byte ranges, one per byte of an encoded character: a run of UTF-8 sequences.
 using Utf8Sequence = std::vector<std::pair<uint8_t, uint8_t>>;
-
-inline size_t utf8_length(uint32_t cp) noexcept {
-    return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
-}
-
-inline void encode_utf8(uint32_t cp, uint8_t* out) noexcept {
-    const size_t n = utf8_length(cp);
-    if (n == 1) {
-        out[0] = uint8_t(cp);
-        return;
-    }
-    static constexpr uint8_t lead[5] = {0, 0, 0xC0, 0xE0, 0xF0};
-    for (size_t i = n - 1; i > 0; --i) {
-        out[i] = uint8_t(0x80 | (cp & 0x3F));
-        cp >>= 6;
-    }
-    out[0] = uint8_t(lead[n] | cp);
-}
 
 // Splits [lo, hi] (no surrogates inside) into ranges whose UTF-8 encodings
 // differ only in a suffix of full continuation ranges, so each is exactly one
@@ -401,12 +384,11 @@ private:
             if ((k & 0xC0) != 0x80) return syntax_error("invalid UTF-8");
             cp = (cp << 6) | (k & 0x3F);
         }
-        if (utf8_length_of(cp) != n || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
+        if (detail::utf8_length(cp) != n || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
             return syntax_error("invalid UTF-8");
         pos_ += n;
         return cp;
     }
-    static size_t utf8_length_of(uint32_t cp) noexcept { return detail::utf8_length(cp); }
 
     Expected<uint32_t> parse_hex(size_t digits) {
         uint32_t value = 0;
@@ -435,8 +417,8 @@ private:
             }
             SMOL_TRY_ASSIGN(const uint32_t cp, parse_char());
             uint8_t bytes[4];
-            detail::encode_utf8(cp, bytes);
-            for (size_t i = 0; i < detail::utf8_length(cp); ++i) {
+            const size_t n = detail::encode_utf8(cp, bytes);
+            for (size_t i = 0; i < n; ++i) {
                 ByteSet set;
                 set.set(bytes[i]);
                 out.push_back({Grammar::Kind::bytes, byte_set_id(set)});

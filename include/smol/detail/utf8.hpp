@@ -1,6 +1,6 @@
-// UTF-8 validation: the one decoder of Unicode's well-formed byte sequences
-// (Table 3-7, the strict RFC 3629 form: no overlongs, no surrogates, nothing
-// past U+10FFFF), scan_utf8, and the checks built on it for text that enters
+// UTF-8: the one encoder (utf8_length, encode_utf8, append_utf8) and validation: the one decoder of
+// Unicode's well-formed byte sequences (Table 3-7, the strict RFC 3629 form: no overlongs, no
+// surrogates, nothing past U+10FFFF), scan_utf8, and the checks built on it for text that enters
 // the generator (prompts, chat messages, stop strings), which report the byte
 // offset of the first bad sequence so the error message can point at it. The
 // tokenizer's codec and the detokenizer's repair (text/unicode.hpp) use the
@@ -19,6 +19,27 @@
 
 SMOL_NAMESPACE_BEGIN
 namespace detail {
+
+// Bytes of a scalar value's encoding (cp <= U+10FFFF, no surrogates).
+inline size_t utf8_length(char32_t cp) noexcept {
+    return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+}
+// Writes the encoding of cp (utf8_length(cp) bytes) to out; returns its length.
+inline size_t encode_utf8(char32_t cp, uint8_t* out) noexcept {
+    const size_t n = utf8_length(cp);
+    static constexpr uint8_t kLead[5] = {0, 0, 0xC0, 0xE0, 0xF0};
+    for (size_t i = n - 1; i > 0; --i) {
+        out[i] = uint8_t(0x80 | (cp & 0x3F));
+        cp >>= 6;
+    }
+    out[0] = uint8_t(n == 1 ? cp : (kLead[n] | cp));
+    return n;
+}
+inline void append_utf8(std::string& out, char32_t cp) {
+    uint8_t bytes[4];
+    const size_t n = encode_utf8(cp, bytes);
+    out.append(reinterpret_cast<const char*>(bytes), n);
+}
 
 // What the bytes at a position hold.
 enum class Utf8Status : uint8_t {

@@ -125,23 +125,7 @@ inline Utf8Char decode_utf8(const char* text, size_t available) noexcept {
 }
 
 // Appends the UTF-8 encoding of a scalar value (cp <= U+10FFFF, no surrogates).
-inline void append_utf8(std::string& out, char32_t cp) {
-    if (cp < 0x80) {
-        out += char(cp);
-    } else if (cp < 0x800) {
-        out += char(0xC0 | (cp >> 6));
-        out += char(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += char(0xE0 | (cp >> 12));
-        out += char(0x80 | ((cp >> 6) & 0x3F));
-        out += char(0x80 | (cp & 0x3F));
-    } else {
-        out += char(0xF0 | (cp >> 18));
-        out += char(0x80 | ((cp >> 12) & 0x3F));
-        out += char(0x80 | ((cp >> 6) & 0x3F));
-        out += char(0x80 | (cp & 0x3F));
-    }
-}
+using smol::detail::append_utf8;
 
 inline bool is_valid_utf8(std::string_view text) noexcept {
     return smol::detail::find_invalid_utf8(text) == std::string_view::npos;
