@@ -7,7 +7,8 @@
 // Must hold: no crash, hang or unbounded memory; a schema the converter
 // accepts gives grammar text with no syntax error (the grammar checks may
 // still reject it: a $ref cycle can be left recursive or have no finite
-// document); a matcher state is live exactly when it can end or continue.
+// document); a matcher state is live exactly when it can end or continue, and
+// its saturated form (GrammarMatcher::saturated) takes the same next byte.
 #include <smol/constrain/json_schema.hpp>
 #include <smol/constrain/matcher.hpp>
 
@@ -56,6 +57,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (next < 0) continue;  // rejected: try the next byte from the same state
         state = next;
         if (!matcher.can_end(state) && !matcher.can_continue(state)) __builtin_trap();
+        // The saturated state (masks share it) accepts the same short strings:
+        // here, the next probe byte at least.
+        const int32_t shared = matcher.saturated(state, 4);
+        if (shared == smol::GrammarMatcher::kOverflow) break;
+        if (shared < 0) __builtin_trap();
+        const size_t at = size_t(&c - probe.data()) + 1;
+        if (at < probe.size()) {
+            const uint8_t b = static_cast<uint8_t>(probe[at]);
+            const int32_t a1 = matcher.step(state, b), a2 = matcher.step(shared, b);
+            if (a1 == smol::GrammarMatcher::kOverflow || a2 == smol::GrammarMatcher::kOverflow)
+                break;
+            if ((a1 >= 0) != (a2 >= 0)) __builtin_trap();
+        }
         if (matcher.needs_compaction()) matcher.compact({&state});
     }
     return 0;

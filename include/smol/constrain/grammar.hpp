@@ -90,6 +90,28 @@ public:
     size_t n_byte_sets() const noexcept { return byte_sets_.size(); }
     const std::string& rule_name(uint32_t rule) const { return names_[rule]; }
 
+    // Bounded repetition (x{n,m}) compiles to a family of rules
+    // r_k ::= x r_(k-1) | (empty), one per count left. A stack position in
+    // r_k means "k - 1 more x may follow the current one". For text of at
+    // most `horizon` bytes, every k - 1 >= horizon behaves alike (each x takes
+    // at least a byte), so masks for short tokens may treat r_k as
+    // r_(horizon + 1): this maps a position of r_k to that rule's (or returns
+    // it unchanged). Used by TokenMasker to share one trie walk between the
+    // many states of a long bounded string.
+    uint32_t saturated_position(uint32_t position, uint32_t horizon) const {
+        const uint32_t rule = position_rule(position);
+        const auto [family, k] = family_of_[rule];
+        if (family < 0 || k <= horizon + 1) return position;
+        const uint32_t target = families_[size_t(family)][horizon + 1];
+        return alternatives_[target][0] + (position - alternatives_[rule][0]);
+    }
+    // The rule a position belongs to (its alternative's end names it).
+    uint32_t position_rule(uint32_t position) const {
+        while (positions_[position].kind != Kind::end) ++position;
+        return positions_[position].arg;
+    }
+    bool has_repetition_families() const noexcept { return !families_.empty(); }
+
 private:
     friend class GrammarCompiler;
     std::vector<Position> positions_;
@@ -97,6 +119,8 @@ private:
     std::vector<ByteSet> byte_sets_;
     std::vector<std::string> names_;
     uint32_t root_ = 0;
+    std::vector<std::pair<int32_t, uint32_t>> family_of_;  // [rule]: (family or -1, count left)
+    std::vector<std::vector<uint32_t>> families_;          // [family][count left]: rule
 };
 
 namespace detail {
@@ -603,13 +627,16 @@ private:
             SMOL_TRY(count(4));
             out.push_back({Grammar::Kind::rule, star});
         } else if (hi > lo) {
-            // opt_k ::= unit opt_(k-1) | (empty); opt_1 ::= unit | (empty)
-            uint32_t inner = new_rule({{unit}, {}});
-            for (uint32_t k = 2; k <= hi - lo; ++k) {
-                inner = new_rule({{unit, {Grammar::Kind::rule, inner}}, {}});
+            // opt_k ::= unit opt_(k-1) | (empty), down to opt_0 ::= (empty): a
+            // family whose members differ only in the count left (see
+            // Grammar::saturated_position).
+            std::vector<uint32_t> family{new_rule({{}})};
+            for (uint32_t k = 1; k <= hi - lo; ++k) {
+                family.push_back(new_rule({{unit, {Grammar::Kind::rule, family.back()}}, {}}));
             }
-            SMOL_TRY(count(size_t(hi - lo) * 4));
-            out.push_back({Grammar::Kind::rule, inner});
+            SMOL_TRY(count(size_t(hi - lo) * 4 + 1));
+            out.push_back({Grammar::Kind::rule, family.back()});
+            families_.push_back({std::move(family), unit});
         }
         term = std::move(out);
         return {};
@@ -653,7 +680,8 @@ private:
     }
 
     Status check_left_recursion() {
-        std::vector<char> nullable(rules_.size(), 0);
+        std::vector<char>& nullable = nullable_;
+        nullable.assign(rules_.size(), 0);
         for (bool changed = true; changed;) {
             changed = false;
             for (size_t r = 0; r < rules_.size(); ++r) {
@@ -727,6 +755,22 @@ private:
                 g.positions_.push_back({Grammar::Kind::end, r});
             }
         }
+        g.family_of_.assign(rules_.size(), {-1, 0});
+        for (const Family& f : families_) {
+            // Saturation assumes every repetition consumes a byte, and that no
+            // alternative was pruned (a family of the shape repeat() made).
+            const Element& unit = f.unit;
+            const bool consumes = unit.kind == Grammar::Kind::bytes || !nullable_[unit.arg];
+            bool intact = true;
+            for (size_t k = 1; k < f.rules.size(); ++k)
+                intact = intact && rules_[f.rules[k]].alternatives.size() == 2 &&
+                         rules_[f.rules[k]].alternatives[0].size() == 2;
+            if (!consumes || !intact) continue;
+            const int32_t id = int32_t(g.families_.size());
+            for (size_t k = 0; k < f.rules.size(); ++k)
+                g.family_of_[f.rules[k]] = {id, uint32_t(k)};
+            g.families_.push_back(f.rules);
+        }
         return g;
     }
 
@@ -739,6 +783,12 @@ private:
     std::vector<ByteSet> byte_sets_;
     std::map<ByteSet, uint32_t> byte_set_ids_;
     std::map<std::string, uint32_t> class_rules_;
+    struct Family {
+        std::vector<uint32_t> rules;  // rules[k]: k repetitions left
+        Element unit;
+    };
+    std::vector<Family> families_;
+    std::vector<char> nullable_;  // [rule]
 };
 
 inline Expected<Grammar> Grammar::try_parse(std::string_view text, const GrammarLimits& limits) {

@@ -97,6 +97,32 @@ public:
     size_t n_byte_classes() const noexcept { return n_classes_; }
     bool needs_compaction() const noexcept { return states_.size() > limits_.soft_states; }
 
+    // The state with every repetition count left above `horizon` lowered to
+    // horizon + 1 (Grammar::saturated_position): it accepts the same byte
+    // strings of at most `horizon` bytes as `state`. Memoized per state.
+    int32_t saturated(int32_t state, uint32_t horizon) {
+        if (state < 0 || !grammar_->has_repetition_families()) return state;
+        if (saturated_.size() <= size_t(state)) saturated_.resize(size_t(state) + 1, kUnknown);
+        if (saturated_[size_t(state)] != kUnknown) return saturated_[size_t(state)];
+        const State st = states_[size_t(state)];
+        std::vector<uint32_t> tops;
+        bool changed = false;
+        for (uint32_t i = 0; i < st.n_tops; ++i) {
+            const std::vector<uint32_t> positions = chain(tops_[st.first_top + i]);
+            uint32_t node = kNil;
+            for (auto it = positions.rbegin(); it != positions.rend(); ++it) {
+                const uint32_t p = grammar_->saturated_position(*it, horizon);
+                changed = changed || p != *it;
+                node = intern_node(p, node);
+            }
+            tops.push_back(node);
+        }
+        const int32_t result = changed ? intern_state(std::move(tops), st.can_end) : state;
+        if (saturated_.size() <= size_t(state)) saturated_.resize(size_t(state) + 1, kUnknown);
+        saturated_[size_t(state)] = result;
+        return result;
+    }
+
     // Rebuilds the tables keeping only `states` (whose ids are rewritten):
     // every other id the caller held becomes invalid.
     void compact(std::vector<int32_t*> states) {
@@ -154,6 +180,7 @@ private:
         state_ids_.clear();
         tops_.clear();
         next_.clear();
+        saturated_.clear();
         overflowed_ = false;
         std::vector<uint32_t> tops;
         bool can_end = false;
@@ -254,7 +281,8 @@ private:
     std::vector<State> states_;
     std::vector<uint32_t> tops_;
     std::unordered_map<std::string, int32_t> state_ids_;
-    std::vector<int32_t> next_;  // [state][byte class]
+    std::vector<int32_t> next_;       // [state][byte class]
+    std::vector<int32_t> saturated_;  // [state]: saturated(state, horizon), one horizon in use
     std::vector<std::pair<uint32_t, uint32_t>> work_;
     std::unordered_set<uint64_t> seen_;
     int32_t start_ = 0;
