@@ -108,18 +108,14 @@ public:
         std::vector<uint32_t> tops;
         bool changed = false;
         for (uint32_t i = 0; i < st.n_tops; ++i) {
-            const std::vector<uint32_t> positions = chain(tops_[st.first_top + i]);
-            uint32_t node = kNil;
-            for (auto it = positions.rbegin(); it != positions.rend(); ++it) {
-                const uint32_t p = grammar_->saturated_position(*it, horizon);
-                changed = changed || p != *it;
-                node = intern_node(p, node);
-            }
-            tops.push_back(node);
+            tops.push_back(intern_chain(chain(tops_[st.first_top + i]), [&](uint32_t p) {
+                const uint32_t q = grammar_->saturated_position(p, horizon);
+                changed = changed || q != p;
+                return q;
+            }));
         }
         const int32_t result = changed ? intern_state(std::move(tops), st.can_end) : state;
-        if (saturated_.size() <= size_t(state)) saturated_.resize(size_t(state) + 1, kUnknown);
-        saturated_[size_t(state)] = result;
+        saturated_[size_t(state)] = result;  // saturated_ only grows during the call
         return result;
     }
 
@@ -137,11 +133,8 @@ public:
         reset_tables();
         for (size_t k = 0; k < states.size(); ++k) {
             std::vector<uint32_t> tops;
-            for (const auto& c : kept[k].first) {
-                uint32_t node = kNil;
-                for (auto it = c.rbegin(); it != c.rend(); ++it) node = intern_node(*it, node);
-                tops.push_back(node);
-            }
+            for (const auto& c : kept[k].first)
+                tops.push_back(intern_chain(c, [](uint32_t p) { return p; }));
             *states[k] = intern_state(std::move(tops), kept[k].second);
         }
     }
@@ -262,6 +255,16 @@ private:
         }
         close(tops, can_end);
         return intern_state(std::move(tops), can_end);
+    }
+
+    // Interns a stack from its positions (top first, as chain() gives them),
+    // each mapped by `map`; returns its top node.
+    template <class Map>
+    uint32_t intern_chain(const std::vector<uint32_t>& top_first, Map&& map) {
+        uint32_t node = kNil;
+        for (auto it = top_first.rbegin(); it != top_first.rend(); ++it)
+            node = intern_node(map(*it), node);
+        return node;
     }
 
     // The positions of a stack, top first.
