@@ -9,12 +9,15 @@
 #include <smol/generator.hpp>
 #include <smol/smol.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../tools/model_maker.hpp"
@@ -86,6 +89,26 @@ inline size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int
     size_t n = 0;
     while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
     return n;
+}
+
+// Wraps p's hook so that each of n generators, at its first token, waits for
+// all n to have reached theirs: on a model as small as the test's a run takes
+// milliseconds, so without this one generator could finish before another
+// has started, and nothing would be left to share.
+inline void rendezvous(smol::GenerateParams& p, std::shared_ptr<std::atomic<size_t>> arrived,
+                       size_t n) {
+    auto inner = p.logits_hook;
+    auto first = std::make_shared<bool>(true);
+    p.logits_hook = [inner, arrived, n, first](float* logits, size_t n_vocab) {
+        if (*first) {
+            *first = false;
+            arrived->fetch_add(1);
+            const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+            while (arrived->load() < n && std::chrono::steady_clock::now() < give_up)
+                std::this_thread::yield();
+        }
+        if (inner) inner(logits, n_vocab);
+    };
 }
 
 }  // namespace smol_test

@@ -23,6 +23,7 @@ namespace {
 
 using smol_test::greedy;
 using smol_test::made_model;
+using smol_test::rendezvous;
 
 const std::vector<std::string> kPrompts = {"The blacksmith said",
                                            "Once upon a time in a village by the sea,",
@@ -55,25 +56,6 @@ smol::GenerateParams recording(int max_tokens, Run& run) {
         run.gaps.push_back(first - second);
     };
     return p;
-}
-
-// Wraps p's hook so that each of n generators, at its first token, waits for
-// all n to have reached theirs: on a model as small as the test's a run takes
-// milliseconds, so without this one generator could finish before another
-// has started, and nothing would be left to share.
-void rendezvous(smol::GenerateParams& p, std::shared_ptr<std::atomic<size_t>> arrived, size_t n) {
-    auto inner = p.logits_hook;
-    auto first = std::make_shared<bool>(true);
-    p.logits_hook = [inner, arrived, n, first](float* logits, size_t n_vocab) {
-        if (*first) {
-            *first = false;
-            arrived->fetch_add(1);
-            const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-            while (arrived->load() < n && std::chrono::steady_clock::now() < give_up)
-                std::this_thread::yield();
-        }
-        inner(logits, n_vocab);
-    };
 }
 
 Run run_alone(const std::shared_ptr<const smol::Model>& model, const std::string& prompt,

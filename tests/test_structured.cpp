@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "fixtures.hpp"
+#include "generator_testutil.hpp"
 #include "json_schema_check.hpp"
 
 namespace {
@@ -227,6 +228,9 @@ TEST_CASE("batched generators each apply their own constraint") {
     options.batcher = std::make_shared<smol::Batcher>(model);
     std::vector<std::unique_ptr<smol::Generator>> gens;
     std::vector<smol::AsyncGeneration> runs;
+    // Without the rendezvous the two-token "yes"/"no" run can end before the
+    // last generator starts, and then no step is shared.
+    auto arrived = std::make_shared<std::atomic<size_t>>(0);
     for (size_t i = 0; i < grammars.size() + 1; ++i) {
         gens.push_back(std::make_unique<smol::Generator>(model, options));
         smol::GenerateParams p;
@@ -237,6 +241,7 @@ TEST_CASE("batched generators each apply their own constraint") {
             p.grammar = grammars[i];
         else
             p.json_schema = schema;
+        smol_test::rendezvous(p, arrived, grammars.size() + 1);
         runs.push_back(gens[i]->generate_async("Answer:", p));
     }
     for (size_t i = 0; i < runs.size(); ++i) {
