@@ -404,20 +404,66 @@ TEST_CASE(
                                            cols / 256);
                     }
                 }
+                const kernels::PackedTiles* packing = set->packing(type);
                 for (const uint8_t* weights : {static_cast<const uint8_t*>(w.data()), shifted}) {
                     std::vector<float> fast(size_t(n_cols) * rows, -1.0f);
                     set->tile(type, n_cols)(weights, w_row_bytes, rows, x_kernel.data(),
                                             x_row_bytes, cols, fast.data(), rows);
+                    // The packed tiles (mat-mat) read rows packed from the same weights.
+                    std::vector<float> packed_out(size_t(n_cols) * rows, -1.0f);
+                    if (packing) {
+                        const size_t packed_row_bytes = packing->row_bytes(cols);
+                        std::vector<uint8_t> packed(rows * packed_row_bytes);
+                        packing->pack(weights, w_row_bytes, rows, cols, packed.data());
+                        packing->tiles[n_cols - 1](packed.data(), packed_row_bytes, rows,
+                                                   x_kernel.data(), x_row_bytes, cols,
+                                                   packed_out.data(), rows);
+                    }
                     for (int c = 0; c < n_cols; ++c) {
                         for (size_t r = 0; r < rows; ++r) {
                             const float ref = reference(weights + r * w_row_bytes,
                                                         x.data() + size_t(c) * x_row_bytes, cols);
                             CHECK(fast[size_t(c) * rows + r] == ref);
+                            if (packing) CHECK(packed_out[size_t(c) * rows + r] == ref);
                         }
                     }
                 }
             }
     }
+}
+
+TEST_CASE("packed mat-mat: several row chunks, a full token group and a tail equal the reference") {
+    // Each thread packs a chunk of rows (about 48 KiB of stored weights) into
+    // its own buffer: 100 rows of 2048 or 11008 values are several chunks, so
+    // threads reuse their buffers and the last chunk is short.
+    smol::ThreadPool pool(2);
+    for (const kernels::KernelSet* set : runnable_sets())
+        for (GGMLType type : kAllTypes) {
+            if (!set->packing(type)) continue;
+            for (size_t cols : {size_t(2048), size_t(11008)}) {
+                const size_t rows = 100, n_tokens = 11;  // a full group of 8 and a tail of 3
+                const std::string level_name = set->name();
+                CAPTURE(level_name);
+                CAPTURE(smol::type_name(type));
+                CAPTURE(cols);
+                const std::vector<uint8_t> w_bytes = random_weights(type, rows, cols);
+                const smol::WeightMatrix w =
+                    smol::make_weight_matrix(type, w_bytes.data(), rows, cols, "test");
+                const std::vector<float> x = random_floats(n_tokens * cols);
+                smol::QuantizedInput input(*set);
+                input.quantize(type, x.data(), n_tokens, cols, &pool);
+                std::vector<float> ref(n_tokens * rows), y(n_tokens * rows);
+                smol::matmul_reference(w, input, ref.data(), rows);
+                smol::matmul(w, input, y.data(), rows, pool);
+                for (size_t t = 0; t < n_tokens; ++t)
+                    for (size_t r = 0; r < rows; ++r) {
+                        const double scale = magnitude(type, w_bytes.data() + r * w.row_bytes,
+                                                       input.type(), input.row(t), cols);
+                        CHECK(std::fabs(double(y[t * rows + r]) - double(ref[t * rows + r])) <=
+                              1e-5 * scale + 1e-9);
+                    }
+            }
+        }
 }
 
 TEST_CASE(

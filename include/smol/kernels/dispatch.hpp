@@ -44,6 +44,11 @@ inline const KernelSet& kernel_set(CpuLevel level) {
                 KernelSet s = detail::make_x86_kernel_set<avx512::TilesZmm>(
                     CpuLevel::avx512, &avx512::interleave_q8k32_zmm);
                 s.attend = &avx512::attend;
+                PackedTiles& q4k = s.packed[weight_type_index(GGMLType::Q4_K)];
+                q4k.row_bytes = &avx512::packed_q4k_row_bytes;
+                q4k.pack = &avx512::pack_q4k;
+                detail::fill_tiles<avx512::PackedQ4KOf>(
+                    q4k.tiles, std::make_integer_sequence<int, kMaxTileCols>{});
                 return s;
             }();
             return set;

@@ -37,6 +37,25 @@ using TileKernel = void (*)(const uint8_t* w, size_t w_row_bytes, size_t n_rows,
 // 4 columns 145 GOPS per core, 6: 146-162, 8: 169-172.
 constexpr int kMaxTileCols = 8;
 
+// Mat-mat over weights packed once per row chunk (the "pack" step of a
+// GEMM): a level may offer, per weight type, a layout its tiles read without
+// unpacking anything (K-quants: the nibbles already in the tile's lane order,
+// the sub-block scales as floats). A prompt's mat-mat unpacks each weight
+// block once per group of kMaxTileCols tokens (64 times for 512 tokens); with
+// packing it is unpacked once per chunk of rows, into a small per-thread
+// buffer that stays in L2 while every token group streams past it. Decode
+// (one token group) reads the rows as stored: packing would cost more than it
+// saves, and the stored file stays the only copy of the weights.
+struct PackedTiles {
+    // Bytes of one packed row of `cols` values (cols % the block size == 0).
+    size_t (*row_bytes)(size_t cols) = nullptr;
+    // out[r * row_bytes(cols) ...] = row r of w (n_rows rows, w_row_bytes apart, any address).
+    void (*pack)(const uint8_t* w, size_t w_row_bytes, size_t n_rows, size_t cols,
+                 uint8_t* out) = nullptr;
+    // The TileKernel contract, with w the packed rows.
+    TileKernel tiles[kMaxTileCols] = {};
+};
+
 struct KernelSet {
     CpuLevel level = CpuLevel::scalar;
 
@@ -49,6 +68,8 @@ struct KernelSet {
 
     // ---- matrix x activations: [weight type index][columns - 1] ----
     TileKernel tiles[kWeightTypeCount][kMaxTileCols] = {};
+    // ---- the same over packed weights, where the level has them ----
+    PackedTiles packed[kWeightTypeCount] = {};
 
     // ---- float ops of the forward pass ----
     float (*dot_f32)(const float* a, const float* b, size_t n) = nullptr;
@@ -70,6 +91,11 @@ struct KernelSet {
         const int index = weight_type_index(type);
         if (index < 0 || n_cols < 1) return nullptr;
         return tiles[index][(n_cols > kMaxTileCols ? kMaxTileCols : n_cols) - 1];
+    }
+    // The packing of `type`, or null when this level reads it as stored.
+    const PackedTiles* packing(GGMLType type) const noexcept {
+        const int index = weight_type_index(type);
+        return index >= 0 && packed[index].pack != nullptr ? &packed[index] : nullptr;
     }
     const char* name() const noexcept { return cpu_level_name(level); }
 };

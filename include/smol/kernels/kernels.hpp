@@ -263,6 +263,11 @@ inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedIn
         size_t chunk_rows;
         size_t first_chunk;  // index of this job's first chunk in the shared numbering
         kernels::TileKernel full_tile, tail_tile;
+        // Mat-mat on a level with a packing for the type: each chunk is packed
+        // into the thread's scratch first (kernels::PackedTiles), and the
+        // tiles read the packed rows, packed_row_bytes apart.
+        const kernels::PackedTiles* packing;
+        size_t packed_row_bytes;
     };
     constexpr size_t kInlinePlans = 8;
     Plan inline_plans[kInlinePlans];
@@ -275,7 +280,7 @@ inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedIn
     const size_t n_threads = size_t(pool.size());
     const size_t full_groups = n_tokens / kernels::kMaxTileCols;
     const int tail_cols = int(n_tokens % kernels::kMaxTileCols);
-    size_t n_chunks = 0;
+    size_t n_chunks = 0, scratch_bytes = 0;
     for (size_t j = 0; j < n_jobs; ++j) {
         const WeightMatrix& w = jobs[j].w;
         kernels::check_matmul_args(w, x, jobs[j].y);
@@ -293,14 +298,40 @@ inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedIn
             chunk_rows =
                 std::min(chunk_rows, std::max<size_t>(4, (w.rows / n_threads + 3) / 4 * 4));
         }
-        plans[j] =
-            Plan{w.data, chunk_rows, n_chunks, x.kernels().tile(w.type, kernels::kMaxTileCols),
-                 tail_cols ? x.kernels().tile(w.type, tail_cols) : nullptr};
+        const kernels::PackedTiles* packing =
+            n_tokens > size_t(kernels::kMaxTileCols) ? x.kernels().packing(w.type) : nullptr;
+        if (packing) {
+            const size_t packed_row_bytes = packing->row_bytes(w.cols);
+            plans[j] = Plan{w.data,
+                            chunk_rows,
+                            n_chunks,
+                            packing->tiles[kernels::kMaxTileCols - 1],
+                            tail_cols ? packing->tiles[tail_cols - 1] : nullptr,
+                            packing,
+                            packed_row_bytes};
+            scratch_bytes = std::max(scratch_bytes, chunk_rows * packed_row_bytes);
+        } else {
+            plans[j] = Plan{w.data,
+                            chunk_rows,
+                            n_chunks,
+                            x.kernels().tile(w.type, kernels::kMaxTileCols),
+                            tail_cols ? x.kernels().tile(w.type, tail_cols) : nullptr,
+                            nullptr,
+                            0};
+        }
         n_chunks += (w.rows + chunk_rows - 1) / chunk_rows;
+    }
+    // One packing buffer per thread (about 64 KiB each), on its own cache lines.
+    const size_t scratch_stride = (scratch_bytes + smol::detail::kAlignment - 1) /
+                                  smol::detail::kAlignment * smol::detail::kAlignment;
+    smol::detail::AlignedArray<uint8_t> scratch;
+    if (scratch_bytes) {
+        scratch.reset(
+            static_cast<uint8_t*>(smol::detail::aligned_allocate(n_threads * scratch_stride)));
     }
 
     std::atomic<size_t> next_chunk{0};
-    pool.run_dynamic([&](int, int) {
+    pool.run_dynamic([&](int thread, int) {
         size_t j = 0;
         for (size_t chunk = next_chunk.fetch_add(1, std::memory_order_relaxed); chunk < n_chunks;
              chunk = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
@@ -312,14 +343,21 @@ inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedIn
             const size_t row0 = (chunk - plan.first_chunk) * plan.chunk_rows;
             const size_t n_rows = std::min(plan.chunk_rows, w.rows - row0);
             const uint8_t* w_rows = plan.weights + row0 * w.row_bytes;
+            size_t w_row_bytes = w.row_bytes;
+            if (plan.packing) {
+                uint8_t* packed = scratch.get() + size_t(thread) * scratch_stride;
+                plan.packing->pack(w_rows, w.row_bytes, n_rows, w.cols, packed);
+                w_rows = packed;
+                w_row_bytes = plan.packed_row_bytes;
+            }
             for (size_t g = 0; g < full_groups; ++g) {
                 const size_t token0 = g * kernels::kMaxTileCols;
-                plan.full_tile(w_rows, w.row_bytes, n_rows, x.kernel_row(token0), x.row_bytes(),
+                plan.full_tile(w_rows, w_row_bytes, n_rows, x.kernel_row(token0), x.row_bytes(),
                                w.cols, y + token0 * y_stride + row0, y_stride);
             }
             if (plan.tail_tile) {
                 const size_t token0 = full_groups * kernels::kMaxTileCols;
-                plan.tail_tile(w_rows, w.row_bytes, n_rows, x.kernel_row(token0), x.row_bytes(),
+                plan.tail_tile(w_rows, w_row_bytes, n_rows, x.kernel_row(token0), x.row_bytes(),
                                w.cols, y + token0 * y_stride + row0, y_stride);
             }
         }
