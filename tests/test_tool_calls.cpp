@@ -158,11 +158,20 @@ TEST_CASE("tool calls: tools replace xml_tools; no tools renders as before") {
     options.xml_tools = {render_tool(ping)};
     CHECK(smol::render_smollm3_chat(messages, options) == with_tools);
 
-    // ChatML has nowhere to put tools: they change nothing there.
+    // ChatML has nowhere to put tools: rather than drop them unseen (a model
+    // that never sees them cannot call them), it refuses them, in any form.
     options.xml_tools.clear();
-    options.tools = {ping};
     CHECK(smol::render_chat(smol::ChatFormat::chatml, messages, options) ==
           "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+    for (int form = 0; form < 3; ++form) {
+        smol::ChatTemplateOptions with = options;
+        if (form == 0) with.tools = {ping};
+        if (form == 1) with.xml_tools = {render_tool(ping)};
+        if (form == 2) with.python_tools = {"def ping(): ..."};
+        smol_test::expect_error(
+            [&] { (void)smol::render_chat(smol::ChatFormat::chatml, messages, with); },
+            smol::ErrorKind::unsupported, {"no place for tools"});
+    }
 }
 
 TEST_CASE("tool calls: try_render_tool prints Python's str() of the transformers dict") {

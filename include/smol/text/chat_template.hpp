@@ -375,8 +375,9 @@ inline std::string render_smollm3_chat(const std::vector<ChatMessage>& messages,
 }
 
 // Plain ChatML: every message as <|im_start|>role\ncontent<|im_end|>\n, then
-// the assistant opening when asked. enable_thinking, today and the tools are
-// unused (ChatML has no place for them).
+// the assistant opening when asked. enable_thinking and today are unused, and
+// so are the tools: ChatML has no place for them (try_render_chat refuses
+// them rather than drop them unseen).
 inline std::string render_chatml(const std::vector<ChatMessage>& messages,
                                  const ChatTemplateOptions& options) {
     std::string out;
@@ -409,10 +410,18 @@ inline Expected<std::string> try_render_chat(ChatFormat format,
                                              const std::vector<ChatMessage>& messages,
                                              const ChatTemplateOptions& options) {
     if (format == ChatFormat::smollm3) return try_render_smollm3_chat(messages, options);
+    if (!options.tools.empty() || !options.xml_tools.empty() || !options.python_tools.empty()) {
+        // A model that never sees the tools cannot call them; say so instead.
+        return ErrorInfo{ErrorKind::unsupported,
+                         "chat: this model's chat template is not SmolLM3's (rendered as plain "
+                         "ChatML), which has no place for tools; describe them in a system "
+                         "message instead"};
+    }
     return render_chatml(messages, options);
 }
 
-// try_render_chat, throwing smol::Error on a bad tool definition.
+// try_render_chat, throwing smol::Error on a bad tool definition or on tools
+// for ChatML.
 inline std::string render_chat(ChatFormat format, const std::vector<ChatMessage>& messages,
                                const ChatTemplateOptions& options) {
     return detail::value_or_fail(try_render_chat(format, messages, options));
