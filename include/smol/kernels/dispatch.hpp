@@ -30,8 +30,16 @@ inline const KernelSet& kernel_set(CpuLevel level) {
     switch (level) {
 #if defined(SMOL_HAS_X86_KERNELS)
         case CpuLevel::avx2: {
-            static const KernelSet set =
-                detail::make_x86_kernel_set<avx2::Tiles>(CpuLevel::avx2, &avx2::interleave_q8k32);
+            static const KernelSet set = [] {
+                KernelSet s = detail::make_x86_kernel_set<avx2::Tiles>(CpuLevel::avx2,
+                                                                       &avx2::interleave_q8k32);
+                PackedTiles& q4k = s.packed[weight_type_index(GGMLType::Q4_K)];
+                q4k.row_bytes = &avx2::packed_q4k_ymm_row_bytes;
+                q4k.pack = &avx2::pack_q4k_ymm;
+                detail::fill_tiles<avx2::PackedQ4KYmmOf>(
+                    q4k.tiles, std::make_integer_sequence<int, kMaxTileCols>{});
+                return s;
+            }();
             return set;
         }
         case CpuLevel::avxvnni: {
