@@ -33,11 +33,8 @@ inline const KernelSet& kernel_set(CpuLevel level) {
             static const KernelSet set = [] {
                 KernelSet s = detail::make_x86_kernel_set<avx2::Tiles>(CpuLevel::avx2,
                                                                        &avx2::interleave_q8k32);
-                PackedTiles& q4k = s.packed[weight_type_index(GGMLType::Q4_K)];
-                q4k.row_bytes = &avx2::packed_q4k_ymm_row_bytes;
-                q4k.pack = &avx2::pack_q4k_ymm;
-                detail::fill_tiles<avx2::PackedQ4KYmmOf>(
-                    q4k.tiles, std::make_integer_sequence<int, kMaxTileCols>{});
+                detail::set_packing<avx2::PackedQ4KYmmOf>(
+                    s, GGMLType::Q4_K, &avx2::packed_q4k_ymm_row_bytes, &avx2::pack_q4k_ymm);
                 return s;
             }();
             return set;
@@ -52,11 +49,8 @@ inline const KernelSet& kernel_set(CpuLevel level) {
                 KernelSet s = detail::make_x86_kernel_set<avx512::TilesZmm>(
                     CpuLevel::avx512, &avx512::interleave_q8k32_zmm);
                 s.attend = &avx512::attend;
-                PackedTiles& q4k = s.packed[weight_type_index(GGMLType::Q4_K)];
-                q4k.row_bytes = &avx512::packed_q4k_row_bytes;
-                q4k.pack = &avx512::pack_q4k;
-                detail::fill_tiles<avx512::PackedQ4KOf>(
-                    q4k.tiles, std::make_integer_sequence<int, kMaxTileCols>{});
+                detail::set_packing<avx512::PackedQ4KOf>(
+                    s, GGMLType::Q4_K, &avx512::packed_q4k_row_bytes, &avx512::pack_q4k);
                 return s;
             }();
             return set;

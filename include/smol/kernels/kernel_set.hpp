@@ -116,6 +116,17 @@ void set_tiles(KernelSet& set, GGMLType type) noexcept {
                      std::make_integer_sequence<int, kMaxTileCols>{});
 }
 
+// Gives `type` a packing (PackedTiles): its row size, its pack function and
+// Tile<1> .. Tile<kMaxTileCols> over the packed rows.
+template <template <int> class Tile>
+void set_packing(KernelSet& set, GGMLType type, size_t (*row_bytes)(size_t),
+                 void (*pack)(const uint8_t*, size_t, size_t, size_t, uint8_t*)) noexcept {
+    PackedTiles& packing = set.packed[weight_type_index(type)];
+    packing.row_bytes = row_bytes;
+    packing.pack = pack;
+    fill_tiles<Tile>(packing.tiles, std::make_integer_sequence<int, kMaxTileCols>{});
+}
+
 // set_tiles for every entry of kWeightTypes, with Tiles<type>::Of as the tile template.
 template <template <GGMLType> class Tiles, size_t... i>
 void set_all_tiles(KernelSet& set, std::index_sequence<i...>) noexcept {
