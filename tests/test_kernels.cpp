@@ -466,6 +466,145 @@ TEST_CASE("packed mat-mat: several row chunks, a full token group and a tail equ
         }
 }
 
+// Long batches multiply K-quant rows converted to 8 bits (kernels/scalar.hpp,
+// "long batches"). The spec first: a converted weight is the stored one up to
+// the conversion's rounding, and the converted dot is the dot of those weights.
+TEST_CASE("converted rows: each weight within the conversion's rounding, the dot exact over them") {
+    for (GGMLType type : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K}) {
+        CAPTURE(smol::type_name(type));
+        const smol::WeightTypeInfo& info = *smol::weight_type_info(type);
+        REQUIRE(bool(info.converted_dot_reference));
+        CHECK(info.convert_min_tokens == (type == GGMLType::Q6_K ? 64u : 32u));
+        const size_t cols = 512, rows = 6;
+        const std::vector<uint8_t> w = random_weights(type, rows, cols);
+        const std::vector<float> x = random_floats(cols);
+        const std::vector<uint8_t> xq = reference_activations(type, x, 1, cols);
+        std::vector<float> xd(cols), wd(cols);
+        smol::dequantize_activation_row(ActivationType::Q8_K32, xq.data(), xd.data(), cols);
+        for (size_t r = 0; r < rows; ++r) {
+            const uint8_t* row = w.data() + r * smol::row_bytes(type, cols);
+            smol::dequantize_row(type, row, wd.data(), cols);
+            double exact = 0.0, scale = 0.0;
+            for (size_t b = 0; b < cols / 256; ++b) {
+                kernels::scalar::ConvertedBlock c;
+                const uint8_t* block = row + b * info.block_bytes;
+                if (type == GGMLType::Q4_K)
+                    kernels::scalar::convert_k4_block<false, smol::BlockQ4K>(block, c);
+                else if (type == GGMLType::Q5_K)
+                    kernels::scalar::convert_k4_block<true, smol::BlockQ5K>(block, c);
+                else
+                    kernels::scalar::convert_q6k_block(block, c);
+                for (int i = 0; i < 256; ++i) {
+                    const int s = i / 32;
+                    const double converted = double(c.scale[s]) * c.q[i] + c.offset[s];
+                    const double stored = wd[256 * b + size_t(i)];
+                    // fp16 rounding of each scale (2^-11 relative), and for Q6_K
+                    // the requantization to 8 bits (half a step of S).
+                    const double bound = type == GGMLType::Q6_K
+                                             ? 0.5 * std::fabs(c.scale[s]) * (1 + 1e-3) +
+                                                   std::ldexp(std::fabs(c.scale[s]) * 127, -11)
+                                             : std::ldexp(std::fabs(c.scale[s]) * std::abs(c.q[i]) +
+                                                              std::fabs(c.offset[s]),
+                                                          -11);
+                    CHECK(std::fabs(converted - stored) <= bound + 1e-12);
+                    if (type != GGMLType::Q6_K) CHECK((c.q[i] >= 0 && c.q[i] <= 31));
+                    exact += converted * double(xd[256 * b + size_t(i)]);
+                    scale += std::fabs(converted * double(xd[256 * b + size_t(i)]));
+                }
+            }
+            const float got = info.converted_dot_reference(row, xq.data(), cols);
+            CHECK(std::fabs(double(got) - exact) <= 2e-5 * scale + 1e-9);
+        }
+    }
+}
+
+TEST_CASE("converted rows: every level's tiles equal the converted reference, bit for bit") {
+    for (const kernels::KernelSet* set : runnable_sets())
+        for (GGMLType type : kAllTypes) {
+            const kernels::PackedTiles& converted = set->converted[smol::weight_type_index(type)];
+            if (!converted.pack) continue;
+            const std::string level_name = set->name();
+            CAPTURE(level_name);
+            CAPTURE(smol::type_name(type));
+            const smol::ReferenceDot reference =
+                smol::weight_type_info(type)->converted_dot_reference;
+            for (size_t cols : {size_t(256), size_t(768)}) {
+                const size_t rows = 37;  // groups of 16 and a short last group
+                const std::vector<uint8_t> w = random_weights(type, rows, cols);
+                const size_t w_row_bytes = smol::row_bytes(type, cols);
+                std::vector<uint8_t> shifted_storage(w.size() + 1);
+                std::memcpy(shifted_storage.data() + 1, w.data(), w.size());
+                const size_t padded_rows =
+                    (rows + converted.row_group - 1) / converted.row_group * converted.row_group;
+                const size_t packed_row_bytes = converted.row_bytes(cols);
+                const std::vector<float> x = random_floats(kernels::kMaxTileCols * cols);
+                smol::QuantizedInput input(*set);
+                input.quantize(type, x.data(), kernels::kMaxTileCols, cols);
+                for (const uint8_t* weights :
+                     {static_cast<const uint8_t*>(w.data()),
+                      static_cast<const uint8_t*>(shifted_storage.data() + 1)}) {
+                    std::vector<uint8_t> packed(padded_rows * packed_row_bytes);
+                    converted.pack(weights, w_row_bytes, rows, cols, packed.data());
+                    for (int n_cols = 1; n_cols <= kernels::kMaxTileCols; ++n_cols) {
+                        CAPTURE(n_cols);
+                        const uint8_t* activations =
+                            converted.natural_activations ? input.row(0) : input.kernel_row(0);
+                        std::vector<float> y(size_t(n_cols) * rows, -1.0f);
+                        converted.tiles[n_cols - 1](packed.data(), packed_row_bytes, rows,
+                                                    activations, input.row_bytes(), cols, y.data(),
+                                                    rows);
+                        for (int c = 0; c < n_cols; ++c)
+                            for (size_t r = 0; r < rows; ++r)
+                                CHECK(y[size_t(c) * rows + r] ==
+                                      reference(weights + r * w_row_bytes, input.row(size_t(c)),
+                                                cols));
+                    }
+                }
+            }
+        }
+}
+
+TEST_CASE("matmul of a long batch: converted rows from the weight table's threshold on") {
+    smol::ThreadPool pool(2);
+    for (const kernels::KernelSet* set : runnable_sets())
+        for (GGMLType type : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K}) {
+            for (size_t n_tokens : {size_t(31), size_t(32), size_t(63), size_t(70)}) {
+                const size_t rows = 100, cols = 2048;  // several row chunks
+                const std::string level_name = set->name();
+                CAPTURE(level_name);
+                CAPTURE(smol::type_name(type));
+                CAPTURE(n_tokens);
+                const bool converts = set->converts(type, n_tokens);
+                if (set->converted[smol::weight_type_index(type)].pack)
+                    CHECK(converts ==
+                          (n_tokens >= smol::weight_type_info(type)->convert_min_tokens));
+                const std::vector<uint8_t> w_bytes = random_weights(type, rows, cols);
+                const smol::WeightMatrix w =
+                    smol::make_weight_matrix(type, w_bytes.data(), rows, cols, "test");
+                const std::vector<float> x = random_floats(n_tokens * cols);
+                smol::QuantizedInput input(*set);
+                input.quantize(type, x.data(), n_tokens, cols, &pool);
+                std::vector<float> ref(n_tokens * rows), y(n_tokens * rows);
+                smol::matmul_reference(w, input, ref.data(), rows);
+                smol::matmul(w, input, y.data(), rows, pool);
+                const smol::ReferenceDot converted_dot =
+                    smol::weight_type_info(type)->converted_dot_reference;
+                for (size_t t = 0; t < n_tokens; t += 3)
+                    for (size_t r = 0; r < rows; ++r) {
+                        const double scale = magnitude(type, w_bytes.data() + r * w.row_bytes,
+                                                       input.type(), input.row(t), cols);
+                        CHECK(std::fabs(double(y[t * rows + r]) - double(ref[t * rows + r])) <=
+                              1e-5 * scale + 1e-9);
+                        // The reference follows the same rule (the converted dot exactly).
+                        if (converts)
+                            CHECK(ref[t * rows + r] ==
+                                  converted_dot(w_bytes.data() + r * w.row_bytes, input.row(t),
+                                                cols));
+                    }
+            }
+        }
+}
+
 TEST_CASE(
     "matmul of every level equals the scalar reference over odd shapes, and is independent of the "
     "thread count") {
@@ -534,6 +673,8 @@ TEST_CASE(
         }
 }
 
+// Below the long-batch threshold (WeightTypeInfo::convert_min_tokens), where
+// rows are multiplied as stored.
 TEST_CASE("matmul: a token's result does not depend on how many tokens share the call") {
     smol::ThreadPool pool(2);
     for (const kernels::KernelSet* set : runnable_sets())

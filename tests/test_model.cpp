@@ -149,11 +149,16 @@ std::vector<float> check_prompt(const smol_test::GoldenPrompt& g,
                                 const std::string& where, const Tolerance& tolerance = {}) {
     std::vector<float> last(vocab);
     if (per_position) {
-        constexpr size_t kSegment = 64;  // positions per call: bounded memory for [n][vocab]
-        std::vector<float> logits(kSegment * vocab);
+        // Positions per call as the goldens were made: ubatches of 512 with every
+        // position's logits. Matrix products of 32 or more tokens (64 for Q6_K, the
+        // LM head included) multiply converted rows, in the golden engine as in
+        // ours (kernels/scalar.hpp, "long batches"), so the split matters.
+        constexpr size_t kSegment = 512;
+        std::vector<float> logits(std::min(kSegment, g.ids.size()) * vocab);
         size_t bad_positions = 0;
         smol::ForwardOptions all = options;
         all.all_logits = true;
+        if (all.chunk_size == 0) all.chunk_size = kSegment;
         for (size_t done = 0; done < g.ids.size(); done += kSegment) {
             const size_t m = std::min(kSegment, g.ids.size() - done);
             forward(g.ids.data() + done, m, done, kv, logits.data(), all);

@@ -51,6 +51,21 @@ inline const KernelSet& kernel_set(CpuLevel level) {
                 s.attend = &avx512::attend;
                 detail::set_packing<avx512::PackedQ4KOf>(
                     s, GGMLType::Q4_K, &avx512::packed_q4k_row_bytes, &avx512::pack_q4k);
+                using avx512::ConvertedZmm;
+                detail::set_converted<avx512::ConvertedOf<false>::Of>(
+                    s, GGMLType::Q4_K, &avx512::converted_row_bytes,
+                    &avx512::convert_rows_zmm<&avx512::stage_k4_block<false, BlockQ4K>,
+                                              sizeof(BlockQ4K)>,
+                    ConvertedZmm::kRows, true);
+                detail::set_converted<avx512::ConvertedOf<false>::Of>(
+                    s, GGMLType::Q5_K, &avx512::converted_row_bytes,
+                    &avx512::convert_rows_zmm<&avx512::stage_k4_block<true, BlockQ5K>,
+                                              sizeof(BlockQ5K)>,
+                    ConvertedZmm::kRows, true);
+                detail::set_converted<avx512::ConvertedOf<true>::Of>(
+                    s, GGMLType::Q6_K, &avx512::converted_row_bytes,
+                    &avx512::convert_rows_zmm<&avx512::stage_q6k_block, sizeof(BlockQ6K)>,
+                    ConvertedZmm::kRows, true);
                 return s;
             }();
             return set;

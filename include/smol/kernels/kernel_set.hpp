@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <utility>
 
 #include "../quant/blocks.hpp"
@@ -46,14 +47,27 @@ constexpr int kMaxTileCols = 8;
 // buffer that stays in L2 while every token group streams past it. Decode
 // (one token group) reads the rows as stored: packing would cost more than it
 // saves, and the stored file stays the only copy of the weights.
+//
+// The same struct describes a level's converted rows for long batches
+// (KernelSet::converted): K-quant rows turned into 8-bit values with a scale
+// pair per 32 (kernels/scalar.hpp, "long batches"), which changes the result
+// by the conversion's rounding, as the golden engine's long batches do.
 struct PackedTiles {
     // Bytes of one packed row of `cols` values (cols % the block size == 0).
     size_t (*row_bytes)(size_t cols) = nullptr;
-    // out[r * row_bytes(cols) ...] = row r of w (n_rows rows, w_row_bytes apart, any address).
+    // Packs n_rows rows of w (w_row_bytes apart, any address) into out:
+    // ceil(n_rows / row_group) groups of row_group * row_bytes(cols) bytes, a
+    // short last group padded (what the padding holds is the level's business).
     void (*pack)(const uint8_t* w, size_t w_row_bytes, size_t n_rows, size_t cols,
                  uint8_t* out) = nullptr;
-    // The TileKernel contract, with w the packed rows.
+    // The TileKernel contract, with w the packed rows (w_row_bytes = row_bytes(cols)).
     TileKernel tiles[kMaxTileCols] = {};
+    // Used for batches of at least this many tokens.
+    size_t min_tokens = size_t(kMaxTileCols) + 1;
+    size_t row_group = 1;
+    // The tiles read activations in their natural layout (QuantizedInput::row)
+    // rather than the set's Q8_K32 permutation (QuantizedInput::kernel_row).
+    bool natural_activations = false;
 };
 
 struct KernelSet {
@@ -70,6 +84,8 @@ struct KernelSet {
     TileKernel tiles[kWeightTypeCount][kMaxTileCols] = {};
     // ---- the same over packed weights, where the level has them ----
     PackedTiles packed[kWeightTypeCount] = {};
+    // ---- long batches over converted rows, where the level has them ----
+    PackedTiles converted[kWeightTypeCount] = {};
 
     // ---- float ops of the forward pass ----
     float (*dot_f32)(const float* a, const float* b, size_t n) = nullptr;
@@ -96,6 +112,23 @@ struct KernelSet {
     const PackedTiles* packing(GGMLType type) const noexcept {
         const int index = weight_type_index(type);
         return index >= 0 && packed[index].pack != nullptr ? &packed[index] : nullptr;
+    }
+    // What a mat-mat of n_tokens tokens reads: converted rows, packed rows, or
+    // (null) the rows as stored.
+    const PackedTiles* packing_for(GGMLType type, size_t n_tokens) const noexcept {
+        const int index = weight_type_index(type);
+        if (index < 0) return nullptr;
+        if (converted[index].pack != nullptr && n_tokens >= converted[index].min_tokens)
+            return &converted[index];
+        if (packed[index].pack != nullptr && n_tokens >= packed[index].min_tokens)
+            return &packed[index];
+        return nullptr;
+    }
+    // Whether a mat-mat of n_tokens tokens multiplies converted rows.
+    bool converts(GGMLType type, size_t n_tokens) const noexcept {
+        const int index = weight_type_index(type);
+        return index >= 0 && converted[index].pack != nullptr &&
+               n_tokens >= converted[index].min_tokens;
     }
     const char* name() const noexcept { return cpu_level_name(level); }
 };
@@ -125,6 +158,21 @@ void set_packing(KernelSet& set, GGMLType type, size_t (*row_bytes)(size_t),
     packing.row_bytes = row_bytes;
     packing.pack = pack;
     fill_tiles<Tile>(packing.tiles, std::make_integer_sequence<int, kMaxTileCols>{});
+}
+
+// Gives `type` converted rows for long batches (KernelSet::converted), from
+// the weight table's convert_min_tokens tokens on.
+template <template <int> class Tile>
+void set_converted(KernelSet& set, GGMLType type, size_t (*row_bytes)(size_t),
+                   void (*pack)(const uint8_t*, size_t, size_t, size_t, uint8_t*), size_t row_group,
+                   bool natural_activations) noexcept {
+    PackedTiles& converted = set.converted[weight_type_index(type)];
+    converted.row_bytes = row_bytes;
+    converted.pack = pack;
+    fill_tiles<Tile>(converted.tiles, std::make_integer_sequence<int, kMaxTileCols>{});
+    converted.min_tokens = weight_type_info(type)->convert_min_tokens;
+    converted.row_group = row_group;
+    converted.natural_activations = natural_activations;
 }
 
 // set_tiles for every entry of kWeightTypes, with Tiles<type>::Of as the tile template.
@@ -160,12 +208,52 @@ struct Tiles {
     };
 };
 
+// Long batches at the scalar level: the rows stay as stored ("packing" is a
+// copy) and each dot converts its blocks on the fly (converted_dot_reference).
+template <GGMLType type>
+size_t stored_row_bytes(size_t cols) noexcept {
+    return smol::row_bytes(type, cols);
+}
+
+template <GGMLType type>
+void copy_rows(const uint8_t* w, size_t w_row_bytes, size_t n_rows, size_t cols, uint8_t* out) {
+    const size_t bytes = smol::row_bytes(type, cols);
+    for (size_t r = 0; r < n_rows; ++r) std::memcpy(out + r * bytes, w + r * w_row_bytes, bytes);
+}
+
+template <GGMLType type, int n_cols>
+void converted_tile(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t* x,
+                    size_t x_row_bytes, size_t cols, float* y, size_t y_stride) {
+    constexpr ReferenceDot dot = kWeightTypes[weight_type_index(type)].converted_dot_reference;
+    for (size_t r = 0; r < n_rows; ++r)
+        for (int c = 0; c < n_cols; ++c)
+            y[size_t(c) * y_stride + r] =
+                dot(w + r * w_row_bytes, x + size_t(c) * x_row_bytes, cols);
+}
+
+template <GGMLType type>
+struct ConvertedTiles {
+    template <int n>
+    struct Of {
+        static constexpr TileKernel get() { return &converted_tile<type, n>; }
+    };
+};
+
+template <GGMLType type>
+void set_converted(KernelSet& set) noexcept {
+    detail::set_converted<ConvertedTiles<type>::template Of>(set, type, &stored_row_bytes<type>,
+                                                             &copy_rows<type>, 1, true);
+}
+
 inline KernelSet make_kernel_set() noexcept {
     KernelSet set;
     set.level = CpuLevel::scalar;
     set.quantize_q8_k32 = &quantize_row_q8_k32;
     set.quantize_q8_0 = &quantize_row_q8_0;
     detail::set_all_tiles<Tiles>(set);
+    set_converted<GGMLType::Q4_K>(set);
+    set_converted<GGMLType::Q5_K>(set);
+    set_converted<GGMLType::Q6_K>(set);
     set.dot_f32 = &dot_f32;
     set.rmsnorm = &rmsnorm;
     set.swiglu = &swiglu;

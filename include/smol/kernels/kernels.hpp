@@ -36,7 +36,10 @@
 //       y[t * y_stride + r] = dot(row r of w, token t of x) for t < x.n_tokens(), r < w.rows,
 //       with x.kernels(). One token: a mat-vec, rows split over threads, each weight
 //       byte read once. Several: tiles of rows x up to 8 tokens, each weight block
-//       unpacked once per 8 tokens. Results do not depend on the pool size.
+//       unpacked once per 8 tokens. Results do not depend on the pool size. From
+//       WeightTypeInfo::convert_min_tokens tokens on, K-quant rows are multiplied
+//       converted to 8 bits where the set has that (KernelSet::converts; the
+//       golden engine's rule, kernels/scalar.hpp "long batches").
 //   struct MatmulJob { WeightMatrix w; float* y; size_t y_stride; };
 //   void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedInput& x,
 //                     ThreadPool& pool);
@@ -298,9 +301,11 @@ inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedIn
             chunk_rows =
                 std::min(chunk_rows, std::max<size_t>(4, (w.rows / n_threads + 3) / 4 * 4));
         }
-        const kernels::PackedTiles* packing =
-            n_tokens > size_t(kernels::kMaxTileCols) ? x.kernels().packing(w.type) : nullptr;
+        const kernels::PackedTiles* packing = x.kernels().packing_for(w.type, n_tokens);
         if (packing) {
+            // Whole groups of rows per chunk (the last chunk may end in a short group).
+            chunk_rows =
+                (chunk_rows + packing->row_group - 1) / packing->row_group * packing->row_group;
             const size_t packed_row_bytes = packing->row_bytes(w.cols);
             plans[j] = Plan{w.data,
                             chunk_rows,
@@ -344,20 +349,25 @@ inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedIn
             const size_t n_rows = std::min(plan.chunk_rows, w.rows - row0);
             const uint8_t* w_rows = plan.weights + row0 * w.row_bytes;
             size_t w_row_bytes = w.row_bytes;
+            bool natural = false;
             if (plan.packing) {
                 uint8_t* packed = scratch.get() + size_t(thread) * scratch_stride;
                 plan.packing->pack(w_rows, w.row_bytes, n_rows, w.cols, packed);
                 w_rows = packed;
                 w_row_bytes = plan.packed_row_bytes;
+                natural = plan.packing->natural_activations;
             }
+            auto activations = [&](size_t token) {
+                return natural ? x.row(token) : x.kernel_row(token);
+            };
             for (size_t g = 0; g < full_groups; ++g) {
                 const size_t token0 = g * kernels::kMaxTileCols;
-                plan.full_tile(w_rows, w_row_bytes, n_rows, x.kernel_row(token0), x.row_bytes(),
+                plan.full_tile(w_rows, w_row_bytes, n_rows, activations(token0), x.row_bytes(),
                                w.cols, y + token0 * y_stride + row0, y_stride);
             }
             if (plan.tail_tile) {
                 const size_t token0 = full_groups * kernels::kMaxTileCols;
-                plan.tail_tile(w_rows, w_row_bytes, n_rows, x.kernel_row(token0), x.row_bytes(),
+                plan.tail_tile(w_rows, w_row_bytes, n_rows, activations(token0), x.row_bytes(),
                                w.cols, y + token0 * y_stride + row0, y_stride);
             }
         }
@@ -373,7 +383,11 @@ inline void matmul(const WeightMatrix& w, const QuantizedInput& x, float* y, siz
 inline void matmul_reference(const WeightMatrix& w, const QuantizedInput& x, float* y,
                              size_t y_stride) {
     kernels::check_matmul_args(w, x, y);
-    const ReferenceDot reference = weight_type_info(w.type)->dot_reference;
+    // The spec of matmul with x's kernel set: long batches multiply converted rows.
+    const WeightTypeInfo& info = *weight_type_info(w.type);
+    const ReferenceDot reference = x.kernels().converts(w.type, x.n_tokens())
+                                       ? info.converted_dot_reference
+                                       : info.dot_reference;
     for (size_t t = 0; t < x.n_tokens(); ++t) {
         for (size_t r = 0; r < w.rows; ++r) {
             y[t * y_stride + r] = reference(w.row(r), x.row(t), w.cols);

@@ -36,7 +36,9 @@
 
 #include "../detail/abi.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -195,6 +197,107 @@ inline float dot_q6k_q8k32(const uint8_t* w, const BlockQ8K32* x, size_t n_block
         }
     }
     return sum_lanes(lane);
+}
+
+// ---- long batches: K-quant rows converted to 8 bits -------------------------------
+//
+// For a product with many activation rows (a prompt) the golden engine
+// (ik_llama.cpp) does not multiply K-quant blocks as stored: it first converts
+// each weight row to one small integer per weight and one float pair per 32
+// weights, rounded to fp16, and runs a row-interleaved 8-bit GEMM over that
+// (it does so from 32 activation rows for Q4_K/Q5_K and from 64 for Q6_K).
+// So its prompts run on slightly different weights than its decode steps.
+// smol converts the same way from the same batch sizes
+// (WeightTypeInfo::convert_min_tokens): the long-prompt logits then sit about
+// twice as close to the goldens (last-position max error 1.3 % -> 0.7 % of the
+// range on the 251- and 630-token prompts), and the converted rows are what
+// the fast mat-mat kernels want anyway.
+//
+//   Q4_K / Q5_K, per sub-block s of 32:
+//     D_s = fp16_round(d * scale[s]), M_s = fp16_round(-dmin * min[s]), q[i] = q4/q5 as stored
+//     result += (D_s * d_s(x)) * sum_i q[i] * q8[i] + M_s * (d_s(x) * sum8_s)
+//   Q6_K, per sub-block s of 32: v[i] = (q6[i] - 32) * scale[i / 16] (|v| <= 4096),
+//     m = max|v| / 127, S_s = fp16_round(d * m),
+//     q[i] = round_half_even(v[i] * (1 / m)) (in [-127, 127]; all 0 when every v is 0)
+//     result += (S_s * d_s(x)) * sum_i q[i] * q8[i]
+// fp16_round is round to nearest even (what F16C does). One accumulator, the
+// sub-blocks in order, one fma per term: the converted kernels keep one weight
+// row per vector lane, so this order costs them nothing.
+
+// One K-quant block converted: per sub-block its scale and offset (0 for Q6_K)
+// and 256 integer weights, in [0, 31] for Q4_K/Q5_K, [-127, 127] for Q6_K.
+struct ConvertedBlock {
+    float scale[8];
+    float offset[8];
+    int8_t q[256];
+};
+
+inline float fp16_round(float v) noexcept {
+    return fp16_to_fp32(fp32_to_fp16(v));
+}
+
+template <bool has_high_bit, class Block>
+inline void convert_k4_block(const uint8_t* block, ConvertedBlock& out) noexcept {
+    const float d = fp16_to_fp32(load_u16(block + offsetof(Block, d)));
+    const float dmin = fp16_to_fp32(load_u16(block + offsetof(Block, dmin)));
+    const uint8_t* qs = block + offsetof(Block, qs);
+    const uint8_t* qh = nullptr;
+    if constexpr (has_high_bit) qh = block + offsetof(Block, qh);
+    for (int s = 0; s < 8; ++s) {
+        uint8_t scale, min;
+        smol::detail::unpack_scale_min_k4(block + offsetof(Block, scales), s, scale, min);
+        out.scale[s] = fp16_round(d * float(scale));
+        out.offset[s] = fp16_round(-dmin * float(min));
+        const uint8_t* bytes = qs + 32 * (s / 2);
+        for (int i = 0; i < 32; ++i) {
+            int q = (s % 2 == 0) ? (bytes[i] & 0x0f) : (bytes[i] >> 4);
+            if constexpr (has_high_bit) q += 16 * ((qh[i] >> s) & 1);
+            out.q[32 * s + i] = int8_t(q);
+        }
+    }
+}
+
+inline void convert_q6k_block(const uint8_t* block, ConvertedBlock& out) noexcept {
+    const int8_t* scales = reinterpret_cast<const int8_t*>(block + offsetof(BlockQ6K, scales));
+    const float d = fp16_to_fp32(load_u16(block + offsetof(BlockQ6K, d)));
+    for (int s = 0; s < 8; ++s) {
+        int v[32];
+        int largest = 0;
+        for (int i = 0; i < 32; ++i) {
+            v[i] = (q6k_value(block, 32 * s + i) - 32) * scales[2 * s + i / 16];
+            largest = std::max(largest, std::abs(v[i]));
+        }
+        const float m = float(largest) / 127;
+        out.scale[s] = fp16_round(d * m);
+        out.offset[s] = 0;
+        const float inverse = largest ? 1 / m : 0.0f;
+        for (int i = 0; i < 32; ++i)
+            out.q[32 * s + i] = int8_t(detail::round_even(float(v[i]) * inverse));
+    }
+}
+
+// A converted block against its activation block, added to acc in the spec's order.
+inline float converted_block_dot(const ConvertedBlock& w, const BlockQ8K32& x, float acc) noexcept {
+    for (int s = 0; s < 8; ++s) {
+        int32_t dot = 0;
+        for (int i = 32 * s; i < 32 * s + 32; ++i) dot += w.q[i] * x.qs[i];
+        const int32_t sum8 = x.bsums[2 * s] + x.bsums[2 * s + 1];
+        acc = std::fma(w.scale[s] * x.d[s], float(dot), acc);
+        // Q6_K's offset is 0: kernels may skip this step (it changes at most a zero's sign).
+        acc = std::fma(w.offset[s], x.d[s] * float(sum8), acc);
+    }
+    return acc;
+}
+
+template <void (*convert)(const uint8_t*, ConvertedBlock&), size_t block_bytes>
+inline float dot_converted_q8k32(const uint8_t* w, const BlockQ8K32* x, size_t n_blocks) noexcept {
+    float acc = 0;
+    ConvertedBlock converted;
+    for (size_t b = 0; b < n_blocks; ++b) {
+        convert(w + b * block_bytes, converted);
+        acc = converted_block_dot(converted, x[b], acc);
+    }
+    return acc;
 }
 
 // w: Q8_0 blocks at any byte address; x: our own (aligned) activation blocks.

@@ -12,6 +12,10 @@
 //   Q4_K       256          144        Q8_K32       dot_q4k_q8k32
 //   Q5_K       256          176        Q8_K32       dot_q5k_q8k32
 //   Q6_K       256          210        Q8_K32       dot_q6k_q8k32
+//
+// Batches of at least convert_min_tokens tokens multiply K-quant rows
+// converted to 8 bits (kernels/scalar.hpp, "long batches": 32 for Q4_K/Q5_K,
+// 64 for Q6_K, as the golden engine does); converted_dot_reference is their spec.
 #pragma once
 
 #include "../detail/abi.hpp"
@@ -36,6 +40,10 @@ struct WeightTypeInfo {
     size_t block_bytes;          // bytes per block
     ActivationType activation;   // the format activations are quantized to for this type
     ReferenceDot dot_reference;  // the scalar spec (kernels/scalar.hpp)
+    // Batches of at least this many tokens use converted rows (0: never) ...
+    size_t convert_min_tokens = 0;
+    // ... whose dot is this (kernels/scalar.hpp, "long batches").
+    ReferenceDot converted_dot_reference = nullptr;
 };
 
 namespace detail {
@@ -85,6 +93,11 @@ inline float reference_dot_q5k(const uint8_t* w, const uint8_t* x, size_t cols) 
 inline float reference_dot_q6k(const uint8_t* w, const uint8_t* x, size_t cols) noexcept {
     return kernels::scalar::dot_q6k_q8k32(w, reinterpret_cast<const BlockQ8K32*>(x), cols / QK_K);
 }
+template <void (*convert)(const uint8_t*, kernels::scalar::ConvertedBlock&), size_t block_bytes>
+inline float reference_dot_converted(const uint8_t* w, const uint8_t* x, size_t cols) noexcept {
+    return kernels::scalar::dot_converted_q8k32<convert, block_bytes>(
+        w, reinterpret_cast<const BlockQ8K32*>(x), cols / QK_K);
+}
 
 }  // namespace detail
 
@@ -95,9 +108,14 @@ inline constexpr WeightTypeInfo kWeightTypes[kWeightTypeCount] = {
     {GGMLType::F16, 1, 2, ActivationType::F32, &detail::reference_dot_f16},
     {GGMLType::BF16, 1, 2, ActivationType::F32, &detail::reference_dot_bf16},
     {GGMLType::Q8_0, QK8_0, sizeof(BlockQ8_0), ActivationType::Q8_0, &detail::reference_dot_q8_0},
-    {GGMLType::Q4_K, QK_K, sizeof(BlockQ4K), ActivationType::Q8_K32, &detail::reference_dot_q4k},
-    {GGMLType::Q5_K, QK_K, sizeof(BlockQ5K), ActivationType::Q8_K32, &detail::reference_dot_q5k},
-    {GGMLType::Q6_K, QK_K, sizeof(BlockQ6K), ActivationType::Q8_K32, &detail::reference_dot_q6k},
+    {GGMLType::Q4_K, QK_K, sizeof(BlockQ4K), ActivationType::Q8_K32, &detail::reference_dot_q4k, 32,
+     &detail::reference_dot_converted<&kernels::scalar::convert_k4_block<false, BlockQ4K>,
+                                      sizeof(BlockQ4K)>},
+    {GGMLType::Q5_K, QK_K, sizeof(BlockQ5K), ActivationType::Q8_K32, &detail::reference_dot_q5k, 32,
+     &detail::reference_dot_converted<&kernels::scalar::convert_k4_block<true, BlockQ5K>,
+                                      sizeof(BlockQ5K)>},
+    {GGMLType::Q6_K, QK_K, sizeof(BlockQ6K), ActivationType::Q8_K32, &detail::reference_dot_q6k, 64,
+     &detail::reference_dot_converted<&kernels::scalar::convert_q6k_block, sizeof(BlockQ6K)>},
 };
 
 // Position of `type` in kWeightTypes, or -1 when smol has no kernels for it.
