@@ -35,13 +35,18 @@ inline const KernelSet& kernel_set(CpuLevel level) {
                                                                        &avx2::interleave_q8k32);
                 detail::set_packing<avx2::PackedQ4KYmmOf>(
                     s, GGMLType::Q4_K, &avx2::packed_q4k_ymm_row_bytes, &avx2::pack_q4k_ymm);
+                avx2::set_converted_ymm(s);
                 return s;
             }();
             return set;
         }
         case CpuLevel::avxvnni: {
-            static const KernelSet set = detail::make_x86_kernel_set<avxvnni::Tiles>(
-                CpuLevel::avxvnni, &avx2::interleave_q8k32);
+            static const KernelSet set = [] {
+                KernelSet s = detail::make_x86_kernel_set<avxvnni::Tiles>(CpuLevel::avxvnni,
+                                                                          &avx2::interleave_q8k32);
+                avxvnni::set_converted_ymm(s);
+                return s;
+            }();
             return set;
         }
         case CpuLevel::avx512: {
@@ -51,21 +56,7 @@ inline const KernelSet& kernel_set(CpuLevel level) {
                 s.attend = &avx512::attend;
                 detail::set_packing<avx512::PackedQ4KOf>(
                     s, GGMLType::Q4_K, &avx512::packed_q4k_row_bytes, &avx512::pack_q4k);
-                using avx512::ConvertedZmm;
-                detail::set_converted<avx512::ConvertedOf<false>::Of>(
-                    s, GGMLType::Q4_K, &avx512::converted_row_bytes,
-                    &avx512::convert_rows_zmm<&avx512::stage_k4_block<false, BlockQ4K>,
-                                              sizeof(BlockQ4K)>,
-                    ConvertedZmm::kRows, true);
-                detail::set_converted<avx512::ConvertedOf<false>::Of>(
-                    s, GGMLType::Q5_K, &avx512::converted_row_bytes,
-                    &avx512::convert_rows_zmm<&avx512::stage_k4_block<true, BlockQ5K>,
-                                              sizeof(BlockQ5K)>,
-                    ConvertedZmm::kRows, true);
-                detail::set_converted<avx512::ConvertedOf<true>::Of>(
-                    s, GGMLType::Q6_K, &avx512::converted_row_bytes,
-                    &avx512::convert_rows_zmm<&avx512::stage_q6k_block, sizeof(BlockQ6K)>,
-                    ConvertedZmm::kRows, true);
+                avx512::set_converted_zmm(s);
                 return s;
             }();
             return set;
