@@ -673,6 +673,45 @@ TEST_CASE(
         }
 }
 
+TEST_CASE("matmul over several sequences: each sequence's result equals its product alone") {
+    // A batched step: sequences of 40, 1, 3 and 70 tokens in one input. Each
+    // follows the long-batch rule by its own length, so the 1- and 3-token
+    // sequences read stored rows although the step has 114 tokens.
+    smol::ThreadPool pool(2);
+    const size_t sizes[] = {40, 1, 3, 70};
+    const size_t n_tokens = 114, rows = 37, cols = 512;
+    for (const kernels::KernelSet* set : runnable_sets())
+        for (GGMLType type : kAllTypes) {
+            const std::string level_name = set->name();
+            CAPTURE(level_name);
+            CAPTURE(smol::type_name(type));
+            const std::vector<uint8_t> w_bytes = random_weights(type, rows, cols);
+            const smol::WeightMatrix w = smol::make_weight_matrix(type, w_bytes.data(), rows, cols);
+            const std::vector<float> x = random_floats(n_tokens * cols);
+            smol::QuantizedInput all(*set);
+            all.set_sequences(sizes, 4);
+            all.quantize(type, x.data(), n_tokens, cols, &pool);
+            std::vector<float> y_all(n_tokens * rows), ref_all(n_tokens * rows);
+            smol::matmul(w, all, y_all.data(), rows, pool);
+            smol::matmul_reference(w, all, ref_all.data(), rows);
+            for (size_t i = 0, begin = 0; i < 4; begin += sizes[i], ++i) {
+                smol::QuantizedInput alone(*set);
+                alone.quantize(type, x.data() + begin * cols, sizes[i], cols, &pool);
+                std::vector<float> y(sizes[i] * rows), ref(sizes[i] * rows);
+                smol::matmul(w, alone, y.data(), rows, pool);
+                smol::matmul_reference(w, alone, ref.data(), rows);
+                CHECK(std::memcmp(y.data(), y_all.data() + begin * rows,
+                                  y.size() * sizeof(float)) == 0);
+                CHECK(std::memcmp(ref.data(), ref_all.data() + begin * rows,
+                                  ref.size() * sizeof(float)) == 0);
+            }
+            // Sizes that do not add up to the input are an error, not a guess.
+            const size_t wrong[] = {100, 13};
+            all.set_sequences(wrong, 2);
+            CHECK_THROWS_AS(smol::matmul(w, all, y_all.data(), rows, pool), smol::Error);
+        }
+}
+
 // Below the long-batch threshold (WeightTypeInfo::convert_min_tokens), where
 // rows are multiplied as stored.
 TEST_CASE("matmul: a token's result does not depend on how many tokens share the call") {

@@ -196,6 +196,16 @@ public:
         }
     }
 
+    // The rows belong to independent sequences of these many tokens, in order
+    // (a batched step: several conversations' rows in one input). Each
+    // sequence's product follows the long-batch rule by its own length
+    // (KernelSet::converts), so a conversation's result does not depend on
+    // who shares its step. Empty (the default): one sequence of n_tokens().
+    // Kept across quantize() calls; matmul checks that the sizes add up.
+    void set_sequences(const size_t* sizes, size_t n) { sequences_.assign(sizes, sizes + n); }
+    void clear_sequences() noexcept { sequences_.clear(); }
+    const std::vector<size_t>& sequences() const noexcept { return sequences_; }
+
     bool suits(GGMLType weight_type) const {
         return is_supported_weight_type(weight_type) && n_tokens_ > 0 &&
                activation_type_for(weight_type) == type_;
@@ -217,6 +227,7 @@ private:
     smol::detail::AlignedBuffer buffer_;  // n_tokens rows of row_bytes_, natural layout, grows only
     smol::detail::AlignedBuffer kernel_buffer_;  // the permuted copy, when the kernels want one
     const uint8_t* kernel_layout_ = nullptr;
+    std::vector<size_t> sequences_;
     ActivationType type_ = ActivationType::F32;
     size_t n_tokens_ = 0;
     size_t cols_ = 0;
@@ -250,6 +261,36 @@ inline void check_matmul_args(const WeightMatrix& w, const QuantizedInput& x, fl
     if ((w.data == nullptr && w.rows > 0) || (y == nullptr && w.rows > 0 && x.n_tokens() > 0)) {
         smol::detail::fail(ErrorKind::invalid_argument, "matmul: null weight or output pointer");
     }
+    if (!x.sequences().empty()) {
+        size_t total = 0;
+        for (const size_t n : x.sequences()) total += n;
+        if (total != x.n_tokens())
+            smol::detail::fail(ErrorKind::invalid_argument,
+                               "matmul: the input's sequences hold " + std::to_string(total) +
+                                   " tokens, the input " + std::to_string(x.n_tokens()));
+    }
+}
+
+// The input's sequences as token ranges [begin, begin + n): one per sequence,
+// or the whole input. `inline_ranges` serves up to its size without allocating.
+struct TokenRange {
+    size_t begin, n;
+};
+inline const TokenRange* token_ranges(const QuantizedInput& x, TokenRange (&inline_ranges)[16],
+                                      std::vector<TokenRange>& heap, size_t& count) {
+    const std::vector<size_t>& sizes = x.sequences();
+    count = sizes.empty() ? 1 : sizes.size();
+    TokenRange* out = inline_ranges;
+    if (count > 16) {
+        heap.resize(count);
+        out = heap.data();
+    }
+    if (sizes.empty()) {
+        out[0] = TokenRange{0, x.n_tokens()};
+        return out;
+    }
+    for (size_t i = 0, begin = 0; i < count; begin += sizes[i], ++i) out[i] = {begin, sizes[i]};
+    return out;
 }
 
 }  // namespace kernels
@@ -261,16 +302,31 @@ inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedIn
                          ThreadPool& pool) {
     const size_t n_tokens = x.n_tokens();
     if (n_tokens == 0 || n_jobs == 0) return;
+    const kernels::KernelSet& set = x.kernels();
+    // Each of the input's sequences (token ranges) reads the job's rows as
+    // as stored (or packed: the same bits) or converted, as its own length says
+    // (KernelSet::converts).
+    kernels::TokenRange inline_ranges[16];
+    std::vector<kernels::TokenRange> heap_ranges;
+    size_t n_ranges = 0;
+    const kernels::TokenRange* ranges =
+        kernels::token_ranges(x, inline_ranges, heap_ranges, n_ranges);
+    // Consecutive ranges that read the rows the same way (converted, or
+    // exactly: stored and packed give the same bits) run as one: a batched
+    // decode step of N one-token sequences is still one N-column tile.
+    struct Run {
+        size_t begin, n;
+        const kernels::PackedTiles* packing;  // null: the rows as stored
+    };
     struct Plan {
         const uint8_t* weights;
         size_t chunk_rows;
         size_t first_chunk;  // index of this job's first chunk in the shared numbering
-        kernels::TileKernel full_tile, tail_tile;
-        // Mat-mat on a level with a packing for the type: each chunk is packed
-        // into the thread's scratch first (kernels::PackedTiles), and the
-        // tiles read the packed rows, packed_row_bytes apart.
-        const kernels::PackedTiles* packing;
-        size_t packed_row_bytes;
+        const Run* runs;
+        size_t n_runs;
+        // A chunk is packed and converted at most once, into the thread's buffers.
+        const kernels::PackedTiles* packed;     // the job's packing, if a run uses it
+        const kernels::PackedTiles* converted;  // its converted rows, if a run uses them
     };
     constexpr size_t kInlinePlans = 8;
     Plan inline_plans[kInlinePlans];
@@ -280,13 +336,40 @@ inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedIn
         heap_plans.resize(n_jobs);
         plans = heap_plans.data();
     }
+    Run inline_runs[kInlinePlans * 4];
+    std::vector<Run> heap_runs;
+    Run* runs = inline_runs;
+    if (n_jobs * n_ranges > kInlinePlans * 4) {
+        heap_runs.resize(n_jobs * n_ranges);
+        runs = heap_runs.data();
+    }
     const size_t n_threads = size_t(pool.size());
-    const size_t full_groups = n_tokens / kernels::kMaxTileCols;
-    const int tail_cols = int(n_tokens % kernels::kMaxTileCols);
-    size_t n_chunks = 0, scratch_bytes = 0;
+    size_t n_chunks = 0, packed_scratch = 0, converted_scratch = 0;
     for (size_t j = 0; j < n_jobs; ++j) {
         const WeightMatrix& w = jobs[j].w;
         kernels::check_matmul_args(w, x, jobs[j].y);
+        Plan& plan = plans[j];
+        Run* job_runs = runs + j * n_ranges;
+        plan = Plan{w.data, 0, n_chunks, job_runs, 0, nullptr, nullptr};
+        const int index = weight_type_index(w.type);
+        bool last_converts = false;
+        for (size_t r = 0; r < n_ranges; ++r) {
+            const bool converts = set.converts(w.type, ranges[r].n);
+            if (plan.n_runs > 0 && converts == last_converts)
+                job_runs[plan.n_runs - 1].n += ranges[r].n;
+            else
+                job_runs[plan.n_runs++] = Run{ranges[r].begin, ranges[r].n, nullptr};
+            if (converts) job_runs[plan.n_runs - 1].packing = &set.converted[index];
+            last_converts = converts;
+        }
+        for (size_t r = 0; r < plan.n_runs; ++r) {
+            Run& run = job_runs[r];
+            if (run.packing) {
+                plan.converted = run.packing;
+            } else if (set.packed[index].pack != nullptr && run.n >= set.packed[index].min_tokens) {
+                run.packing = plan.packed = &set.packed[index];
+            }
+        }
         // Rows go out in chunks from a shared counter, so a thread slowed down
         // by the OS simply takes fewer. Mat-vec: ~8 chunks per thread, in
         // multiples of 4 rows. Mat-mat: chunks whose weights (~48 KiB) stay in
@@ -301,42 +384,34 @@ inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedIn
             chunk_rows =
                 std::min(chunk_rows, std::max<size_t>(4, (w.rows / n_threads + 3) / 4 * 4));
         }
-        const kernels::PackedTiles* packing = x.kernels().packing_for(w.type, n_tokens);
-        if (packing) {
-            // Whole groups of rows per chunk (the last chunk may end in a short group).
-            chunk_rows =
-                (chunk_rows + packing->row_group - 1) / packing->row_group * packing->row_group;
-            const size_t packed_row_bytes = packing->row_bytes(w.cols);
-            plans[j] = Plan{w.data,
-                            chunk_rows,
-                            n_chunks,
-                            packing->tiles[kernels::kMaxTileCols - 1],
-                            tail_cols ? packing->tiles[tail_cols - 1] : nullptr,
-                            packing,
-                            packed_row_bytes};
-            scratch_bytes = std::max(scratch_bytes, chunk_rows * packed_row_bytes);
-        } else {
-            plans[j] = Plan{w.data,
-                            chunk_rows,
-                            n_chunks,
-                            x.kernels().tile(w.type, kernels::kMaxTileCols),
-                            tail_cols ? x.kernels().tile(w.type, tail_cols) : nullptr,
-                            nullptr,
-                            0};
-        }
+        for (const kernels::PackedTiles* p : {plan.packed, plan.converted})
+            if (p)  // whole groups of rows per chunk (the last chunk may end in a short group)
+                chunk_rows = (chunk_rows + p->row_group - 1) / p->row_group * p->row_group;
+        plan.chunk_rows = chunk_rows;
+        if (plan.packed)
+            packed_scratch = std::max(packed_scratch, chunk_rows * plan.packed->row_bytes(w.cols));
+        if (plan.converted)
+            converted_scratch =
+                std::max(converted_scratch, chunk_rows * plan.converted->row_bytes(w.cols));
         n_chunks += (w.rows + chunk_rows - 1) / chunk_rows;
     }
-    // One packing buffer per thread (about 64 KiB each), on its own cache lines.
-    const size_t scratch_stride = (scratch_bytes + smol::detail::kAlignment - 1) /
-                                  smol::detail::kAlignment * smol::detail::kAlignment;
+    // Per thread a packing buffer and a converting one (each about 64-256 KiB,
+    // in L2), on their own cache lines.
+    auto aligned = [](size_t bytes) {
+        return (bytes + smol::detail::kAlignment - 1) / smol::detail::kAlignment *
+               smol::detail::kAlignment;
+    };
+    const size_t scratch_stride = aligned(packed_scratch) + aligned(converted_scratch);
     smol::detail::AlignedArray<uint8_t> scratch;
-    if (scratch_bytes) {
+    if (scratch_stride) {
         scratch.reset(
             static_cast<uint8_t*>(smol::detail::aligned_allocate(n_threads * scratch_stride)));
     }
 
     std::atomic<size_t> next_chunk{0};
     pool.run_dynamic([&](int thread, int) {
+        uint8_t* packed_buffer = scratch.get() + size_t(thread) * scratch_stride;
+        uint8_t* converted_buffer = packed_buffer + aligned(packed_scratch);
         size_t j = 0;
         for (size_t chunk = next_chunk.fetch_add(1, std::memory_order_relaxed); chunk < n_chunks;
              chunk = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
@@ -347,28 +422,34 @@ inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedIn
             const size_t y_stride = jobs[j].y_stride;
             const size_t row0 = (chunk - plan.first_chunk) * plan.chunk_rows;
             const size_t n_rows = std::min(plan.chunk_rows, w.rows - row0);
-            const uint8_t* w_rows = plan.weights + row0 * w.row_bytes;
-            size_t w_row_bytes = w.row_bytes;
-            bool natural = false;
-            if (plan.packing) {
-                uint8_t* packed = scratch.get() + size_t(thread) * scratch_stride;
-                plan.packing->pack(w_rows, w.row_bytes, n_rows, w.cols, packed);
-                w_rows = packed;
-                w_row_bytes = plan.packed_row_bytes;
-                natural = plan.packing->natural_activations;
-            }
-            auto activations = [&](size_t token) {
-                return natural ? x.row(token) : x.kernel_row(token);
-            };
-            for (size_t g = 0; g < full_groups; ++g) {
-                const size_t token0 = g * kernels::kMaxTileCols;
-                plan.full_tile(w_rows, w_row_bytes, n_rows, activations(token0), x.row_bytes(),
-                               w.cols, y + token0 * y_stride + row0, y_stride);
-            }
-            if (plan.tail_tile) {
-                const size_t token0 = full_groups * kernels::kMaxTileCols;
-                plan.tail_tile(w_rows, w_row_bytes, n_rows, activations(token0), x.row_bytes(),
-                               w.cols, y + token0 * y_stride + row0, y_stride);
+            const uint8_t* stored = plan.weights + row0 * w.row_bytes;
+            bool packed_ready = false, converted_ready = false;
+            for (size_t r = 0; r < plan.n_runs; ++r) {
+                const Run& run = plan.runs[r];
+                const kernels::PackedTiles* p = run.packing;
+                const uint8_t* w_rows = stored;
+                size_t w_row_bytes = w.row_bytes;
+                bool natural = false;
+                if (p) {
+                    const bool converted = p == plan.converted;
+                    uint8_t* buffer = converted ? converted_buffer : packed_buffer;
+                    bool& ready = converted ? converted_ready : packed_ready;
+                    if (!ready) p->pack(stored, w.row_bytes, n_rows, w.cols, buffer);
+                    ready = true;
+                    w_rows = buffer;
+                    w_row_bytes = p->row_bytes(w.cols);
+                    natural = p->natural_activations;
+                }
+                const kernels::TileKernel* tiles =
+                    p ? p->tiles : set.tiles[weight_type_index(w.type)];
+                const size_t end = run.begin + run.n;
+                for (size_t token0 = run.begin; token0 < end;
+                     token0 += size_t(kernels::kMaxTileCols)) {
+                    const size_t n = std::min(size_t(kernels::kMaxTileCols), end - token0);
+                    tiles[n - 1](w_rows, w_row_bytes, n_rows,
+                                 natural ? x.row(token0) : x.kernel_row(token0), x.row_bytes(),
+                                 w.cols, y + token0 * y_stride + row0, y_stride);
+                }
             }
         }
     });
@@ -383,15 +464,21 @@ inline void matmul(const WeightMatrix& w, const QuantizedInput& x, float* y, siz
 inline void matmul_reference(const WeightMatrix& w, const QuantizedInput& x, float* y,
                              size_t y_stride) {
     kernels::check_matmul_args(w, x, y);
-    // The spec of matmul with x's kernel set: long batches multiply converted rows.
+    // The spec of matmul with x's kernel set: a long sequence (batch) multiplies
+    // converted rows.
     const WeightTypeInfo& info = *weight_type_info(w.type);
-    const ReferenceDot reference = x.kernels().converts(w.type, x.n_tokens())
-                                       ? info.converted_dot_reference
-                                       : info.dot_reference;
-    for (size_t t = 0; t < x.n_tokens(); ++t) {
-        for (size_t r = 0; r < w.rows; ++r) {
-            y[t * y_stride + r] = reference(w.row(r), x.row(t), w.cols);
-        }
+    kernels::TokenRange inline_ranges[16];
+    std::vector<kernels::TokenRange> heap_ranges;
+    size_t n_ranges = 0;
+    const kernels::TokenRange* ranges =
+        kernels::token_ranges(x, inline_ranges, heap_ranges, n_ranges);
+    for (size_t i = 0; i < n_ranges; ++i) {
+        const ReferenceDot reference = x.kernels().converts(w.type, ranges[i].n)
+                                           ? info.converted_dot_reference
+                                           : info.dot_reference;
+        for (size_t t = ranges[i].begin; t < ranges[i].begin + ranges[i].n; ++t)
+            for (size_t r = 0; r < w.rows; ++r)
+                y[t * y_stride + r] = reference(w.row(r), x.row(t), w.cols);
     }
 }
 

@@ -120,6 +120,7 @@ private:
         std::vector<Row> heap_rows;
         std::vector<float> x, normed, q, k, v, attn, out, gate, up, scores, rope_cos, rope_sin,
             logits;
+        std::vector<size_t> sequence_sizes;  // rows per chunk of the pass (or per chunk's logits)
         QuantizedInput input;
     };
 
@@ -180,6 +181,12 @@ private:
         s.gate.resize(m * ffn);
         s.up.resize(m * ffn);
 
+        // Each chunk's products follow the long-batch rule by the chunk's own
+        // length (QuantizedInput::set_sequences): batching leaves a sequence's
+        // numbers as they are alone.
+        s.sequence_sizes.resize(n_chunks);
+        for (size_t i = 0; i < n_chunks; ++i) s.sequence_sizes[i] = chunks[i].n_tokens;
+        s.input.set_sequences(s.sequence_sizes.data(), n_chunks);
         for (size_t i = 0, r = 0; i < n_chunks; ++i) {
             const Segment& chunk = chunks[i];
             // The seam checked that every cache is a KVCache (device cpu, the CPU owner tag).
@@ -244,9 +251,11 @@ private:
         const size_t hidden = config_.hidden, vocab = config_.vocab_size;
         size_t wanted = 0, n_wanting = 0;
         float* only = nullptr;  // the logits of the one chunk that wants them
+        s.sequence_sizes.clear();
         for (size_t i = 0, first = 0; i < n_chunks; first += chunks[i].n_tokens, ++i) {
             const Segment& chunk = chunks[i];
             if (!chunk.logits) continue;
+            s.sequence_sizes.push_back(chunk.all_logits ? chunk.n_tokens : 1);
             for (size_t t = chunk.all_logits ? 0 : chunk.n_tokens - 1; t < chunk.n_tokens;
                  ++t, ++wanted)
                 kernels_->rmsnorm(&s.x[(first + t) * hidden], weights_.output_norm.data(),
@@ -255,6 +264,7 @@ private:
             only = chunk.logits;
         }
         if (wanted == 0) return;
+        s.input.set_sequences(s.sequence_sizes.data(), s.sequence_sizes.size());
         s.input.quantize(weights_.lm_head.type, s.normed.data(), wanted, hidden, &pool);
         if (n_wanting == 1) {  // rows [wanted][vocab] are that chunk's buffer: no copy (every
                                // decode of one sequence)
