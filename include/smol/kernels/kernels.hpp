@@ -304,7 +304,7 @@ inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedIn
     if (n_tokens == 0 || n_jobs == 0) return;
     const kernels::KernelSet& set = x.kernels();
     // Each of the input's sequences (token ranges) reads the job's rows as
-    // as stored (or packed: the same bits) or converted, as its own length says
+    // stored (or packed: the same bits) or converted, as its own length says
     // (KernelSet::converts).
     kernels::TokenRange inline_ranges[16];
     std::vector<kernels::TokenRange> heap_ranges;
