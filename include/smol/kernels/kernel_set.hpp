@@ -113,17 +113,6 @@ struct KernelSet {
         const int index = weight_type_index(type);
         return index >= 0 && packed[index].pack != nullptr ? &packed[index] : nullptr;
     }
-    // What a mat-mat of n_tokens tokens reads: converted rows, packed rows, or
-    // (null) the rows as stored.
-    const PackedTiles* packing_for(GGMLType type, size_t n_tokens) const noexcept {
-        const int index = weight_type_index(type);
-        if (index < 0) return nullptr;
-        if (converted[index].pack != nullptr && n_tokens >= converted[index].min_tokens)
-            return &converted[index];
-        if (packed[index].pack != nullptr && n_tokens >= packed[index].min_tokens)
-            return &packed[index];
-        return nullptr;
-    }
     // Whether a mat-mat of n_tokens tokens multiplies converted rows.
     bool converts(GGMLType type, size_t n_tokens) const noexcept {
         const int index = weight_type_index(type);
@@ -190,10 +179,10 @@ void set_all_tiles(KernelSet& set) noexcept {
 
 namespace scalar {
 
-template <GGMLType type, int n_cols>
+// The TileKernel contract over one reference dot per (row, column).
+template <ReferenceDot dot, int n_cols>
 void tile(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t* x, size_t x_row_bytes,
           size_t cols, float* y, size_t y_stride) {
-    constexpr ReferenceDot dot = kWeightTypes[weight_type_index(type)].dot_reference;
     for (size_t r = 0; r < n_rows; ++r)
         for (int c = 0; c < n_cols; ++c)
             y[size_t(c) * y_stride + r] =
@@ -204,7 +193,9 @@ template <GGMLType type>
 struct Tiles {
     template <int n>
     struct Of {
-        static constexpr TileKernel get() { return &tile<type, n>; }
+        static constexpr TileKernel get() {
+            return &tile<kWeightTypes[weight_type_index(type)].dot_reference, n>;
+        }
     };
 };
 
@@ -221,21 +212,13 @@ void copy_rows(const uint8_t* w, size_t w_row_bytes, size_t n_rows, size_t cols,
     for (size_t r = 0; r < n_rows; ++r) std::memcpy(out + r * bytes, w + r * w_row_bytes, bytes);
 }
 
-template <GGMLType type, int n_cols>
-void converted_tile(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t* x,
-                    size_t x_row_bytes, size_t cols, float* y, size_t y_stride) {
-    constexpr ReferenceDot dot = kWeightTypes[weight_type_index(type)].converted_dot_reference;
-    for (size_t r = 0; r < n_rows; ++r)
-        for (int c = 0; c < n_cols; ++c)
-            y[size_t(c) * y_stride + r] =
-                dot(w + r * w_row_bytes, x + size_t(c) * x_row_bytes, cols);
-}
-
 template <GGMLType type>
 struct ConvertedTiles {
     template <int n>
     struct Of {
-        static constexpr TileKernel get() { return &converted_tile<type, n>; }
+        static constexpr TileKernel get() {
+            return &tile<kWeightTypes[weight_type_index(type)].converted_dot_reference, n>;
+        }
     };
 };
 
