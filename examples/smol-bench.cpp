@@ -705,7 +705,7 @@ ArrivalRun run_arrival(std::vector<std::unique_ptr<smol::Generator>>& decoders,
 int main(int argc, char** argv) {
     std::string model_path;
     std::optional<std::string> check_prompt;
-    bool json = false, bandwidth = true;
+    bool json = false, bandwidth = true, interleave = true;
     long op_steps = 0;
     long n_prompt = 512, n_gen = 128, depth = 0, repeats = 3, n_ctx_arg = 0, chunk = 0,
          ttft_tokens = 16;
@@ -742,6 +742,8 @@ int main(int argc, char** argv) {
                "prompt tokens of the time-to-first-token test (default 16)")
         .at_least(1);
     cli.flag("--no-bandwidth", bandwidth, "skip the memory-bandwidth roofline", false);
+    cli.flag("--no-interleave", interleave,
+             "keep the weights as stored (LoadOptions::interleave_weights = false)", false);
     smol_examples::add_cpu_option(cli, cpu);
     smol_examples::add_device_option(cli, device);
     cli.option("--ops", op_steps, "N",
@@ -799,6 +801,7 @@ int main(int argc, char** argv) {
         load_options.n_threads = n_threads;
         load_options.cpu = cpu;
         load_options.device = device;
+        load_options.interleave_weights = interleave;
         smol_examples::log_device_choice(load_options);
         smol::ForwardOptions forward_options;
         forward_options.chunk_size = size_t(chunk);
@@ -861,6 +864,16 @@ int main(int argc, char** argv) {
         const auto t_load = Clock::now();
         auto model = smol::Model::load(model_path, load_options);
         const double load_ms = ms_since(t_load);
+        size_t interleaved_bytes = 0;
+        for (const smol::LayerWeights& layer : model->weights().layers)
+            for (const smol::WeightMatrix* w :
+                 {&layer.attn_q, &layer.attn_k, &layer.attn_v, &layer.attn_output, &layer.ffn_gate,
+                  &layer.ffn_up, &layer.ffn_down})
+                if (w->interleaved_rows > 0) interleaved_bytes += w->rows * w->row_bytes;
+        const std::string interleaved_note =
+            interleaved_bytes > 0
+                ? "incl. interleaving " + std::to_string(interleaved_bytes >> 20) + " MiB"
+                : std::string("weights as stored");
         const smol::Config& config = model->config();
         const size_t vocab = config.vocab_size;
         const int threads = model->thread_pool().size();
@@ -1007,9 +1020,9 @@ int main(int argc, char** argv) {
         print_runs("pp", pp_rates);
         print_runs("tg", tg_rates);
         std::printf(
-            "\nload: %.1f ms | time to first token (%ld-token prompt, incl. load): %.1f ms "
+            "\nload: %.1f ms (%s) | time to first token (%ld-token prompt, incl. load): %.1f ms "
             "(prefill + argmax %.1f ms)\n",
-            load_ms, ttft_tokens, ttft_ms, first_ms);
+            load_ms, interleaved_note.c_str(), ttft_tokens, ttft_ms, first_ms);
         if (depth > 0)
             std::printf("depth prefill (%ld tokens, untimed in tg): %.1f ms = %.2f tok/s\n", depth,
                         depth_prefill_ms, double(depth) / (depth_prefill_ms / 1000.0));

@@ -275,8 +275,11 @@ TEST_CASE("hostile: a model at an odd address computes the same logits as an ali
     const auto bytes = smol_test::read_file(*path);
     std::vector<uint8_t> shifted(bytes.size() + 1);
     std::memcpy(shifted.data() + 1, bytes.data(), bytes.size());
-    const auto aligned = smol::Model::load(*path, one_thread());
-    const auto odd = smol::Model::load_from_memory(shifted.data() + 1, bytes.size(), one_thread());
+    // The weights as stored (interleaving would move them to an aligned buffer).
+    smol::LoadOptions options = one_thread();
+    options.interleave_weights = false;
+    const auto aligned = smol::Model::load(*path, options);
+    const auto odd = smol::Model::load_from_memory(shifted.data() + 1, bytes.size(), options);
     REQUIRE((reinterpret_cast<uintptr_t>(odd->weights().layers[0].attn_q.data) & 1) == 1);
     const std::vector<int32_t> tokens =
         aligned->tokenizer().encode("Hostile files, odd addresses.", true);

@@ -712,6 +712,105 @@ TEST_CASE("matmul over several sequences: each sequence's result equals its prod
         }
 }
 
+// A matrix whose first rows are interleaved (quant/weight_matrix.hpp), built
+// from stored rows with the scalar interleave_rows; the tail stays stored.
+struct InterleavedCopy {
+    std::vector<uint8_t> bytes;
+    smol::WeightMatrix w;
+    explicit InterleavedCopy(const smol::WeightMatrix& stored)
+        : bytes(stored.rows * stored.row_bytes) {
+        const size_t groups = stored.rows / smol::kInterleaveRows;
+        const size_t grouped = groups * smol::kInterleaveRows * stored.row_bytes;
+        smol::interleave_rows(stored.data, stored.row_bytes, groups, bytes.data());
+        std::memcpy(bytes.data() + grouped, stored.data + grouped, bytes.size() - grouped);
+        w = stored;
+        w.data = bytes.data();
+        w.interleaved_rows = groups * smol::kInterleaveRows;
+    }
+};
+
+TEST_CASE("interleaved rows: word k of row r sits at 4 (16 k + r) of its group; rows come back") {
+    const size_t rows = 37, cols = 512;
+    const std::vector<uint8_t> stored = random_weights(GGMLType::Q4_K, rows, cols);
+    const smol::WeightMatrix w =
+        smol::make_weight_matrix(GGMLType::Q4_K, stored.data(), rows, cols);
+    const InterleavedCopy copy(w);
+    REQUIRE(copy.w.interleaved_rows == 32);
+    const size_t row_bytes = w.row_bytes, group_bytes = 16 * row_bytes;
+    for (size_t r = 0; r < 32; ++r)
+        for (size_t k = 0; k < row_bytes / 4; ++k)
+            REQUIRE(std::memcmp(copy.bytes.data() + r / 16 * group_bytes + 4 * (16 * k + r % 16),
+                                stored.data() + r * row_bytes + 4 * k, 4) == 0);
+    std::vector<uint8_t> row(row_bytes);
+    for (size_t r = 0; r < rows; ++r) {
+        copy.w.copy_row(r, row.data());
+        CHECK(std::memcmp(row.data(), stored.data() + r * row_bytes, row_bytes) == 0);
+    }
+    std::vector<uint8_t> back(2 * group_bytes);
+    smol::deinterleave_rows(copy.bytes.data(), row_bytes, 2, back.data());
+    CHECK(std::memcmp(back.data(), stored.data(), back.size()) == 0);
+    CHECK(smol::can_interleave(row_bytes));
+    CHECK_FALSE(smol::can_interleave(34));  // one Q8_0 block: not whole words
+}
+
+TEST_CASE("interleaved rows: matmul gives the stored rows' bits on every level, any batch") {
+    // 37 rows: two groups and a stored tail of 5; with 3 threads a chunk can
+    // reach past the groups. Every type: the layout moves bytes only, and a
+    // level without tiles over it puts the rows back as stored per chunk.
+    const size_t rows = 37, cols = 512;
+    const size_t sizes[] = {40, 1, 3, 70};
+    for (int threads : {1, 3}) {
+        smol::ThreadPool pool(threads);
+        for (const kernels::KernelSet* set : runnable_sets())
+            for (GGMLType type : kAllTypes) {
+                const std::string level_name = set->name();
+                CAPTURE(level_name);
+                CAPTURE(smol::type_name(type));
+                CAPTURE(threads);
+                const std::vector<uint8_t> w_bytes = random_weights(type, rows, cols);
+                const smol::WeightMatrix w =
+                    smol::make_weight_matrix(type, w_bytes.data(), rows, cols);
+                REQUIRE(smol::can_interleave(w.row_bytes));
+                const InterleavedCopy copy(w);
+                for (size_t n_tokens : {1, 2, 5, 8, 9, 20, 40, 70, 114}) {
+                    CAPTURE(n_tokens);
+                    const std::vector<float> x = random_floats(n_tokens * cols);
+                    smol::QuantizedInput input(*set);
+                    if (n_tokens == 114) input.set_sequences(sizes, 4);
+                    input.quantize(type, x.data(), n_tokens, cols, &pool);
+                    std::vector<float> y(n_tokens * rows), y_stored(y), ref(y), ref_stored(y);
+                    smol::matmul(copy.w, input, y.data(), rows, pool);
+                    smol::matmul(w, input, y_stored.data(), rows, pool);
+                    CHECK(std::memcmp(y.data(), y_stored.data(), y.size() * sizeof(float)) == 0);
+                    if (n_tokens == 2 || n_tokens == 40) {
+                        smol::matmul_reference(copy.w, input, ref.data(), rows);
+                        smol::matmul_reference(w, input, ref_stored.data(), rows);
+                        CHECK(std::memcmp(ref.data(), ref_stored.data(),
+                                          ref.size() * sizeof(float)) == 0);
+                    }
+                }
+            }
+    }
+    // Who reads the layout natively (the rest put rows back as stored).
+    CHECK_FALSE(scalar_set().interleaves(GGMLType::Q4_K));
+    for (const kernels::KernelSet* set : runnable_sets())
+        if (set->level == smol::CpuLevel::avx512)
+            CHECK((set->interleaves(GGMLType::Q4_K) && set->interleaves(GGMLType::Q5_K)));
+}
+
+TEST_CASE("interleaved rows: a count that is not whole groups inside the matrix is an Error") {
+    smol::ThreadPool pool(1);
+    const std::vector<uint8_t> w_bytes = random_weights(GGMLType::Q4_K, 40, 256);
+    smol::WeightMatrix w = smol::make_weight_matrix(GGMLType::Q4_K, w_bytes.data(), 40, 256);
+    std::vector<float> x(256, 0.5f), y(40);
+    smol::QuantizedInput input;
+    input.quantize(GGMLType::Q4_K, x.data(), 1, 256);
+    for (size_t bad : {size_t(8), size_t(48)}) {
+        w.interleaved_rows = bad;
+        CHECK_THROWS_AS(smol::matmul(w, input, y.data(), 40, pool), smol::Error);
+    }
+}
+
 // Below the long-batch threshold (WeightTypeInfo::convert_min_tokens), where
 // rows are multiplied as stored.
 TEST_CASE("matmul: a token's result does not depend on how many tokens share the call") {

@@ -669,6 +669,49 @@ TEST_CASE("made models with errors name the key or tensor") {
                "token_embd.weight");
 }
 
+// LoadOptions::interleave_weights (on by default) moves the matrices the
+// level has interleaved tiles for into the interleaved layout: the logits must
+// be the stored weights' bits, prompt (long batches) and decode alike.
+TEST_CASE("Model: interleaved weights give the stored weights' logits, bit for bit") {
+    size_t count = 0;
+    const smol::CpuLevel* levels = smol::compiled_cpu_levels(count);
+    for (const char* name : {"tiny-q4km.gguf", "small-q4km.gguf"}) {
+        const auto path = smol_test::fixture(name);
+        if (!path) return;
+        for (size_t i = 0; i < count; ++i) {
+            if (!smol::cpu_supports(levels[i])) continue;
+            CAPTURE(name);
+            CAPTURE(smol::cpu_level_name(levels[i]));
+            smol::LoadOptions options;
+            options.n_threads = 2;
+            options.cpu = levels[i];
+            std::string log;
+            options.log = [&](int, const std::string& m) { log += m + "\n"; };
+            const auto interleaved = smol::Model::load(*path, options);
+            options.interleave_weights = false;
+            const auto stored = smol::Model::load(*path, options);
+            const smol::WeightMatrix& up = interleaved->weights().layers[0].ffn_up;
+            const bool expected = interleaved->kernels().interleaves(up.type);
+            CHECK((up.interleaved_rows > 0) == expected);
+            CHECK((log.find("interleaved") != std::string::npos) == expected);
+            CHECK(stored->weights().layers[0].ffn_up.interleaved_rows == 0);
+            const size_t vocab = interleaved->config().vocab_size;
+            const std::vector<int32_t> prompt = random_tokens(40, vocab, 7);
+            std::vector<float> a(vocab), b(vocab);
+            auto kv_a = interleaved->new_cache(64), kv_b = stored->new_cache(64);
+            interleaved->forward(prompt.data(), prompt.size(), 0, kv_a, a.data());
+            stored->forward(prompt.data(), prompt.size(), 0, kv_b, b.data());
+            CHECK(std::memcmp(a.data(), b.data(), vocab * sizeof(float)) == 0);
+            for (size_t pos = prompt.size(); pos < prompt.size() + 3; ++pos) {
+                const int32_t next = int32_t(pos * 31 % vocab);
+                interleaved->forward(&next, 1, pos, kv_a, a.data());
+                stored->forward(&next, 1, pos, kv_b, b.data());
+                CHECK(std::memcmp(a.data(), b.data(), vocab * sizeof(float)) == 0);
+            }
+        }
+    }
+}
+
 TEST_CASE("Model: load, identity, progress, cancelled load") {
     const auto path = smol_test::fixture("tiny-q4km.gguf");
     if (!path) return;

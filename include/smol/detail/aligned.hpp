@@ -4,6 +4,7 @@
 // buffers share a line.
 //
 //   aligned_allocate(bytes)   uninitialized, kAlignment-aligned; throws bad_alloc
+//   aligned_allocate_or_null(bytes)   the same, nullptr when it fails
 //   aligned_free(p)           releases it (nullptr is fine)
 //   AlignedArray<T>           unique_ptr<T[]> that frees with aligned_free
 //   AlignedBuffer             owning, zero-filled bytes; copyable; resize() discards
@@ -33,6 +34,12 @@ inline constexpr size_t kAlignment = 64;
 // written (the KV cache fills position by position).
 inline void* aligned_allocate(size_t bytes) {
     return ::operator new(bytes == 0 ? 1 : bytes, std::align_val_t(kAlignment));
+}
+
+// As aligned_allocate, but nullptr instead of bad_alloc (for a buffer the
+// caller can do without; also under -fno-exceptions).
+inline void* aligned_allocate_or_null(size_t bytes) noexcept {
+    return ::operator new(bytes == 0 ? 1 : bytes, std::align_val_t(kAlignment), std::nothrow);
 }
 
 inline void aligned_free(void* p) noexcept {

@@ -57,6 +57,7 @@ inline const KernelSet& kernel_set(CpuLevel level) {
                 detail::set_packing<avx512::PackedQ4KOf>(
                     s, GGMLType::Q4_K, &avx512::packed_q4k_row_bytes, &avx512::pack_q4k);
                 avx512::set_converted_zmm(s);
+                avx512::set_interleaved_zmm(s);
                 return s;
             }();
             return set;

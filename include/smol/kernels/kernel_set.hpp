@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "../quant/blocks.hpp"
+#include "../quant/weight_matrix.hpp"
 #include "activations.hpp"
 #include "cpu.hpp"
 #include "scalar.hpp"
@@ -86,6 +87,12 @@ struct KernelSet {
     PackedTiles packed[kWeightTypeCount] = {};
     // ---- long batches over converted rows, where the level has them ----
     PackedTiles converted[kWeightTypeCount] = {};
+    // ---- over interleaved rows (quant/weight_matrix.hpp), where the level has them ----
+    // The TileKernel contract with w the first of n_rows / kInterleaveRows
+    // groups (n_rows a multiple of it), w_row_bytes the stored row size, and
+    // the activations in their natural layout (QuantizedInput::row). Same bits
+    // as the stored rows' tiles. A Model interleaves the matrices of these types.
+    TileKernel interleaved[kWeightTypeCount][kMaxTileCols] = {};
 
     // ---- float ops of the forward pass ----
     float (*dot_f32)(const float* a, const float* b, size_t n) = nullptr;
@@ -118,6 +125,11 @@ struct KernelSet {
         const int index = weight_type_index(type);
         return index >= 0 && converted[index].pack != nullptr &&
                n_tokens >= converted[index].min_tokens;
+    }
+    // Whether this level has tiles over interleaved rows of `type`.
+    bool interleaves(GGMLType type) const noexcept {
+        const int index = weight_type_index(type);
+        return index >= 0 && interleaved[index][0] != nullptr;
     }
     const char* name() const noexcept { return cpu_level_name(level); }
 };

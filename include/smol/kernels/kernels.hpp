@@ -45,6 +45,9 @@
 //                     ThreadPool& pool);
 //       several matrices reading the same input (q/k/v, gate/up) in one pool job;
 //       each job as matmul(job.w, x, job.y, job.y_stride, pool), same results.
+//       w may have interleaved rows (quant/weight_matrix.hpp): same results; the
+//       set's interleaved tiles read them where it has them, else each chunk is
+//       put back as stored first.
 //   void matmul_reference(const WeightMatrix& w, const QuantizedInput& x, float* y,
 //                         size_t y_stride);   // scalar kernels, one thread: the spec
 //
@@ -261,6 +264,14 @@ inline void check_matmul_args(const WeightMatrix& w, const QuantizedInput& x, fl
     if ((w.data == nullptr && w.rows > 0) || (y == nullptr && w.rows > 0 && x.n_tokens() > 0)) {
         smol::detail::fail(ErrorKind::invalid_argument, "matmul: null weight or output pointer");
     }
+    if (w.interleaved_rows > 0 && (w.interleaved_rows % kInterleaveRows != 0 ||
+                                   w.interleaved_rows > w.rows || !can_interleave(w.row_bytes))) {
+        smol::detail::fail(ErrorKind::shape, "matmul: " + std::to_string(w.interleaved_rows) +
+                                                 " interleaved rows do not make whole groups of " +
+                                                 std::to_string(kInterleaveRows) + " rows of " +
+                                                 std::to_string(w.row_bytes) + " bytes within " +
+                                                 std::to_string(w.rows) + " rows");
+    }
     if (!x.sequences().empty()) {
         size_t total = 0;
         for (const size_t n : x.sequences()) total += n;
@@ -327,6 +338,11 @@ inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedIn
         // A chunk is packed and converted at most once, into the thread's buffers.
         const kernels::PackedTiles* packed;     // the job's packing, if a run uses it
         const kernels::PackedTiles* converted;  // its converted rows, if a run uses them
+        // Interleaved rows (WeightMatrix::interleaved_rows): the set's tiles
+        // over them, or null when a run must have them back as stored (put
+        // back once per chunk into the thread's buffer, then as above).
+        const kernels::TileKernel* interleaved;
+        bool destores;  // some run reads interleaved rows as stored
     };
     constexpr size_t kInlinePlans = 8;
     Plan inline_plans[kInlinePlans];
@@ -344,14 +360,16 @@ inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedIn
         runs = heap_runs.data();
     }
     const size_t n_threads = size_t(pool.size());
-    size_t n_chunks = 0, packed_scratch = 0, converted_scratch = 0;
+    size_t n_chunks = 0, packed_scratch = 0, converted_scratch = 0, stored_scratch = 0;
     for (size_t j = 0; j < n_jobs; ++j) {
         const WeightMatrix& w = jobs[j].w;
         kernels::check_matmul_args(w, x, jobs[j].y);
         Plan& plan = plans[j];
         Run* job_runs = runs + j * n_ranges;
-        plan = Plan{w.data, 0, n_chunks, job_runs, 0, nullptr, nullptr};
+        plan = Plan{w.data, 0, n_chunks, job_runs, 0, nullptr, nullptr, nullptr, false};
         const int index = weight_type_index(w.type);
+        const bool interleaved = w.interleaved_rows > 0;
+        if (interleaved && set.interleaves(w.type)) plan.interleaved = set.interleaved[index];
         bool last_converts = false;
         for (size_t r = 0; r < n_ranges; ++r) {
             const bool converts = set.converts(w.type, ranges[r].n);
@@ -366,9 +384,11 @@ inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedIn
             Run& run = job_runs[r];
             if (run.packing) {
                 plan.converted = run.packing;
-            } else if (set.packed[index].pack != nullptr && run.n >= set.packed[index].min_tokens) {
+            } else if (set.packed[index].pack != nullptr && run.n >= set.packed[index].min_tokens &&
+                       !plan.interleaved) {  // interleaved tiles unpack next to nothing
                 run.packing = plan.packed = &set.packed[index];
             }
+            if (interleaved && (run.packing || !plan.interleaved)) plan.destores = true;
         }
         // Rows go out in chunks from a shared counter, so a thread slowed down
         // by the OS simply takes fewer. Mat-vec: ~8 chunks per thread, in
@@ -387,7 +407,10 @@ inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedIn
         for (const kernels::PackedTiles* p : {plan.packed, plan.converted})
             if (p)  // whole groups of rows per chunk (the last chunk may end in a short group)
                 chunk_rows = (chunk_rows + p->row_group - 1) / p->row_group * p->row_group;
+        if (interleaved)  // whole interleaved groups (kInterleaveRows is a multiple of the above)
+            chunk_rows = (chunk_rows + kInterleaveRows - 1) / kInterleaveRows * kInterleaveRows;
         plan.chunk_rows = chunk_rows;
+        if (plan.destores) stored_scratch = std::max(stored_scratch, chunk_rows * w.row_bytes);
         if (plan.packed)
             packed_scratch = std::max(packed_scratch, chunk_rows * plan.packed->row_bytes(w.cols));
         if (plan.converted)
@@ -401,7 +424,8 @@ inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedIn
         return (bytes + smol::detail::kAlignment - 1) / smol::detail::kAlignment *
                smol::detail::kAlignment;
     };
-    const size_t scratch_stride = aligned(packed_scratch) + aligned(converted_scratch);
+    const size_t scratch_stride =
+        aligned(packed_scratch) + aligned(converted_scratch) + aligned(stored_scratch);
     smol::detail::AlignedArray<uint8_t> scratch;
     if (scratch_stride) {
         scratch.reset(
@@ -412,6 +436,7 @@ inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedIn
     pool.run_dynamic([&](int thread, int) {
         uint8_t* packed_buffer = scratch.get() + size_t(thread) * scratch_stride;
         uint8_t* converted_buffer = packed_buffer + aligned(packed_scratch);
+        uint8_t* stored_buffer = converted_buffer + aligned(converted_scratch);
         size_t j = 0;
         for (size_t chunk = next_chunk.fetch_add(1, std::memory_order_relaxed); chunk < n_chunks;
              chunk = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
@@ -422,35 +447,57 @@ inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedIn
             const size_t y_stride = jobs[j].y_stride;
             const size_t row0 = (chunk - plan.first_chunk) * plan.chunk_rows;
             const size_t n_rows = std::min(plan.chunk_rows, w.rows - row0);
-            const uint8_t* stored = plan.weights + row0 * w.row_bytes;
-            bool packed_ready = false, converted_ready = false;
-            for (size_t r = 0; r < plan.n_runs; ++r) {
-                const Run& run = plan.runs[r];
-                const kernels::PackedTiles* p = run.packing;
-                const uint8_t* w_rows = stored;
-                size_t w_row_bytes = w.row_bytes;
-                bool natural = false;
-                if (p) {
-                    const bool converted = p == plan.converted;
-                    uint8_t* buffer = converted ? converted_buffer : packed_buffer;
-                    bool& ready = converted ? converted_ready : packed_ready;
-                    if (!ready) p->pack(stored, w.row_bytes, n_rows, w.cols, buffer);
-                    ready = true;
-                    w_rows = buffer;
-                    w_row_bytes = p->row_bytes(w.cols);
-                    natural = p->natural_activations;
+            const size_t index = size_t(weight_type_index(w.type));
+            // Rows [r0, r0 + n): all in interleaved groups, or all stored.
+            auto multiply = [&](size_t r0, size_t n_part, bool grouped) {
+                const uint8_t* bytes = plan.weights + r0 * w.row_bytes;  // a group starts there too
+                const uint8_t* stored = grouped ? nullptr : bytes;
+                bool packed_ready = false, converted_ready = false;
+                for (size_t r = 0; r < plan.n_runs; ++r) {
+                    const Run& run = plan.runs[r];
+                    const kernels::PackedTiles* p = run.packing;
+                    const kernels::TileKernel* tiles = set.tiles[index];
+                    const uint8_t* w_rows = bytes;
+                    size_t w_row_bytes = w.row_bytes;
+                    bool natural = false;
+                    if (grouped && !p && plan.interleaved) {
+                        tiles = plan.interleaved;
+                        natural = true;
+                    } else {
+                        if (!stored) {
+                            deinterleave_rows(bytes, w.row_bytes, n_part / kInterleaveRows,
+                                              stored_buffer);
+                            stored = stored_buffer;
+                        }
+                        w_rows = stored;
+                    }
+                    if (p) {
+                        const bool converted = p == plan.converted;
+                        uint8_t* buffer = converted ? converted_buffer : packed_buffer;
+                        bool& ready = converted ? converted_ready : packed_ready;
+                        if (!ready) p->pack(stored, w.row_bytes, n_part, w.cols, buffer);
+                        ready = true;
+                        w_rows = buffer;
+                        w_row_bytes = p->row_bytes(w.cols);
+                        natural = p->natural_activations;
+                        tiles = p->tiles;
+                    }
+                    const size_t end = run.begin + run.n;
+                    for (size_t token0 = run.begin; token0 < end;
+                         token0 += size_t(kernels::kMaxTileCols)) {
+                        const size_t n = std::min(size_t(kernels::kMaxTileCols), end - token0);
+                        tiles[n - 1](w_rows, w_row_bytes, n_part,
+                                     natural ? x.row(token0) : x.kernel_row(token0), x.row_bytes(),
+                                     w.cols, y + token0 * y_stride + r0, y_stride);
+                    }
                 }
-                const kernels::TileKernel* tiles =
-                    p ? p->tiles : set.tiles[weight_type_index(w.type)];
-                const size_t end = run.begin + run.n;
-                for (size_t token0 = run.begin; token0 < end;
-                     token0 += size_t(kernels::kMaxTileCols)) {
-                    const size_t n = std::min(size_t(kernels::kMaxTileCols), end - token0);
-                    tiles[n - 1](w_rows, w_row_bytes, n_rows,
-                                 natural ? x.row(token0) : x.kernel_row(token0), x.row_bytes(),
-                                 w.cols, y + token0 * y_stride + row0, y_stride);
-                }
-            }
+            };
+            // Chunks hold whole groups, so only a chunk reaching past the
+            // interleaved rows has two parts.
+            const size_t n_grouped =
+                row0 < w.interleaved_rows ? std::min(n_rows, w.interleaved_rows - row0) : 0;
+            if (n_grouped > 0) multiply(row0, n_grouped, true);
+            if (n_grouped < n_rows) multiply(row0 + n_grouped, n_rows - n_grouped, false);
         }
     });
 }
@@ -472,13 +519,20 @@ inline void matmul_reference(const WeightMatrix& w, const QuantizedInput& x, flo
     size_t n_ranges = 0;
     const kernels::TokenRange* ranges =
         kernels::token_ranges(x, inline_ranges, heap_ranges, n_ranges);
+    std::vector<uint8_t> stored_row(w.interleaved_rows > 0 ? w.row_bytes : 0);
     for (size_t i = 0; i < n_ranges; ++i) {
         const ReferenceDot reference = x.kernels().converts(w.type, ranges[i].n)
                                            ? info.converted_dot_reference
                                            : info.dot_reference;
         for (size_t t = ranges[i].begin; t < ranges[i].begin + ranges[i].n; ++t)
-            for (size_t r = 0; r < w.rows; ++r)
-                y[t * y_stride + r] = reference(w.row(r), x.row(t), w.cols);
+            for (size_t r = 0; r < w.rows; ++r) {
+                const uint8_t* row = w.row(r);
+                if (r < w.interleaved_rows) {
+                    w.copy_row(r, stored_row.data());
+                    row = stored_row.data();
+                }
+                y[t * y_stride + r] = reference(row, x.row(t), w.cols);
+            }
     }
 }
 

@@ -68,6 +68,14 @@ struct LoadOptions {
     // cpu; the log says which). cuda_device picks the GPU.
     Device device = Device::cpu;
     int cuda_device = 0;
+    // On the CPU, move the matrices the kernel level has interleaved tiles for
+    // (KernelSet::interleaves: Q4_K and Q5_K at avx512) into the interleaved
+    // layout at load (SmolLM3::interleave_weights): decode streams them
+    // faster, the results are the same bits. The load takes longer (the whole
+    // matrix bytes are read once), and the weights then live in the process's
+    // memory instead of the page cache (two models of one file no longer share
+    // them). Skipped, with a log line, when they do not fit memory_budget.
+    bool interleave_weights = true;
     std::function<bool(float progress)> progress;  // 0..1; return false cancels the load
     std::function<void(int level, const std::string& msg)> log;  // level: 0 info, 1 warning
 };
@@ -255,6 +263,19 @@ private:
                                std::to_string(threads) + " threads, " +
                                cpu_level_name(cpu_level()) + " kernels)");
         SMOL_TRY(choose_device(options));
+        if (!device_backend_ && options.interleave_weights) {
+            SMOL_TRY(report(options, 0.9f));
+            size_t wanted = 0;
+            const size_t moved = net_.interleave_weights(*pool_, memory_budget_, &wanted);
+            if (options.log && moved > 0)
+                options.log(0, "smol: interleaved " + std::to_string(moved >> 20) +
+                                   " MiB of weights for the " + cpu_level_name(cpu_level()) +
+                                   " kernels");
+            else if (options.log && wanted > 0)
+                options.log(1, "smol: weights left as stored: no room for " +
+                                   std::to_string(wanted >> 20) +
+                                   " MiB interleaved (slower decode)");
+        }
         return report(options, 1.0f);
     }
 

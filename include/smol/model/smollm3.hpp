@@ -90,6 +90,53 @@ public:
     const kernels::KernelSet& kernels() const noexcept { return *kernels_; }
     const std::shared_ptr<const gguf::File>& file_ptr() const noexcept { return file_; }
 
+    // Moves the layers' matrices (and an untied LM head) whose type kernels()
+    // has interleaved tiles for (KernelSet::interleaves) into one buffer in the
+    // interleaved layout (quant/weight_matrix.hpp), and lets the file's pages
+    // of them leave the resident set, so the weights stay in memory once.
+    // Same results; decode streams them faster. Returns the bytes moved: 0
+    // when nothing qualifies, when they would pass `budget` bytes (0: no
+    // limit) or when the buffer cannot be allocated (the rows then stay as
+    // stored; *wanted, if given, says how many bytes would have moved). The
+    // token embedding stays as stored (embed reads its rows).
+    size_t interleave_weights(ThreadPool& pool, uint64_t budget = 0, size_t* wanted = nullptr) {
+        std::vector<WeightMatrix*> matrices;
+        auto consider = [&](WeightMatrix& w) {
+            if (w.interleaved_rows == 0 && w.rows >= kInterleaveRows &&
+                kernels_->interleaves(w.type) && can_interleave(w.row_bytes))
+                matrices.push_back(&w);
+        };
+        for (LayerWeights& l : weights_.layers)
+            for (WeightMatrix* w : {&l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output, &l.ffn_gate,
+                                    &l.ffn_up, &l.ffn_down})
+                consider(*w);
+        if (!weights_.tied_embeddings) consider(weights_.lm_head);
+        size_t total = 0;
+        for (const WeightMatrix* w : matrices) total += w->rows * w->row_bytes;
+        if (wanted) *wanted = total;
+        if (total == 0 || (budget != 0 && total > budget)) return 0;
+        uint8_t* buffer = static_cast<uint8_t*>(detail::aligned_allocate_or_null(total));
+        if (buffer == nullptr) return 0;
+        interleaved_.reset(buffer, detail::AlignedDelete());
+        MappedFile::advise_huge_pages(buffer, total);
+        for (WeightMatrix* w : matrices) {
+            const size_t bytes = w->rows * w->row_bytes, groups = w->rows / kInterleaveRows;
+            const size_t group_bytes = kInterleaveRows * w->row_bytes;
+            const uint8_t* source = w->data;
+            pool.parallel_for(groups, [&](size_t begin, size_t end, int) {
+                interleave_rows(source + begin * group_bytes, w->row_bytes, end - begin,
+                                buffer + begin * group_bytes);
+            });
+            std::memcpy(buffer + groups * group_bytes, source + groups * group_bytes,
+                        bytes - groups * group_bytes);
+            file_->mapping().release_pages(source, bytes);
+            w->data = buffer;
+            w->interleaved_rows = groups * kInterleaveRows;
+            buffer += bytes;
+        }
+        return total;
+    }
+
     // See the contract at the top of this file. The checks and the chunking
     // are Backend::forward's (model/backend.hpp): this runs a CpuBackend made
     // on the spot (a few words on the stack) over one segment.
@@ -348,7 +395,8 @@ private:
 
     std::shared_ptr<const gguf::File> file_;
     Config config_;
-    Weights weights_;  // the matrices the forward reads, as bound: views into *file_
+    Weights weights_;  // the matrices the forward reads: views into *file_ or interleaved_
+    std::shared_ptr<uint8_t> interleaved_;   // interleave_weights' buffer, if it ran
     std::vector<double> inverse_frequency_;  // [rope_dims / 2]
     const kernels::KernelSet* kernels_;      // static storage (kernels/dispatch.hpp)
 };

@@ -9,6 +9,20 @@
 // dims[0]) of `type`; row r is `row_bytes` bytes at data + r * row_bytes, at
 // any byte alignment (GGUF allows general.alignment = 1).
 //
+// Interleaved rows (a load-time layout: Model moves the matrices of the types
+// its CPU kernels have interleaved tiles for into it, KernelSet::interleaved).
+// A mat-vec reads every weight byte once, so its speed is how well it streams
+// and how little it does per byte. With the rows as stored, a SIMD dot works
+// along one row and folds its lanes at the end; here one register holds the
+// same 32-bit word of 16 rows, one row per lane, so a token's dot is 4 of its
+// activation bytes broadcast against 16 rows, with no shuffle and no fold, and
+// a thread streams one contiguous run of memory. The first `interleaved_rows`
+// rows (a multiple of kInterleaveRows) form groups of 16: group g holds rows
+// 16 g .. 16 g + 15 in the 16 * row_bytes bytes at data + 16 g * row_bytes,
+// word k of row r at byte 4 * (16 k + r) of the group. Rows from
+// interleaved_rows on are stored as above. Only bytes move, so every dot over
+// a row is the same; copy_row gives a row's stored bytes in either layout.
+//
 // Plain data with no dependencies beyond the type ids, so the CUDA side's
 // plain-data header can hold it. It owns nothing: the bytes and the name must
 // outlive it (both live in the gguf::File for a bound model).
@@ -18,6 +32,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 #include "types.hpp"
@@ -27,12 +42,61 @@ SMOL_NAMESPACE_BEGIN
 struct WeightMatrix {
     GGMLType type = GGMLType::F32;
     const uint8_t* data = nullptr;
-    size_t rows = 0;        // output features (GGUF dims[1])
-    size_t cols = 0;        // input features (GGUF dims[0])
-    size_t row_bytes = 0;   // bytes from one row to the next
-    std::string_view name;  // the tensor's name, only for messages; empty when it has none
+    size_t rows = 0;              // output features (GGUF dims[1])
+    size_t cols = 0;              // input features (GGUF dims[0])
+    size_t row_bytes = 0;         // bytes from one row to the next
+    std::string_view name;        // the tensor's name, only for messages; empty when it has none
+    size_t interleaved_rows = 0;  // leading rows in 16-row groups (see above); 0: all stored
 
+    // Row r as stored; only for r >= interleaved_rows (copy_row serves any row).
     const uint8_t* row(size_t r) const noexcept { return data + r * row_bytes; }
+    void copy_row(size_t r, uint8_t* out) const noexcept;
 };
+
+// Rows per group of the interleaved layout: one per 32-bit lane of a 512-bit
+// register (an AVX2 kernel reads a group as two halves of 8).
+constexpr size_t kInterleaveRows = 16;
+
+// Whether rows of `row_bytes` bytes can be interleaved (whole 32-bit words).
+constexpr bool can_interleave(size_t row_bytes) noexcept {
+    return row_bytes > 0 && row_bytes % 4 == 0;
+}
+
+// n_groups * 16 stored rows (row_bytes apart, any address) into the layout above.
+inline void interleave_rows(const uint8_t* rows, size_t row_bytes, size_t n_groups,
+                            uint8_t* out) noexcept {
+    const size_t words = row_bytes / 4, group_bytes = kInterleaveRows * row_bytes;
+    for (size_t g = 0; g < n_groups; ++g) {
+        const uint8_t* src = rows + g * group_bytes;
+        uint8_t* dst = out + g * group_bytes;
+        for (size_t r = 0; r < kInterleaveRows; ++r)
+            for (size_t k = 0; k < words; ++k)
+                std::memcpy(dst + 4 * (kInterleaveRows * k + r), src + r * row_bytes + 4 * k, 4);
+    }
+}
+
+// The reverse: n_groups groups back to 16 * n_groups stored rows, row_bytes apart.
+inline void deinterleave_rows(const uint8_t* groups, size_t row_bytes, size_t n_groups,
+                              uint8_t* out) noexcept {
+    const size_t words = row_bytes / 4, group_bytes = kInterleaveRows * row_bytes;
+    for (size_t g = 0; g < n_groups; ++g) {
+        const uint8_t* src = groups + g * group_bytes;
+        uint8_t* dst = out + g * group_bytes;
+        for (size_t k = 0; k < words; ++k)
+            for (size_t r = 0; r < kInterleaveRows; ++r)
+                std::memcpy(dst + r * row_bytes + 4 * k, src + 4 * (kInterleaveRows * k + r), 4);
+    }
+}
+
+inline void WeightMatrix::copy_row(size_t r, uint8_t* out) const noexcept {
+    if (r >= interleaved_rows) {
+        std::memcpy(out, row(r), row_bytes);
+        return;
+    }
+    const uint8_t* group = data + r / kInterleaveRows * kInterleaveRows * row_bytes;
+    const size_t lane = r % kInterleaveRows;
+    for (size_t k = 0; k < row_bytes / 4; ++k)
+        std::memcpy(out + 4 * k, group + 4 * (kInterleaveRows * k + lane), 4);
+}
 
 SMOL_NAMESPACE_END
