@@ -695,6 +695,12 @@ TEST_CASE("Model: interleaved weights give the stored weights' logits, bit for b
             CHECK((up.interleaved_rows > 0) == expected);
             CHECK((log.find("interleaved") != std::string::npos) == expected);
             CHECK(stored->weights().layers[0].ffn_up.interleaved_rows == 0);
+            // A CUDA backend made from the interleaved model uploads stored rows.
+            const auto upload = smol::cuda_detail::describe(*interleaved);
+            const smol::WeightMatrix& up_stored = stored->weights().layers[0].ffn_up;
+            CHECK(upload.layers[0].up.interleaved_rows == 0);
+            CHECK(std::memcmp(upload.layers[0].up.data, up_stored.data,
+                              up_stored.rows * up_stored.row_bytes) == 0);
             const size_t vocab = interleaved->config().vocab_size;
             const std::vector<int32_t> prompt = random_tokens(40, vocab, 7);
             std::vector<float> a(vocab), b(vocab);

@@ -43,6 +43,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
@@ -51,6 +52,7 @@
 #include "../error.hpp"
 #include "../model/backend.hpp"
 #include "../quant/types.hpp"
+#include "../quant/weight_matrix.hpp"
 #include "../quant/weight_matrix.hpp"
 
 SMOL_NAMESPACE_BEGIN
@@ -84,6 +86,21 @@ struct ModelUpload {
     WeightMatrix token_embd, lm_head;
     const float* output_norm = nullptr;  // [hidden]
     std::vector<LayerUpload> layers;
+    // Stored copies of matrices the CPU model holds interleaved (its load-time
+    // layout, quant/weight_matrix.hpp): the device kernels read stored rows.
+    std::vector<std::vector<uint8_t>> restored;
+
+    // Points `w` at a stored copy of its bytes when they are interleaved.
+    void restore(WeightMatrix& w) {
+        if (w.interleaved_rows == 0) return;
+        std::vector<uint8_t>& bytes = restored.emplace_back(w.rows * w.row_bytes);
+        const size_t groups = w.interleaved_rows / kInterleaveRows;
+        const size_t grouped = w.interleaved_rows * w.row_bytes;
+        deinterleave_rows(w.data, w.row_bytes, groups, bytes.data());
+        std::memcpy(bytes.data() + grouped, w.data + grouped, bytes.size() - grouped);
+        w.data = bytes.data();
+        w.interleaved_rows = 0;
+    }
 };
 
 // Reads a loaded model (smol::Model or smol::SmolLM3: anything with config(),
@@ -114,6 +131,11 @@ ModelUpload describe(const CpuModel& model) {
         m.layers.push_back(LayerUpload{l.attn_norm.data(), l.ffn_norm.data(), l.attn_q, l.attn_k,
                                        l.attn_v, l.attn_output, l.ffn_gate, l.ffn_up, l.ffn_down});
     }
+    m.restore(m.token_embd);
+    m.restore(m.lm_head);
+    for (LayerUpload& l : m.layers)
+        for (WeightMatrix* matrix : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down})
+            m.restore(*matrix);
     return m;
 }
 
