@@ -54,8 +54,13 @@ struct WeightMatrix {
 };
 
 // Rows per group of the interleaved layout: one per 32-bit lane of a 512-bit
-// register (an AVX2 kernel reads a group as two halves of 8).
+// register.
 constexpr size_t kInterleaveRows = 16;
+
+// The layout rule: byte offset, within its group, of word k of the group's row r.
+constexpr size_t interleaved_word_offset(size_t k, size_t r) noexcept {
+    return 4 * (kInterleaveRows * k + r);
+}
 
 // Whether rows of `row_bytes` bytes can be interleaved (whole 32-bit words).
 constexpr bool can_interleave(size_t row_bytes) noexcept {
@@ -71,7 +76,7 @@ inline void interleave_rows(const uint8_t* rows, size_t row_bytes, size_t n_grou
         uint8_t* dst = out + g * group_bytes;
         for (size_t r = 0; r < kInterleaveRows; ++r)
             for (size_t k = 0; k < words; ++k)
-                std::memcpy(dst + 4 * (kInterleaveRows * k + r), src + r * row_bytes + 4 * k, 4);
+                std::memcpy(dst + interleaved_word_offset(k, r), src + r * row_bytes + 4 * k, 4);
     }
 }
 
@@ -84,7 +89,7 @@ inline void deinterleave_rows(const uint8_t* groups, size_t row_bytes, size_t n_
         uint8_t* dst = out + g * group_bytes;
         for (size_t k = 0; k < words; ++k)
             for (size_t r = 0; r < kInterleaveRows; ++r)
-                std::memcpy(dst + r * row_bytes + 4 * k, src + 4 * (kInterleaveRows * k + r), 4);
+                std::memcpy(dst + r * row_bytes + 4 * k, src + interleaved_word_offset(k, r), 4);
     }
 }
 
@@ -96,7 +101,7 @@ inline void WeightMatrix::copy_row(size_t r, uint8_t* out) const noexcept {
     const uint8_t* group = data + r / kInterleaveRows * kInterleaveRows * row_bytes;
     const size_t lane = r % kInterleaveRows;
     for (size_t k = 0; k < row_bytes / 4; ++k)
-        std::memcpy(out + 4 * k, group + 4 * (kInterleaveRows * k + lane), 4);
+        std::memcpy(out + 4 * k, group + interleaved_word_offset(k, lane), 4);
 }
 
 SMOL_NAMESPACE_END
