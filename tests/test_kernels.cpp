@@ -746,9 +746,11 @@ TEST_CASE("interleaved rows: word k of row r sits at 4 (16 k + r) of its group; 
         copy.w.copy_row(r, row.data());
         CHECK(std::memcmp(row.data(), stored.data() + r * row_bytes, row_bytes) == 0);
     }
-    std::vector<uint8_t> back(2 * group_bytes);
+    std::vector<uint8_t> back(2 * group_bytes), all(stored.size());
     smol::deinterleave_rows(copy.bytes.data(), row_bytes, 2, back.data());
     CHECK(std::memcmp(back.data(), stored.data(), back.size()) == 0);
+    copy.w.copy_stored(all.data());
+    CHECK(std::memcmp(all.data(), stored.data(), all.size()) == 0);
     CHECK(smol::can_interleave(row_bytes));
     CHECK_FALSE(smol::can_interleave(34));  // one Q8_0 block: not whole words
 }
@@ -982,7 +984,8 @@ TEST_CASE(
     for (bool f16 : {true, false})
         for (size_t head_dim : {size_t(8), size_t(20), size_t(72), size_t(128)})
             for (size_t group : {size_t(1), size_t(3), size_t(4), size_t(6)})
-                for (size_t n_positions : {size_t(1), size_t(2), size_t(7), size_t(70)}) {
+                for (size_t n_positions :
+                     {size_t(1), size_t(2), size_t(7), size_t(17), size_t(70)}) {
                     CAPTURE(f16);
                     CAPTURE(head_dim);
                     CAPTURE(group);

@@ -94,10 +94,7 @@ struct ModelUpload {
     void restore(WeightMatrix& w) {
         if (w.interleaved_rows == 0) return;
         std::vector<uint8_t>& bytes = restored.emplace_back(w.rows * w.row_bytes);
-        const size_t groups = w.interleaved_rows / kInterleaveRows;
-        const size_t grouped = w.interleaved_rows * w.row_bytes;
-        deinterleave_rows(w.data, w.row_bytes, groups, bytes.data());
-        std::memcpy(bytes.data() + grouped, w.data + grouped, bytes.size() - grouped);
+        w.copy_stored(bytes.data());
         w.data = bytes.data();
         w.interleaved_rows = 0;
     }

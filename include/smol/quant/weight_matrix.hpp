@@ -51,6 +51,8 @@ struct WeightMatrix {
     // Row r as stored; only for r >= interleaved_rows (copy_row serves any row).
     const uint8_t* row(size_t r) const noexcept { return data + r * row_bytes; }
     void copy_row(size_t r, uint8_t* out) const noexcept;
+    // All rows as stored: rows * row_bytes bytes.
+    void copy_stored(uint8_t* out) const noexcept;
 };
 
 // Rows per group of the interleaved layout: one per 32-bit lane of a 512-bit
@@ -102,6 +104,12 @@ inline void WeightMatrix::copy_row(size_t r, uint8_t* out) const noexcept {
     const size_t lane = r % kInterleaveRows;
     for (size_t k = 0; k < row_bytes / 4; ++k)
         std::memcpy(out + 4 * k, group + interleaved_word_offset(k, lane), 4);
+}
+
+inline void WeightMatrix::copy_stored(uint8_t* out) const noexcept {
+    const size_t grouped = interleaved_rows * row_bytes;
+    deinterleave_rows(data, row_bytes, interleaved_rows / kInterleaveRows, out);
+    std::memcpy(out + grouped, data + grouped, rows * row_bytes - grouped);
 }
 
 SMOL_NAMESPACE_END
