@@ -746,7 +746,7 @@ TEST_CASE("interleaved rows: word k of row r sits at 4 (16 k + r) of its group; 
         copy.w.copy_row(r, row.data());
         CHECK(std::memcmp(row.data(), stored.data() + r * row_bytes, row_bytes) == 0);
     }
-    std::vector<uint8_t> back(2 * group_bytes), all(stored.size());
+    std::vector<uint8_t> back(2 * group_bytes), all(rows * row_bytes);
     smol::deinterleave_rows(copy.bytes.data(), row_bytes, 2, back.data());
     CHECK(std::memcmp(back.data(), stored.data(), back.size()) == 0);
     copy.w.copy_stored(all.data());
