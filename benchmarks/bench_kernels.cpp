@@ -4,6 +4,9 @@
 //   MatVec/<type>/<rows>x<cols>/threads   one token (decode): GB/s of weights read.
 //       The weights are cycled through several copies (>= 256 MiB in all), so
 //       every call streams from DRAM as in real decode, not from the 32 MiB L3.
+//       "_interleaved": in the layout the model gives them at load where the level
+//       has tiles over it (LoadOptions::interleave_weights; quant/weight_matrix.hpp),
+//       as the model's decode reads them; as stored on other levels (see the label).
 //   DecodeLayer/<variant>/threads         the seven mat-vecs of one layer (q k v o
 //       gate up down), input quantized once per matrix group as the model does:
 //       effective GB/s = layer weight bytes / time. Variant 0: attn_v/ffn_down Q4_K;
@@ -11,6 +14,8 @@
 //   MatVecHot/<type>                     256x2048 kept in L2, 1 thread, CPU time: the
 //       compute ceiling of one core (what the kernel could stream if DRAM kept up).
 //   MatMat/<type>/<rows>x<cols>/tokens/threads   prefill: GOPS = 2 * rows * cols * tokens / time.
+//       "_interleaved" with 2-8 tokens: a batched decode step of several conversations
+//       (smol::Batcher) over the interleaved rows.
 //   Quantize/<cols>                      activation quantization to Q8_K32 (with the permuted
 //   copy).
 //
@@ -20,6 +25,7 @@
 #include <smol/core/threadpool.hpp>
 #include <smol/detail/aligned.hpp>
 #include <smol/kernels/kernels.hpp>
+#include <smol/quant/weight_matrix.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -75,9 +81,32 @@ struct WeightSet {
     smol::detail::AlignedBuffer bytes;
     std::vector<smol::WeightMatrix> copies;
     size_t matrix_bytes = 0;
+    bool interleaved = false;
 };
 
-WeightSet make_weight_set(GGMLType type, size_t rows, size_t cols, size_t min_total_bytes) {
+// Moves each copy's leading 16-row groups into the interleaved layout, as
+// SmolLM3::interleave_weights does at load, if the running level has tiles over
+// it for this type (otherwise the model keeps the rows as stored, and so do we).
+void interleave_copies(WeightSet& set) {
+    if (set.copies.empty()) return;
+    const smol::WeightMatrix& first = set.copies.front();
+    if (!smol::kernels::default_kernels().interleaves(first.type) ||
+        !smol::can_interleave(first.row_bytes) || first.rows < smol::kInterleaveRows)
+        return;
+    const size_t groups = first.rows / smol::kInterleaveRows;
+    const size_t grouped = groups * smol::kInterleaveRows * first.row_bytes;
+    std::vector<uint8_t> stored(grouped);
+    for (smol::WeightMatrix& w : set.copies) {
+        uint8_t* data = set.bytes.data() + (w.data - set.bytes.data());
+        std::memcpy(stored.data(), data, grouped);
+        smol::interleave_rows(stored.data(), w.row_bytes, groups, data);
+        w.interleaved_rows = groups * smol::kInterleaveRows;
+    }
+    set.interleaved = true;
+}
+
+WeightSet make_weight_set(GGMLType type, size_t rows, size_t cols, size_t min_total_bytes,
+                          bool interleaved = false) {
     WeightSet set;
     const size_t row_bytes = smol::row_bytes(type, cols);
     // Round each copy to 4 KiB so copies start on fresh pages.
@@ -91,6 +120,7 @@ WeightSet make_weight_set(GGMLType type, size_t rows, size_t cols, size_t min_to
         fill_weights(type, data, rows, cols, c + 1);
         set.copies.push_back(smol::make_weight_matrix(type, data, rows, cols));
     }
+    if (interleaved) interleave_copies(set);
     return set;
 }
 
@@ -108,9 +138,10 @@ smol::ThreadPool& pool_of(int n_threads) {
     return *pool;
 }
 
-void BM_MatVec(benchmark::State& state, GGMLType type, size_t rows, size_t cols) {
+void BM_MatVec(benchmark::State& state, GGMLType type, size_t rows, size_t cols,
+               bool interleaved = false) {
     smol::ThreadPool& pool = pool_of(int(state.range(0)));
-    const WeightSet set = make_weight_set(type, rows, cols, kWorkingSetBytes);
+    const WeightSet set = make_weight_set(type, rows, cols, kWorkingSetBytes, interleaved);
     const std::vector<float> x = random_activations(cols);
     smol::QuantizedInput input;
     input.quantize(type, x.data(), 1, cols);
@@ -123,7 +154,8 @@ void BM_MatVec(benchmark::State& state, GGMLType type, size_t rows, size_t cols)
     }
     state.counters["GB/s"] = benchmark::Counter(
         double(set.matrix_bytes) * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
-    state.SetLabel(smol::type_name(type) + " x" + std::to_string(set.copies.size()) + " copies");
+    state.SetLabel(smol::type_name(type) + " x" + std::to_string(set.copies.size()) + " copies" +
+                   (interleaved ? (set.interleaved ? ", interleaved" : ", stored (no tiles)") : ""));
 }
 
 // One transformer layer of SmolLM3-3B at decode.
@@ -200,10 +232,11 @@ void BM_MatVecHot(benchmark::State& state, GGMLType type) {
         double(set.matrix_bytes) * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 
-void BM_MatMat(benchmark::State& state, GGMLType type, size_t rows, size_t cols) {
+void BM_MatMat(benchmark::State& state, GGMLType type, size_t rows, size_t cols,
+               bool interleaved = false) {
     const size_t n_tokens = size_t(state.range(0));
     smol::ThreadPool& pool = pool_of(int(state.range(1)));
-    const WeightSet set = make_weight_set(type, rows, cols, 0);
+    const WeightSet set = make_weight_set(type, rows, cols, 0, interleaved);
     const std::vector<float> x = random_activations(n_tokens * cols);
     smol::QuantizedInput input;
     input.quantize(type, x.data(), n_tokens, cols, &pool);
@@ -215,6 +248,7 @@ void BM_MatMat(benchmark::State& state, GGMLType type, size_t rows, size_t cols)
     state.counters["GOPS"] = benchmark::Counter(
         2.0 * double(rows) * double(cols) * double(n_tokens) * double(state.iterations()) / 1e9,
         benchmark::Counter::kIsRate);
+    if (interleaved) state.SetLabel(set.interleaved ? "interleaved" : "stored (no tiles)");
 }
 
 void BM_Quantize(benchmark::State& state) {
@@ -239,6 +273,10 @@ BENCHMARK_CAPTURE(BM_MatVec, q4k_512x2048, GGMLType::Q4_K, 512, 2048)->Apply(mat
 BENCHMARK_CAPTURE(BM_MatVec, q6k_512x2048, GGMLType::Q6_K, 512, 2048)->Apply(matvec_args);
 BENCHMARK_CAPTURE(BM_MatVec, q4k_11008x2048, GGMLType::Q4_K, 11008, 2048)->Apply(matvec_args);
 BENCHMARK_CAPTURE(BM_MatVec, q4k_2048x11008, GGMLType::Q4_K, 2048, 11008)->Apply(matvec_args);
+BENCHMARK_CAPTURE(BM_MatVec, q4k_11008x2048_interleaved, GGMLType::Q4_K, 11008, 2048, true)
+    ->Apply(matvec_args);
+BENCHMARK_CAPTURE(BM_MatVec, q5k_2048x11008_interleaved, GGMLType::Q5_K, 2048, 11008, true)
+    ->Apply(matvec_args);
 BENCHMARK_CAPTURE(BM_MatVec, q5k_2048x11008, GGMLType::Q5_K, 2048, 11008)->Apply(matvec_args);
 BENCHMARK_CAPTURE(BM_MatVec, q6k_2048x11008, GGMLType::Q6_K, 2048, 11008)->Apply(matvec_args);
 BENCHMARK_CAPTURE(BM_MatVec, q6k_128256x2048, GGMLType::Q6_K, 128256, 2048)->Apply(matvec_args);
@@ -263,6 +301,11 @@ BENCHMARK_CAPTURE(BM_MatMat, q4k_2048x2048, GGMLType::Q4_K, 2048, 2048)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_MatMat, q4k_11008x2048, GGMLType::Q4_K, 11008, 2048)
     ->ArgsProduct({{8, 64, 512}, {2}})
+    ->ArgNames({"tokens", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatMat, q4k_2048x2048_interleaved, GGMLType::Q4_K, 2048, 2048, true)
+    ->ArgsProduct({{1, 2, 4, 8}, {1}})
     ->ArgNames({"tokens", "threads"})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);

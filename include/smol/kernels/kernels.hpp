@@ -205,7 +205,12 @@ public:
     // (KernelSet::converts), so a conversation's result does not depend on
     // who shares its step. Empty (the default): one sequence of n_tokens().
     // Kept across quantize() calls; matmul checks that the sizes add up.
-    void set_sequences(const size_t* sizes, size_t n) { sequences_.assign(sizes, sizes + n); }
+    void set_sequences(const size_t* sizes, size_t n) {
+        // Element by element: GCC 12 sees a null destination in assign()'s memmove
+        // on some inlinings and warns (-Wnonnull), which -Werror builds refuse.
+        sequences_.resize(n);
+        for (size_t i = 0; i < n; ++i) sequences_[i] = sizes[i];
+    }
     void clear_sequences() noexcept { sequences_.clear(); }
     const std::vector<size_t>& sequences() const noexcept { return sequences_; }
 
