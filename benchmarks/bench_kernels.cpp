@@ -154,8 +154,9 @@ void BM_MatVec(benchmark::State& state, GGMLType type, size_t rows, size_t cols,
     }
     state.counters["GB/s"] = benchmark::Counter(
         double(set.matrix_bytes) * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
-    state.SetLabel(smol::type_name(type) + " x" + std::to_string(set.copies.size()) + " copies" +
-                   (interleaved ? (set.interleaved ? ", interleaved" : ", stored (no tiles)") : ""));
+    state.SetLabel(
+        smol::type_name(type) + " x" + std::to_string(set.copies.size()) + " copies" +
+        (interleaved ? (set.interleaved ? ", interleaved" : ", stored (no tiles)") : ""));
 }
 
 // One transformer layer of SmolLM3-3B at decode.
