@@ -93,14 +93,13 @@ void interleave_copies(WeightSet& set) {
     if (!smol::kernels::default_kernels().interleaves(first.type) ||
         !smol::can_interleave(first.row_bytes) || first.rows < smol::kInterleaveRows)
         return;
-    const size_t groups = first.rows / smol::kInterleaveRows;
-    const size_t grouped = groups * smol::kInterleaveRows * first.row_bytes;
-    std::vector<uint8_t> stored(grouped);
+    std::vector<uint8_t> stored(set.matrix_bytes);
     for (smol::WeightMatrix& w : set.copies) {
         uint8_t* data = set.bytes.data() + (w.data - set.bytes.data());
-        std::memcpy(stored.data(), data, grouped);
-        smol::interleave_rows(stored.data(), w.row_bytes, groups, data);
-        w.interleaved_rows = groups * smol::kInterleaveRows;
+        std::memcpy(stored.data(), data, set.matrix_bytes);
+        smol::WeightMatrix stored_view = w;
+        stored_view.data = stored.data();
+        w = stored_view.interleaved_copy(data);
     }
     set.interleaved = true;
 }

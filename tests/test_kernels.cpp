@@ -713,20 +713,12 @@ TEST_CASE("matmul over several sequences: each sequence's result equals its prod
 }
 
 // A matrix whose first rows are interleaved (quant/weight_matrix.hpp), built
-// from stored rows with the scalar interleave_rows; the tail stays stored.
+// from stored rows with WeightMatrix::interleaved_copy; the tail stays stored.
 struct InterleavedCopy {
     std::vector<uint8_t> bytes;
     smol::WeightMatrix w;
     explicit InterleavedCopy(const smol::WeightMatrix& stored)
-        : bytes(stored.rows * stored.row_bytes) {
-        const size_t groups = stored.rows / smol::kInterleaveRows;
-        const size_t grouped = groups * smol::kInterleaveRows * stored.row_bytes;
-        smol::interleave_rows(stored.data, stored.row_bytes, groups, bytes.data());
-        std::memcpy(bytes.data() + grouped, stored.data + grouped, bytes.size() - grouped);
-        w = stored;
-        w.data = bytes.data();
-        w.interleaved_rows = groups * smol::kInterleaveRows;
-    }
+        : bytes(stored.rows * stored.row_bytes), w(stored.interleaved_copy(bytes.data())) {}
 };
 
 TEST_CASE("interleaved rows: word k of row r sits at 4 (16 k + r) of its group; rows come back") {

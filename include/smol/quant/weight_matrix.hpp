@@ -53,6 +53,11 @@ struct WeightMatrix {
     void copy_row(size_t r, uint8_t* out) const noexcept;
     // All rows as stored: rows * row_bytes bytes.
     void copy_stored(uint8_t* out) const noexcept;
+    // The reverse, for a matrix held as stored (interleaved_rows == 0) whose rows
+    // can_interleave: its rows * row_bytes bytes written to `out` with the whole
+    // 16-row groups interleaved and the tail rows as stored; returns the matrix over
+    // `out` (SmolLM3::interleave_weights does the same per group, in parallel).
+    WeightMatrix interleaved_copy(uint8_t* out) const noexcept;
 };
 
 // Rows per group of the interleaved layout: one per 32-bit lane of a 512-bit
@@ -110,6 +115,16 @@ inline void WeightMatrix::copy_stored(uint8_t* out) const noexcept {
     const size_t grouped = interleaved_rows * row_bytes;
     deinterleave_rows(data, row_bytes, interleaved_rows / kInterleaveRows, out);
     std::memcpy(out + grouped, data + grouped, rows * row_bytes - grouped);
+}
+
+inline WeightMatrix WeightMatrix::interleaved_copy(uint8_t* out) const noexcept {
+    const size_t groups = rows / kInterleaveRows, grouped = groups * kInterleaveRows * row_bytes;
+    interleave_rows(data, row_bytes, groups, out);
+    std::memcpy(out + grouped, data + grouped, rows * row_bytes - grouped);
+    WeightMatrix copy = *this;
+    copy.data = out;
+    copy.interleaved_rows = groups * kInterleaveRows;
+    return copy;
 }
 
 SMOL_NAMESPACE_END
