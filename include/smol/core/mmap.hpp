@@ -56,21 +56,6 @@ public:
         std::swap(size_, other.size_);
     }
 
-    // Asks for transparent huge pages over [begin, begin + bytes) of memory
-    // the process allocated (a large buffer streamed once per token: fewer TLB
-    // misses and page faults). Best effort; Linux only.
-    static void advise_huge_pages(void* begin, size_t bytes) noexcept {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-        const uintptr_t huge = uintptr_t(2) << 20;
-        const uintptr_t start = (uintptr_t(begin) + huge - 1) / huge * huge;
-        const uintptr_t end = (uintptr_t(begin) + bytes) / huge * huge;
-        if (end > start) madvise(reinterpret_cast<void*>(start), end - start, MADV_HUGEPAGE);
-#else
-        (void)begin;
-        (void)bytes;
-#endif
-    }
-
     // Tells the OS these bytes are no longer needed (e.g. after repacking a
     // tensor elsewhere) so they leave the resident set. Best effort.
     void release_pages(const uint8_t* begin, size_t bytes) const noexcept {

@@ -57,6 +57,7 @@
 
 #include "../core/fp16.hpp"
 #include "../core/threadpool.hpp"
+#include "../detail/aligned.hpp"
 #include "../error.hpp"
 #include "../gguf/gguf.hpp"
 #include "../kernels/kernels.hpp"
@@ -118,21 +119,14 @@ public:
         uint8_t* buffer = static_cast<uint8_t*>(detail::aligned_allocate_or_null(total));
         if (buffer == nullptr) return 0;
         interleaved_.reset(buffer, detail::AlignedDelete());
-        MappedFile::advise_huge_pages(buffer, total);
+        detail::advise_huge_pages(buffer, total);
         for (WeightMatrix* w : matrices) {
-            const size_t bytes = w->rows * w->row_bytes, groups = w->rows / kInterleaveRows;
-            const size_t group_bytes = kInterleaveRows * w->row_bytes;
-            const uint8_t* source = w->data;
-            pool.parallel_for(groups, [&](size_t begin, size_t end, int) {
-                interleave_rows(source + begin * group_bytes, w->row_bytes, end - begin,
-                                buffer + begin * group_bytes);
+            const WeightMatrix copy = w->interleaved_copy(buffer, [&](size_t n, auto&& write) {
+                pool.parallel_for(n, [&](size_t begin, size_t end, int) { write(begin, end); });
             });
-            std::memcpy(buffer + groups * group_bytes, source + groups * group_bytes,
-                        bytes - groups * group_bytes);
-            file_->mapping().release_pages(source, bytes);
-            w->data = buffer;
-            w->interleaved_rows = groups * kInterleaveRows;
-            buffer += bytes;
+            file_->mapping().release_pages(w->data, w->rows * w->row_bytes);
+            buffer += w->rows * w->row_bytes;
+            *w = copy;
         }
         return total;
     }

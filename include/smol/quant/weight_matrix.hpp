@@ -56,8 +56,14 @@ struct WeightMatrix {
     // The reverse, for a matrix held as stored (interleaved_rows == 0) whose rows
     // can_interleave: its rows * row_bytes bytes written to `out` with the whole
     // 16-row groups interleaved and the tail rows as stored; returns the matrix over
-    // `out` (SmolLM3::interleave_weights does the same per group, in parallel).
-    WeightMatrix interleaved_copy(uint8_t* out) const noexcept;
+    // `out`. The groups are independent: `for_groups(n_groups, write)` must call
+    // write(begin, end) over ranges that cover [0, n_groups) once, serially or on a
+    // pool (SmolLM3::interleave_weights); the default does it in one call.
+    WeightMatrix interleaved_copy(uint8_t* out) const noexcept {
+        return interleaved_copy(out, [](size_t n, auto&& write) { write(size_t(0), n); });
+    }
+    template <class ForGroups>
+    WeightMatrix interleaved_copy(uint8_t* out, ForGroups&& for_groups) const;
 };
 
 // Rows per group of the interleaved layout: one per 32-bit lane of a 512-bit
@@ -117,9 +123,14 @@ inline void WeightMatrix::copy_stored(uint8_t* out) const noexcept {
     std::memcpy(out + grouped, data + grouped, rows * row_bytes - grouped);
 }
 
-inline WeightMatrix WeightMatrix::interleaved_copy(uint8_t* out) const noexcept {
-    const size_t groups = rows / kInterleaveRows, grouped = groups * kInterleaveRows * row_bytes;
-    interleave_rows(data, row_bytes, groups, out);
+template <class ForGroups>
+WeightMatrix WeightMatrix::interleaved_copy(uint8_t* out, ForGroups&& for_groups) const {
+    const size_t groups = rows / kInterleaveRows, group_bytes = kInterleaveRows * row_bytes;
+    for_groups(groups, [&](size_t begin, size_t end) {
+        interleave_rows(data + begin * group_bytes, row_bytes, end - begin,
+                        out + begin * group_bytes);
+    });
+    const size_t grouped = groups * group_bytes;
     std::memcpy(out + grouped, data + grouped, rows * row_bytes - grouped);
     WeightMatrix copy = *this;
     copy.data = out;
