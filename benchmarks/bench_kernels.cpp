@@ -137,14 +137,17 @@ smol::ThreadPool& pool_of(int n_threads) {
     return *pool;
 }
 
-void BM_MatVec(benchmark::State& state, GGMLType type, size_t rows, size_t cols,
-               bool interleaved = false) {
-    smol::ThreadPool& pool = pool_of(int(state.range(0)));
+// `n_tokens` tokens against weights cycled from DRAM, as a decode step reads
+// them: one token is the mat-vec, a few the batched step of as many sequences
+// (smol::Batcher). GB/s of weights streamed, and GOPS from 2 tokens on.
+void run_streamed(benchmark::State& state, GGMLType type, size_t rows, size_t cols,
+                  bool interleaved, size_t n_tokens, int n_threads) {
+    smol::ThreadPool& pool = pool_of(n_threads);
     const WeightSet set = make_weight_set(type, rows, cols, kWorkingSetBytes, interleaved);
-    const std::vector<float> x = random_activations(cols);
+    const std::vector<float> x = random_activations(n_tokens * cols);
     smol::QuantizedInput input;
-    input.quantize(type, x.data(), 1, cols);
-    std::vector<float> y(rows);
+    input.quantize(type, x.data(), n_tokens, cols);
+    std::vector<float> y(n_tokens * rows);
     size_t next = 0;
     for (auto _ : state) {
         smol::matmul(set.copies[next], input, y.data(), rows, pool);
@@ -153,9 +156,24 @@ void BM_MatVec(benchmark::State& state, GGMLType type, size_t rows, size_t cols,
     }
     state.counters["GB/s"] = benchmark::Counter(
         double(set.matrix_bytes) * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+    if (n_tokens > 1)
+        state.counters["GOPS"] = benchmark::Counter(
+            2.0 * double(rows) * double(cols) * double(n_tokens) * double(state.iterations()) / 1e9,
+            benchmark::Counter::kIsRate);
     state.SetLabel(
         smol::type_name(type) + " x" + std::to_string(set.copies.size()) + " copies" +
         (interleaved ? (set.interleaved ? ", interleaved" : ", stored (no tiles)") : ""));
+}
+
+void BM_MatVec(benchmark::State& state, GGMLType type, size_t rows, size_t cols,
+               bool interleaved = false) {
+    run_streamed(state, type, rows, cols, interleaved, 1, int(state.range(0)));
+}
+
+// A batched decode step's mat-mat (arguments: tokens, threads).
+void BM_MatMatStreamed(benchmark::State& state, GGMLType type, size_t rows, size_t cols,
+                       bool interleaved = false) {
+    run_streamed(state, type, rows, cols, interleaved, size_t(state.range(0)), int(state.range(1)));
 }
 
 // One transformer layer of SmolLM3-3B at decode.
@@ -309,6 +327,16 @@ BENCHMARK_CAPTURE(BM_MatMat, q4k_2048x2048_interleaved, GGMLType::Q4_K, 2048, 20
     ->ArgNames({"tokens", "threads"})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatMatStreamed, q4k_11008x2048_interleaved, GGMLType::Q4_K, 11008, 2048, true)
+    ->ArgsProduct({{2, 4, 8}, {2}})
+    ->ArgNames({"tokens", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatMatStreamed, q6k_2048x11008, GGMLType::Q6_K, 2048, 11008)
+    ->ArgsProduct({{2, 4, 8}, {2}})
+    ->ArgNames({"tokens", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_MatMat, q6k_2048x11008, GGMLType::Q6_K, 2048, 11008)
     ->ArgsProduct({{64}, {2}})
     ->ArgNames({"tokens", "threads"})
