@@ -16,6 +16,8 @@
 //   MatMat/<type>/<rows>x<cols>/tokens/threads   prefill: GOPS = 2 * rows * cols * tokens / time.
 //       "_interleaved" with 2-8 tokens: a batched decode step of several conversations
 //       (smol::Batcher) over the interleaved rows.
+//   MatMatStreamed/<type>/<rows>x<cols>/tokens/threads   a batched decode step: 2-8 tokens
+//       against weights cycled from DRAM as in MatVec; GB/s and GOPS.
 //   Quantize/<cols>                      activation quantization to Q8_K32 (with the permuted
 //   copy).
 //
