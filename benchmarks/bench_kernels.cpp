@@ -15,7 +15,8 @@
 //       compute ceiling of one core (what the kernel could stream if DRAM kept up).
 //   MatMat/<type>/<rows>x<cols>/tokens/threads   prefill: GOPS = 2 * rows * cols * tokens / time.
 //       "_interleaved" with 2-8 tokens: a batched decode step of several conversations
-//       (smol::Batcher) over the interleaved rows.
+//       (smol::Batcher) over the interleaved rows; q6k_2048x2048 with 1-8 tokens: the
+//       stored Q6_K tiles' rate with the matrix in L3 (a step's Q6_K part, hot).
 //   MatMatStreamed/<type>/<rows>x<cols>/tokens/threads   a batched decode step: 2-8 tokens
 //       against weights cycled from DRAM as in MatVec; GB/s and GOPS.
 //   Quantize/<cols>                      activation quantization to Q8_K32 (with the permuted
@@ -325,7 +326,7 @@ BENCHMARK_CAPTURE(BM_MatMat, q4k_11008x2048, GGMLType::Q4_K, 11008, 2048)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_MatMat, q4k_2048x2048_interleaved, GGMLType::Q4_K, 2048, 2048, true)
-    ->ArgsProduct({{1, 2, 4, 8}, {1}})
+    ->ArgsProduct({{1, 2, 4, 8}, {1, 2}})
     ->ArgNames({"tokens", "threads"})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
@@ -339,6 +340,18 @@ BENCHMARK_CAPTURE(BM_MatMatStreamed, q6k_2048x11008, GGMLType::Q6_K, 2048, 11008
     ->ArgNames({"tokens", "threads"})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
+// The same Q6_K bytes in short rows: a wide row's activations (13.8 KB per token
+// at 11008 values) outgrow L1 from 4 tokens on, and the stored tile slows.
+BENCHMARK_CAPTURE(BM_MatMatStreamed, q6k_11008x2048, GGMLType::Q6_K, 11008, 2048)
+    ->ArgsProduct({{2, 4, 8}, {2}})
+    ->ArgNames({"tokens", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatMat, q6k_2048x2048, GGMLType::Q6_K, 2048, 2048)
+    ->ArgsProduct({{1, 2, 4, 8}, {1, 2}})
+    ->ArgNames({"tokens", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_MatMat, q6k_2048x11008, GGMLType::Q6_K, 2048, 11008)
     ->ArgsProduct({{64}, {2}})
     ->ArgNames({"tokens", "threads"})
