@@ -333,8 +333,9 @@ TEST_CASE(
     // With unit weight scales, activation scales of 1/2, 1 or 2 per 32 values
     // and small activations every partial sum is exact in float (a multiple
     // of 1/2 far below 2^23), so float rounding cannot hide a wrong integer
-    // nor a sub-block meeting another sub-block's scale.
-    const size_t cols = 512, rows = 6;
+    // nor a sub-block meeting another sub-block's scale. An odd row count: tiles
+    // that take rows in twos (Q6_K from 3 tokens) end on a row alone.
+    const size_t cols = 512, rows = 7;
     for (GGMLType type : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q8_0}) {
         CAPTURE(smol::type_name(type));
         std::vector<uint8_t> w = random_weights(type, rows, cols);
