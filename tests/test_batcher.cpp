@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -148,6 +149,23 @@ TEST_CASE("batcher: a long prompt is prefilled in shares while others decode") {
     long_run.ids = b.wait().tokens;
     check_same_output(alone_short, short_run, "the decoding generator");
     check_same_output(alone_long, long_run, "the long prompt");
+}
+
+TEST_CASE("batcher: a prompt's share ends a step on a multiple of the backend's row group") {
+    using smol::detail::prefill_share;
+    // The CPU tiles take 8 rows at a time: a 9th row costs about 8 more.
+    CHECK(made_model(1)->backend().batch_rows() == 8);
+    // Room for 9.5 rows beside 3 decoders: 5 prompt rows make 8, not 6 make 9.
+    CHECK(prefill_share(9.5, 3, 64, 8) == 5);
+    CHECK(prefill_share(20.0, 3, 64, 8) == 13);  // 16 rows, not 20
+    CHECK(prefill_share(7.9, 3, 64, 8) == 4);    // under one group: as the budget says
+    CHECK(prefill_share(8.0, 3, 64, 8) == 5);
+    CHECK(prefill_share(9.5, 7, 64, 8) == 1);    // 7 others: the multiple leaves 1
+    CHECK(prefill_share(9.5, 3, 4, 8) == 4);     // the cap first
+    CHECK(prefill_share(20.0, 3, 64, 0) == 17);  // no row group known
+    CHECK(prefill_share(2.0, 3, 64, 8) == 1);    // no room: still 1, the prompt advances
+    CHECK(prefill_share(std::numeric_limits<double>::quiet_NaN(), 3, 64, 8) == 1);
+    CHECK(prefill_share(1e30, 3, 64, 8) == 61);  // the cap, then down to 64 rows
 }
 
 TEST_CASE("batcher: one member cancelled or out of context leaves the others' output unchanged") {

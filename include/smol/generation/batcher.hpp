@@ -30,9 +30,10 @@
 //   - Prefill is split across steps: while other requests wait, a prompt
 //     contributes a share of tokens per step sized so that the step costs at
 //     most max_step_slowdown x a step without prompt tokens (from the measured
-//     cost per row; at most prefill_shared), so a new long prompt delays the
-//     others' tokens by a bounded amount; alone, it runs in chunks of
-//     prefill_alone tokens.
+//     cost per row; at most prefill_shared; and where a multiple of the
+//     backend's batch_rows() is in reach, ending on it, since one row past it
+//     costs a whole group more), so a new long prompt delays the others'
+//     tokens by a bounded amount; alone, it runs in chunks of prefill_alone tokens.
 //   - Fairness: requests are served oldest first and a generator has at most one
 //     request queued, so none starves; a generator that is not generating has no
 //     request and costs nothing.
@@ -80,6 +81,24 @@ struct BatcherOptions {
     double gather_ms = 5.0;
     double gather_fraction = 0.25;
 };
+
+namespace detail {
+
+// The prompt tokens one request adds to a step beside `others` rows when the
+// step has room for `budget_rows` rows in all: at least 1, at most `cap`, and
+// where a multiple of `group` (Backend::batch_rows; 0: none) is in reach,
+// ending on it, since a row past the multiple costs a whole group more.
+inline size_t prefill_share(double budget_rows, size_t others, size_t cap, size_t group) noexcept {
+    if (!(budget_rows - double(others) >= 1)) return 1;
+    size_t share = size_t(std::min(double(cap), budget_rows - double(others)));
+    if (group > 0 && others + share > group) {
+        const size_t whole = (others + share) / group * group;
+        if (whole > others) share = whole - others;
+    }
+    return std::max<size_t>(1, share);
+}
+
+}  // namespace detail
 
 class Batcher {
 public:
@@ -292,11 +311,9 @@ private:
     size_t shared_prefill_tokens(size_t waiting) const {
         if (decode_step_ms_ <= 0 || row_ms_ <= 0)
             return std::min<size_t>(4, options_.prefill_shared);
-        const double budget_rows = options_.max_step_slowdown * decode_step_ms_ / row_ms_;
-        const double others = double(std::min(waiting, options_.max_batch) - 1);
-        const double share = budget_rows - others;
-        if (share < 1) return 1;
-        return std::min(options_.prefill_shared, size_t(share));
+        return detail::prefill_share(options_.max_step_slowdown * decode_step_ms_ / row_ms_,
+                                     std::min(waiting, options_.max_batch) - 1,
+                                     options_.prefill_shared, model_->backend().batch_rows());
     }
 
     // Under the lock: running averages of a step without prompt tokens and of

@@ -407,7 +407,9 @@ public:
                   net.config().context_length, net.config().n_layers, net.config().n_kv_heads,
                   net.config().head_dim, /*max_chunk=*/0, ForwardOptions::kDefaultChunk),
           net_(&net),
-          pool_(&pool) {}
+          pool_(&pool) {
+        batch_rows_ = size_t(kernels::kMaxTileCols);
+    }
 
     std::string name() const override {
         return std::string("cpu (") + cpu_level_name(net_->kernels().level) + ", " +
