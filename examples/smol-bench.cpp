@@ -50,6 +50,12 @@
 // decoders' median token gap before it arrived, their worst gap that overlaps
 // its prefill (target: worst <= 2 x median) and its time to first token.
 //
+// --step-rows N[,N...]: one batched decode step straight on the backend, N
+// sequences (each after its own 64-token prompt) of one token each: the step's
+// time (median of -r x 8 steps, with min) and rows per second. Shows what a
+// step of N rows costs against one of fewer: the batcher's fuel, and the stair
+// past each multiple of Backend::batch_rows() (printed).
+//
 // --json-schema FILE: the end-to-end cost of structured output. One
 // smol::Generator, greedy, -n tokens: a free run (ignore_eos) and a run with
 // the schema (GenerateParams::json_schema; it ends when the document is
@@ -68,7 +74,8 @@
 // --parallel a "parallel" object (tg1_tokens_per_s, and per N in "results":
 // aggregate_tokens_per_s, token_gap_p50_ms, token_gap_p99_ms, rows_per_step as
 // {median, min, max, runs}, target_tokens_per_s, target_met), with
-// --parallel-arrival a "parallel_arrival" object.
+// --parallel-arrival a "parallel_arrival" object, with --step-rows a "step_rows" array
+// ({rows, step_ms {median, min, max, runs}, rows_per_s}).
 #include <smol/smol.hpp>
 #include <smol/kernels/bandwidth.hpp>
 #include <smol/model/model.hpp>
@@ -712,7 +719,7 @@ int main(int argc, char** argv) {
     int n_threads = 0;
     smol::CpuLevel cpu = smol::CpuLevel::automatic;
     smol::Device device = smol::Device::cpu;
-    std::vector<long> parallel;
+    std::vector<long> parallel, step_rows;
     bool arrival = false;
     long arrival_tokens = 512;
     std::string json_schema_path;
@@ -752,10 +759,10 @@ int main(int argc, char** argv) {
     cli.option("--check-prompt", check_prompt, "TEXT",
                "instead of the benchmark: greedy ids for TEXT (prompt, then -n tokens),\n"
                "comparable with smol-generate -p TEXT --temp 0 --json");
-    cli.option(
-        "--parallel",
-        [&parallel](const std::string& list) {
-            parallel.clear();
+    // "N[,N...]": counts from 1 to 256.
+    auto counts = [](std::vector<long>& into) {
+        return [&into](const std::string& list) {
+            into.clear();
             size_t start = 0;
             while (start <= list.size()) {
                 const size_t comma = std::min(list.find(',', start), list.size());
@@ -765,20 +772,24 @@ int main(int argc, char** argv) {
                 if (item.empty() || *end != '\0' || n < 1 || n > 256)
                     throw smol_cli::BadValue(
                         "expects counts from 1 to 256 separated by commas, not '" + list + "'");
-                parallel.push_back(n);
+                into.push_back(n);
                 start = comma + 1;
             }
-        },
-        "N[,N...]",
-        "also: N generators sharing one smol::Batcher, each a 24-token prompt then -n\n"
-        "tokens at once: aggregate decode t/s, token gap p50/p99, rows per step,\n"
-        "against tg1 (one generator, no batcher) and the target 0.8 x min(N x tg1, pp)");
+        };
+    };
+    cli.option("--parallel", counts(parallel), "N[,N...]",
+               "also: N generators sharing one smol::Batcher, each a 24-token prompt then -n\n"
+               "tokens at once: aggregate decode t/s, token gap p50/p99, rows per step,\n"
+               "against tg1 (one generator, no batcher) and the target 0.8 x min(N x tg1, pp)");
     cli.flag("--parallel-arrival", arrival,
              "also: 3 generators decode and a 4th gets a long prompt: their worst token gap\n"
              "during its prefill against their median gap (target <= 2x), its first token");
     cli.option("--arrival-tokens", arrival_tokens, "N",
                "prompt tokens of the 4th generator (default 512)")
         .at_least(1);
+    cli.option("--step-rows", counts(step_rows), "N[,N...]",
+               "also: one batched decode step of N one-token sequences, timed on the backend:\n"
+               "ms per step and rows/s (the cost of a step's width)");
     cli.option("--json-schema", json_schema_path, "FILE",
                "also: -n-token greedy decodes through smol::Generator with this JSON Schema\n"
                "and without, interleaved -r times: decode t/s of each and their ratio");
@@ -1327,6 +1338,52 @@ int main(int argc, char** argv) {
             std::fflush(stdout);
         }
 
+        // --- --step-rows: one batched decode step of N rows, on the backend ---
+        nlohmann::json step_rows_json;
+        if (!step_rows.empty()) {
+            constexpr size_t kStepPrompt = 64, kStepsPerRun = 8;
+            std::printf(
+                "\nbatched decode steps on the backend: N sequences, each after a %zu-token "
+                "prompt, one token each; median of %ld x %zu steps [min-max]; the "
+                "backend's row group (batch_rows): %zu\n\n",
+                kStepPrompt, repeats, kStepsPerRun, model->backend().batch_rows());
+            std::printf("| rows | step ms | rows/s |\n|---|---|---|\n");
+            step_rows_json = nlohmann::json::array();
+            for (const long n_rows : step_rows) {
+                const size_t n = size_t(n_rows);
+                const size_t positions = kStepPrompt + size_t(repeats) * kStepsPerRun + 1;
+                std::vector<std::unique_ptr<smol::BackendCache>> caches;
+                std::vector<std::vector<float>> step_logits(n, std::vector<float>(vocab));
+                for (size_t i = 0; i < n; ++i) {
+                    caches.push_back(model->backend().make_cache(positions));
+                    const std::vector<int32_t> prompt = random_ids(kStepPrompt);
+                    run(*model, *caches[i], prompt.data(), prompt.size(), 0, step_logits[i]);
+                }
+                const std::vector<int32_t> next = random_ids(n);
+                std::vector<smol::Segment> segments(n);
+                std::vector<double> step_ms;
+                for (size_t step = 0; step < size_t(repeats) * kStepsPerRun; ++step) {
+                    for (size_t i = 0; i < n; ++i) {
+                        segments[i].tokens = &next[i];
+                        segments[i].n_tokens = 1;
+                        segments[i].start = caches[i]->size();
+                        segments[i].cache = caches[i].get();
+                        segments[i].logits = step_logits[i].data();
+                    }
+                    const auto t0 = Clock::now();
+                    model->backend().forward(segments.data(), n, forward_options);
+                    step_ms.push_back(ms_between(t0, Clock::now()));
+                }
+                const Spread ms = spread_of(step_ms);
+                std::printf("| %zu | %.2f [%.2f-%.2f] | %.1f |\n", n, ms.median, ms.min, ms.max,
+                            1000.0 * double(n) / ms.median);
+                step_rows_json.push_back({{"rows", n},
+                                          {"step_ms", spread_json(ms, step_ms)},
+                                          {"rows_per_s", 1000.0 * double(n) / ms.median}});
+            }
+            std::fflush(stdout);
+        }
+
         if (json) {
             nlohmann::json out;
             out["pp_tokens_per_s"] = pp.mean;
@@ -1356,6 +1413,7 @@ int main(int argc, char** argv) {
             if (!parallel_json.is_null()) out["parallel"] = parallel_json;
             if (!arrival_json.is_null()) out["parallel_arrival"] = arrival_json;
             if (!schema_json.is_null()) out["json_schema"] = schema_json;
+            if (!step_rows_json.is_null()) out["step_rows"] = step_rows_json;
             std::printf("%s\n", out.dump().c_str());
         }
         return 0;
