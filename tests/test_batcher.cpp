@@ -153,7 +153,7 @@ TEST_CASE("batcher: a long prompt is prefilled in shares while others decode") {
 
 TEST_CASE("batcher: a prompt's share ends a step on a multiple of the backend's row group") {
     using smol::detail::prefill_share;
-    // The CPU tiles take 8 rows at a time: a 9th row costs about 8 more.
+    // The CPU tiles take 8 rows at a time: a 9th row starts a second pass.
     CHECK(made_model(1)->backend().batch_rows() == 8);
     // Room for 9.5 rows beside 3 decoders: 5 prompt rows make 8, not 6 make 9.
     CHECK(prefill_share(9.5, 3, 64, 8) == 5);

@@ -32,7 +32,7 @@
 //     most max_step_slowdown x a step without prompt tokens (from the measured
 //     cost per row; at most prefill_shared; and where a multiple of the
 //     backend's batch_rows() is in reach, ending on it, since one row past it
-//     costs a whole group more), so a new long prompt delays the others'
+//     starts another pass of the tiles), so a new long prompt delays the others'
 //     tokens by a bounded amount; alone, it runs in chunks of prefill_alone tokens.
 //   - Fairness: requests are served oldest first and a generator has at most one
 //     request queued, so none starves; a generator that is not generating has no
@@ -87,7 +87,7 @@ namespace detail {
 // The prompt tokens one request adds to a step beside `others` rows when the
 // step has room for `budget_rows` rows in all: at least 1, at most `cap`, and
 // where a multiple of `group` (Backend::batch_rows; 0: none) is in reach,
-// ending on it, since a row past the multiple costs a whole group more.
+// ending on it, since a row past the multiple starts another pass of the tiles.
 inline size_t prefill_share(double budget_rows, size_t others, size_t cap, size_t group) noexcept {
     if (!(budget_rows - double(others) >= 1)) return 1;
     size_t share = size_t(std::min(double(cap), budget_rows - double(others)));
