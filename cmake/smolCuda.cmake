@@ -1,5 +1,5 @@
 # The optional CUDA backend (SMOL_CUDA=ON): the static library smol::cuda built
-# from src/cuda/*.cu, its install/export (export set smolCudaTargets), and its
+# from src/cuda/ (kernels.cu by nvcc, backend.cpp by the C++ compiler), its install/export (export set smolCudaTargets), and its
 # test (tests/test_cuda.cpp, which skips its GPU cases when no device exists).
 # The header-only CPU library never needs any of this.
 #
@@ -21,7 +21,16 @@ endif()
 enable_language(CUDA)
 find_package(CUDAToolkit REQUIRED)
 
-file(GLOB SMOL_CUDA_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/*.cu)
+# Only the kernels and their launchers go through nvcc. The host glue
+# (backend.cpp) includes smol's headers and instantiates the same inline code as
+# every other unit of the program (Backend::forward, its lambdas, Expected...);
+# nvcc's front end re-emits such code for the host compiler with its own
+# closure layouts, and when the linker keeps nvcc's copy of an inline function
+# whose lambda object a g++ unit built, the call crashes. So that code is
+# compiled by the same C++ compiler as the rest, and kernels.cu includes nothing
+# of smol but plain types (kernels.cuh, blocks.cuh, quant/types.hpp, core/fp16.hpp).
+file(GLOB SMOL_CUDA_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/*.cu
+     ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/*.cpp)
 add_library(smol_cuda STATIC ${SMOL_CUDA_SOURCES})
 add_library(smol::cuda ALIAS smol_cuda)
 set_target_properties(smol_cuda PROPERTIES
@@ -37,7 +46,12 @@ target_link_libraries(smol_cuda PUBLIC smol CUDA::cudart)
 # without CUDA" stubs in backend.hpp.
 target_compile_definitions(smol_cuda PUBLIC SMOL_CUDA_ENABLED=1)
 target_compile_options(smol_cuda PRIVATE
-  $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra --expt-relaxed-constexpr>)
+  $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra --expt-relaxed-constexpr>
+  $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU,Clang>>:-Wall -Wextra>)
+if(SMOL_WERROR)
+  target_compile_options(smol_cuda PRIVATE
+    $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<CXX_COMPILER_ID:GNU,Clang>>:-Werror>)
+endif()
 
 if(SMOL_INSTALL)
   install(TARGETS smol_cuda EXPORT smolCudaTargets

@@ -37,10 +37,16 @@ namespace {
 
 using smol::GGMLType;
 
-// True when a CUDA device is usable; otherwise reports the skip once per call site.
+// True when a CUDA device is usable; otherwise reports the skip once per call
+// site, or fails the case when SMOL_REQUIRE_DEVICE=1 (the GPU script sets it, so
+// a machine whose GPU cannot be used never passes by skipping everything).
 bool have_gpu() {
     std::string why;
     if (smol::cuda_available(&why)) return true;
+    const char* required = std::getenv("SMOL_REQUIRE_DEVICE");
+    if (required && std::string(required) == "1") {
+        FAIL("no usable GPU and SMOL_REQUIRE_DEVICE=1: " << why);
+    }
     MESSAGE("skipping GPU checks: " << why);
     return false;
 }
@@ -73,8 +79,11 @@ std::vector<float> dequantized(GGMLType type, const std::vector<uint8_t>& packed
     return out;
 }
 
-// The error bound of w . x when x is rounded to int8 blocks of 32 (scale max|x| / 127,
-// at most half a step per element) plus float rounding.
+// The error bound of w . x when x is rounded to int8 blocks of 32 plus float
+// rounding. Per element, with d = max|x| / 127: half a step of the K-quants'
+// bf16-rounded scale (at most d / 2 * (1 + 2^-8)), or for Q8_0 half a step of
+// d plus the fp16 rounding of the stored scale over 127 codes (d * 127 * 2^-11):
+// at most 0.57 d either way.
 double act_rounding_bound(const float* w, const float* x, size_t cols) {
     double bound = 0;
     for (size_t b = 0; b < cols / 32; ++b) {
@@ -83,7 +92,7 @@ double act_rounding_bound(const float* w, const float* x, size_t cols) {
             amax = std::max(amax, std::fabs(x[b * 32 + i]));
             wsum += std::fabs(w[b * 32 + i]);
         }
-        bound += double(wsum) * amax / 127.0 * 0.5;
+        bound += double(wsum) * amax / 127.0 * 0.57;
     }
     double magnitude = 0;
     for (size_t i = 0; i < cols; ++i) magnitude += std::fabs(double(w[i]) * x[i]);
@@ -191,6 +200,38 @@ TEST_CASE("cuda emulation: the int8 block dot products match float math") {
     }
 }
 
+// The GPU's activation codes are the CPU path's (kernels/activations.hpp), so
+// both round as the reference engine does: Q8_K32 for the K-quants, Q8_0 for Q8_0.
+TEST_CASE("cuda emulation: activation codes and scales equal the CPU quantizers'") {
+    for (float sd : {0.02f, 1.0f, 40.0f}) {
+        CAPTURE(sd);
+        auto x = random_floats(1024, 41 + uint64_t(sd), sd);
+        x[37] = 0.0f;
+        for (size_t i = 64; i < 96; ++i) x[i] = 0.0f;  // an all-zero block
+        x[200] = 127.0f * sd;                          // an outlier
+        std::vector<int8_t> q(x.size());
+        std::vector<float> d(x.size() / 32);
+
+        smol::cuda_detail::emulate_quantize_activations(GGMLType::Q4_K, x.data(), x.size(),
+                                                        q.data(), d.data());
+        std::vector<smol::BlockQ8K32> k32(x.size() / 256);
+        smol::kernels::scalar::quantize_row_q8_k32(x.data(), k32.data(), x.size());
+        size_t bad = 0;
+        for (size_t i = 0; i < x.size(); ++i) bad += q[i] != k32[i / 256].qs[i % 256];
+        for (size_t b = 0; b < d.size(); ++b) bad += d[b] != k32[b / 8].d[b % 8];
+        CHECK_MESSAGE(bad == 0, bad << " codes or scales differ from Q8_K32");
+
+        smol::cuda_detail::emulate_quantize_activations(GGMLType::Q8_0, x.data(), x.size(),
+                                                        q.data(), d.data());
+        std::vector<smol::BlockQ8_0> q80(x.size() / 32);
+        smol::kernels::scalar::quantize_row_q8_0(x.data(), q80.data(), x.size());
+        bad = 0;
+        for (size_t i = 0; i < x.size(); ++i) bad += q[i] != q80[i / 32].qs[i % 32];
+        for (size_t b = 0; b < d.size(); ++b) bad += d[b] != smol::fp16_to_fp32(q80[b].d);
+        CHECK_MESSAGE(bad == 0, bad << " codes or scales differ from Q8_0");
+    }
+}
+
 TEST_CASE("cuda: without a usable device, the backend reports unsupported") {
     std::string why;
     if (smol::cuda_available(&why)) {
@@ -219,10 +260,14 @@ TEST_CASE("cuda kernels: quantized mat-vec and mat-mat") {
     if (!have_gpu()) return;
     const size_t rows = 67;  // not a multiple of the 4 rows per thread block
     for (GGMLType type : kMatrixTypes) {
-        for (size_t cols : {size_t(256), size_t(1024)}) {
+        // 8448 columns: 132 Q4_K units per row (one row per block of four warps,
+        // and an odd last unit per lane); 256 and 1024: four rows per block.
+        for (size_t cols : {size_t(256), size_t(1024), size_t(8448)}) {
             const auto packed = random_matrix(type, rows, cols, 7 + cols + uint64_t(type));
             const auto weights = dequantized(type, packed, rows, cols);
-            for (size_t n_tokens : {size_t(1), size_t(3), size_t(8), size_t(13)}) {
+            // Every token tile (1, 2, 4, 8) with full and partial tiles.
+            for (size_t n_tokens :
+                 {size_t(1), size_t(2), size_t(3), size_t(4), size_t(5), size_t(8), size_t(13)}) {
                 CAPTURE(smol::type_name(type));
                 CAPTURE(cols);
                 CAPTURE(n_tokens);
@@ -770,6 +815,144 @@ TEST_CASE("cuda seam: Generator on the GPU, forks, segments, sessions between CP
     } catch (const smol::Error& e) {
         CHECK(e.kind() == smol::ErrorKind::invalid_argument);
     }
+}
+
+// A batched step (several sequences in one pass over the weights) against the
+// same chunks run one at a time: each token's arithmetic is the same whatever
+// else shares its pass (per-row reductions in a fixed order), so the logits and
+// the caches must be equal bit for bit.
+TEST_CASE("cuda batched steps: one pass over several sequences equals separate passes") {
+    if (!have_gpu()) return;
+    const auto file = smol::gguf::File::from_bytes(
+        smol_tools::make_model_bytes(smol_test::small_model()), "made-model");
+    const smol::SmolLM3 net(file);
+    smol::CudaModel gpu(net);
+    const smol::Backend& backend = gpu;
+    const size_t vocab = backend.vocab_size();
+    std::mt19937 rng(99);
+    auto random_ids = [&](size_t n) {
+        std::vector<int32_t> ids(n);
+        for (int32_t& id : ids) id = int32_t(rng() % vocab);
+        return ids;
+    };
+    // Four sequences: three with a history, one new.
+    const size_t kSeqs = 4;
+    const size_t history[kSeqs] = {20, 7, 33, 0};
+    std::vector<std::unique_ptr<smol::BackendCache>> batched, alone;
+    std::vector<float> scratch(vocab);
+    for (size_t i = 0; i < kSeqs; ++i) {
+        batched.push_back(backend.make_cache(128));
+        alone.push_back(backend.make_cache(128));
+        if (history[i] == 0) continue;
+        const auto ids = random_ids(history[i]);
+        backend.forward(one_segment(ids, 0, *batched[i], scratch));
+        backend.forward(one_segment(ids, 0, *alone[i], scratch));
+    }
+    auto run_step = [&](const std::vector<std::vector<int32_t>>& ids, const bool* all,
+                        const bool* want, size_t chunk_size) {
+        std::vector<std::vector<float>> out_b(kSeqs), out_a(kSeqs);
+        std::vector<smol::Segment> segments;
+        for (size_t i = 0; i < kSeqs; ++i) {
+            out_b[i].assign((all[i] ? ids[i].size() : 1) * vocab, NAN);
+            out_a[i] = out_b[i];
+            smol::Segment seg = one_segment(ids[i], batched[i]->size(), *batched[i], out_b[i]);
+            seg.all_logits = all[i];
+            if (!want[i]) seg.logits = nullptr;
+            segments.push_back(seg);
+        }
+        smol::ForwardOptions options;
+        options.chunk_size = chunk_size;
+        backend.forward(segments.data(), segments.size(), options);
+        for (size_t i = 0; i < kSeqs; ++i) {
+            smol::Segment seg = one_segment(ids[i], alone[i]->size(), *alone[i], out_a[i]);
+            seg.all_logits = all[i];
+            if (!want[i]) seg.logits = nullptr;
+            backend.forward(seg, options);
+        }
+        for (size_t i = 0; i < kSeqs; ++i) {
+            CAPTURE(i);
+            CHECK(batched[i]->size() == alone[i]->size());
+            if (!want[i]) continue;
+            float worst = 0;
+            for (size_t j = 0; j < out_a[i].size(); ++j)
+                worst = std::max(worst, std::fabs(out_b[i][j] - out_a[i][j]));
+            CHECK_MESSAGE(out_b[i] == out_a[i], "max abs difference " << worst);
+            check_logits_close(out_b[i].data(), out_a[i].data(), vocab, "batched step");
+        }
+    };
+    // A decode token, a prefill chunk with every row's logits, a decode token
+    // whose logits nobody wants, and a new sequence's prompt.
+    {
+        const std::vector<std::vector<int32_t>> ids = {random_ids(1), random_ids(9), random_ids(1),
+                                                       random_ids(12)};
+        const bool all[kSeqs] = {false, true, false, false};
+        const bool want[kSeqs] = {true, true, false, true};
+        run_step(ids, all, want, 0);
+    }
+    // Decode steps of all four (the Batcher's common case), then prompts chunked
+    // by 8 so that later steps hold fewer sequences than the first.
+    for (int step = 0; step < 3; ++step) {
+        const std::vector<std::vector<int32_t>> ids = {random_ids(1), random_ids(1), random_ids(1),
+                                                       random_ids(1)};
+        const bool all[kSeqs] = {false, false, false, false};
+        const bool want[kSeqs] = {true, true, true, true};
+        run_step(ids, all, want, 0);
+    }
+    {
+        const std::vector<std::vector<int32_t>> ids = {random_ids(20), random_ids(3), random_ids(1),
+                                                       random_ids(11)};
+        const bool all[kSeqs] = {false, false, false, true};
+        const bool want[kSeqs] = {true, true, true, true};
+        run_step(ids, all, want, 8);
+    }
+    // The caches hold the same rows.
+    std::vector<float> row_b(smol_test::small_model().shape.head_dim),
+        row_a(smol_test::small_model().shape.head_dim);
+    for (size_t i = 0; i < kSeqs; ++i)
+        for (size_t pos : {size_t(0), alone[i]->size() - 1})
+            for (int kind : {0, 1}) {
+                static_cast<smol::CudaKVCache&>(*batched[i])
+                    .load_row(1, kind, 0, pos, row_b.data());
+                static_cast<smol::CudaKVCache&>(*alone[i]).load_row(1, kind, 0, pos, row_a.data());
+                CHECK_MESSAGE(row_b == row_a, "sequence " << i << " position " << pos);
+            }
+}
+
+// Generators sharing a Batcher on the GPU make the tokens they make alone.
+TEST_CASE("cuda batcher: generators sharing steps match their runs alone") {
+    if (!have_gpu()) return;
+    const auto path = smol_test::fixture("tiny-q4km.gguf");
+    if (!path) return;
+    smol::LoadOptions on_gpu;
+    on_gpu.device = smol::Device::cuda;
+    const auto model = smol::Model::load(*path, on_gpu);
+    const std::vector<std::string> prompts = {"Once upon a time", "The quick brown fox",
+                                              "In a village far away", "Hello there, general"};
+    smol::GenerateParams greedy;
+    greedy.temperature = 0.0f;
+    greedy.max_tokens = 16;
+    greedy.ignore_eos = true;
+    smol::GeneratorOptions plain;
+    plain.n_ctx = 256;
+    std::vector<std::vector<int32_t>> alone;
+    for (const std::string& prompt : prompts) {
+        smol::Generator gen(model, plain);
+        alone.push_back(gen.generate(prompt, greedy).tokens);
+    }
+    smol::GeneratorOptions shared = plain;
+    shared.batcher = std::make_shared<smol::Batcher>(model);
+    std::vector<std::unique_ptr<smol::Generator>> gens;
+    std::vector<smol::AsyncGeneration> runs;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+        gens.push_back(std::make_unique<smol::Generator>(model, shared));
+        runs.push_back(gens.back()->generate_async(prompts[i], greedy));
+    }
+    for (size_t i = 0; i < prompts.size(); ++i) {
+        CAPTURE(prompts[i]);
+        CHECK(runs[i].wait().tokens == alone[i]);
+    }
+    MESSAGE("batcher on the GPU: widest step " << shared.batcher->stats().widest << " of "
+                                               << prompts.size());
 }
 
 // ---------------------------------------------------------------------------

@@ -97,15 +97,29 @@ SMOL_HD int load_i32_a2(const uint8_t* p) {
     return v;
 #endif
 }
-// Four bytes from a 4-byte aligned address (Q4_K 144-byte and Q5_K 176-byte blocks,
-// ActBlock quants).
-SMOL_HD int load_i32_a4(const uint8_t* p) {
+// Wide loads, for fewer load instructions per byte: 32 bytes from a 16-byte
+// aligned address (Q4_K / Q5_K quants: their blocks are 144 and 176 bytes, and
+// rows start 256-byte aligned) and the 32 codes of an activation block (8-byte
+// aligned: ActBlock is 40 bytes with its codes at offset 8), as 8 words.
+SMOL_HD void load_8_words_a16(const uint8_t* p, int* out) {
 #if defined(__CUDA_ARCH__)
-    return *reinterpret_cast<const int*>(p);
+    const int4 a = *reinterpret_cast<const int4*>(p);
+    const int4 b = *reinterpret_cast<const int4*>(p + 16);
+    out[0] = a.x, out[1] = a.y, out[2] = a.z, out[3] = a.w;
+    out[4] = b.x, out[5] = b.y, out[6] = b.z, out[7] = b.w;
 #else
-    int v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
+    std::memcpy(out, p, 32);
+#endif
+}
+SMOL_HD void load_8_words_a8(const uint8_t* p, int* out) {
+#if defined(__CUDA_ARCH__)
+    for (int i = 0; i < 4; ++i) {
+        const int2 v = reinterpret_cast<const int2*>(p)[i];
+        out[2 * i] = v.x;
+        out[2 * i + 1] = v.y;
+    }
+#else
+    std::memcpy(out, p, 32);
 #endif
 }
 
@@ -141,11 +155,11 @@ struct FormatQ4K {
         scale_min_k4(block + 4, 2 * c, sc_lo, m_lo);
         scale_min_k4(block + 4, 2 * c + 1, sc_hi, m_hi);
         Unit u;
-        const uint8_t* qs = block + 16 + 32 * c;
+        int words[8];
+        load_8_words_a16(block + 16 + 32 * c, words);
         for (int k = 0; k < 8; ++k) {
-            const int v = load_i32_a4(qs + 4 * k);
-            u.lo[k] = v & 0x0F0F0F0F;
-            u.hi[k] = (v >> 4) & 0x0F0F0F0F;
+            u.lo[k] = words[k] & 0x0F0F0F0F;
+            u.hi[k] = (words[k] >> 4) & 0x0F0F0F0F;
         }
         u.d_scale_lo = d * float(sc_lo);
         u.d_scale_hi = d * float(sc_hi);
@@ -157,12 +171,13 @@ struct FormatQ4K {
     SMOL_HD static float dot(const Unit& u, const ActBlock* act) {
         const ActBlock& a0 = act[u.act];
         const ActBlock& a1 = act[u.act + 1];
+        int q0[8], q1[8];
+        load_8_words_a8(reinterpret_cast<const uint8_t*>(a0.q), q0);
+        load_8_words_a8(reinterpret_cast<const uint8_t*>(a1.q), q1);
         int sum_lo = 0, sum_hi = 0;
         for (int k = 0; k < 8; ++k) {
-            sum_lo =
-                dot4(u.lo[k], load_i32_a4(reinterpret_cast<const uint8_t*>(a0.q) + 4 * k), sum_lo);
-            sum_hi =
-                dot4(u.hi[k], load_i32_a4(reinterpret_cast<const uint8_t*>(a1.q) + 4 * k), sum_hi);
+            sum_lo = dot4(u.lo[k], q0[k], sum_lo);
+            sum_hi = dot4(u.hi[k], q1[k], sum_hi);
         }
         return u.d_scale_lo * a0.d * float(sum_lo) + u.d_scale_hi * a1.d * float(sum_hi) -
                u.dmin_min_lo * a0.s - u.dmin_min_hi * a1.s;
@@ -191,11 +206,12 @@ struct FormatQ5K {
         scale_min_k4(block + 4, 2 * c, sc_lo, m_lo);
         scale_min_k4(block + 4, 2 * c + 1, sc_hi, m_hi);
         Unit u;
-        const uint8_t* qh = block + 16;
-        const uint8_t* qs = block + 48 + 32 * c;
+        int qs[8], qh[8];
+        load_8_words_a16(block + 16, qh);
+        load_8_words_a16(block + 48 + 32 * c, qs);
         for (int k = 0; k < 8; ++k) {
-            const int v = load_i32_a4(qs + 4 * k);
-            const int h = load_i32_a4(qh + 4 * k);
+            const int v = qs[k];
+            const int h = qh[k];
             // Bit 2c (low) / 2c + 1 (high) of each qh byte is the 5th bit.
             u.lo[k] = (v & 0x0F0F0F0F) | (((h >> (2 * c)) & 0x01010101) << 4);
             u.hi[k] = ((v >> 4) & 0x0F0F0F0F) | (((h >> (2 * c + 1)) & 0x01010101) << 4);
@@ -249,10 +265,11 @@ struct FormatQ6K {
     }
     SMOL_HD static float dot(const Unit& u, const ActBlock* act) {
         const ActBlock& a = act[u.act];
-        const uint8_t* aq = reinterpret_cast<const uint8_t*>(a.q);
+        int aq[8];
+        load_8_words_a8(reinterpret_cast<const uint8_t*>(a.q), aq);
         int sum_lo = 0, sum_hi = 0;
-        for (int j = 0; j < 4; ++j) sum_lo = dot4(u.q[j], load_i32_a4(aq + 4 * j), sum_lo);
-        for (int j = 4; j < 8; ++j) sum_hi = dot4(u.q[j], load_i32_a4(aq + 4 * j), sum_hi);
+        for (int j = 0; j < 4; ++j) sum_lo = dot4(u.q[j], aq[j], sum_lo);
+        for (int j = 4; j < 8; ++j) sum_hi = dot4(u.q[j], aq[j], sum_hi);
         return a.d * (u.d_scale_lo * float(sum_lo) + u.d_scale_hi * float(sum_hi));
     }
     SMOL_HD static float element(const uint8_t* row, size_t i) {
@@ -284,9 +301,10 @@ struct FormatQ8_0 {
     }
     SMOL_HD static float dot(const Unit& u, const ActBlock* act) {
         const ActBlock& a = act[u.act];
-        const uint8_t* aq = reinterpret_cast<const uint8_t*>(a.q);
+        int aq[8];
+        load_8_words_a8(reinterpret_cast<const uint8_t*>(a.q), aq);
         int sum = 0;
-        for (int j = 0; j < 8; ++j) sum = dot4(u.q[j], load_i32_a4(aq + 4 * j), sum);
+        for (int j = 0; j < 8; ++j) sum = dot4(u.q[j], aq[j], sum);
         return u.d * a.d * float(sum);
     }
     SMOL_HD static float element(const uint8_t* row, size_t i) {
@@ -325,23 +343,80 @@ struct FormatBF16 {
     }
 };
 
+// How an activation block's scale is rounded: the rule of the CPU path and of
+// the reference engine for the matrices that read it (kernels/activations.hpp),
+// so that the GPU computes the same int8 codes as they do.
+//   kquant (Q4_K / Q5_K / Q6_K weights, Q8_K32 on the CPU): d = bf16(max|x| / 127),
+//     q = clamp(round_half_even(x * (1 / d)), -127, 127);
+//   q8_0 (Q8_0 weights): q from d = max|x| / 127 unrounded, d stored as fp16.
+enum class ActRule : int { kquant = 0, q8_0 = 1 };
+
+SMOL_HD float bf16_round(float f) {
+    uint32_t bits;
+#if defined(__CUDA_ARCH__)
+    bits = __float_as_uint(f);
+#else
+    std::memcpy(&bits, &f, sizeof bits);
+#endif
+    bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;  // finite inputs only
+#if defined(__CUDA_ARCH__)
+    return __uint_as_float(bits);
+#else
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+#endif
+}
+
+SMOL_HD float fp16_round(float f) {
+#if defined(__CUDA_ARCH__)
+    return __half2float(__float2half_rn(f));
+#else
+    return fp16_to_fp32(fp32_to_fp16(f));
+#endif
+}
+
+// The scale that computes the codes (first) and the one stored (second) for a
+// block whose largest magnitude is amax.
+struct ActScale {
+    float compute, stored;
+};
+SMOL_HD ActScale act_scale(float amax, ActRule rule) {
+    const float d = amax / 127.0f;
+    if (rule == ActRule::kquant) {
+        const float rounded = bf16_round(d);
+        return ActScale{rounded, rounded};
+    }
+    return ActScale{d, fp16_round(d)};
+}
+
+SMOL_HD int act_code(float x, float inverse) {
+    float v = x * inverse;
+#if defined(__CUDA_ARCH__)
+    int q = __float2int_rn(v);
+#else
+    // Round half to even without <cmath>'s rounding mode: the 1.5 * 2^23 trick
+    // (|v| stays far below 2^22 here).
+    v = (v + 12582912.0f) - 12582912.0f;
+    int q = int(v);
+#endif
+    return q > 127 ? 127 : (q < -127 ? -127 : q);
+}
+
 // Quantization of one activation block on the host (the device does the same
-// with one lane per element): d = max|x| / 127, q = round-half-even(x / d).
-inline void quantize_act_block_host(const float* x, ActBlock& out) {
+// with one lane per element).
+inline void quantize_act_block_host(const float* x, ActBlock& out, ActRule rule) {
     float amax = 0;
     for (int i = 0; i < kActBlock; ++i)
         amax = x[i] < 0 ? (amax > -x[i] ? amax : -x[i]) : (amax > x[i] ? amax : x[i]);
-    const float d = amax / 127.0f;
+    const ActScale scale = act_scale(amax, rule);
+    const float inverse = scale.compute != 0.0f ? 1.0f / scale.compute : 0.0f;
     int sum = 0;
     for (int i = 0; i < kActBlock; ++i) {
-        float v = d > 0 ? x[i] / d : 0.0f;
-        // Round half to even without <cmath>'s rounding mode: the 1.5 * 2^23 trick.
-        v = (v + 12582912.0f) - 12582912.0f;
-        out.q[i] = int8_t(int(v));
+        out.q[i] = int8_t(act_code(x[i], inverse));
         sum += out.q[i];
     }
-    out.d = d;
-    out.s = d * float(sum);
+    out.d = scale.stored;
+    out.s = scale.stored * float(sum);
 }
 
 }  // namespace cuda_detail

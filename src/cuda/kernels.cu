@@ -31,70 +31,130 @@ __device__ __forceinline__ float warp_max(float v) {
 
 // One warp quantizes one block of 32 values, lane i holding value i (the same
 // arithmetic as quantize_act_block_host).
-__device__ __forceinline__ void quantize_block_warp(float v, int lane, ActBlock* out) {
-    const float amax = warp_max(fabsf(v));
-    const float d = amax / 127.0f;
-    const int q = d > 0 ? __float2int_rn(v / d) : 0;
+__device__ __forceinline__ void quantize_block_warp(float v, int lane, ActBlock* out,
+                                                    ActRule rule) {
+    const ActScale scale = act_scale(warp_max(fabsf(v)), rule);
+    const float inverse = scale.compute != 0.0f ? 1.0f / scale.compute : 0.0f;
+    const int q = act_code(v, inverse);
     const int sum = warp_sum_int(q);
     out->q[lane] = int8_t(q);
     if (lane == 0) {
-        out->d = d;
-        out->s = d * float(sum);
+        out->d = scale.stored;
+        out->s = scale.stored * float(sum);
     }
 }
 
 // ---------------------------------------------------------------------------
-// Quantized mat-vec / mat-mat. One warp per output row; lane l handles units
-// l, l + 32, ... of the row (each unit's weight bytes are read once) and applies
-// each decoded unit to the NT tokens of its column tile. Grid: (rows / warps,
-// tokens / NT).
+// Quantized mat-vec / mat-mat. A block of 4 warps; WPR warps share one output
+// row (1: four rows per block; 4: one row per block, for long rows, so that more
+// loads are in flight per row than one warp can issue). Warp part p of a row
+// handles units p * 32 + lane, stepping by 32 * WPR, two units per iteration
+// with both loads issued before either is used (a unit's weight bytes are read
+// once and applied to the NT tokens of its column tile). Grid: (token tiles,
+// row blocks) where the row blocks fit gridDim.y: consecutive blocks take the
+// same rows for the next token tile, so a prefill reads each weight byte from
+// DRAM about once (then from L2); else (row blocks, token tiles).
 constexpr int kMatmulWarps = 4;
 
-template <class Format, int NT>
+template <class Format, int NT, int WPR>
 __global__ void __launch_bounds__(32 * kMatmulWarps)
     matmul_kernel(const uint8_t* weights, size_t row_bytes, int rows, int units,
-                  const ActBlock* act, int act_stride, int n_tokens, float* y, int accumulate) {
-    const int row = blockIdx.x * kMatmulWarps + threadIdx.y;
-    if (row >= rows) return;  // whole warps leave together: no barrier follows
-    const int token0 = blockIdx.y * NT;
+                  const ActBlock* act, int act_stride, int n_tokens, float* y, int accumulate,
+                  int tokens_in_x) {
+    constexpr int kRowsPerBlock = kMatmulWarps / WPR;
+    const int row_block = int(tokens_in_x ? blockIdx.y : blockIdx.x);
+    const int token_tile = int(tokens_in_x ? blockIdx.x : blockIdx.y);
+    const int row = row_block * kRowsPerBlock + int(threadIdx.y) / WPR;
+    const int part = int(threadIdx.y) % WPR;
+    if (row >= rows) return;  // the WPR warps of a row leave together: no barrier is skipped
+    const int token0 = token_tile * NT;
     const int count = min(NT, n_tokens - token0);
     const uint8_t* weight_row = weights + size_t(row) * row_bytes;
     const ActBlock* act0 = act + size_t(token0) * act_stride;
     float sum[NT];
 #pragma unroll
     for (int t = 0; t < NT; ++t) sum[t] = 0.0f;
-    for (int unit = threadIdx.x; unit < units; unit += 32) {
+    constexpr int kStep = 32 * WPR;
+    int unit = part * 32 + int(threadIdx.x);
+    for (; unit + kStep < units; unit += 2 * kStep) {
+        const typename Format::Unit u0 = Format::load(weight_row, unit);
+        const typename Format::Unit u1 = Format::load(weight_row, unit + kStep);
+#pragma unroll
+        for (int t = 0; t < NT; ++t)
+            if (t < count)
+                sum[t] += Format::dot(u0, act0 + size_t(t) * act_stride) +
+                          Format::dot(u1, act0 + size_t(t) * act_stride);
+    }
+    if (unit < units) {
         const typename Format::Unit u = Format::load(weight_row, unit);
 #pragma unroll
         for (int t = 0; t < NT; ++t)
             if (t < count) sum[t] += Format::dot(u, act0 + size_t(t) * act_stride);
     }
 #pragma unroll
-    for (int t = 0; t < NT; ++t) {
-        const float total = warp_sum(sum[t]);
-        if (threadIdx.x == 0 && t < count) {
+    for (int t = 0; t < NT; ++t) sum[t] = warp_sum(sum[t]);
+    if (WPR > 1) {
+        __shared__ float partial[kMatmulWarps][NT];
+        if (threadIdx.x == 0)
+#pragma unroll
+            for (int t = 0; t < NT; ++t) partial[threadIdx.y][t] = sum[t];
+        __syncthreads();
+        if (part != 0) return;
+#pragma unroll
+        for (int t = 0; t < NT; ++t)
+            for (int p = 1; p < WPR; ++p) sum[t] += partial[threadIdx.y + p][t];
+    }
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+            if (t >= count) break;
             float* out = y + size_t(token0 + t) * rows + row;
-            *out = accumulate ? *out + total : total;
+            *out = accumulate ? *out + sum[t] : sum[t];
         }
+    }
+}
+
+// Units per row from which four warps share a row: below it one warp has at
+// most three iterations of loads to wait for.
+constexpr int kSplitRowUnits = 128;
+
+template <class Format, int NT>
+void matmul_tile(const DeviceMatrix& w, const ActBlock* act, int n_tokens, float* y,
+                 bool accumulate, cudaStream_t stream) {
+    const int units = (w.cols / Format::kBlockWeights) * Format::kUnits;
+    const int act_stride = w.cols / kActBlock;
+    const dim3 block(32, kMatmulWarps);
+    const unsigned token_tiles = unsigned((n_tokens + NT - 1) / NT);
+    constexpr unsigned kMaxGridY = 65535;
+    const bool split_rows = units >= kSplitRowUnits && unsigned(w.rows) <= kMaxGridY;
+    const unsigned row_blocks =
+        split_rows ? unsigned(w.rows) : unsigned((w.rows + kMatmulWarps - 1) / kMatmulWarps);
+    const bool tokens_in_x = row_blocks <= kMaxGridY;
+    const dim3 grid = tokens_in_x ? dim3(token_tiles, row_blocks) : dim3(row_blocks, token_tiles);
+    if (split_rows) {
+        matmul_kernel<Format, NT, kMatmulWarps>
+            <<<grid, block, 0, stream>>>(w.data, w.row_bytes, w.rows, units, act, act_stride,
+                                         n_tokens, y, accumulate ? 1 : 0, tokens_in_x ? 1 : 0);
+    } else {
+        matmul_kernel<Format, NT, 1>
+            <<<grid, block, 0, stream>>>(w.data, w.row_bytes, w.rows, units, act, act_stride,
+                                         n_tokens, y, accumulate ? 1 : 0, tokens_in_x ? 1 : 0);
     }
 }
 
 template <class Format>
 void matmul_for(const DeviceMatrix& w, const ActBlock* act, int n_tokens, float* y, bool accumulate,
                 cudaStream_t stream) {
-    const int units = (w.cols / Format::kBlockWeights) * Format::kUnits;
-    const int act_stride = w.cols / kActBlock;
-    const dim3 block(32, kMatmulWarps);
-    const unsigned row_blocks = unsigned((w.rows + kMatmulWarps - 1) / kMatmulWarps);
-    if (n_tokens == 1) {
-        matmul_kernel<Format, 1><<<dim3(row_blocks, 1), block, 0, stream>>>(
-            w.data, w.row_bytes, w.rows, units, act, act_stride, 1, y, accumulate ? 1 : 0);
-    } else {
-        constexpr int kTile = 8;
-        const unsigned token_blocks = unsigned((n_tokens + kTile - 1) / kTile);
-        matmul_kernel<Format, kTile><<<dim3(row_blocks, token_blocks), block, 0, stream>>>(
-            w.data, w.row_bytes, w.rows, units, act, act_stride, n_tokens, y, accumulate ? 1 : 0);
-    }
+    // Tiles of 1, 2, 4 or 8 tokens: a batched decode step of a few sequences
+    // keeps its accumulators without the idle lanes of a wider tile.
+    if (n_tokens == 1)
+        matmul_tile<Format, 1>(w, act, n_tokens, y, accumulate, stream);
+    else if (n_tokens == 2)
+        matmul_tile<Format, 2>(w, act, n_tokens, y, accumulate, stream);
+    else if (n_tokens <= 4)
+        matmul_tile<Format, 4>(w, act, n_tokens, y, accumulate, stream);
+    else
+        matmul_tile<Format, 8>(w, act, n_tokens, y, accumulate, stream);
 }
 
 // ---------------------------------------------------------------------------
@@ -116,61 +176,74 @@ void embed_for(const DeviceMatrix& table, const int32_t* tokens, int n_tokens, f
 }
 
 // ---------------------------------------------------------------------------
-// Elementwise-then-quantize kernels: one block of kRowThreads per token; warp w
-// quantizes activation blocks w, w + warps, ...
+// Quantizing kernels. RMSNorm needs its whole row first: one block of
+// kNormThreads per row (a decode step has one row: the block is wide so that
+// each warp has few activation blocks to quantize one after another), warp w
+// quantizing activation blocks w, w + warps, ... The elementwise ones spread a
+// row over blocks of kRowWarps activation blocks (grid: row chunks x tokens),
+// so a single decode token still fills the GPU.
 constexpr int kRowThreads = 256;
 constexpr int kRowWarps = kRowThreads / 32;
+constexpr int kNormThreads = 1024;
+constexpr int kNormWarps = kNormThreads / 32;
 
-__device__ float block_sum(float v) {
-    __shared__ float partial[kRowWarps];
+__device__ float norm_block_sum(float v) {
+    __shared__ float partial[kNormWarps];
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     v = warp_sum(v);
     if (lane == 0) partial[warp] = v;
     __syncthreads();
     float total = 0;
-    for (int w = 0; w < kRowWarps; ++w) total += partial[w];
+    for (int w = 0; w < kNormWarps; ++w) total += partial[w];
     return total;
 }
 
-__global__ void __launch_bounds__(kRowThreads)
-    rmsnorm_quantize_kernel(const float* x, const float* weight, int cols, float eps, ActBlock* act,
-                            float* out_float) {
+__global__ void __launch_bounds__(kNormThreads)
+    rmsnorm_quantize_kernel(const float* x, const float* weight, const int* rows, int cols,
+                            float eps, ActBlock* act, float* out_float, ActRule rule) {
     const int t = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    const float* row = x + size_t(t) * cols;
+    const float* row = x + size_t(rows ? rows[t] : t) * cols;
     float squares = 0;
-    for (int i = threadIdx.x; i < cols; i += kRowThreads) squares += row[i] * row[i];
-    const float mean = block_sum(squares) / float(cols);
+    for (int i = threadIdx.x; i < cols; i += kNormThreads) squares += row[i] * row[i];
+    const float mean = norm_block_sum(squares) / float(cols);
     const float scale = 1.0f / sqrtf(mean + eps);
     const int blocks = cols / kActBlock;
-    for (int b = warp; b < blocks; b += kRowWarps) {
+    for (int b = warp; b < blocks; b += kNormWarps) {
         const int i = b * kActBlock + lane;
         const float v = (row[i] * scale) * weight[i];
         if (out_float) out_float[size_t(t) * cols + i] = v;
-        quantize_block_warp(v, lane, act + size_t(t) * blocks + b);
+        quantize_block_warp(v, lane, act + size_t(t) * blocks + b, rule);
     }
 }
 
 __global__ void __launch_bounds__(kRowThreads)
-    quantize_kernel(const float* x, int cols, ActBlock* act) {
-    const int t = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    quantize_kernel(const float* x, int cols, ActBlock* act, ActRule rule) {
+    const int t = blockIdx.y, lane = threadIdx.x % 32;
     const int blocks = cols / kActBlock;
-    for (int b = warp; b < blocks; b += kRowWarps)
-        quantize_block_warp(x[size_t(t) * cols + b * kActBlock + lane], lane,
-                            act + size_t(t) * blocks + b);
+    const int b = blockIdx.x * kRowWarps + int(threadIdx.x) / 32;
+    if (b >= blocks) return;  // whole warps
+    quantize_block_warp(x[size_t(t) * cols + b * kActBlock + lane], lane,
+                        act + size_t(t) * blocks + b, rule);
 }
 
 __global__ void __launch_bounds__(kRowThreads)
     swiglu_quantize_kernel(const float* gate, const float* up, int cols, ActBlock* act,
-                           float* out_float) {
-    const int t = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+                           float* out_float, ActRule rule) {
+    const int t = blockIdx.y, lane = threadIdx.x % 32;
     const int blocks = cols / kActBlock;
-    for (int b = warp; b < blocks; b += kRowWarps) {
-        const size_t i = size_t(t) * cols + b * kActBlock + lane;
-        const float g = gate[i];
-        const float v = g / (1.0f + expf(-g)) * up[i];
-        if (out_float) out_float[i] = v;
-        quantize_block_warp(v, lane, act + size_t(t) * blocks + b);
-    }
+    const int b = blockIdx.x * kRowWarps + int(threadIdx.x) / 32;
+    if (b >= blocks) return;  // whole warps
+    const size_t i = size_t(t) * cols + b * kActBlock + lane;
+    const float g = gate[i];
+    const float v = g / (1.0f + expf(-g)) * up[i];
+    if (out_float) out_float[i] = v;
+    quantize_block_warp(v, lane, act + size_t(t) * blocks + b, rule);
+}
+
+// The grid of the elementwise quantizing kernels for n_tokens rows of cols values.
+dim3 row_chunks(int n_tokens, int cols) {
+    const int blocks = cols / kActBlock;
+    return dim3(unsigned((blocks + kRowWarps - 1) / kRowWarps), unsigned(n_tokens));
 }
 
 __global__ void dequantize_act_kernel(const ActBlock* act, int n_blocks, float* out) {
@@ -181,52 +254,61 @@ __global__ void dequantize_act_kernel(const ActBlock* act, int n_blocks, float* 
 }
 
 // ---------------------------------------------------------------------------
+// Where layer `layer`'s keys (kind 0) or values (kind 1) of kv head `head` start
+// in a sequence's cache.
+__device__ __forceinline__ __half* cache_rows(const SeqCache& seq, int layer, int kind, int head,
+                                              int n_kv_heads, int head_dim) {
+    return seq.kv + ((size_t(layer) * 2 + size_t(kind)) * size_t(n_kv_heads) + size_t(head)) *
+                        size_t(seq.n_ctx) * size_t(head_dim);
+}
+
 // RoPE on adjacent pairs, theta = pos * inverse_frequency[i] in double (as the
-// CPU path), and the K/V store as F16. One block per token.
-__global__ void rope_store_kernel(float* q, const float* k, const float* v, const int* start,
-                                  const double* inverse_frequency, int rope_pairs, int use_rope,
-                                  int n_heads, int n_kv_heads, int head_dim, __half* k_cache,
-                                  __half* v_cache, size_t head_stride, float* k_out) {
-    const int t = blockIdx.x;
-    const int pos = *start + t;
+// CPU path), and the K/V store as F16. Grid: (tokens, n_heads + n_kv_heads):
+// block y < n_heads rotates query head y in place; the others rotate key head
+// y - n_heads and store its key and value rows.
+__device__ __forceinline__ void rotate_pair(float& x0, float& x1, int pos,
+                                            double inverse_frequency) {
+    double sin_theta, cos_theta;
+    sincos(double(pos) * inverse_frequency, &sin_theta, &cos_theta);
+    const float c = float(cos_theta), s = float(sin_theta);
+    const float r0 = x0 * c - x1 * s, r1 = x0 * s + x1 * c;
+    x0 = r0;
+    x1 = r1;
+}
+
+__global__ void rope_store_kernel(float* q, const float* k, const float* v, const TokenSlot* slots,
+                                  const SeqCache* seqs, int layer, const double* inverse_frequency,
+                                  int rope_pairs, int use_rope, int n_heads, int n_kv_heads,
+                                  int head_dim, float* k_out) {
+    const int t = blockIdx.x, y = blockIdx.y;
+    const TokenSlot slot = slots[t];
+    const int pos = slot.pos;
     const int half_dim = head_dim / 2;
     const int q_dim = n_heads * head_dim, kv_dim = n_kv_heads * head_dim;
-    for (int i = threadIdx.x; i < n_heads * half_dim; i += blockDim.x) {
-        const int head = i / half_dim, pair = i % half_dim;
-        if (!use_rope || pair >= rope_pairs) continue;
-        double sin_theta, cos_theta;
-        sincos(double(pos) * inverse_frequency[pair], &sin_theta, &cos_theta);
-        const float c = float(cos_theta), s = float(sin_theta);
-        float* p = q + size_t(t) * q_dim + head * head_dim + 2 * pair;
-        const float x0 = p[0], x1 = p[1];
-        p[0] = x0 * c - x1 * s;
-        p[1] = x0 * s + x1 * c;
+    if (y < n_heads) {
+        if (!use_rope) return;
+        float* head_q = q + size_t(t) * q_dim + y * head_dim;
+        for (int pair = threadIdx.x; pair < min(half_dim, rope_pairs); pair += blockDim.x)
+            rotate_pair(head_q[2 * pair], head_q[2 * pair + 1], pos, inverse_frequency[pair]);
+        return;
     }
-    for (int i = threadIdx.x; i < n_kv_heads * half_dim; i += blockDim.x) {
-        const int head = i / half_dim, pair = i % half_dim;
-        const float* p = k + size_t(t) * kv_dim + head * head_dim + 2 * pair;
-        float x0 = p[0], x1 = p[1];
-        if (use_rope && pair < rope_pairs) {
-            double sin_theta, cos_theta;
-            sincos(double(pos) * inverse_frequency[pair], &sin_theta, &cos_theta);
-            const float c = float(cos_theta), s = float(sin_theta);
-            const float r0 = x0 * c - x1 * s, r1 = x0 * s + x1 * c;
-            x0 = r0;
-            x1 = r1;
-        }
+    const int head = y - n_heads;
+    const SeqCache seq = seqs[slot.seq];
+    const float* head_k = k + size_t(t) * kv_dim + head * head_dim;
+    __half* k_row = cache_rows(seq, layer, 0, head, n_kv_heads, head_dim) + size_t(pos) * head_dim;
+    for (int pair = threadIdx.x; pair < half_dim; pair += blockDim.x) {
+        float x0 = head_k[2 * pair], x1 = head_k[2 * pair + 1];
+        if (use_rope && pair < rope_pairs) rotate_pair(x0, x1, pos, inverse_frequency[pair]);
         if (k_out) {
             k_out[size_t(t) * kv_dim + head * head_dim + 2 * pair] = x0;
             k_out[size_t(t) * kv_dim + head * head_dim + 2 * pair + 1] = x1;
         }
-        __half* dst = k_cache + head * head_stride + size_t(pos) * head_dim + 2 * pair;
-        dst[0] = __float2half_rn(x0);
-        dst[1] = __float2half_rn(x1);
+        k_row[2 * pair] = __float2half_rn(x0);
+        k_row[2 * pair + 1] = __float2half_rn(x1);
     }
-    for (int i = threadIdx.x; i < kv_dim; i += blockDim.x) {
-        const int head = i / head_dim, d = i % head_dim;
-        v_cache[head * head_stride + size_t(pos) * head_dim + d] =
-            __float2half_rn(v[size_t(t) * kv_dim + i]);
-    }
+    const float* head_v = v + size_t(t) * kv_dim + head * head_dim;
+    __half* v_row = cache_rows(seq, layer, 1, head, n_kv_heads, head_dim) + size_t(pos) * head_dim;
+    for (int d = threadIdx.x; d < head_dim; d += blockDim.x) v_row[d] = __float2half_rn(head_v[d]);
 }
 
 // ---------------------------------------------------------------------------
@@ -238,13 +320,14 @@ constexpr int kAttentionWarps = 8;
 
 template <int DL>
 __global__ void __launch_bounds__(32 * kAttentionWarps)
-    attention_kernel(const float* q, const __half* k_cache, const __half* v_cache,
-                     size_t head_stride, const int* start, int n_heads, int group, float scale,
-                     float* out) {
+    attention_kernel(const float* q, const TokenSlot* slots, const SeqCache* seqs, int layer,
+                     int n_heads, int n_kv_heads, int group, float scale, float* out) {
     constexpr int kHeadDim = 32 * DL;
     const int head = blockIdx.x, t = blockIdx.y;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    const int positions = *start + t + 1;  // causal: this token sees 0 .. start + t
+    const TokenSlot slot = slots[t];
+    const SeqCache seq = seqs[slot.seq];
+    const int positions = slot.pos + 1;  // causal: this token sees 0 .. its own position
     const int kv_head = head / group;
     const float* q_row = q + (size_t(t) * n_heads + head) * kHeadDim + lane * DL;
     float q_reg[DL], acc[DL];
@@ -253,8 +336,8 @@ __global__ void __launch_bounds__(32 * kAttentionWarps)
         q_reg[j] = q_row[j];
         acc[j] = 0.0f;
     }
-    const __half* keys = k_cache + kv_head * head_stride + lane * DL;
-    const __half* values = v_cache + kv_head * head_stride + lane * DL;
+    const __half* keys = cache_rows(seq, layer, 0, kv_head, n_kv_heads, kHeadDim) + lane * DL;
+    const __half* values = cache_rows(seq, layer, 1, kv_head, n_kv_heads, kHeadDim) + lane * DL;
     float running_max = -INFINITY, running_sum = 0.0f;
     for (int p = warp; p < positions; p += kAttentionWarps) {
         const __half* key = keys + size_t(p) * kHeadDim;
@@ -302,6 +385,12 @@ __global__ void __launch_bounds__(32 * kAttentionWarps)
 bool matmul_supports(GGMLType type) {
     return type == GGMLType::Q4_K || type == GGMLType::Q5_K || type == GGMLType::Q6_K ||
            type == GGMLType::Q8_0;
+}
+
+ActRule act_rule_for(const DeviceMatrix* const* readers, int n_readers) {
+    for (int i = 0; i < n_readers; ++i)
+        if (readers[i]->type != GGMLType::Q8_0) return ActRule::kquant;
+    return n_readers > 0 ? ActRule::q8_0 : ActRule::kquant;
 }
 
 bool embed_supports(GGMLType type) {
@@ -362,19 +451,22 @@ void launch_embed(const DeviceMatrix& table, const int32_t* tokens, int n_tokens
     }
 }
 
-void launch_rmsnorm_quantize(const float* x, const float* weight, int n_tokens, int cols, float eps,
-                             ActBlock* act, float* out_float, cudaStream_t stream) {
-    rmsnorm_quantize_kernel<<<n_tokens, kRowThreads, 0, stream>>>(x, weight, cols, eps, act,
-                                                                  out_float);
+void launch_rmsnorm_quantize(const float* x, const float* weight, const int* rows, int n_rows,
+                             int cols, float eps, ActBlock* act, float* out_float, ActRule rule,
+                             cudaStream_t stream) {
+    rmsnorm_quantize_kernel<<<n_rows, kNormThreads, 0, stream>>>(x, weight, rows, cols, eps, act,
+                                                                 out_float, rule);
 }
 
-void launch_quantize(const float* x, int n_tokens, int cols, ActBlock* act, cudaStream_t stream) {
-    quantize_kernel<<<n_tokens, kRowThreads, 0, stream>>>(x, cols, act);
+void launch_quantize(const float* x, int n_tokens, int cols, ActBlock* act, ActRule rule,
+                     cudaStream_t stream) {
+    quantize_kernel<<<row_chunks(n_tokens, cols), kRowThreads, 0, stream>>>(x, cols, act, rule);
 }
 
 void launch_swiglu_quantize(const float* gate, const float* up, int n_tokens, int cols,
-                            ActBlock* act, float* out_float, cudaStream_t stream) {
-    swiglu_quantize_kernel<<<n_tokens, kRowThreads, 0, stream>>>(gate, up, cols, act, out_float);
+                            ActBlock* act, float* out_float, ActRule rule, cudaStream_t stream) {
+    swiglu_quantize_kernel<<<row_chunks(n_tokens, cols), kRowThreads, 0, stream>>>(
+        gate, up, cols, act, out_float, rule);
 }
 
 void launch_dequantize_act(const ActBlock* act, int n_blocks, float* out, cudaStream_t stream) {
@@ -382,38 +474,39 @@ void launch_dequantize_act(const ActBlock* act, int n_blocks, float* out, cudaSt
     dequantize_act_kernel<<<(n + 255) / 256, 256, 0, stream>>>(act, n_blocks, out);
 }
 
-void launch_rope_store(float* q, const float* k, const float* v, int n_tokens, const int* start,
+void launch_rope_store(float* q, const float* k, const float* v, int n_tokens,
+                       const TokenSlot* slots, const SeqCache* seqs, int layer,
                        const double* inverse_frequency, int rope_pairs, bool use_rope, int n_heads,
-                       int n_kv_heads, int head_dim, __half* k_cache, __half* v_cache,
-                       size_t head_stride, float* k_out, cudaStream_t stream) {
-    rope_store_kernel<<<n_tokens, 128, 0, stream>>>(q, k, v, start, inverse_frequency, rope_pairs,
-                                                    use_rope ? 1 : 0, n_heads, n_kv_heads, head_dim,
-                                                    k_cache, v_cache, head_stride, k_out);
+                       int n_kv_heads, int head_dim, float* k_out, cudaStream_t stream) {
+    const dim3 grid(unsigned(n_tokens), unsigned(n_heads + n_kv_heads));
+    rope_store_kernel<<<grid, 64, 0, stream>>>(q, k, v, slots, seqs, layer, inverse_frequency,
+                                               rope_pairs, use_rope ? 1 : 0, n_heads, n_kv_heads,
+                                               head_dim, k_out);
 }
 
-void launch_attention(const float* q, const __half* k_cache, const __half* v_cache,
-                      size_t head_stride, const int* start, int n_tokens, int n_heads,
-                      int n_kv_heads, int head_dim, float* out, cudaStream_t stream) {
+void launch_attention(const float* q, const TokenSlot* slots, const SeqCache* seqs, int layer,
+                      int n_tokens, int n_heads, int n_kv_heads, int head_dim, float* out,
+                      cudaStream_t stream) {
     const dim3 grid{unsigned(n_heads), unsigned(n_tokens)};
     const int group = n_heads / n_kv_heads;
     const float scale = 1.0f / sqrtf(float(head_dim));
     const int threads = 32 * kAttentionWarps;
     switch (head_dim) {
         case 32:
-            attention_kernel<1><<<grid, threads, 0, stream>>>(q, k_cache, v_cache, head_stride,
-                                                              start, n_heads, group, scale, out);
+            attention_kernel<1><<<grid, threads, 0, stream>>>(q, slots, seqs, layer, n_heads,
+                                                              n_kv_heads, group, scale, out);
             break;
         case 64:
-            attention_kernel<2><<<grid, threads, 0, stream>>>(q, k_cache, v_cache, head_stride,
-                                                              start, n_heads, group, scale, out);
+            attention_kernel<2><<<grid, threads, 0, stream>>>(q, slots, seqs, layer, n_heads,
+                                                              n_kv_heads, group, scale, out);
             break;
         case 128:
-            attention_kernel<4><<<grid, threads, 0, stream>>>(q, k_cache, v_cache, head_stride,
-                                                              start, n_heads, group, scale, out);
+            attention_kernel<4><<<grid, threads, 0, stream>>>(q, slots, seqs, layer, n_heads,
+                                                              n_kv_heads, group, scale, out);
             break;
         case 256:
-            attention_kernel<8><<<grid, threads, 0, stream>>>(q, k_cache, v_cache, head_stride,
-                                                              start, n_heads, group, scale, out);
+            attention_kernel<8><<<grid, threads, 0, stream>>>(q, slots, seqs, layer, n_heads,
+                                                              n_kv_heads, group, scale, out);
             break;
         default:
             break;  // rejected at upload (attention_supports)

@@ -1,9 +1,12 @@
 // Host-callable launchers of the CUDA backend's kernels (src/cuda/kernels.cu).
 // Every launcher enqueues on `stream` and returns at once; shapes in the
-// comments are row-major, t = token of the chunk.
+// comments are row-major, t = token of the step.
 //
-// Positions are read from device memory (`start`: the chunk's first position)
-// so that a captured decode graph stays valid from one token to the next.
+// A step may hold the tokens of several sequences (a batched step: each has its
+// own cache and positions), so the kernels that touch the cache read, per
+// token, a TokenSlot (its position and sequence) and, per sequence, a SeqCache
+// from device memory. That also keeps a captured decode graph valid from one
+// token to the next: only the memory it reads changes.
 #pragma once
 
 #include <smol/detail/abi.hpp>
@@ -20,6 +23,20 @@
 
 SMOL_NAMESPACE_BEGIN
 namespace cuda_detail {
+
+// Token t of a step: its position in its sequence, and which sequence.
+struct TokenSlot {
+    int pos;
+    int seq;
+};
+
+// One sequence's cache: F16 [layer][K, V][kv head][n_ctx][head_dim] (the CPU
+// KVCache's layout), so layer l's keys of head h start at
+// kv + ((2 l + 0) * n_kv_heads + h) * n_ctx * head_dim.
+struct SeqCache {
+    __half* kv;
+    long long n_ctx;
+};
 
 // A weight matrix in device memory, packed as in the file.
 struct DeviceMatrix {
@@ -40,30 +57,39 @@ void launch_matmul(const DeviceMatrix& w, const ActBlock* act, int n_tokens, flo
 // x[t][:] = row tokens[t] of the table, dequantized.
 void launch_embed(const DeviceMatrix& table, const int32_t* tokens, int n_tokens, float* x,
                   cudaStream_t stream);
-// act[t] = int8 blocks of rmsnorm(x[t]) * weight; out_float (optional) gets the float values.
-void launch_rmsnorm_quantize(const float* x, const float* weight, int n_tokens, int cols, float eps,
-                             ActBlock* act, float* out_float, cudaStream_t stream);
+// The activation rule of the matrices that read a quantized activation
+// (blocks.cuh): q8_0 when all of them are Q8_0, else the K-quants' rule.
+ActRule act_rule_for(const DeviceMatrix* const* readers, int n_readers);
+
+// act[r] = int8 blocks of rmsnorm(x[rows[r]]) * weight for r < n_rows (rows null: row r);
+// out_float (optional) gets the float values.
+void launch_rmsnorm_quantize(const float* x, const float* weight, const int* rows, int n_rows,
+                             int cols, float eps, ActBlock* act, float* out_float, ActRule rule,
+                             cudaStream_t stream);
 // act[t] = int8 blocks of x[t].
-void launch_quantize(const float* x, int n_tokens, int cols, ActBlock* act, cudaStream_t stream);
+void launch_quantize(const float* x, int n_tokens, int cols, ActBlock* act, ActRule rule,
+                     cudaStream_t stream);
 // act[t] = int8 blocks of silu(gate[t]) * up[t]; out_float (optional) gets the float values.
 void launch_swiglu_quantize(const float* gate, const float* up, int n_tokens, int cols,
-                            ActBlock* act, float* out_float, cudaStream_t stream);
+                            ActBlock* act, float* out_float, ActRule rule, cudaStream_t stream);
 // out[n_blocks * 32] = d * q of each block (tests).
 void launch_dequantize_act(const ActBlock* act, int n_blocks, float* out, cudaStream_t stream);
 
-// For each token t at position *start + t: RoPE (when use_rope) on q [n][n_heads][head_dim]
-// in place and on k [n][n_kv_heads][head_dim]; then k (rotated) and v [n][n_kv_heads][head_dim]
-// are written as F16 to the cache rows k_cache/v_cache + head * head_stride + pos * head_dim.
-// k_out (optional) receives the rotated k in float (tests).
-void launch_rope_store(float* q, const float* k, const float* v, int n_tokens, const int* start,
+// For each token t (slot[t]: position p, sequence s): RoPE (when use_rope) on
+// q [n][n_heads][head_dim] in place and on k [n][n_kv_heads][head_dim]; then k
+// (rotated) and v [n][n_kv_heads][head_dim] are written as F16 to row p of
+// layer `layer` of sequence s's cache. k_out (optional) receives the rotated k
+// in float (tests).
+void launch_rope_store(float* q, const float* k, const float* v, int n_tokens,
+                       const TokenSlot* slots, const SeqCache* seqs, int layer,
                        const double* inverse_frequency, int rope_pairs, bool use_rope, int n_heads,
-                       int n_kv_heads, int head_dim, __half* k_cache, __half* v_cache,
-                       size_t head_stride, float* k_out, cudaStream_t stream);
-// out[t][h][:] = causal softmax(q[t][h] . K[h / group][p] / sqrt(head_dim)) V over
-// positions p <= *start + t; head_dim a multiple of 32, at most 256.
-void launch_attention(const float* q, const __half* k_cache, const __half* v_cache,
-                      size_t head_stride, const int* start, int n_tokens, int n_heads,
-                      int n_kv_heads, int head_dim, float* out, cudaStream_t stream);
+                       int n_kv_heads, int head_dim, float* k_out, cudaStream_t stream);
+// out[t][h][:] = causal softmax(q[t][h] . K[h / group][p] / sqrt(head_dim)) V over the
+// positions p <= slot[t].pos of layer `layer` of its sequence's cache; head_dim a
+// multiple of 32, at most 256.
+void launch_attention(const float* q, const TokenSlot* slots, const SeqCache* seqs, int layer,
+                      int n_tokens, int n_heads, int n_kv_heads, int head_dim, float* out,
+                      cudaStream_t stream);
 
 bool attention_supports(int head_dim);
 

@@ -1,7 +1,8 @@
 // smol's optional CUDA backend: the narrow host seam (the only header a
 // program using the GPU includes besides smol.hpp). Compiles with any C++17
 // compiler and no CUDA headers: it holds declarations and plain C++ only; the
-// kernels and their host glue live in src/cuda/*.cu, compiled into the static
+// kernels live in src/cuda/kernels.cu (nvcc) and their host glue in
+// src/cuda/backend.cpp (the C++ compiler), compiled into the static
 // library smol::cuda (CMake option SMOL_CUDA=ON), which defines
 // SMOL_CUDA_ENABLED=1 for whoever links it.
 //
@@ -19,8 +20,13 @@
 // What lives on the GPU: every weight matrix packed exactly as in the file
 // (Q4_K, Q5_K, Q6_K, Q8_0; other matrix types are Error(unsupported) naming the
 // tensor), norms as F32, the KV cache as F16 in the CPU KVCache's layout
-// (one [n_ctx][head_dim] block per (layer, K or V, kv head)), and the work
-// buffers of one chunk. Only the logits come back to the host.
+// (one [n_ctx][head_dim] block per (layer, K or V, kv head)), the work
+// buffers of one chunk per cache, and one batch workspace per model, grown to
+// the largest batched step seen (about 130 KiB per token and 500 KiB per row
+// of logits for the 3B shape; not counted against memory_budget). Only the
+// logits come back to the host. Activations are quantized to int8 blocks of 32 with the CPU path's
+// rounding (kernels/activations.hpp: Q8_K32 for K-quant matrices, Q8_0 for
+// Q8_0), so both backends compute the codes the reference engine computes.
 //
 // CudaModel is a smol::Backend and CudaKVCache a smol::BackendCache
 // (model/backend.hpp): forward() is the seam's Backend::forward, so its checks
@@ -31,8 +37,9 @@
 // is seen between chunks. A cache serializes to the portable format, so
 // sessions move between CPU and GPU generators of one model. A CudaModel may
 // be shared by threads that each use their own CudaKVCache (each cache owns a
-// CUDA stream, its work buffers and its decode graph); a cache keeps its
-// model's device state alive.
+// CUDA stream, its work buffers and its decode graph; batched steps of several
+// caches take the model's batch workspace one step at a time); a cache keeps
+// its model's device state alive.
 //
 // Errors: smol::Error. No device (or a build without SMOL_CUDA_ENABLED) is
 // ErrorKind::unsupported with the reason; a failing CUDA call is
@@ -136,7 +143,7 @@ ModelUpload describe(const CpuModel& model) {
     return m;
 }
 
-struct ModelState;  // device weights (src/cuda/backend.cu)
+struct ModelState;  // device weights (src/cuda/backend.cpp)
 struct CacheState;  // device KV cache, stream, work buffers, decode graph
 
 }  // namespace cuda_detail
@@ -183,8 +190,11 @@ protected:
     // memory_budget like a CPU cache's.
     Expected<std::unique_ptr<BackendCache>> create_cache(size_t n_ctx, KVType type,
                                                          uint64_t memory_budget) const override;
-    // The chunks of a step one after another, each on its cache's stream
-    // (a batched step is the kernel session's work).
+    // One chunk: on its cache's stream (a one-token decode step replays the
+    // cache's captured graph). Several chunks (a batched step): one pass over
+    // all their tokens on the model's batch workspace and stream, each token
+    // with its own position and cache; results equal, bit for bit, those of the
+    // chunks run alone. SMOL_CUDA_BATCH=0 runs them one after another instead.
     Status forward_step(const Segment* chunks, size_t n_chunks,
                         const std::atomic<bool>* cancel) const override;
 
@@ -268,6 +278,10 @@ void run_attention(const float* q, const float* keys, const float* values, size_
 float emulate_dot(GGMLType type, const void* row, size_t cols, const float* x);
 // The device's dequantization of one row.
 void emulate_dequantize_row(GGMLType type, const void* row, size_t cols, float* out);
+// The device's quantization of activations read by `weight_type` matrices:
+// codes q[n] and one scale per 32 values, d[n / 32] (n a multiple of 32).
+void emulate_quantize_activations(GGMLType weight_type, const float* x, size_t n, int8_t* q,
+                                  float* d);
 
 }  // namespace cuda_detail
 

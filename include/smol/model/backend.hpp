@@ -29,10 +29,10 @@
 // segment per sequence (each 1 token, its own cache and position): a backend
 // that batches runs the whole step as one pass (one read of the weights for all
 // of them). The CPU backend does (model/smollm3.hpp: every chunk's rows through
-// each matrix together, each row with its own position and cache); the CUDA
-// backend runs the chunks of a step one after another, which gives the same
-// results without the speed-up. Neither the interface nor the generator changes
-// when a backend starts batching.
+// each matrix together, each row with its own position and cache), and so does
+// the CUDA backend (src/cuda/backend.cpp: the chunks' tokens in one pass, each
+// with its own position and cache). Neither the interface nor the generator
+// changes when a backend starts batching.
 //
 // Caches. BackendCache is the per-sequence KV cache behind one interface: size()
 // (leading positions that hold valid entries), n_ctx(), truncate(), clear() are

@@ -1,4 +1,5 @@
-// Host side of smol's CUDA backend: device discovery, the weight upload
+// Host side of smol's CUDA backend (compiled by the C++ compiler, not nvcc:
+// cmake/smolCuda.cmake says why): device discovery, the weight upload
 // (CudaModel), the per-session device state (CudaKVCache: F16 cache, stream,
 // work buffers, decode graph), the forward pass that strings the kernels of
 // kernels.cu together, and the test hooks / host emulation declared in
@@ -19,6 +20,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -174,6 +176,88 @@ size_t act_blocks(size_t n_tokens, size_t cols) {
 
 // ---------------------------------------------------------------------------
 
+// The work buffers of one forward pass over up to `tokens` tokens of up to
+// `seqs` sequences, and its inputs: staged in pinned host memory and moved to
+// `input` in one copy per step. Shapes per token t of the step:
+//   x [t][hidden] (the residual stream), q / attn [t][q_dim], k / v [t][kv_dim],
+//   gate / up [t][ffn], act: int8 blocks of the widest of those rows;
+//   logits [logit_rows][vocab] (the LM head's rows, see rows below).
+//   input: tokens i32 [tokens], slots TokenSlot [tokens], rows i32 [tokens]
+//   (the steps' tokens whose logits are wanted), seqs SeqCache [seqs].
+struct Workspace {
+    size_t tokens = 0, seqs = 0, logit_rows = 0;
+    DeviceBuffer x, q, k, v, attn, gate, up, act, logits, input;
+    void* staging = nullptr;
+    size_t slots_at = 0, rows_at = 0, seqs_at = 0, input_bytes = 0;
+
+    Workspace() = default;
+    Workspace(const Workspace&) = delete;
+    Workspace& operator=(const Workspace&) = delete;
+    ~Workspace() {
+        if (staging) cudaFreeHost(staging);
+    }
+
+    static size_t aligned(size_t bytes) { return (bytes + 15) / 16 * 16; }
+
+    // (Re)allocates for n_tokens tokens of n_seqs sequences and n_logit_rows
+    // rows of logits (the device current).
+    void allocate(size_t hidden, size_t q_dim, size_t kv_dim, size_t ffn, size_t vocab,
+                  size_t n_tokens, size_t n_seqs, size_t n_logit_rows) {
+        if (staging) cudaFreeHost(staging);
+        staging = nullptr;
+        tokens = seqs = logit_rows = 0;
+        x = DeviceBuffer(n_tokens * hidden * sizeof(float));
+        q = DeviceBuffer(n_tokens * q_dim * sizeof(float));
+        k = DeviceBuffer(n_tokens * kv_dim * sizeof(float));
+        v = DeviceBuffer(n_tokens * kv_dim * sizeof(float));
+        attn = DeviceBuffer(n_tokens * q_dim * sizeof(float));
+        gate = DeviceBuffer(n_tokens * ffn * sizeof(float));
+        up = DeviceBuffer(n_tokens * ffn * sizeof(float));
+        act = DeviceBuffer(act_blocks(n_tokens, std::max({hidden, ffn, q_dim})) * sizeof(ActBlock));
+        logits = DeviceBuffer(n_logit_rows * vocab * sizeof(float));
+        slots_at = aligned(n_tokens * sizeof(int32_t));
+        rows_at = slots_at + aligned(n_tokens * sizeof(TokenSlot));
+        seqs_at = rows_at + aligned(n_tokens * sizeof(int32_t));
+        input_bytes = seqs_at + n_seqs * sizeof(SeqCache);
+        input = DeviceBuffer(input_bytes);
+        SMOL_CUDA_CHECK(cudaMallocHost(&staging, input_bytes));
+        tokens = n_tokens;
+        seqs = n_seqs;
+        logit_rows = n_logit_rows;
+    }
+
+    int32_t* staged_tokens() const { return static_cast<int32_t*>(staging); }
+    TokenSlot* staged_slots() const {
+        return reinterpret_cast<TokenSlot*>(static_cast<uint8_t*>(staging) + slots_at);
+    }
+    int32_t* staged_rows() const {
+        return reinterpret_cast<int32_t*>(static_cast<uint8_t*>(staging) + rows_at);
+    }
+    SeqCache* staged_seqs() const {
+        return reinterpret_cast<SeqCache*>(static_cast<uint8_t*>(staging) + seqs_at);
+    }
+    const int32_t* device_tokens() const { return input.get<const int32_t>(); }
+    const TokenSlot* device_slots() const {
+        return reinterpret_cast<const TokenSlot*>(input.get<const uint8_t>() + slots_at);
+    }
+    const int* device_rows() const {
+        return reinterpret_cast<const int*>(input.get<const uint8_t>() + rows_at);
+    }
+    const SeqCache* device_seqs() const {
+        return reinterpret_cast<const SeqCache*>(input.get<const uint8_t>() + seqs_at);
+    }
+    // The staged inputs to the device, on `stream` (the staging buffer must stay
+    // untouched until the stream has passed this copy).
+    void upload(cudaStream_t stream) const {
+        SMOL_CUDA_CHECK(
+            cudaMemcpyAsync(input.get(), staging, input_bytes, cudaMemcpyHostToDevice, stream));
+    }
+};
+
+struct ModelState;
+void enqueue_forward(const ModelState& w, const Workspace& ws, size_t m, size_t n_logit_rows,
+                     float* out_logits, cudaStream_t stream);
+
 struct ModelState {
     int device = 0;
     std::string device_name;
@@ -187,7 +271,11 @@ struct ModelState {
         const float* ffn_norm = nullptr;
         DeviceMatrix q, k, v, o, gate, up, down;
         bool uses_rope = true;
+        // The activation rule of each quantized input (kernels.cuh act_rule_for).
+        ActRule qkv_in = ActRule::kquant, o_in = ActRule::kquant, gate_up_in = ActRule::kquant,
+                down_in = ActRule::kquant;
     };
+    ActRule lm_head_in = ActRule::kquant;
     DeviceMatrix token_embd, lm_head;
     const float* output_norm = nullptr;
     const double* inverse_frequency = nullptr;  // [rope_pairs]
@@ -195,11 +283,29 @@ struct ModelState {
     std::vector<DeviceBuffer> buffers;  // owns every allocation above
     size_t weight_bytes = 0;
 
+    // Batched steps (several sequences in one pass, forward_step with more
+    // than one chunk): one workspace and stream for the model, grown to the
+    // largest step seen, used by one step at a time.
+    struct Batch {
+        std::mutex mutex;
+        cudaStream_t stream = nullptr;
+        Workspace ws;
+        ~Batch() {
+            if (stream) cudaStreamDestroy(stream);
+        }
+    };
+    std::unique_ptr<Batch> batch = std::make_unique<Batch>();
+
     size_t q_dim() const { return n_heads * head_dim; }
     size_t kv_dim() const { return n_kv_heads * head_dim; }
 
+    void allocate(Workspace& ws, size_t n_tokens, size_t n_seqs, size_t n_logit_rows) const {
+        ws.allocate(hidden, q_dim(), kv_dim(), ffn, vocab_size, n_tokens, n_seqs, n_logit_rows);
+    }
+
     ~ModelState() {
         const DeviceGuard guard(device, std::nothrow);
+        batch.reset();
         buffers.clear();
     }
 
@@ -252,10 +358,8 @@ struct CacheState {
     size_t n_ctx = 0, max_chunk = 0;  // the filled size is CudaKVCache's (BackendCache::size())
     cudaStream_t stream = nullptr;
     DeviceBuffer kv;  // F16 [layer][K, V][kv head][n_ctx][head_dim]
-    // Work buffers for max_chunk tokens.
-    DeviceBuffer x, q, k, v, attn, gate, up, act, logits, ints;  // ints: [start, tokens...]
-    DeviceBuffer all_logits;     // [rows][vocab], grown on demand (not used by the graph)
-    int32_t* staging = nullptr;  // pinned [1 + max_chunk]: start, tokens
+    Workspace ws;     // one sequence, max_chunk tokens, one row of logits (the decode graph's)
+    DeviceBuffer all_logits;  // [rows][vocab], grown on demand (not used by the graph)
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t graph_exec = nullptr;
     bool graph_failed = false;  // capture or instantiation failed once: decode without a graph
@@ -264,24 +368,21 @@ struct CacheState {
         const DeviceGuard guard(model->device, std::nothrow);
         if (graph_exec) cudaGraphExecDestroy(graph_exec);
         if (graph) cudaGraphDestroy(graph);
-        if (staging) cudaFreeHost(staging);
         if (stream) cudaStreamDestroy(stream);
     }
-
-    const int* start_device() const { return ints.get<const int>(); }
-    const int32_t* tokens_device() const { return ints.get<const int32_t>() + 1; }
 
     __half* cache_block(size_t layer, int kind) const {
         const ModelState& m = *model;
         return kv.get<__half>() + (layer * 2 + size_t(kind)) * m.n_kv_heads * n_ctx * m.head_dim;
     }
+    SeqCache seq_cache() const { return SeqCache{kv.get<__half>(), static_cast<long long>(n_ctx)}; }
 
-    // Captures one single-token decode step (enqueue_chunk(1, 1, logits)) as a
-    // graph and instantiates it. On any failure the stream leaves capture mode,
-    // the partial graph is destroyed, the error state is cleared and
-    // graph_failed is set, so later steps run the kernels directly instead of
-    // retrying (and leaking) a capture each step; a real launch problem then
-    // shows up on the direct path with its own message.
+    // Captures one single-token decode step (enqueue_forward of 1 token into
+    // ws.logits) as a graph and instantiates it. On any failure the stream
+    // leaves capture mode, the partial graph is destroyed, the error state is
+    // cleared and graph_failed is set, so later steps run the kernels directly
+    // instead of retrying (and leaking) a capture each step; a real launch
+    // problem then shows up on the direct path with its own message.
     bool capture_decode_graph() {
         if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
             cudaGetLastError();
@@ -290,7 +391,7 @@ struct CacheState {
         }
         bool enqueued = true;
         try {
-            enqueue_chunk(1, 1, logits.get<float>());
+            enqueue_forward(*model, ws, 1, 1, ws.logits.get<float>(), stream);
         } catch (...) {
             enqueued = false;
         }
@@ -311,48 +412,48 @@ struct CacheState {
         graph = captured;
         return true;
     }
-
-    // Enqueues the whole forward pass of m tokens whose ids and start position are
-    // already in `ints`. logits_rows 0: no LM head; 1: the last token's logits into
-    // `logits`; m: every token's into `out_logits`.
-    void enqueue_chunk(size_t m, size_t logits_rows, float* out_logits) {
-        const ModelState& w = *model;
-        const int n = int(m), hidden = int(w.hidden), ffn = int(w.ffn);
-        const size_t head_stride = n_ctx * w.head_dim;
-        launch_embed(w.token_embd, tokens_device(), n, x.get<float>(), stream);
-        for (size_t li = 0; li < w.n_layers; ++li) {
-            const ModelState::Layer& l = w.layers[li];
-            ActBlock* a = act.get<ActBlock>();
-            launch_rmsnorm_quantize(x.get<float>(), l.attn_norm, n, hidden, w.rms_eps, a, nullptr,
-                                    stream);
-            launch_matmul(l.q, a, n, q.get<float>(), false, stream);
-            launch_matmul(l.k, a, n, k.get<float>(), false, stream);
-            launch_matmul(l.v, a, n, v.get<float>(), false, stream);
-            launch_rope_store(q.get<float>(), k.get<float>(), v.get<float>(), n, start_device(),
-                              w.inverse_frequency, int(w.rope_pairs), l.uses_rope, int(w.n_heads),
-                              int(w.n_kv_heads), int(w.head_dim), cache_block(li, 0),
-                              cache_block(li, 1), head_stride, nullptr, stream);
-            launch_attention(q.get<float>(), cache_block(li, 0), cache_block(li, 1), head_stride,
-                             start_device(), n, int(w.n_heads), int(w.n_kv_heads), int(w.head_dim),
-                             attn.get<float>(), stream);
-            launch_quantize(attn.get<float>(), n, int(w.q_dim()), a, stream);
-            launch_matmul(l.o, a, n, x.get<float>(), true, stream);
-
-            launch_rmsnorm_quantize(x.get<float>(), l.ffn_norm, n, hidden, w.rms_eps, a, nullptr,
-                                    stream);
-            launch_matmul(l.gate, a, n, gate.get<float>(), false, stream);
-            launch_matmul(l.up, a, n, up.get<float>(), false, stream);
-            launch_swiglu_quantize(gate.get<float>(), up.get<float>(), n, ffn, a, nullptr, stream);
-            launch_matmul(l.down, a, n, x.get<float>(), true, stream);
-        }
-        if (logits_rows == 0) return;
-        const size_t first = m - logits_rows;
-        ActBlock* a = act.get<ActBlock>();
-        launch_rmsnorm_quantize(x.get<float>() + first * w.hidden, w.output_norm, int(logits_rows),
-                                hidden, w.rms_eps, a, nullptr, stream);
-        launch_matmul(w.lm_head, a, int(logits_rows), out_logits, false, stream);
-    }
 };
+
+// Enqueues the whole forward pass of the m tokens staged in ws (already
+// uploaded): ids, slots (position and sequence per token) and the sequences'
+// caches. n_logit_rows 0: no LM head; else the logits of the tokens listed in
+// ws's rows into out_logits [n_logit_rows][vocab].
+void enqueue_forward(const ModelState& w, const Workspace& ws, size_t m, size_t n_logit_rows,
+                     float* out_logits, cudaStream_t stream) {
+    const int n = int(m), hidden = int(w.hidden), ffn = int(w.ffn);
+    float* x = ws.x.get<float>();
+    float* q = ws.q.get<float>();
+    ActBlock* a = ws.act.get<ActBlock>();
+    launch_embed(w.token_embd, ws.device_tokens(), n, x, stream);
+    for (size_t li = 0; li < w.n_layers; ++li) {
+        const ModelState::Layer& l = w.layers[li];
+        launch_rmsnorm_quantize(x, l.attn_norm, nullptr, n, hidden, w.rms_eps, a, nullptr, l.qkv_in,
+                                stream);
+        launch_matmul(l.q, a, n, q, false, stream);
+        launch_matmul(l.k, a, n, ws.k.get<float>(), false, stream);
+        launch_matmul(l.v, a, n, ws.v.get<float>(), false, stream);
+        launch_rope_store(q, ws.k.get<float>(), ws.v.get<float>(), n, ws.device_slots(),
+                          ws.device_seqs(), int(li), w.inverse_frequency, int(w.rope_pairs),
+                          l.uses_rope, int(w.n_heads), int(w.n_kv_heads), int(w.head_dim), nullptr,
+                          stream);
+        launch_attention(q, ws.device_slots(), ws.device_seqs(), int(li), n, int(w.n_heads),
+                         int(w.n_kv_heads), int(w.head_dim), ws.attn.get<float>(), stream);
+        launch_quantize(ws.attn.get<float>(), n, int(w.q_dim()), a, l.o_in, stream);
+        launch_matmul(l.o, a, n, x, true, stream);
+
+        launch_rmsnorm_quantize(x, l.ffn_norm, nullptr, n, hidden, w.rms_eps, a, nullptr,
+                                l.gate_up_in, stream);
+        launch_matmul(l.gate, a, n, ws.gate.get<float>(), false, stream);
+        launch_matmul(l.up, a, n, ws.up.get<float>(), false, stream);
+        launch_swiglu_quantize(ws.gate.get<float>(), ws.up.get<float>(), n, ffn, a, nullptr,
+                               l.down_in, stream);
+        launch_matmul(l.down, a, n, x, true, stream);
+    }
+    if (n_logit_rows == 0) return;
+    launch_rmsnorm_quantize(x, w.output_norm, ws.device_rows(), int(n_logit_rows), hidden,
+                            w.rms_eps, a, nullptr, w.lm_head_in, stream);
+    launch_matmul(w.lm_head, a, int(n_logit_rows), out_logits, false, stream);
+}
 
 }  // namespace cuda_detail
 
@@ -411,6 +512,8 @@ CudaModel::CudaModel(const cuda_detail::ModelUpload& up, int device) {
                     ? s.token_embd
                     : s.upload_matrix(up.lm_head, true);
     s.output_norm = s.upload_floats(up.output_norm, up.hidden);
+    const DeviceMatrix* lm_head = &s.lm_head;
+    s.lm_head_in = act_rule_for(&lm_head, 1);
     std::vector<double> inverse_frequency(s.rope_pairs);
     for (size_t i = 0; i < s.rope_pairs; ++i)  // as the CPU path: base^(-2i / rope_dims) in double
         inverse_frequency[i] =
@@ -430,6 +533,14 @@ CudaModel::CudaModel(const cuda_detail::ModelUpload& up, int device) {
         d.up = s.upload_matrix(l.up, true);
         d.down = s.upload_matrix(l.down, true);
         d.uses_rope = up.nope_interval == 0 || (li + 1) % up.nope_interval != 0;
+        const DeviceMatrix* qkv[] = {&d.q, &d.k, &d.v};
+        d.qkv_in = act_rule_for(qkv, 3);
+        const DeviceMatrix* gate_up[] = {&d.gate, &d.up};
+        d.gate_up_in = act_rule_for(gate_up, 2);
+        const DeviceMatrix* o = &d.o;
+        d.o_in = act_rule_for(&o, 1);
+        const DeviceMatrix* down = &d.down;
+        d.down_in = act_rule_for(&down, 1);
         s.layers.push_back(d);
     }
     state_ = std::move(state);
@@ -514,21 +625,8 @@ CudaKVCache::CudaKVCache(const std::shared_ptr<cuda_detail::ModelState>& model, 
     s.n_ctx = n_ctx;
     s.max_chunk = std::min<size_t>(kMaxChunk, n_ctx);
     SMOL_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
-    SMOL_CUDA_CHECK(
-        cudaMallocHost(reinterpret_cast<void**>(&s.staging), (1 + s.max_chunk) * sizeof(int32_t)));
     s.kv = DeviceBuffer(2 * m.n_layers * m.n_kv_heads * n_ctx * m.head_dim * sizeof(__half));
-    const size_t c = s.max_chunk;
-    s.x = DeviceBuffer(c * m.hidden * sizeof(float));
-    s.q = DeviceBuffer(c * m.q_dim() * sizeof(float));
-    s.k = DeviceBuffer(c * m.kv_dim() * sizeof(float));
-    s.v = DeviceBuffer(c * m.kv_dim() * sizeof(float));
-    s.attn = DeviceBuffer(c * m.q_dim() * sizeof(float));
-    s.gate = DeviceBuffer(c * m.ffn * sizeof(float));
-    s.up = DeviceBuffer(c * m.ffn * sizeof(float));
-    const size_t widest = std::max({m.hidden, m.ffn, m.q_dim()});
-    s.act = DeviceBuffer(act_blocks(c, widest) * sizeof(ActBlock));
-    s.logits = DeviceBuffer(m.vocab_size * sizeof(float));
-    s.ints = DeviceBuffer((1 + c) * sizeof(int32_t));
+    m.allocate(s.ws, s.max_chunk, 1, 1);
     state_ = std::move(state);
     device_ = Device::cuda;
     owner_ = model.get();
@@ -633,50 +731,130 @@ void CudaModel::forward(const int32_t* tokens, size_t n, size_t start_pos, CudaK
     forward(Segment{tokens, n, start_pos, &kv, logits_host, all_logits});
 }
 
+namespace cuda_detail {
+namespace {
+
+bool env_off(const char* name) {
+    const char* value = std::getenv(name);
+    return value && std::string(value) == "0";
+}
+
+// One chunk on its own cache's stream and workspace; a single-token decode
+// step that wants the last logits replays the cache's captured graph.
+void run_chunk(const ModelState& m, const Segment& c, CacheState& cs, bool graphs) {
+    Workspace& ws = cs.ws;
+    const size_t n = c.n_tokens;
+    // The previous step finished (synchronized below), so the staging buffer is free.
+    std::memcpy(ws.staged_tokens(), c.tokens, n * sizeof(int32_t));
+    TokenSlot* slots = ws.staged_slots();
+    for (size_t t = 0; t < n; ++t) slots[t] = TokenSlot{int(c.start + t), 0};
+    ws.staged_seqs()[0] = cs.seq_cache();
+    const size_t rows = c.logits == nullptr ? 0 : c.all_logits ? n : 1;
+    int32_t* row_ids = ws.staged_rows();
+    for (size_t r = 0; r < rows; ++r) row_ids[r] = int32_t(n - rows + r);
+    ws.upload(cs.stream);
+    float* out = ws.logits.get<float>();
+    if (rows > ws.logit_rows) {
+        const size_t need = rows * m.vocab_size * sizeof(float);
+        if (cs.all_logits.bytes() < need) cs.all_logits = DeviceBuffer(need);
+        out = cs.all_logits.get<float>();
+    }
+    if (n == 1 && rows == 1 && graphs && !cs.graph_failed &&
+        (cs.graph_exec || cs.capture_decode_graph())) {
+        SMOL_CUDA_CHECK(cudaGraphLaunch(cs.graph_exec, cs.stream));
+    } else {
+        enqueue_forward(m, ws, n, rows, out, cs.stream);
+    }
+    SMOL_CUDA_CHECK(cudaGetLastError());  // a failed launch of this chunk
+    if (rows > 0)
+        SMOL_CUDA_CHECK(cudaMemcpyAsync(c.logits, out, rows * m.vocab_size * sizeof(float),
+                                        cudaMemcpyDeviceToHost, cs.stream));
+    SMOL_CUDA_CHECK(cudaStreamSynchronize(cs.stream));
+}
+
+// Every chunk of a step as one pass on the model's batch workspace: the
+// chunks' tokens one after another, so each matrix is read once for all of
+// them, each token with its own position and cache (TokenSlot, SeqCache).
+void run_batched(ModelState& m, const Segment* chunks, const CacheState* const* caches,
+                 size_t n_chunks) {
+    ModelState::Batch& batch = *m.batch;
+    const std::lock_guard<std::mutex> lock(batch.mutex);
+    size_t tokens = 0, rows = 0;
+    for (size_t i = 0; i < n_chunks; ++i) {
+        tokens += chunks[i].n_tokens;
+        if (chunks[i].logits) rows += chunks[i].all_logits ? chunks[i].n_tokens : 1;
+    }
+    Workspace& ws = batch.ws;
+    if (batch.stream == nullptr)
+        SMOL_CUDA_CHECK(cudaStreamCreateWithFlags(&batch.stream, cudaStreamNonBlocking));
+    if (ws.tokens < tokens || ws.seqs < n_chunks || ws.logit_rows < rows) {
+        // Grown in steps, so that a Batcher's varying steps settle on one size.
+        auto round_up = [](size_t v, size_t to) { return (v + to - 1) / to * to; };
+        m.allocate(ws, round_up(std::max(tokens, ws.tokens), 64),
+                   round_up(std::max(n_chunks, ws.seqs), 8),
+                   round_up(std::max(rows, ws.logit_rows), 8));
+    }
+    size_t token = 0, row = 0;
+    for (size_t i = 0; i < n_chunks; ++i) {
+        const Segment& c = chunks[i];
+        const CacheState& cs = *caches[i];
+        std::memcpy(ws.staged_tokens() + token, c.tokens, c.n_tokens * sizeof(int32_t));
+        for (size_t t = 0; t < c.n_tokens; ++t)
+            ws.staged_slots()[token + t] = TokenSlot{int(c.start + t), int(i)};
+        ws.staged_seqs()[i] = cs.seq_cache();
+        const size_t wanted = c.logits == nullptr ? 0 : c.all_logits ? c.n_tokens : 1;
+        for (size_t r = 0; r < wanted; ++r)
+            ws.staged_rows()[row + r] = int32_t(token + c.n_tokens - wanted + r);
+        token += c.n_tokens;
+        row += wanted;
+    }
+    ws.upload(batch.stream);
+    enqueue_forward(m, ws, tokens, rows, ws.logits.get<float>(), batch.stream);
+    SMOL_CUDA_CHECK(cudaGetLastError());
+    row = 0;
+    for (size_t i = 0; i < n_chunks; ++i) {
+        const Segment& c = chunks[i];
+        if (c.logits == nullptr) continue;
+        const size_t wanted = c.all_logits ? c.n_tokens : 1;
+        SMOL_CUDA_CHECK(cudaMemcpyAsync(c.logits, ws.logits.get<float>() + row * m.vocab_size,
+                                        wanted * m.vocab_size * sizeof(float),
+                                        cudaMemcpyDeviceToHost, batch.stream));
+        row += wanted;
+    }
+    SMOL_CUDA_CHECK(cudaStreamSynchronize(batch.stream));
+}
+
+}  // namespace
+}  // namespace cuda_detail
+
 // Backend::forward (model/backend.hpp) checked the arguments, truncated each
 // cache to its start and split the segments into chunks of at most kMaxChunk
-// tokens; it sets the caches' sizes after this returns.
+// tokens; it sets the caches' sizes after this returns. A step of several
+// chunks runs as one batched pass (SMOL_CUDA_BATCH=0: one after another, for
+// comparison); SMOL_CUDA_GRAPH=0 turns the decode graph off.
 Status CudaModel::forward_step(const Segment* chunks, size_t n_chunks,
                                const std::atomic<bool>*) const {
     using namespace cuda_detail;
     if (!state_)
         detail::fail(ErrorKind::invalid_argument,
                      "cuda forward: the CudaModel is empty (moved from)");
-    const ModelState& m = *state_;
+    ModelState& m = *state_;
     const DeviceGuard device_guard(m.device);
-    const char* graph_env = std::getenv("SMOL_CUDA_GRAPH");
-    const bool graphs = !(graph_env && std::string(graph_env) == "0");
-    for (size_t i = 0; i < n_chunks; ++i) {
-        const Segment& c = chunks[i];
-        CudaKVCache& kv = static_cast<CudaKVCache&>(*c.cache);  // owner checked by the seam
+    auto cache_of = [](const Segment& c) -> CacheState& {
+        const CudaKVCache& kv = static_cast<const CudaKVCache&>(*c.cache);  // owner checked
         if (!kv.state_)
             detail::fail(ErrorKind::invalid_argument,
                          "cuda forward: the CudaKVCache is empty (moved from)");
-        CacheState& cs = *kv.state_;
-        const size_t chunk = c.n_tokens;
-        // The previous chunk finished (synchronized below), so the staging buffer is free.
-        cs.staging[0] = int32_t(c.start);
-        std::memcpy(cs.staging + 1, c.tokens, chunk * sizeof(int32_t));
-        SMOL_CUDA_CHECK(cudaMemcpyAsync(cs.ints.get(), cs.staging, (1 + chunk) * sizeof(int32_t),
-                                        cudaMemcpyHostToDevice, cs.stream));
-        if (c.all_logits) {
-            const size_t need = chunk * m.vocab_size * sizeof(float);
-            if (cs.all_logits.bytes() < need) cs.all_logits = DeviceBuffer(need);
-            cs.enqueue_chunk(chunk, chunk, cs.all_logits.get<float>());
-            SMOL_CUDA_CHECK(cudaMemcpyAsync(c.logits, cs.all_logits.get(), need,
-                                            cudaMemcpyDeviceToHost, cs.stream));
-        } else if (chunk == 1 && graphs && !cs.graph_failed &&
-                   (cs.graph_exec || cs.capture_decode_graph())) {
-            SMOL_CUDA_CHECK(cudaGraphLaunch(cs.graph_exec, cs.stream));
-        } else {
-            cs.enqueue_chunk(chunk, c.logits ? 1 : 0, cs.logits.get<float>());
-        }
-        SMOL_CUDA_CHECK(cudaGetLastError());  // a failed launch of this chunk
-        if (c.logits && !c.all_logits)
-            SMOL_CUDA_CHECK(cudaMemcpyAsync(c.logits, cs.logits.get(), m.vocab_size * sizeof(float),
-                                            cudaMemcpyDeviceToHost, cs.stream));
-        SMOL_CUDA_CHECK(cudaStreamSynchronize(cs.stream));
+        return *kv.state_;
+    };
+    if (n_chunks > 1 && !env_off("SMOL_CUDA_BATCH")) {
+        std::vector<const CacheState*> caches(n_chunks);
+        for (size_t i = 0; i < n_chunks; ++i) caches[i] = &cache_of(chunks[i]);
+        run_batched(m, chunks, caches.data(), n_chunks);
+        return {};
     }
+    const bool graphs = !env_off("SMOL_CUDA_GRAPH");
+    for (size_t i = 0; i < n_chunks; ++i) run_chunk(m, chunks[i], cache_of(chunks[i]), graphs);
     return {};
 }
 
@@ -711,7 +889,8 @@ void run_matmul(GGMLType type, const void* weights, size_t rows, size_t cols, co
     m.rows = int(rows);
     m.cols = int(cols);
     m.row_bytes = row_bytes(type, cols);
-    launch_quantize(in.get<float>(), int(n_tokens), int(cols), act.get<ActBlock>(), nullptr);
+    launch_quantize(in.get<float>(), int(n_tokens), int(cols), act.get<ActBlock>(),
+                    type == GGMLType::Q8_0 ? ActRule::q8_0 : ActRule::kquant, nullptr);
     launch_matmul(m, act.get<ActBlock>(), int(n_tokens), out.get<float>(), false, nullptr);
     SMOL_CUDA_CHECK(cudaGetLastError());
     out.download(y, n_tokens * rows * sizeof(float));
@@ -745,8 +924,8 @@ void run_rmsnorm(const float* x, const float* weight, size_t n_tokens, size_t co
     DeviceBuffer in = upload_vector(x, n_tokens * cols), w = upload_vector(weight, cols);
     DeviceBuffer result(n_tokens * cols * sizeof(float)), dq(n_tokens * cols * sizeof(float));
     DeviceBuffer act(act_blocks(n_tokens, cols) * sizeof(ActBlock));
-    launch_rmsnorm_quantize(in.get<float>(), w.get<float>(), int(n_tokens), int(cols), eps,
-                            act.get<ActBlock>(), result.get<float>(), nullptr);
+    launch_rmsnorm_quantize(in.get<float>(), w.get<float>(), nullptr, int(n_tokens), int(cols), eps,
+                            act.get<ActBlock>(), result.get<float>(), ActRule::kquant, nullptr);
     launch_dequantize_act(act.get<ActBlock>(), int(act_blocks(n_tokens, cols)), dq.get<float>(),
                           nullptr);
     SMOL_CUDA_CHECK(cudaGetLastError());
@@ -760,10 +939,27 @@ void run_swiglu(const float* gate, const float* up, size_t n, float* out) {
     DeviceBuffer g = upload_vector(gate, n), u = upload_vector(up, n), result(n * sizeof(float));
     DeviceBuffer act(act_blocks(1, n) * sizeof(ActBlock));
     launch_swiglu_quantize(g.get<float>(), u.get<float>(), 1, int(n), act.get<ActBlock>(),
-                           result.get<float>(), nullptr);
+                           result.get<float>(), ActRule::kquant, nullptr);
     SMOL_CUDA_CHECK(cudaGetLastError());
     result.download(out, n * sizeof(float));
 }
+
+namespace {
+
+// The slots of one sequence's tokens at positions start.. and its cache table,
+// on the device.
+struct OneSequence {
+    DeviceBuffer slots, seqs;
+    OneSequence(size_t start, size_t n_tokens, __half* kv, size_t n_ctx) {
+        std::vector<TokenSlot> host(n_tokens);
+        for (size_t t = 0; t < n_tokens; ++t) host[t] = TokenSlot{int(start + t), 0};
+        slots = upload_vector(host.data(), host.size());
+        const SeqCache seq{kv, static_cast<long long>(n_ctx)};
+        seqs = upload_vector(&seq, 1);
+    }
+};
+
+}  // namespace
 
 void run_rope(float* q, float* k, size_t n_tokens, size_t n_heads, size_t n_kv_heads,
               size_t head_dim, size_t rope_dims, float freq_base, size_t start_pos, bool use_rope) {
@@ -774,19 +970,18 @@ void run_rope(float* q, float* k, size_t n_tokens, size_t n_heads, size_t n_kv_h
     std::vector<double> inverse_frequency(std::max<size_t>(1, rope_dims / 2));
     for (size_t i = 0; i < rope_dims / 2; ++i)
         inverse_frequency[i] = std::pow(double(freq_base), -2.0 * double(i) / double(rope_dims));
-    const int32_t start = int32_t(start_pos);
     DeviceBuffer dq = upload_vector(q, q_count), dk = upload_vector(k, k_count);
     DeviceBuffer dv(k_count * sizeof(float)), k_out(k_count * sizeof(float));
     SMOL_CUDA_CHECK(cudaMemset(dv.get(), 0, dv.bytes()));
     DeviceBuffer freq = upload_vector(inverse_frequency.data(), inverse_frequency.size());
-    DeviceBuffer dstart = upload_vector(&start, 1);
-    const size_t head_stride = (start_pos + n_tokens) * head_dim;
-    DeviceBuffer kc(n_kv_heads * head_stride * sizeof(__half)),
-        vc(n_kv_heads * head_stride * sizeof(__half));
+    // A one-layer cache of start_pos + n_tokens positions.
+    const size_t n_ctx = start_pos + n_tokens;
+    DeviceBuffer cache(2 * n_kv_heads * n_ctx * head_dim * sizeof(__half));
+    const OneSequence sequence(start_pos, n_tokens, cache.get<__half>(), n_ctx);
     launch_rope_store(dq.get<float>(), dk.get<float>(), dv.get<float>(), int(n_tokens),
-                      dstart.get<int>(), freq.get<double>(), int(rope_dims / 2), use_rope,
-                      int(n_heads), int(n_kv_heads), int(head_dim), kc.get<__half>(),
-                      vc.get<__half>(), head_stride, k_out.get<float>(), nullptr);
+                      sequence.slots.get<TokenSlot>(), sequence.seqs.get<SeqCache>(), 0,
+                      freq.get<double>(), int(rope_dims / 2), use_rope, int(n_heads),
+                      int(n_kv_heads), int(head_dim), k_out.get<float>(), nullptr);
     SMOL_CUDA_CHECK(cudaGetLastError());
     dq.download(q, q_count * sizeof(float));
     k_out.download(k, k_count * sizeof(float));
@@ -800,21 +995,20 @@ void run_attention(const float* q, const float* keys, const float* values, size_
     if (!attention_supports(int(head_dim)))
         detail::fail(ErrorKind::unsupported,
                      "cuda run_attention: head dim " + std::to_string(head_dim));
-    const size_t positions = start_pos + n_tokens;
-    std::vector<uint16_t> k16(n_kv_heads * positions * head_dim), v16(k16.size());
-    for (size_t i = 0; i < k16.size(); ++i) {
-        k16[i] = fp32_to_fp16(keys[i]);
-        v16[i] = fp32_to_fp16(values[i]);
+    // A one-layer cache holding exactly the given positions: K heads, then V heads.
+    const size_t positions = start_pos + n_tokens, per_kind = n_kv_heads * positions * head_dim;
+    std::vector<uint16_t> kv16(2 * per_kind);
+    for (size_t i = 0; i < per_kind; ++i) {
+        kv16[i] = fp32_to_fp16(keys[i]);
+        kv16[per_kind + i] = fp32_to_fp16(values[i]);
     }
-    const int32_t start = int32_t(start_pos);
     DeviceBuffer dq = upload_vector(q, n_tokens * n_heads * head_dim);
-    DeviceBuffer dk = upload_vector(k16.data(), k16.size()),
-                 dv = upload_vector(v16.data(), v16.size());
-    DeviceBuffer dstart = upload_vector(&start, 1),
-                 result(n_tokens * n_heads * head_dim * sizeof(float));
-    launch_attention(dq.get<float>(), dk.get<__half>(), dv.get<__half>(), positions * head_dim,
-                     dstart.get<int>(), int(n_tokens), int(n_heads), int(n_kv_heads), int(head_dim),
-                     result.get<float>(), nullptr);
+    DeviceBuffer cache = upload_vector(kv16.data(), kv16.size());
+    const OneSequence sequence(start_pos, n_tokens, cache.get<__half>(), positions);
+    DeviceBuffer result(n_tokens * n_heads * head_dim * sizeof(float));
+    launch_attention(dq.get<float>(), sequence.slots.get<TokenSlot>(),
+                     sequence.seqs.get<SeqCache>(), 0, int(n_tokens), int(n_heads), int(n_kv_heads),
+                     int(head_dim), result.get<float>(), nullptr);
     SMOL_CUDA_CHECK(cudaGetLastError());
     result.download(out, n_tokens * n_heads * head_dim * sizeof(float));
 }
@@ -827,7 +1021,8 @@ namespace {
 template <class Format>
 float emulate_dot_for(const uint8_t* row, size_t cols, const std::vector<ActBlock>& act) {
     const int units = int(cols / Format::kBlockWeights) * Format::kUnits;
-    // The same split as the kernel: lane l sums units l, l + 32, ...; then the lanes are added.
+    // Lane l sums units l, l + 32, ... (the one-warp-per-row kernel's split, up to the
+    // order within a lane); then the lanes are added.
     float lanes[32] = {};
     for (int unit = 0; unit < units; ++unit) {
         const typename Format::Unit u = Format::load(row, unit);
@@ -852,7 +1047,9 @@ float emulate_dot(GGMLType type, const void* row, size_t cols, const float* x) {
         detail::fail(ErrorKind::invalid_argument,
                      "cuda emulate_dot: " + std::to_string(cols) + " columns");
     std::vector<ActBlock> act(cols / kActBlock);
-    for (size_t b = 0; b < act.size(); ++b) quantize_act_block_host(x + b * kActBlock, act[b]);
+    const ActRule rule = type == GGMLType::Q8_0 ? ActRule::q8_0 : ActRule::kquant;
+    for (size_t b = 0; b < act.size(); ++b)
+        quantize_act_block_host(x + b * kActBlock, act[b], rule);
     const uint8_t* bytes = static_cast<const uint8_t*>(row);
     switch (type) {
         case GGMLType::Q4_K:
@@ -865,6 +1062,17 @@ float emulate_dot(GGMLType type, const void* row, size_t cols, const float* x) {
             return emulate_dot_for<FormatQ8_0>(bytes, cols, act);
         default:
             return 0;
+    }
+}
+
+void emulate_quantize_activations(GGMLType weight_type, const float* x, size_t n, int8_t* q,
+                                  float* d) {
+    const ActRule rule = weight_type == GGMLType::Q8_0 ? ActRule::q8_0 : ActRule::kquant;
+    for (size_t b = 0; b < n / kActBlock; ++b) {
+        ActBlock block;
+        quantize_act_block_host(x + b * kActBlock, block, rule);
+        std::memcpy(q + b * kActBlock, block.q, kActBlock);
+        d[b] = block.d;
     }
 }
 
