@@ -24,6 +24,9 @@
 //     (text/tool_calls.hpp); a bad tool definition is an error, which the
 //     try_render_* forms return as a value.
 //   - render_chatml: plain ChatML, the fallback for files with other templates.
+//   - the *_prompt forms return PromptText (text/prompt_text.hpp): the same
+//     text, with the template's own markup told apart from contents, so that
+//     Tokenizer::encode_prompt makes control tokens of the markup only.
 //   - detect_chat_format: recognizes the SmolLM3 template by its markers.
 //   - split_reasoning: separates "<think>...</think>" from the answer.
 //   - today_string / date_string: "%d %B %Y" dates ("05 March 2026") with
