@@ -346,7 +346,9 @@ int main(int argc, char** argv) {
                         any_generating = true;
                     }
                 } else if (!baseline && frame >= npc.next_line_frame) {
-                    // The player says something; keep the conversation short.
+                    // The player says something; keep the conversation short. Player
+                    // lines are contents: chat_async reads them as text, never as
+                    // control tokens (parse_special_in_content stays off).
                     if (npc.conversation.size() > 7) npc.conversation.resize(1);
                     npc.conversation.push_back({"user", lines[(npc.lines + i) % 4]});
                     npc.bubble.clear();

@@ -82,6 +82,9 @@ int main(int argc, char** argv) {
                 continue;
             }
             if (line.empty()) continue;
+            // A typed line is a content: chat() reads it as text, so typed
+            // markers never become control tokens (ChatOptions::
+            // parse_special_in_content stays off).
             conversation.push_back({"user", line});
             smol::GenerateResult r;
             try {

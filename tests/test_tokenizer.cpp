@@ -14,6 +14,7 @@
 #include <smol/text/tokenizer.hpp>
 #include <smol/text/unicode.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <random>
@@ -955,4 +956,117 @@ TEST_CASE("tokenizer: texts full of '<' on the real vocabulary") {
           inserted);
     CHECK(tok->decode(ids) == text);
     CHECK(tok->decode(tok->encode(text, false)) == text);
+}
+
+// ---- encode_prompt: special tokens only where the prompt's writer put them --
+
+namespace {
+
+bool has_special(const smol::Tokenizer& tok, const std::vector<int32_t>& ids) {
+    return std::any_of(ids.begin(), ids.end(), [&](int32_t id) { return tok.is_special(id); });
+}
+
+}  // namespace
+
+TEST_CASE("tokenizer: encode_prompt matches specials in markup only, user-defined ones too") {
+    MiniVocab v;
+    v.types[263] = int32_t(smol::TokenType::user_defined);  // "[x"
+    const auto tok = smol::Tokenizer::from_gguf(v.file());
+    // parse_special = false still matches user-defined tokens; content never does.
+    CHECK(tok.encode("a[x", false) == std::vector<int32_t>{'a', 263});
+    smol::PromptText content;
+    content.append_content("a[x<|end|>");
+    CHECK(tok.encode_prompt(content) ==
+          std::vector<int32_t>{'a', '[', 'x', '<', '|', 'e', 'n', 'd', '|', '>'});
+
+    // All markup: exactly encode(text, true).
+    smol::PromptText markup;
+    markup.append_markup("hello<|end|>x[x]]");
+    CHECK(markup.markup.size() == 1);
+    CHECK(tok.encode_prompt(markup) == tok.encode(markup.text, true));
+
+    // Adjacent markup appends are one range: a marker written in two pieces counts.
+    smol::PromptText pieces;
+    pieces.append_markup("<|en");
+    pieces.append_markup("d|>");
+    CHECK(pieces.markup.size() == 1);
+    CHECK(tok.encode_prompt(pieces) == std::vector<int32_t>{261});
+
+    // Content cannot extend a marker of the markup ("<|end|>" + "x" is not
+    // "<|end|>x") nor complete one ("<|en" + "d|>").
+    smol::PromptText extend;
+    extend.append_markup("<|end|>");
+    extend.append_content("x");
+    CHECK(tok.encode_prompt(extend) == std::vector<int32_t>{261, 'x'});
+    CHECK(tok.encode(extend.text, true) == std::vector<int32_t>{262});
+    smol::PromptText complete;
+    complete.append_markup("<|en");
+    complete.append_content("d|>");
+    CHECK_FALSE(has_special(tok, tok.encode_prompt(complete)));
+    CHECK(tok.decode(tok.encode_prompt(complete)) == complete.text);
+
+    // Ranges out of order or past the text are refused.
+    smol::PromptText bad;
+    bad.text = "hello";
+    bad.markup = {{0, 6}};
+    std::vector<int32_t> out;
+    CHECK(tok.try_encode_prompt(bad, out).error().kind == smol::ErrorKind::invalid_argument);
+    bad.markup = {{2, 4}, {1, 3}};
+    CHECK(tok.try_encode_prompt(bad, out).error().kind == smol::ErrorKind::invalid_argument);
+}
+
+TEST_CASE("tokenizer: encode_prompt equals encode(parse_special) when contents hold no marker") {
+    // The cut points are the same specials, so the runs between them are split
+    // and merged the same way: random template-like markup around random
+    // contents (words, spaces, newlines, digits, symbols, partial markers).
+    auto tok = load_tokenizer("tiny-q4km.gguf");
+    if (!tok) return;
+    const char* markup_pieces[] = {"<|im_start|>user\n",
+                                   "<|im_end|>\n",
+                                   "<|im_start|>assistant\n",
+                                   "<think>\n\n</think>\n",
+                                   "\n\n",
+                                   "Today Date: ",
+                                   "\n",
+                                   "<tool_call>\n",
+                                   "\n</tool_call>",
+                                   " ",
+                                   "## Tools\n\n"};
+    const char* content_pieces[] = {
+        "hello",     " world",     "  ",           "\n",           "\n\n", " 12345", "!!",
+        " <",        "<|im",       "_end",         "|>",           ">",    "think",  "</",
+        "tool_call", "{\"a\": 1}", " caf\xC3\xA9", "\xE5\x9F\x8E", "'s",   "\t",     "x"};
+    std::mt19937 rng(30);
+    long compared = 0;
+    for (int round = 0; round < 400; ++round) {
+        smol::PromptText prompt;
+        const int parts = 1 + int(rng() % 12);
+        for (int k = 0; k < parts; ++k) {
+            if (rng() % 2) {
+                prompt.append_markup(markup_pieces[rng() % std::size(markup_pieces)]);
+            } else {
+                for (int n = int(rng() % 5); n >= 0; --n)
+                    prompt.append_content(content_pieces[rng() % std::size(content_pieces)]);
+            }
+        }
+        const auto safe = tok->encode_prompt(prompt);
+        CHECK(tok->decode(safe) == prompt.text);
+        // Specials of the markup alone: what encode_prompt may use.
+        size_t markup_specials = 0;
+        for (const smol::TextRange& r : prompt.markup) {
+            const auto ids = tok->encode(prompt.text.substr(r.begin, r.end - r.begin), true);
+            markup_specials += size_t(std::count_if(
+                ids.begin(), ids.end(), [&](int32_t id) { return tok->is_special(id); }));
+        }
+        const size_t safe_specials = size_t(std::count_if(
+            safe.begin(), safe.end(), [&](int32_t id) { return tok->is_special(id); }));
+        CHECK(safe_specials == markup_specials);
+        const auto old = tok->encode(prompt.text, true);
+        const size_t old_specials = size_t(
+            std::count_if(old.begin(), old.end(), [&](int32_t id) { return tok->is_special(id); }));
+        if (old_specials != markup_specials) continue;  // a content spelled a marker
+        CHECK(safe == old);
+        ++compared;
+    }
+    CHECK(compared > 200);
 }

@@ -16,6 +16,8 @@
 //   Generating text                                                  generation/generator.hpp
 //     Generator(model, GeneratorOptions)     one per conversation: a KV cache + its history
 //     generate(prompt, params, on_text) / chat(messages, params, on_text) -> GenerateResult
+//       (a prompt's markers are control tokens; chat contents are always text)
+//     tokenize(prompt, params), tokenize_chat(messages, options), render_chat -> the ids / text
 //     generate_async / chat_async -> AsyncGeneration: poll(), done(), wait(), cancel()
 //                                                                        generation/async.hpp
 //     cancel(), reset(), fork(), save_session(), restore_session(), try_create()
@@ -23,7 +25,8 @@
 //                           logit_bias, logits_hook) + max_tokens, stop, ignore_eos, chat
 //     GenerateResult        text, reasoning, answer, tokens, stop_reason, timings
 //                                                                       generation/params.hpp
-//     ChatMessage{role, content}, ChatOptions (thinking, date, tools)   text/chat_template.hpp
+//     ChatMessage{role, content}, ChatOptions (thinking, date, tools,  text/chat_template.hpp
+//                           parse_special_in_content: trusted contents only)
 //   What runs where                                                         build_info.hpp
 //     build_info(), build_info_string(), CpuLevel (kernels/cpu.hpp), Device (model/backend.hpp)
 //

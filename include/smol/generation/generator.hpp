@@ -127,12 +127,19 @@ public:
 
     // --- generation ---
 
-    // Completes `prompt` (raw text; special tokens such as <|im_start|> are
-    // parsed; BOS is added only if the file asks for it).
+    // Completes `prompt`: the program's own text, in which special tokens such
+    // as <|im_start|> written out are parsed as control tokens (so a program
+    // can write a turn by hand). Text from a user, a tool or the network must
+    // not reach it that way: it could write turns of its own. Use chat(),
+    // whose contents are always text, or params.prompt_as_text. BOS is added
+    // only if the file asks for it.
     GenerateResult generate(std::string_view prompt, const GenerateParams& params = {},
                             const TokenCallback& on_text = {}) {
-        return run_guarded([&](std::vector<int32_t>& ids) { return text_prompt(prompt, ids); },
-                           params, on_text, make_flag());
+        return run_guarded(
+            [&](std::vector<int32_t>& ids) {
+                return text_prompt(prompt, params.prompt_as_text, ids);
+            },
+            params, on_text, make_flag());
     }
 
     // Completes a prompt given as token ids (no BOS added).
@@ -150,7 +157,10 @@ public:
     // Renders the whole conversation with the file's chat format (SmolLM3's
     // template when the file carries it, else ChatML) and params.chat, then
     // generates the assistant's reply. GenerateResult::reasoning / answer hold
-    // the <think> part and the rest.
+    // the <think> part and the rest. Only the template's own markup holds
+    // control tokens: message contents (every role) and the tools' text are
+    // ordinary text, whatever markers they spell (see
+    // ChatOptions::parse_special_in_content for the trusted-content opt-in).
     GenerateResult chat(const std::vector<ChatMessage>& messages, const GenerateParams& params = {},
                         const TokenCallback& on_text = {}) {
         return run_guarded(
@@ -160,9 +170,12 @@ public:
 
     // As generate() / chat(), on a worker thread; the arguments are copied.
     AsyncGeneration generate_async(std::string prompt, GenerateParams params = {}) {
-        return start_async([this, prompt = std::move(prompt)](
-                               std::vector<int32_t>& ids) { return text_prompt(prompt, ids); },
-                           std::move(params));
+        const bool as_text = params.prompt_as_text;
+        return start_async(
+            [this, prompt = std::move(prompt), as_text](std::vector<int32_t>& ids) {
+                return text_prompt(prompt, as_text, ids);
+            },
+            std::move(params));
     }
     AsyncGeneration chat_async(std::vector<ChatMessage> messages, GenerateParams params = {}) {
         ChatOptions chat_options = params.chat;
@@ -175,6 +188,8 @@ public:
 
     // Runs the prompt (or conversation) into the KV cache without generating,
     // e.g. a shared system prompt before fork(). Returns the tokens prefilled.
+    // Tokenized as generate() (special tokens parsed) and chat() (contents
+    // are text) do.
     size_t prefill(std::string_view prompt) {
         GenerateParams params;
         params.max_tokens = 0;
@@ -256,14 +271,28 @@ public:
     // sampling rewrites them in place (penalties, bias, hook).
     const std::vector<float>& logits() const noexcept { return state_->logits; }
 
-    // The token ids generate() would use for `prompt` (special tokens parsed,
-    // BOS when the file asks).
-    std::vector<int32_t> tokenize(std::string_view prompt) const {
+    // The token ids generate(prompt, params) would use: special tokens
+    // written in `prompt` parsed as control tokens, unless
+    // params.prompt_as_text; BOS when the file asks.
+    std::vector<int32_t> tokenize(std::string_view prompt,
+                                  const GenerateParams& params = {}) const {
         std::vector<int32_t> ids;
-        detail::ok_or_fail(detail::prompt_ids(state_->model->tokenizer(), prompt, ids));
+        detail::ok_or_fail(
+            detail::prompt_ids(state_->model->tokenizer(), prompt, params.prompt_as_text, ids));
         return ids;
     }
-    // The exact prompt chat() would run for `messages`.
+    // The exact token ids chat() would run for `messages`: control tokens only
+    // where the template wrote them, contents as text (unless
+    // options.parse_special_in_content).
+    std::vector<int32_t> tokenize_chat(const std::vector<ChatMessage>& messages,
+                                       const ChatOptions& options = {}) const {
+        std::vector<int32_t> ids;
+        detail::ok_or_fail(chat_prompt(messages, options, ids));
+        return ids;
+    }
+    // The exact text chat() would run for `messages`, for showing or logging.
+    // Its ids are tokenize_chat()'s: tokenize(render_chat(...)) would parse
+    // marker text in contents as control tokens.
     std::string render_chat(const std::vector<ChatMessage>& messages,
                             const ChatOptions& options = {}) const {
         detail::ok_or_fail(detail::messages_status(messages));
@@ -363,8 +392,8 @@ private:
 
     // ---- prompts: text or a conversation to ids (generation/inputs.hpp) ----
 
-    Status text_prompt(std::string_view prompt, std::vector<int32_t>& ids) const {
-        return detail::text_prompt_ids(state_->model->tokenizer(), prompt, ids);
+    Status text_prompt(std::string_view prompt, bool as_text, std::vector<int32_t>& ids) const {
+        return detail::text_prompt_ids(state_->model->tokenizer(), prompt, as_text, ids);
     }
     Status chat_prompt(const std::vector<ChatMessage>& messages, const ChatOptions& options,
                        std::vector<int32_t>& ids) const {

@@ -69,25 +69,36 @@ inline Status run_inputs_status(const std::vector<int32_t>& prompt, const Genera
     return Sampler::validate(params);
 }
 
-// The ids of a prompt: special tokens parsed; BOS first when the file asks for it.
-inline Status prompt_ids(const Tokenizer& tokenizer, std::string_view text,
-                         std::vector<int32_t>& ids) {
+// BOS first when the file asks for it.
+inline void bos_ids(const Tokenizer& tokenizer, std::vector<int32_t>& ids) {
     ids.clear();
     if (tokenizer.add_bos() && tokenizer.bos_id()) ids.push_back(*tokenizer.bos_id());
-    return tokenizer.try_encode(text, /*parse_special=*/true, ids);
 }
-inline Status text_prompt_ids(const Tokenizer& tokenizer, std::string_view prompt,
+// The ids of a program's prompt: special tokens parsed, unless as_text, where
+// every byte is ordinary text (no special or user-defined token at all).
+inline Status prompt_ids(const Tokenizer& tokenizer, std::string_view text, bool as_text,
+                         std::vector<int32_t>& ids) {
+    bos_ids(tokenizer, ids);
+    if (!as_text) return tokenizer.try_encode(text, /*parse_special=*/true, ids);
+    PromptText plain;
+    plain.append_content(text);
+    return tokenizer.try_encode_prompt(plain, ids);
+}
+inline Status text_prompt_ids(const Tokenizer& tokenizer, std::string_view prompt, bool as_text,
                               std::vector<int32_t>& ids) {
     SMOL_TRY(utf8_status(prompt, "prompt"));
-    return prompt_ids(tokenizer, prompt, ids);
+    return prompt_ids(tokenizer, prompt, as_text, ids);
 }
-// A conversation rendered with `format` (text/chat_template.hpp), then tokenized.
+// A conversation rendered with `format` (text/chat_template.hpp), then
+// tokenized with control tokens only where the template wrote them (contents
+// are text unless options.parse_special_in_content).
 inline Status chat_prompt_ids(const Tokenizer& tokenizer, ChatFormat format,
                               const std::vector<ChatMessage>& messages,
                               const ChatTemplateOptions& options, std::vector<int32_t>& ids) {
     SMOL_TRY(messages_status(messages));
-    SMOL_TRY_ASSIGN(const std::string text, try_render_chat(format, messages, options));
-    return prompt_ids(tokenizer, text, ids);
+    SMOL_TRY_ASSIGN(const PromptText prompt, try_render_chat_prompt(format, messages, options));
+    bos_ids(tokenizer, ids);
+    return tokenizer.try_encode_prompt(prompt, ids);
 }
 
 }  // namespace detail

@@ -97,6 +97,10 @@ struct GenerateParams : SamplingParams {
     std::vector<std::string> stop;  // stop strings (valid UTF-8; empty ones ignored)
     bool ignore_eos = false;        // keep going past end-of-generation tokens
     ChatOptions chat;               // used by chat() / chat_async(); chat.tools declares tools
+    // generate(prompt) parses special tokens written in the prompt (the
+    // program's own text may write turns by hand). True: the prompt is plain
+    // text, no byte of it a control token: for text the program did not write.
+    bool prompt_as_text = false;
 
     // Structured output (constrain/): at most one of grammar and json_schema.
     // The generated text follows it from the first token; end-of-generation is

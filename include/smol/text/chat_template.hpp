@@ -24,6 +24,9 @@
 //     (text/tool_calls.hpp); a bad tool definition is an error, which the
 //     try_render_* forms return as a value.
 //   - render_chatml: plain ChatML, the fallback for files with other templates.
+//   - the *_prompt forms return PromptText (text/prompt_text.hpp): the same
+//     text, with the template's own markup told apart from contents, so that
+//     Tokenizer::encode_prompt makes control tokens of the markup only.
 //   - detect_chat_format: recognizes the SmolLM3 template by its markers.
 //   - split_reasoning: separates "<think>...</think>" from the answer.
 //   - today_string / date_string: "%d %B %Y" dates ("05 March 2026") with
@@ -41,6 +44,7 @@
 #include <vector>
 
 #include "../error.hpp"
+#include "prompt_text.hpp"
 #include "tool_calls.hpp"
 
 SMOL_NAMESPACE_BEGIN
@@ -69,6 +73,15 @@ struct ChatTemplateOptions {
     std::vector<std::string> xml_tools;
     // Python-callable tool descriptions for the "<code>" agentic section.
     std::vector<std::string> python_tools;
+    // Off (the default): message contents of every role, the tools' text and
+    // the date are ordinary text, so "<|im_end|>" typed by a player reaches
+    // the model as those ten characters, never as the control token; only
+    // the template's own markup holds control tokens. On: special tokens
+    // written in contents are parsed as well (what a plain render-then-
+    // tokenize does). Only for contents the program wrote itself: any text
+    // from a user, a tool or the network could then close its turn and write
+    // system or assistant turns of its own (prompt injection).
+    bool parse_special_in_content = false;
 };
 
 enum class ChatFormat { smollm3, chatml };
@@ -244,8 +257,13 @@ inline std::string today_string() {
 // Errors (invalid_argument): a tool of options.tools that try_render_tool
 // rejects. They are checked even where the template would not print the tools
 // ("/system_override"), so a bad definition never depends on the conversation.
-inline Expected<std::string> try_render_smollm3_chat(const std::vector<ChatMessage>& messages,
-                                                     const ChatTemplateOptions& options) {
+//
+// The prompt comes back as PromptText (text/prompt_text.hpp): the template's
+// own text is markup, where special tokens count; message contents, the
+// tools' text and the date are content, ordinary text for the tokenizer
+// (unless options.parse_special_in_content).
+inline Expected<PromptText> try_render_smollm3_prompt(const std::vector<ChatMessage>& messages,
+                                                      const ChatTemplateOptions& options) {
     using namespace std::string_view_literals;
     // The template's `{% if tools %}{% set xml_tools = tools %}`.
     std::vector<std::string> rendered_tools;
@@ -261,7 +279,11 @@ inline Expected<std::string> try_render_smollm3_chat(const std::vector<ChatMessa
     std::string_view reasoning_mode =
         options.enable_thinking.value_or(true) ? "/think"sv : "/no_think"sv;
 
-    std::string out = "<|im_start|>system\n";
+    PromptText out;
+    const auto content = [&](std::string_view text) {
+        out.append(text, options.parse_special_in_content);
+    };
+    out.append_markup("<|im_start|>system\n");
 
     // Only a leading system message feeds the header. Without one, the
     // template's system_message is undefined: "x in undefined" is false and
@@ -281,91 +303,88 @@ inline Expected<std::string> try_render_smollm3_chat(const std::vector<ChatMessa
     }
 
     if (detail::contains(system_message, "/system_override")) {
-        out += detail::python_rstrip(detail::remove_all(custom_instructions, "/system_override"));
-        out += "<|im_end|>\n";
+        content(detail::python_rstrip(detail::remove_all(custom_instructions, "/system_override")));
+        out.append_markup("<|im_end|>\n");
     } else {
-        out += "## Metadata\n\n";
-        out += "Knowledge Cutoff Date: June 2025\n";
-        out += "Today Date: ";
-        out += options.today.empty() ? today_string() : options.today;
-        out += "\n";
-        out += "Reasoning Mode: ";
-        out += reasoning_mode;
-        out += "\n\n";
-
-        out += "## Custom Instructions\n\n";
+        out.append_markup("## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: ");
+        content(options.today.empty() ? today_string() : options.today);
+        out.append_markup("\nReasoning Mode: ");
+        out.append_markup(reasoning_mode);
+        out.append_markup("\n\n## Custom Instructions\n\n");
         if (!custom_instructions.empty()) {
-            out += custom_instructions;
+            content(custom_instructions);
         } else if (reasoning_mode == "/think") {
-            out += detail::kSmolLM3DefaultThinkPrompt;
+            out.append_markup(detail::kSmolLM3DefaultThinkPrompt);
         } else {
-            out += detail::kSmolLM3DefaultNoThinkPrompt;
+            out.append_markup(detail::kSmolLM3DefaultNoThinkPrompt);
         }
-        out += "\n\n";
+        out.append_markup("\n\n");
 
         // The template closes the system block only in this branch: without
         // tools it stays open (the quirk the reference output carries).
         if (!xml_tools.empty() || !options.python_tools.empty()) {
-            out += "### Tools\n\n";
+            out.append_markup("### Tools\n\n");
             if (!xml_tools.empty()) {
-                out +=
+                out.append_markup(
                     "You may call one or more functions to assist with the user query.\n"
                     "You are provided with function signatures within <tools></tools> XML "
-                    "tags:\n\n<tools>\n";
+                    "tags:\n\n<tools>\n");
                 for (const std::string& tool : xml_tools) {
-                    out += tool;
-                    out += "\n";
+                    content(tool);
+                    out.append_markup("\n");
                 }
-                out +=
+                out.append_markup(
                     "</tools>\n\nFor each function call, return a json object with function "
                     "name and arguments within <tool_call></tool_call> XML tags:\n"
                     "<tool_call>\n{\"name\": <function-name>, \"arguments\": "
-                    "<args-json-object>}\n</tool_call>";
+                    "<args-json-object>}\n</tool_call>");
             }
             if (!options.python_tools.empty()) {
-                out +=
+                out.append_markup(
                     "When you send a message containing Python code between '<code>' and "
                     "'</code>' tags, it will be executed in a stateful Jupyter notebook "
                     "environment, and you will then be given the output to continued "
                     "reasoning in an agentic loop.\n\nYou can use the following tools in "
-                    "your python code like regular functions:\n<tools>\n";
+                    "your python code like regular functions:\n<tools>\n");
                 for (const std::string& tool : options.python_tools) {
-                    out += tool;
-                    out += "\n";
+                    content(tool);
+                    out.append_markup("\n");
                 }
-                out +=
+                out.append_markup(
                     "</tools>\n\nThe state persists between code executions: so variables "
-                    "that you define in one step are still available thereafter.";
+                    "that you define in one step are still available thereafter.");
             }
-            out += "\n\n";
-            out += "<|im_end|>\n";
+            out.append_markup("\n\n<|im_end|>\n");
         }
     }
 
     const bool thinking = reasoning_mode == "/think";
     for (const ChatMessage& message : messages) {
-        if (message.role == "user") {
-            out += "<|im_start|>user\n";
-            out += message.content;
-            out += "<|im_end|>\n";
+        if (message.role == "user" || message.role == "tool") {
+            // "tool" results come back to the model as user turns.
+            out.append_markup("<|im_start|>user\n");
+            content(message.content);
+            out.append_markup("<|im_end|>\n");
         } else if (message.role == "assistant") {
-            out += "<|im_start|>assistant\n";
-            if (!thinking) out += detail::kEmptyThinkBlock;
-            out += detail::lstrip_char(message.content, '\n');
-            out += "<|im_end|>\n";
-        } else if (message.role == "tool") {
-            out += "<|im_start|>user\n";
-            out += message.content;
-            out += "<|im_end|>\n";
+            out.append_markup("<|im_start|>assistant\n");
+            if (!thinking) out.append_markup(detail::kEmptyThinkBlock);
+            content(detail::lstrip_char(message.content, '\n'));
+            out.append_markup("<|im_end|>\n");
         }
         // "system" (the first one went into the header) and other roles: nothing.
     }
 
     if (options.add_generation_prompt) {
-        out += "<|im_start|>assistant\n";
-        if (!thinking) out += detail::kEmptyThinkBlock;
+        out.append_markup("<|im_start|>assistant\n");
+        if (!thinking) out.append_markup(detail::kEmptyThinkBlock);
     }
-    return Expected<std::string>(std::move(out));
+    return Expected<PromptText>(std::move(out));
+}
+
+inline Expected<std::string> try_render_smollm3_chat(const std::vector<ChatMessage>& messages,
+                                                     const ChatTemplateOptions& options) {
+    SMOL_TRY_ASSIGN(PromptText prompt, try_render_smollm3_prompt(messages, options));
+    return Expected<std::string>(std::move(prompt.text));
 }
 
 // try_render_smollm3_chat, throwing smol::Error on a bad tool definition.
@@ -377,19 +396,23 @@ inline std::string render_smollm3_chat(const std::vector<ChatMessage>& messages,
 // Plain ChatML: every message as <|im_start|>role\ncontent<|im_end|>\n, then
 // the assistant opening when asked. enable_thinking and today are unused, and
 // so are the tools: ChatML has no place for them (try_render_chat refuses
-// them rather than drop them unseen).
+// them rather than drop them unseen). Roles and contents are content.
+inline PromptText render_chatml_prompt(const std::vector<ChatMessage>& messages,
+                                       const ChatTemplateOptions& options) {
+    PromptText out;
+    for (const ChatMessage& message : messages) {
+        out.append_markup("<|im_start|>");
+        out.append(message.role, options.parse_special_in_content);
+        out.append_markup("\n");
+        out.append(message.content, options.parse_special_in_content);
+        out.append_markup("<|im_end|>\n");
+    }
+    if (options.add_generation_prompt) out.append_markup("<|im_start|>assistant\n");
+    return out;
+}
 inline std::string render_chatml(const std::vector<ChatMessage>& messages,
                                  const ChatTemplateOptions& options) {
-    std::string out;
-    for (const ChatMessage& message : messages) {
-        out += "<|im_start|>";
-        out += message.role;
-        out += "\n";
-        out += message.content;
-        out += "<|im_end|>\n";
-    }
-    if (options.add_generation_prompt) out += "<|im_start|>assistant\n";
-    return out;
+    return render_chatml_prompt(messages, options).text;
 }
 
 // SmolLM3 when the template carries the markers of the SmolLM3 family: the
@@ -406,10 +429,10 @@ inline ChatFormat detect_chat_format(std::string_view jinja_template) {
     return chatml_tokens && reasoning_flags ? ChatFormat::smollm3 : ChatFormat::chatml;
 }
 
-inline Expected<std::string> try_render_chat(ChatFormat format,
-                                             const std::vector<ChatMessage>& messages,
-                                             const ChatTemplateOptions& options) {
-    if (format == ChatFormat::smollm3) return try_render_smollm3_chat(messages, options);
+inline Expected<PromptText> try_render_chat_prompt(ChatFormat format,
+                                                   const std::vector<ChatMessage>& messages,
+                                                   const ChatTemplateOptions& options) {
+    if (format == ChatFormat::smollm3) return try_render_smollm3_prompt(messages, options);
     if (!options.tools.empty() || !options.xml_tools.empty() || !options.python_tools.empty()) {
         // A model that never sees the tools cannot call them; say so instead.
         return ErrorInfo{ErrorKind::unsupported,
@@ -417,7 +440,17 @@ inline Expected<std::string> try_render_chat(ChatFormat format,
                          "ChatML), which has no place for tools; describe them in a system "
                          "message instead"};
     }
-    return render_chatml(messages, options);
+    return render_chatml_prompt(messages, options);
+}
+
+// The text alone. Tokenizing it with special tokens parsed turns marker text
+// in contents into control tokens: tokenize try_render_chat_prompt's
+// PromptText (Tokenizer::encode_prompt) to keep contents as text.
+inline Expected<std::string> try_render_chat(ChatFormat format,
+                                             const std::vector<ChatMessage>& messages,
+                                             const ChatTemplateOptions& options) {
+    SMOL_TRY_ASSIGN(PromptText prompt, try_render_chat_prompt(format, messages, options));
+    return Expected<std::string>(std::move(prompt.text));
 }
 
 // try_render_chat, throwing smol::Error on a bad tool definition or on tools

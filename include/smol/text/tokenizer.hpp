@@ -58,6 +58,7 @@
 #include "detail/byte_level.hpp"
 #include "detail/special_tokens.hpp"
 #include "detail/token_index.hpp"
+#include "prompt_text.hpp"
 #include "unicode.hpp"
 
 SMOL_NAMESPACE_BEGIN
@@ -143,6 +144,56 @@ public:
     }
     void encode(std::string_view text, bool parse_special, std::vector<int32_t>& out) const {
         smol::detail::ok_or_fail(try_encode(text, parse_special, out));
+    }
+
+    // A prompt whose special tokens count only where its writer put them
+    // (text/prompt_text.hpp): inside prompt.markup, as try_encode with
+    // parse_special matches them; everywhere else every byte is ordinary text
+    // (user-defined tokens too, unlike parse_special = false), so contents
+    // from outside never become control tokens. The text between the chosen
+    // specials is split and merged as one run, exactly as try_encode does:
+    // when no special's text lies in or across the non-markup bytes, the ids
+    // are those of try_encode(prompt.text, true). Errors: try_encode's, and
+    // markup ranges out of order or past the text (invalid_argument).
+    Status try_encode_prompt(const PromptText& prompt, std::vector<int32_t>& out) const {
+        const std::string_view text = prompt.text;
+        if (text.size() >= (size_t(1) << 32))
+            return Status(ErrorKind::invalid_argument,
+                          "tokenizer: text of " + std::to_string(text.size()) +
+                              " bytes is too large to encode at once (limit 4 GiB)");
+        size_t previous_end = 0;
+        for (const TextRange& range : prompt.markup) {
+            if (range.begin < previous_end || range.end < range.begin || range.end > text.size())
+                return Status(ErrorKind::invalid_argument,
+                              "tokenizer: prompt markup ranges out of order or past the text");
+            previous_end = range.end;
+        }
+        Scratch scratch;
+        scratch.use_cache = text.size() >= kCacheFromTextBytes;
+        size_t done = 0;
+        if (!specials_.empty()) {
+            const auto any_special = [](int32_t) { return true; };
+            for (const TextRange& range : prompt.markup) {
+                const std::string_view markup = text.substr(range.begin, range.end - range.begin);
+                for (const auto& [start, id] : specials_.find(markup, any_special)) {
+                    const size_t at = range.begin + start;
+                    encode_plain(text.substr(done, at - done), scratch, out);
+                    out.push_back(id);
+                    done = at + texts_[size_t(id)].size();
+                }
+            }
+        }
+        encode_plain(text.substr(done), scratch, out);
+        return missing_byte_error(scratch);
+    }
+    void encode_prompt(const PromptText& prompt, std::vector<int32_t>& out) const {
+        smol::detail::ok_or_fail(try_encode_prompt(prompt, out));
+    }
+    std::vector<int32_t> encode_prompt(const PromptText& prompt) const {
+        std::vector<int32_t> out;
+        out.reserve(prompt.text.size() / 3 + 4);
+        encode_prompt(prompt, out);
+        return out;
     }
     std::vector<int32_t> encode(std::string_view text, bool parse_special = true) const {
         std::vector<int32_t> out;
