@@ -334,7 +334,7 @@ int main(int argc, char** argv) {
                         busy.push_back(account_line(npc, *npc.line_times));
                         npc.line_times.reset();
                         ++npc.lines;
-                        npc.conversation.push_back({"assistant", r.answer});
+                        npc.conversation.push_back({"assistant", r.answer, true});
                         if (verbose)
                             std::printf("[frame %d] %s: %s\n", frame, npc.name.c_str(),
                                         npc.bubble.c_str());

@@ -105,7 +105,9 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "[%s | %zu prompt tokens, %zu reused | %zu tokens, %.1f tok/s]\n",
                          smol::to_string(r.stop_reason), r.n_prompt_tokens, r.n_reused_tokens,
                          r.tokens.size(), r.decode_tokens_per_s());
-            conversation.push_back({"assistant", r.text});
+            // The model's own reply: its <think> / <tool_call> tokens stay tokens
+            // next turn, so the cached reply is reused (ChatMessage::model_output).
+            conversation.push_back({"assistant", r.text, true});
         }
         return 0;
     } catch (const smol::Error& e) {

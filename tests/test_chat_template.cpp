@@ -313,6 +313,43 @@ TEST_CASE("chat template: contents, tools and the date are never markup") {
     CHECK(in_markup(chatml, 41, 51));
 }
 
+TEST_CASE("chat template: an assistant reply marked model_output keeps its control tokens") {
+    const auto tok = fixture_tokenizer();
+    if (!tok) return;
+    const std::string reply = "<think>\nThe anvil.\n</think>\nAye, leave it there.";
+    for (const bool thinking : {true, false}) {
+        CAPTURE(thinking);
+        std::vector<ChatMessage> m = {
+            {"user", "Fix my sword?"}, {"assistant", reply, true}, {"user", "How much? <think>"}};
+        const ChatTemplateOptions o = opts(true, thinking);
+        const smol::PromptText prompt = smol::try_render_smollm3_prompt(m, o).value();
+        const size_t at = prompt.text.find(reply);
+        REQUIRE(at != std::string::npos);
+        CHECK(in_markup(prompt, at, at + reply.size()));
+        // The user's "<think>" stays text: the ids are the old whole-text ids
+        // up to the last user turn, and differ after it.
+        const size_t user = prompt.text.find("How much? <think>");
+        CHECK_FALSE(in_markup(prompt, user, user + 17));
+        const auto ids = tok->encode_prompt(prompt);
+        const auto old_ids = tok->encode(prompt.text, true);
+        CHECK(ids != old_ids);
+        const auto think = tok->encode("<think>", true);
+        REQUIRE(think.size() == 1);
+        CHECK(std::count(ids.begin(), ids.end(), think[0]) ==
+              std::count(old_ids.begin(), old_ids.end(), think[0]) - 1);
+        // Unmarked, or on another role, the same characters are text.
+        m[1].model_output = false;
+        const auto unmarked = tok->encode_prompt(smol::try_render_smollm3_prompt(m, o).value());
+        CHECK(std::count(unmarked.begin(), unmarked.end(), think[0]) ==
+              std::count(ids.begin(), ids.end(), think[0]) - 1);
+        m[1].model_output = true;
+        m[1].role = "user";
+        const smol::PromptText as_user = smol::try_render_smollm3_prompt(m, o).value();
+        const size_t user_at = as_user.text.find(reply);
+        CHECK_FALSE(in_markup(as_user, user_at, user_at + reply.size()));
+    }
+}
+
 TEST_CASE("chat template: the golden conversations' ids do not move") {
     // What the model sees for the Jinja2 goldens: the segmented tokenization
     // equals the old whole-text one (contents without marker text), and the

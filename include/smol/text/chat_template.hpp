@@ -52,6 +52,12 @@ SMOL_NAMESPACE_BEGIN
 struct ChatMessage {
     std::string role;  // "system", "user", "assistant" or "tool"
     std::string content;
+    // An assistant message that is the model's own reply, verbatim (a
+    // result's text): its control tokens (<think>, <tool_call>, ...) stay
+    // control tokens, so the next turn reuses the cached reply instead of
+    // re-reading it as text. Honoured for "assistant" only; leave it false for
+    // any text a player, a tool or the network could have written.
+    bool model_output = false;
 };
 
 struct ChatTemplateOptions {
@@ -368,7 +374,11 @@ inline Expected<PromptText> try_render_smollm3_prompt(const std::vector<ChatMess
         } else if (message.role == "assistant") {
             out.append_markup("<|im_start|>assistant\n");
             if (!thinking) out.append_markup(detail::kEmptyThinkBlock);
-            content(detail::lstrip_char(message.content, '\n'));
+            const std::string_view reply = detail::lstrip_char(message.content, '\n');
+            if (message.model_output)
+                out.append_markup(reply);
+            else
+                content(reply);
             out.append_markup("<|im_end|>\n");
         }
         // "system" (the first one went into the header) and other roles: nothing.
@@ -404,7 +414,8 @@ inline PromptText render_chatml_prompt(const std::vector<ChatMessage>& messages,
         out.append_markup("<|im_start|>");
         out.append(message.role, options.parse_special_in_content);
         out.append_markup("\n");
-        out.append(message.content, options.parse_special_in_content);
+        out.append(message.content, options.parse_special_in_content ||
+                                        (message.model_output && message.role == "assistant"));
         out.append_markup("<|im_end|>\n");
     }
     if (options.add_generation_prompt) out.append_markup("<|im_start|>assistant\n");
