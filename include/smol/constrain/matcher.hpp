@@ -30,8 +30,8 @@
 //     holds.
 // Past any of them a transition gives kOverflow and overflowed() stays true,
 // with overflow_message() naming the limit (the caller reports
-// smol::Error(resource)); every later transition gives kOverflow at once,
-// until compact() rebuilds the tables. The start state itself can
+// smol::Error(resource)); every transition not cached yet then gives
+// kOverflow at once, until compact() rebuilds the tables. The start state itself can
 // overflow (start() == kOverflow: e.g. an alternation of more than max_tops
 // branches that are not plain literals). No call indexes a table with a
 // negative state: kDead and kOverflow stay what they are.
