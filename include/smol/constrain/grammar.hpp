@@ -35,7 +35,7 @@
 // Bounds (GrammarLimits; ErrorKind::resource naming the limit past them): the
 // compiled grammar has at most max_positions elements (literal bytes, rule
 // references, one end per alternative and 4 per optional repetition count, so
-// x{0,m} costs 4m whatever x is: counts nested inside counts add, they never
+// x{0,m} costs 4m plus x once: counts nested inside counts add, they never
 // multiply), groups nest at most max_nesting deep, and every count is at most
 // max_repeat. Compiling takes time O(text + positions * log(positions)) and
 // memory O(text + positions) whatever the nesting, width or counts: every
