@@ -32,15 +32,15 @@
 // value enum) keeps one parse per shared prefix instead of one per literal:
 // the matcher's ambiguity bound (MatcherLimits::max_tops) counts parses.
 //
-// Bounds (GrammarLimits; ErrorKind::resource naming the limit past them): the
-// compiled grammar has at most max_positions elements (literal bytes, rule
-// references, one end per alternative and 4 per optional repetition count, so
-// x{0,m} costs 4m plus x once: counts nested inside counts add, they never
-// multiply), groups nest at most max_nesting deep, and every count is at most
-// max_repeat. Compiling takes time O(text + positions * log(positions)) and
-// memory O(text + positions) whatever the nesting, width or counts: every
-// pass (factoring, pruning, the nullable and left-recursion checks) is a
-// worklist or a sort, never a fixpoint iterated per rule.
+// Bounds (GrammarLimits, each error naming its limit): the compiled grammar
+// has at most max_positions elements (ErrorKind::resource past it: literal
+// bytes, rule references, one end per alternative and 4 per optional
+// repetition count, so x{0,m} costs 4m plus x once: counts nested inside
+// counts add, they never multiply); groups nest at most max_nesting deep and
+// every count is at most max_repeat (invalid_argument at the line and column). Compiling takes time
+// O(text + positions * log(positions)) and memory O(text + positions) whatever the nesting, width
+// or counts: every pass (factoring, pruning, the nullable and left-recursion checks) is a worklist
+// or a sort, never a fixpoint iterated per rule.
 #pragma once
 
 #include "../detail/abi.hpp"
@@ -322,7 +322,9 @@ private:
     }
 
     Status parse_alternatives(std::vector<Sequence>& out, size_t depth) {
-        if (depth > limits_.max_nesting) return syntax_error("groups nested too deeply");
+        if (depth > limits_.max_nesting)
+            return syntax_error("groups nested more than " + std::to_string(limits_.max_nesting) +
+                                " deep (GrammarLimits::max_nesting)");
         while (true) {
             Sequence sequence;
             SMOL_TRY(count(1));  // its end position
@@ -579,7 +581,8 @@ private:
         while (peek() >= '0' && peek() <= '9') {
             value = value * 10 + uint64_t(peek() - '0');
             if (value > limits_.max_repeat)
-                return syntax_error("repetition count above " + std::to_string(limits_.max_repeat));
+                return syntax_error("repetition count above " + std::to_string(limits_.max_repeat) +
+                                    " (GrammarLimits::max_repeat)");
             ++pos_;
         }
         return uint32_t(value);
@@ -744,6 +747,29 @@ private:
             [](const Element& x, const Element& y) { return element_key(x) == element_key(y); });
     }
 
+    // A wide alternation of rules (an anyOf of objects: each branch its own
+    // rule, all starting with "{") shares nothing until the branches' bodies
+    // are in it: a leading reference to a one-alternative rule is replaced by
+    // that body, a few levels deep, while the copies stay within half the
+    // element budget (past it the grammar stays as written: still correct).
+    // Narrow rules and repetition families are left alone, so the families
+    // keep the shape Grammar::saturated_position relies on.
+    static constexpr size_t kInlineAlternatives = 16;
+    void inline_leading_rules(uint32_t r) {
+        for (Sequence& alt : rules_[r].alternatives) {
+            for (int level = 0; level < 4; ++level) {
+                if (alt.empty() || alt[0].kind != Grammar::Kind::rule || alt[0].arg == r) break;
+                const std::vector<Sequence>& target = rules_[alt[0].arg].alternatives;
+                if (target.size() != 1) break;
+                if (size_ + target[0].size() > limits_.max_positions / 2) return;
+                size_ += target[0].size();
+                Sequence body = target[0];
+                body.insert(body.end(), alt.begin() + 1, alt.end());
+                alt = std::move(body);
+            }
+        }
+    }
+
     // Rewrites each rule whose alternatives share a first element as a trie
     // of them: the sorted alternatives, split where they differ, each shared
     // run a new rule of the tails. Work is one sort of each rule's
@@ -751,9 +777,13 @@ private:
     // and the trie has no more elements than the alternatives had.
     Status factor_common_prefixes() {
         const auto n_rules = uint32_t(rules_.size());
+        std::vector<char> in_family(n_rules, 0);
+        for (const Family& f : families_)
+            for (uint32_t rule : f.rules) in_family[rule] = 1;
         for (uint32_t r = 0; r < n_rules; ++r) {
             std::vector<Sequence>& alts = rules_[r].alternatives;
             if (alts.size() < 2) continue;
+            if (alts.size() >= kInlineAlternatives && !in_family[r]) inline_leading_rules(r);
             std::vector<Sequence> sorted = alts;
             std::sort(sorted.begin(), sorted.end(), less);
             // Equal alternatives add parses, never text.
