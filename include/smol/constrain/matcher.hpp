@@ -325,7 +325,12 @@ private:
     // tops: rules push their alternatives, ends pop to the parent. False (and
     // overflowed) as soon as a limit is passed, leaving work_ empty.
     bool close(std::vector<uint32_t>& tops, bool& can_end) {
-        seen_.clear();
+        // clear() costs the bucket count: after one large closure, every
+        // small one would pay for it again.
+        if (seen_.bucket_count() > (size_t(1) << 12))
+            std::unordered_set<uint64_t>().swap(seen_);
+        else
+            seen_.clear();
         while (!work_.empty()) {
             const auto [pos, parent] = work_.back();
             work_.pop_back();

@@ -21,6 +21,13 @@
 // count left above 16 lowered to 17: GrammarMatcher::saturated) and cached
 // under it, shared by all those states; only the long tokens (~1.3k) are
 // walked per state. The union is cached per state.
+//
+// Bounds: a mask costs one pass over each trie plus one matcher step's work
+// budget (MatcherLimits::max_step_work) for the transitions it has not seen;
+// at most max_cached_masks masks of each kind are kept (vocabulary / 8 bytes
+// each). A limit reached on the way is reported by the caller as
+// smol::Error(resource) (constrain/constraint.hpp), and recover() makes the
+// masker usable for the next generation.
 #pragma once
 
 #include "../detail/abi.hpp"
