@@ -32,11 +32,12 @@
 // value enum) keeps one parse per shared prefix instead of one per literal:
 // the matcher's ambiguity bound (MatcherLimits::max_tops) counts parses.
 //
-// Bounds (GrammarLimits, each error naming its limit): the compiled grammar
-// has at most max_positions elements (ErrorKind::resource past it: literal
-// bytes, rule references, one end per alternative and 4 per optional
+// Bounds (GrammarLimits, each error naming its limit): the grammar as
+// written has at most max_positions elements (ErrorKind::resource past it:
+// literal bytes, rule references, one end per alternative and 4 per optional
 // repetition count, so x{0,m} costs 4m plus x once: counts nested inside
-// counts add, they never multiply); groups nest at most max_nesting deep and
+// counts add, they never multiply), and the compiled one at most twice that
+// (the factoring below copies at most as many again); groups nest at most max_nesting deep and
 // every count is at most max_repeat (invalid_argument at the line and column). Compiling takes time
 // O(text + positions * log(positions)) and memory O(text + positions) whatever the nesting, width
 // or counts: every pass (factoring, pruning, the nullable and left-recursion checks) is a worklist
@@ -750,8 +751,9 @@ private:
     // A wide alternation of rules (an anyOf of objects: each branch its own
     // rule, all starting with "{") shares nothing until the branches' bodies
     // are in it: a leading reference to a one-alternative rule is replaced by
-    // that body, a few levels deep, while the copies stay within half the
-    // element budget (past it the grammar stays as written: still correct).
+    // that body, a few levels deep, while the copies stay within a budget of
+    // their own, max_positions (past it the grammar stays as written: still
+    // correct, and the matcher's limits judge it).
     // Narrow rules and repetition families are left alone, so the families
     // keep the shape Grammar::saturated_position relies on.
     static constexpr size_t kInlineAlternatives = 16;
@@ -761,8 +763,8 @@ private:
                 if (alt.empty() || alt[0].kind != Grammar::Kind::rule || alt[0].arg == r) break;
                 const std::vector<Sequence>& target = rules_[alt[0].arg].alternatives;
                 if (target.size() != 1) break;
-                if (size_ + target[0].size() > limits_.max_positions / 2) return;
-                size_ += target[0].size();
+                if (inlined_ + target[0].size() > limits_.max_positions) return;
+                inlined_ += target[0].size();
                 Sequence body = target[0];
                 body.insert(body.end(), alt.begin() + 1, alt.end());
                 alt = std::move(body);
@@ -929,7 +931,8 @@ private:
     std::string_view src_;
     size_t pos_ = 0;
     GrammarLimits limits_;
-    size_t size_ = 0;
+    size_t size_ = 0;     // elements as written (GrammarLimits::max_positions)
+    size_t inlined_ = 0;  // elements copied by inline_leading_rules (as many again at most)
     std::vector<Rule> rules_;
     std::unordered_map<std::string, uint32_t> by_name_;
     std::vector<ByteSet> byte_sets_;
