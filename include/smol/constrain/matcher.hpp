@@ -33,7 +33,7 @@
 // smol::Error(resource)); every transition not cached yet then gives
 // kOverflow at once, until compact() rebuilds the tables. The start state itself can
 // overflow (start() == kOverflow: e.g. an alternation of more than max_tops
-// branches that are not plain literals). No call indexes a table with a
+// branches that differ in their first element). No call indexes a table with a
 // negative state: kDead and kOverflow stay what they are.
 #pragma once
 
@@ -318,7 +318,7 @@ private:
         return "more than " + std::to_string(limits_.max_tops) +
                " parses of the text alive at once (MatcherLimits::max_tops): an ambiguous "
                "grammar, such as counted repetitions nested in counted repetitions, or an "
-               "alternation of that many branches that do not start with a shared literal";
+               "alternation of that many branches still apart after their shared prefix";
     }
 
     // Expands the pending (position, parent) items of work_ down to byte-set
