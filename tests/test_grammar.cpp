@@ -406,6 +406,18 @@ TEST_CASE("matcher: limits end in kOverflow with the limit named, never a bad in
     CHECK_FALSE(m.overflowed());
     CHECK(m.step(m.start(), uint8_t('a')) >= 0);
 
+    // One rule of more alternatives than the whole budget: refused before
+    // they are pushed, and the work count never passes the budget.
+    std::string wide = "root ::= r0";
+    for (int i = 1; i < 300; ++i) wide += " | r" + std::to_string(i);
+    for (int i = 0; i < 300; ++i)
+        wide += "\nr" + std::to_string(i) + " ::= \"a\"{" + std::to_string(i) + "} \"b\" | \"c\"";
+    limits = {};
+    limits.max_step_work = 100;
+    smol::GrammarMatcher w(compile(wide), limits);
+    CHECK(w.start() == smol::GrammarMatcher::kOverflow);
+    CHECK(w.work_done() <= 100);
+
     // Node and state caps.
     limits = {};
     limits.max_nodes = 64;

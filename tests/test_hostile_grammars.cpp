@@ -241,7 +241,7 @@ Outcome drive(const Case& c, size_t steps, uint64_t seed) {
         std::make_shared<const smol::Grammar>(std::move(grammar).value()), vocabulary(), limits);
     const smol::GrammarMatcher& m = masker->matcher();
     auto check_bounds = [&] {
-        CHECK(m.work_done() <= limits.max_step_work + limits.max_tops + 1);
+        CHECK(m.work_done() <= limits.max_step_work);
         CHECK(m.n_states() <= limits.hard_states);
         CHECK(m.n_nodes() <= limits.max_nodes);
     };

@@ -65,7 +65,7 @@ inline void drive(const smol::Grammar& grammar, std::string_view choices, size_t
     for (size_t step = 0, c = 0; step < max_steps; ++step) {
         std::fill(logits.begin(), logits.end(), 0.0f);
         const smol::Status applied = constraint.apply(logits.data(), n_vocab);
-        if (m.work_done() > limits().max_step_work + limits().max_tops + 1) __builtin_trap();
+        if (m.work_done() > limits().max_step_work) __builtin_trap();
         if (!applied) {
             const smol::ErrorInfo& e = applied.error();
             const bool stuck = e.kind == smol::ErrorKind::invalid_argument &&

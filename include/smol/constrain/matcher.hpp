@@ -233,9 +233,12 @@ private:
     }
 
     // Counts work against the step's budget; false (and overflowed) past it.
+    // work_done() never passes the budget, so callers can check it.
     bool charge(size_t items) {
-        work_done_ += items;
-        if (work_done_ <= limits_.max_step_work) return true;
+        if (items <= limits_.max_step_work - std::min(work_done_, limits_.max_step_work)) {
+            work_done_ += items;
+            return true;
+        }
         return fail("one step expanded more than " + std::to_string(limits_.max_step_work) +
                     " grammar stack items (MatcherLimits::max_step_work)");
     }
