@@ -23,18 +23,19 @@
 //     closure holds more than max_tops stacks (an ambiguity bound), before
 //     the rest of it is built;
 //   - memory: at most hard_states states, max_nodes stack nodes and
-//     max_top_entries tops (all states together), and max_transitions cached
+//     max_top_entries tops (all states together), max_transitions cached
 //     transitions (states x byte classes, 4 bytes each), and one step's
-//     scratch grows with its work: about 150 MiB at the defaults, far less for grammars that stay
-//     under soft_states, where compact() rebuilds the tables around the states the caller still
-//     holds.
+//     scratch in proportion to its work: about 150 MiB at the defaults, far
+//     less for grammars that stay under soft_states, where compact()
+//     rebuilds the tables around the states the caller still holds.
 // Past any of them a transition gives kOverflow and overflowed() stays true,
 // with overflow_message() naming the limit (the caller reports
 // smol::Error(resource)); every transition not cached yet then gives
-// kOverflow at once, until compact() rebuilds the tables. The start state itself can
-// overflow (start() == kOverflow: e.g. an alternation of more than max_tops
-// branches that differ in their first element). No call indexes a table with a
-// negative state: kDead and kOverflow stay what they are.
+// kOverflow at once, until compact() rebuilds the tables. The start state
+// itself can overflow (start() == kOverflow: e.g. an alternation of more
+// than max_tops branches that differ in their first element). No call
+// indexes a table with a negative state: kDead and kOverflow stay what they
+// are.
 #pragma once
 
 #include "../detail/abi.hpp"
