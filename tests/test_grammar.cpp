@@ -306,3 +306,149 @@ TEST_CASE("generate with a grammar: bad inputs are clear errors") {
     ok.temperature = 0;
     CHECK(gen.generate("x", ok).stop_reason == smol::StopReason::eos);
 }
+
+TEST_CASE("grammar: left-factored alternations match exactly the same texts") {
+    // Random sets of short strings over {a, b}, some alternatives sharing a
+    // rule reference before them: every text up to 7 bytes matches (and is a
+    // viable prefix) exactly when a brute-force check over the set says so.
+    std::mt19937_64 rng(29);
+    for (int round = 0; round < 40; ++round) {
+        std::set<std::string> words;
+        const size_t n = 1 + rng() % 24;
+        while (words.size() < n) {
+            std::string w;
+            for (size_t len = rng() % 6; len > 0; --len) w += "ab"[rng() % 2];
+            words.insert(w);
+        }
+        const bool prefixed = round % 2 == 1;  // root ::= p "..." | p "..." with p ::= "x"?
+        std::string text = "root ::= ";
+        bool first = true;
+        for (const std::string& w : words) {
+            text += (first ? "" : " | ") + std::string(prefixed ? "p " : "") + "\"" + w + "\"";
+            first = false;
+        }
+        text += " | " + std::string(prefixed ? "p " : "") + "\"" + *words.begin() + "\"";  // twice
+        if (prefixed) text += "\np ::= \"x\"?";
+        INFO("grammar: " << text);
+        const smol::Grammar g = smol::Grammar::parse(text);
+        for (size_t len = 0; len <= 7; ++len) {
+            for (uint32_t bits = 0; bits < (1u << len); ++bits) {
+                std::string s;
+                for (size_t i = 0; i < len; ++i) s += "ab"[(bits >> i) & 1];
+                for (const std::string& lead :
+                     prefixed ? std::vector<std::string>{"", "x"} : std::vector<std::string>{""}) {
+                    const std::string t = lead + s;
+                    bool prefix = false;
+                    for (const std::string& w : words)
+                        prefix = prefix || w.compare(0, s.size(), s) == 0;
+                    CHECK(matches(g, t) == (words.count(s) > 0));
+                    CHECK(viable(g, t) == prefix);
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("grammar: an alternation of 50,000 literals keeps a few parses per state") {
+    std::string text = "root ::= ";
+    for (int i = 0; i < 50000; ++i) text += (i ? " | \"k" : "\"k") + std::to_string(i) + "\"";
+    auto g = compile(text);
+    smol::GrammarMatcher m(g);
+    REQUIRE(m.start() >= 0);
+    int32_t s = m.start();
+    for (char c : std::string("k1234")) {
+        s = m.step(s, uint8_t(c));
+        REQUIRE(s >= 0);
+        CHECK(m.work_done() < 64);  // without the trie: one parse per literal, 50,000
+    }
+    CHECK(m.can_end(s));
+    CHECK(matches(*g, "k49999"));
+    CHECK_FALSE(matches(*g, "k50000"));
+    CHECK_FALSE(matches(*g, "k"));
+}
+
+TEST_CASE("matcher: byte classes split the bytes by every byte set") {
+    // [a-c] and [b-d]: {a}, {b, c}, {d} and every other byte.
+    smol::GrammarMatcher m(compile("root ::= [a-c] [b-d]"));
+    CHECK(m.n_byte_classes() == 4);
+    CHECK(m.class_of('b') == m.class_of('c'));
+    CHECK(m.class_of('a') != m.class_of('b'));
+    CHECK(m.class_of('d') != m.class_of('b'));
+    CHECK(m.class_of('x') == m.class_of('\0'));
+    CHECK(matches(*compile("root ::= [a-c] [b-d]"), "cd"));
+    CHECK_FALSE(matches(*compile("root ::= [a-c] [b-d]"), "da"));
+}
+
+TEST_CASE("matcher: limits end in kOverflow with the limit named, never a bad index") {
+    // 10,000 parses at the start: the start state itself overflows.
+    smol::GrammarMatcher nested(compile("root ::= ((\"a\"{0,100}){0,100}){0,100}"));
+    CHECK(nested.start() == smol::GrammarMatcher::kOverflow);
+    CHECK(nested.overflowed());
+    CHECK(nested.overflow_message().find("MatcherLimits::max_tops") != std::string::npos);
+    CHECK(nested.step(nested.start(), uint8_t('a')) == smol::GrammarMatcher::kOverflow);
+    CHECK_FALSE(nested.can_end(nested.start()));
+    CHECK_FALSE(nested.can_continue(smol::GrammarMatcher::kDead));
+    CHECK(nested.work_done() <= smol::MatcherLimits{}.max_step_work);
+
+    // A step past the work budget; compaction forgets the overflow.
+    auto g = compile("root ::= ((\"a\"{0,30}){0,30})");
+    smol::MatcherLimits limits;
+    limits.max_step_work = 2 * smol::GrammarMatcher(g).work_done();  // the start's, twice
+    smol::GrammarMatcher m(g, limits);
+    int32_t s = m.start();
+    REQUIRE(s >= 0);
+    for (int i = 0; i < 50 && s >= 0; ++i) s = m.step(s, uint8_t('a'));
+    CHECK(s == smol::GrammarMatcher::kOverflow);
+    CHECK(m.overflow_message().find("MatcherLimits::max_step_work") != std::string::npos);
+    // Sticky: a transition not cached yet fails at once (a cached one stays true).
+    CHECK(m.step(m.start(), uint8_t('b')) == smol::GrammarMatcher::kOverflow);
+    m.compact({});
+    CHECK_FALSE(m.overflowed());
+    CHECK(m.step(m.start(), uint8_t('a')) >= 0);
+
+    // One rule of more alternatives than the whole budget: refused before
+    // they are pushed, and the work count never passes the budget.
+    std::string wide = "root ::= r0";
+    for (int i = 1; i < 300; ++i) wide += " | r" + std::to_string(i);
+    for (int i = 0; i < 300; ++i)
+        wide += "\nr" + std::to_string(i) + " ::= \"a\"{" + std::to_string(i) + "} \"b\" | \"c\"";
+    limits = {};
+    limits.max_step_work = 100;
+    smol::GrammarMatcher w(compile(wide), limits);
+    CHECK(w.start() == smol::GrammarMatcher::kOverflow);
+    CHECK(w.work_done() <= 100);
+
+    // Node and state caps.
+    limits = {};
+    limits.max_nodes = 64;
+    smol::GrammarMatcher deep(compile("root ::= \"(\" root \")\" | \"x\""), limits);
+    s = deep.start();
+    for (int i = 0; i < 200 && s >= 0; ++i) s = deep.step(s, uint8_t('('));
+    CHECK(s == smol::GrammarMatcher::kOverflow);
+    CHECK(deep.overflow_message().find("MatcherLimits::max_nodes") != std::string::npos);
+    CHECK(deep.n_nodes() <= 64);
+}
+
+TEST_CASE("token masks: an overflow mid-walk is reported, uncached, and recovered from") {
+    const auto path = smol_test::fixture("tiny-q4km.gguf");
+    if (!path) return;
+    auto model = smol::Model::load(*path);
+    auto vocab = std::make_shared<const smol::TokenVocabulary>(model->tokenizer());
+    smol::MatcherLimits limits;
+    // Room for 3 states: the first mask's walk needs more.
+    limits.max_transitions = 3 * smol::GrammarMatcher(compile(kJsonish)).n_byte_classes();
+    auto masker = std::make_shared<smol::TokenMasker>(compile(kJsonish), vocab, limits);
+    smol::TokenConstraint constraint(masker);
+    std::vector<float> logits(vocab->n_vocab(), 0.0f);
+    const smol::Status first = constraint.apply(logits.data(), logits.size());
+    REQUIRE_FALSE(first.ok());
+    CHECK(first.error().kind == smol::ErrorKind::resource);
+    CHECK(first.error().message.find("MatcherLimits::max_transitions") != std::string::npos);
+    CHECK(masker->n_cached_masks() == 0);
+    // A new generation starts afresh, and fails the same way (not with a stale mask).
+    constraint.reset();
+    CHECK_FALSE(masker->matcher().overflowed());
+    const smol::Status again = constraint.apply(logits.data(), logits.size());
+    CHECK_FALSE(again.ok());
+    CHECK(masker->n_cached_masks() == 0);
+}

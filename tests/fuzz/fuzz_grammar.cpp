@@ -1,9 +1,11 @@
 // libFuzzer target for the constraint engine's text inputs: the GBNF parser
 // (constrain/grammar.hpp), the JSON Schema converter (constrain/json_schema.hpp)
-// and the matcher (constrain/matcher.hpp) they feed.
+// and the matcher (constrain/matcher.hpp) they feed, up to decoding.
 //   byte 0: bit 0 picks the input kind (0 grammar text, 1 JSON Schema text)
 //   rest:   the text, then optionally a 0x00 byte and probe bytes that are fed
-//           to a matcher of the compiled grammar one by one
+//           to a matcher of the compiled grammar one by one, and that then
+//           pick the tokens of up to 12 decoding steps (constraint_driver.hpp:
+//           masks over the real vocabulary, accept, recovery after a limit)
 // Must hold: no crash, hang or unbounded memory; a schema the converter
 // accepts gives grammar text with no syntax error (the grammar checks may
 // still reject it: a $ref cycle can be left recursive or have no finite
@@ -11,6 +13,8 @@
 // its saturated form (GrammarMatcher::saturated) takes the same next byte.
 #include <smol/constrain/json_schema.hpp>
 #include <smol/constrain/matcher.hpp>
+
+#include "constraint_driver.hpp"
 
 #include <memory>
 #include <string>
@@ -48,9 +52,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     matcher_limits.soft_states = 64;
     matcher_limits.hard_states = 4096;
     matcher_limits.max_tops = 256;
+    matcher_limits.max_nodes = size_t(1) << 16;
+    matcher_limits.max_step_work = size_t(1) << 16;
+    fuzz_constraint::drive(grammar.value(), probe, 12);
     smol::GrammarMatcher matcher(std::make_shared<const smol::Grammar>(std::move(grammar).value()),
                                  matcher_limits);
     int32_t state = matcher.start();
+    if (state < 0) return 0;  // overflowed at the start: drive() checked it
     for (char c : probe) {
         const int32_t next = matcher.step(state, static_cast<uint8_t>(c));
         if (next == smol::GrammarMatcher::kOverflow) break;

@@ -89,6 +89,26 @@ int main(int argc, char** argv) {
         for (const char* s : schemas)
             save(out + "/schema-" + std::to_string(n++),
                  std::string(1, '\1') + s + std::string(1, '\0') + "{\"name\": \"x\", \"age\": 7}");
+    } else if (target == "fuzz_json_schema") {
+        // Flags byte, schema, 0x00, choice bytes.
+        const char* schemas[] = {
+            R"({"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
+               "age": {"type": "integer", "minimum": 0, "maximum": 120}}, "required": ["name"]})",
+            R"({"type": "array", "items": {"enum": ["a", 1, null]}, "minItems": 1, "maxItems": 3})",
+            R"({"anyOf": [{"type": "string", "format": "date"}, {"type": "number", "minimum": -2.5}]})",
+            R"({"$defs": {"n": {"type": "object", "properties": {"v": {"type": "boolean"},
+               "next": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}]}}}}, "$ref": "#/$defs/n"})",
+            R"({"type": ["string", "null"], "format": "uuid"})",
+            R"({"enum": ["e0", "e1", "e2", "e10", "e11", "e100", "f", "fa", "fab"]})",
+            R"({"type": "array", "maxItems": 50, "items": {"type": "array", "maxItems": 50,
+               "items": {"type": "string", "maxLength": 50}}})",
+            R"({"type": "object"})",
+        };
+        int flags = 0;
+        for (const char* s : schemas)
+            save(out + "/schema-" + std::to_string(n++),
+                 std::string(1, char(flags++ * 7)) + s + std::string(1, '\0') +
+                     "\x01\x02\x03\x40\x50\x60\x70\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0");
     } else {
         std::fprintf(stderr, "make_text_seeds: unknown target %s\n", target.c_str());
         return 2;

@@ -44,8 +44,10 @@ public:
         reset();
     }
 
-    // Back to the start of a generation (the caches stay warm).
+    // Back to the start of a generation (the caches stay warm; a masker that
+    // overflowed in an earlier generation is rebuilt).
     void reset() {
+        masker_->recover();
         state_ = masker_->start();
         inside_ = trigger_ < 0;
     }
@@ -55,7 +57,7 @@ public:
     bool active() const noexcept { return inside_; }
     // Whole text: the grammar matched and nothing can follow, so the run must end.
     bool finished() const {
-        return whole_text() && !masker_->matcher().can_continue(state_) &&
+        return whole_text() && state_ >= 0 && !masker_->matcher().can_continue(state_) &&
                masker_->matcher().can_end(state_);
     }
 
@@ -65,7 +67,7 @@ public:
         if (n_vocab != masker_->vocabulary().n_vocab())
             return Status(ErrorKind::internal, "constraint: vocabulary size mismatch");
         const TokenMask& mask = masker_->mask(state_);
-        if (masker_->matcher().overflowed()) return overflow_error();
+        if (state_ < 0 || masker_->matcher().overflowed()) return overflow_error();
         const bool can_end = masker_->matcher().can_end(state_);
         // End tokens are special tokens, outside the mask: keep their logits.
         const std::vector<int32_t>& eog = masker_->vocabulary().end_of_generation();
@@ -107,6 +109,7 @@ public:
             return {};
         }
         GrammarMatcher& matcher = masker_->matcher();
+        if (state_ < 0) return overflow_error();
         if (!whole_text() && token == end_) {
             if (!matcher.can_end(state_)) return rejected(token);
             inside_ = false;
@@ -123,15 +126,20 @@ public:
         return {};
     }
 
+    // The error for a constraint whose grammar passed a MatcherLimits bound,
+    // naming it.
+    Status overflow_error() const {
+        const std::string& why = masker_->matcher().overflow_message();
+        return Status(ErrorKind::resource,
+                      "constraint: the grammar needs too much to follow: " +
+                          (why.empty() ? std::string("a MatcherLimits bound was passed") : why));
+    }
+
 private:
     bool is_end_of_generation(int32_t token) const {
         for (int32_t id : masker_->vocabulary().end_of_generation())
             if (id == token) return true;
         return false;
-    }
-    static Status overflow_error() {
-        return Status(ErrorKind::resource,
-                      "constraint: the grammar's parse reached too many states (MatcherLimits)");
     }
     static Status rejected(int32_t token) {
         return Status(ErrorKind::internal,

@@ -25,8 +25,23 @@
 // column, or the rule): syntax, undefined rules, a missing root, left
 // recursion, and a grammar that can match no complete text. Alternatives that
 // can never complete are removed, so a matcher never walks into a dead end
-// that only max_tokens could end. Size is bounded (GrammarLimits:
-// ErrorKind::resource past it).
+// that only max_tokens could end.
+//
+// Alternatives that start alike are left-factored into a trie (a | ab | ac
+// becomes a (empty | b | c)), so an alternation of many literals (a 50,000
+// value enum) keeps one parse per shared prefix instead of one per literal:
+// the matcher's ambiguity bound (MatcherLimits::max_tops) counts parses.
+//
+// Bounds (GrammarLimits, each error naming its limit): the grammar as
+// written has at most max_positions elements (ErrorKind::resource past it:
+// literal bytes, rule references, one end per alternative and 4 per optional
+// repetition count, so x{0,m} costs 4m plus x once: counts nested inside
+// counts add, they never multiply), and the compiled one at most twice that
+// (the factoring below copies at most as many again); groups nest at most max_nesting deep and
+// every count is at most max_repeat (invalid_argument at the line and column). Compiling takes time
+// O(text + positions * log(positions)) and memory O(text + positions) whatever the nesting, width
+// or counts: every pass (factoring, pruning, the nullable and left-recursion checks) is a worklist
+// or a sort, never a fixpoint iterated per rule.
 #pragma once
 
 #include "../detail/abi.hpp"
@@ -105,16 +120,15 @@ public:
         const uint32_t target = families_[size_t(family)][horizon + 1];
         return alternatives_[target][0] + (position - alternatives_[rule][0]);
     }
-    // The rule a position belongs to (its alternative's end names it).
-    uint32_t position_rule(uint32_t position) const {
-        while (positions_[position].kind != Kind::end) ++position;
-        return positions_[position].arg;
-    }
+    // The rule a position belongs to: a table, since an alternative may be a
+    // literal of a million bytes and this runs for every frame of a stack.
+    uint32_t position_rule(uint32_t position) const { return rule_of_[position]; }
     bool has_repetition_families() const noexcept { return !families_.empty(); }
 
 private:
     friend class GrammarCompiler;
     std::vector<Position> positions_;
+    std::vector<uint32_t> rule_of_;                    // [position]: its rule
     std::vector<std::vector<uint32_t>> alternatives_;  // rule -> first position of each
     std::vector<ByteSet> byte_sets_;
     std::vector<std::string> names_;
@@ -189,6 +203,7 @@ public:
                                  "grammar: rule `" + rules_[r].name + "` is used but not defined"};
         }
         SMOL_TRY(remove_unproductive(root->second));
+        SMOL_TRY(factor_common_prefixes());
         SMOL_TRY(check_left_recursion());
         return flatten(root->second);
     }
@@ -308,9 +323,12 @@ private:
     }
 
     Status parse_alternatives(std::vector<Sequence>& out, size_t depth) {
-        if (depth > limits_.max_nesting) return syntax_error("groups nested too deeply");
+        if (depth > limits_.max_nesting)
+            return syntax_error("groups nested more than " + std::to_string(limits_.max_nesting) +
+                                " deep (GrammarLimits::max_nesting)");
         while (true) {
             Sequence sequence;
+            SMOL_TRY(count(1));  // its end position
             SMOL_TRY(parse_sequence(sequence, depth));
             out.push_back(std::move(sequence));
             skip_space();
@@ -564,7 +582,8 @@ private:
         while (peek() >= '0' && peek() <= '9') {
             value = value * 10 + uint64_t(peek() - '0');
             if (value > limits_.max_repeat)
-                return syntax_error("repetition count above " + std::to_string(limits_.max_repeat));
+                return syntax_error("repetition count above " + std::to_string(limits_.max_repeat) +
+                                    " (GrammarLimits::max_repeat)");
             ++pos_;
         }
         return uint32_t(value);
@@ -615,7 +634,8 @@ private:
     // right-recursive optional rules. Everything stays right recursive, which
     // the matcher runs at constant stack depth.
     Status repeat(Sequence& term, uint32_t lo, uint32_t hi) {
-        if (term.empty()) return {};  // ""* is the empty string
+        if (term.empty()) return {};                        // ""* is the empty string
+        if (term.size() > 1) SMOL_TRY(count(term.size()));  // the unit rule's own copy
         Element unit = term.size() == 1 ? term[0] : Element{Grammar::Kind::rule, new_rule({term})};
         Sequence out;
         SMOL_TRY(count(size_t(lo)));
@@ -644,27 +664,60 @@ private:
 
     // ---- checks ----
 
+    // The least set of rules with an alternative whose elements all pass:
+    // bytes elements by `bytes_ok`, rule elements by being in the set. A
+    // worklist over each alternative's count of unmet elements, so it costs
+    // the grammar's size once (iterating "until nothing changes" costs a pass
+    // per link of a rule chain: quadratic in a chain of 100,000 rules).
+    template <class BytesOk>
+    std::vector<char> closed_set(BytesOk&& bytes_ok) const {
+        std::vector<char> in(rules_.size(), 0);
+        std::vector<uint32_t> ready;
+        std::vector<uint32_t> unmet;                              // [alternative]
+        std::vector<uint32_t> owner;                              // [alternative]: its rule
+        std::vector<std::vector<uint32_t>> users(rules_.size());  // [rule]: alternatives using it
+        for (uint32_t r = 0; r < rules_.size(); ++r) {
+            for (const Sequence& alt : rules_[r].alternatives) {
+                const auto a = uint32_t(unmet.size());
+                uint32_t n = 0;
+                bool possible = true;
+                for (const Element& e : alt) {
+                    if (e.kind == Grammar::Kind::bytes) {
+                        possible = possible && bytes_ok(e);
+                    } else {
+                        users[e.arg].push_back(a);
+                        ++n;
+                    }
+                }
+                unmet.push_back(possible ? n : UINT32_MAX);
+                owner.push_back(r);
+                if (possible && n == 0 && !in[r]) {
+                    in[r] = 1;
+                    ready.push_back(r);
+                }
+            }
+        }
+        while (!ready.empty()) {
+            const uint32_t s = ready.back();
+            ready.pop_back();
+            for (uint32_t a : users[s]) {
+                if (unmet[a] == UINT32_MAX || --unmet[a] != 0 || in[owner[a]]) continue;
+                in[owner[a]] = 1;
+                ready.push_back(owner[a]);
+            }
+        }
+        return in;
+    }
+
     // Drops alternatives that can never complete (they use a rule with no
     // finite derivation, or an empty byte set); fails if root is one.
     Status remove_unproductive(uint32_t root) {
-        std::vector<char> productive(rules_.size(), 0);
+        const std::vector<char> productive =
+            closed_set([&](const Element& e) { return !byte_sets_[e.arg].empty(); });
         auto element_ok = [&](const Element& e) {
             return e.kind == Grammar::Kind::bytes ? !byte_sets_[e.arg].empty()
                                                   : productive[e.arg] != 0;
         };
-        for (bool changed = true; changed;) {
-            changed = false;
-            for (size_t r = 0; r < rules_.size(); ++r) {
-                if (productive[r]) continue;
-                for (const Sequence& alt : rules_[r].alternatives) {
-                    if (std::all_of(alt.begin(), alt.end(), element_ok)) {
-                        productive[r] = 1;
-                        changed = true;
-                        break;
-                    }
-                }
-            }
-        }
         if (!productive[root])
             return Status(ErrorKind::invalid_argument,
                           "grammar: `root` can match no complete text");
@@ -679,26 +732,126 @@ private:
         return {};
     }
 
-    Status check_left_recursion() {
-        std::vector<char>& nullable = nullable_;
-        nullable.assign(rules_.size(), 0);
-        for (bool changed = true; changed;) {
-            changed = false;
-            for (size_t r = 0; r < rules_.size(); ++r) {
-                if (nullable[r]) continue;
-                for (const Sequence& alt : rules_[r].alternatives) {
-                    const bool all_nullable =
-                        std::all_of(alt.begin(), alt.end(), [&](const Element& e) {
-                            return e.kind == Grammar::Kind::rule && nullable[e.arg];
-                        });
-                    if (all_nullable) {
-                        nullable[r] = 1;
-                        changed = true;
-                        break;
-                    }
-                }
+    // ---- left factoring ----
+
+    static uint64_t element_key(const Element& e) noexcept {
+        return (uint64_t(e.kind) << 32) | e.arg;
+    }
+    static bool less(const Sequence& a, const Sequence& b) noexcept {
+        return std::lexicographical_compare(
+            a.begin(), a.end(), b.begin(), b.end(),
+            [](const Element& x, const Element& y) { return element_key(x) < element_key(y); });
+    }
+    static bool same(const Sequence& a, const Sequence& b) noexcept {
+        return std::equal(
+            a.begin(), a.end(), b.begin(), b.end(),
+            [](const Element& x, const Element& y) { return element_key(x) == element_key(y); });
+    }
+
+    // A wide alternation of rules (an anyOf of objects: each branch its own
+    // rule, all starting with "{") shares nothing until the branches' bodies
+    // are in it: a leading reference to a one-alternative rule is replaced by
+    // that body, a few levels deep, while the copies stay within a budget of
+    // their own, max_positions (past it the grammar stays as written: still
+    // correct, and the matcher's limits judge it).
+    // Narrow rules and repetition families are left alone, so the families
+    // keep the shape Grammar::saturated_position relies on.
+    static constexpr size_t kInlineAlternatives = 16;
+    void inline_leading_rules(uint32_t r) {
+        for (Sequence& alt : rules_[r].alternatives) {
+            for (int level = 0; level < 4; ++level) {
+                if (alt.empty() || alt[0].kind != Grammar::Kind::rule || alt[0].arg == r) break;
+                const std::vector<Sequence>& target = rules_[alt[0].arg].alternatives;
+                if (target.size() != 1) break;
+                if (inlined_ + target[0].size() > limits_.max_positions) return;
+                inlined_ += target[0].size();
+                Sequence body = target[0];
+                body.insert(body.end(), alt.begin() + 1, alt.end());
+                alt = std::move(body);
             }
         }
+    }
+
+    // Rewrites each rule whose alternatives share a first element as a trie
+    // of them: the sorted alternatives, split where they differ, each shared
+    // run a new rule of the tails. Work is one sort of each rule's
+    // alternatives plus one look at each element per trie branch above it,
+    // and the trie has no more elements than the alternatives had.
+    Status factor_common_prefixes() {
+        const auto n_rules = uint32_t(rules_.size());
+        std::vector<char> in_family(n_rules, 0);
+        for (const Family& f : families_)
+            for (uint32_t rule : f.rules) in_family[rule] = 1;
+        for (uint32_t r = 0; r < n_rules; ++r) {
+            std::vector<Sequence>& alts = rules_[r].alternatives;
+            if (alts.size() < 2) continue;
+            if (alts.size() >= kInlineAlternatives && !in_family[r]) inline_leading_rules(r);
+            std::vector<Sequence> sorted = alts;
+            std::sort(sorted.begin(), sorted.end(), less);
+            // Equal alternatives add parses, never text.
+            sorted.erase(std::unique(sorted.begin(), sorted.end(), same), sorted.end());
+            bool shared = false;
+            for (size_t i = 1; i < sorted.size() && !shared; ++i)
+                shared = !sorted[i - 1].empty() &&
+                         element_key(sorted[i - 1][0]) == element_key(sorted[i][0]);
+            if (!shared) {
+                if (sorted.size() < alts.size()) alts = std::move(sorted);
+                continue;
+            }
+            // Tasks: (rule, [lo, hi) of sorted, depth): the alternatives in
+            // the range share their first `depth` elements, and the rule
+            // gets their tails.
+            struct Task {
+                uint32_t rule;
+                size_t lo, hi, depth;
+            };
+            std::vector<Task> tasks{{r, 0, sorted.size(), 0}};
+            while (!tasks.empty()) {
+                const Task t = tasks.back();
+                tasks.pop_back();
+                std::vector<Sequence> out;
+                for (size_t i = t.lo; i < t.hi;) {
+                    const Sequence& first = sorted[i];
+                    if (first.size() == t.depth) {  // sorts first: the prefix itself
+                        out.emplace_back();
+                        ++i;
+                        continue;
+                    }
+                    size_t j = i + 1;
+                    while (j < t.hi &&
+                           element_key(sorted[j][t.depth]) == element_key(first[t.depth]))
+                        ++j;
+                    if (j == i + 1) {
+                        out.emplace_back(first.begin() + std::ptrdiff_t(t.depth), first.end());
+                        i = j;
+                        continue;
+                    }
+                    // Sorted, so the range's common prefix is its ends'.
+                    const Sequence& last = sorted[j - 1];
+                    size_t end = t.depth + 1;
+                    while (end < first.size() && end < last.size() &&
+                           element_key(first[end]) == element_key(last[end]))
+                        ++end;
+                    Sequence head(first.begin() + std::ptrdiff_t(t.depth),
+                                  first.begin() + std::ptrdiff_t(end));
+                    SMOL_TRY(count(2));  // the reference to the tails, and an end
+                    const uint32_t tails = new_rule({});
+                    head.push_back({Grammar::Kind::rule, tails});
+                    out.push_back(std::move(head));
+                    tasks.push_back({tails, i, j, end});
+                    i = j;
+                }
+                rules_[t.rule].alternatives = std::move(out);
+            }
+        }
+        return {};
+    }
+
+    // ---- left recursion ----
+
+    Status check_left_recursion() {
+        nullable_ = closed_set([](const Element&) { return false; });
+        const std::vector<char>& nullable = nullable_;
         // Edges r -> s where s can start r's match; a cycle is left recursion.
         std::vector<std::vector<uint32_t>> first(rules_.size());
         for (size_t r = 0; r < rules_.size(); ++r) {
@@ -754,6 +907,7 @@ private:
                 for (const Element& e : alt) g.positions_.push_back({e.kind, e.arg});
                 g.positions_.push_back({Grammar::Kind::end, r});
             }
+            g.rule_of_.resize(g.positions_.size(), r);
         }
         g.family_of_.assign(rules_.size(), {-1, 0});
         for (const Family& f : families_) {
@@ -777,7 +931,8 @@ private:
     std::string_view src_;
     size_t pos_ = 0;
     GrammarLimits limits_;
-    size_t size_ = 0;
+    size_t size_ = 0;     // elements as written (GrammarLimits::max_positions)
+    size_t inlined_ = 0;  // elements copied by inline_leading_rules (as many again at most)
     std::vector<Rule> rules_;
     std::unordered_map<std::string, uint32_t> by_name_;
     std::vector<ByteSet> byte_sets_;

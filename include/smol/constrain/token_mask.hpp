@@ -21,6 +21,13 @@
 // count left above 16 lowered to 17: GrammarMatcher::saturated) and cached
 // under it, shared by all those states; only the long tokens (~1.3k) are
 // walked per state. The union is cached per state.
+//
+// Bounds: a mask costs one pass over each trie plus one matcher step's work
+// budget (MatcherLimits::max_step_work) for the transitions it has not seen;
+// at most max_cached_masks masks of each kind are kept (vocabulary / 8 bytes
+// each). A limit reached on the way is reported by the caller as
+// smol::Error(resource) (constrain/constraint.hpp), and recover() makes the
+// masker usable for the next generation.
 #pragma once
 
 #include "../detail/abi.hpp"
@@ -173,20 +180,28 @@ public:
     const TokenVocabulary& vocabulary() const noexcept { return *vocabulary_; }
     int32_t start() const noexcept { return matcher_.start(); }
 
-    // The state after token `id`'s bytes (kDead if the grammar forbids them).
+    // The state after token `id`'s bytes (kDead if the grammar forbids them,
+    // kOverflow past a MatcherLimits bound). One matcher step's work budget.
     int32_t advance(int32_t state, int32_t id) {
         if (!vocabulary_->is_text(id)) return GrammarMatcher::kDead;
         return matcher_.step(state, vocabulary_->piece(id));
     }
 
     // The cached mask of `state` (computed on first use). The reference stays
-    // valid until the next mask() or maybe_compact(). A limit reached on the
-    // way (matcher().overflowed()) leaves the mask incomplete: the caller
-    // reports it.
+    // valid until the next mask() or maybe_compact(). Its cost: one matcher
+    // step's work budget (MatcherLimits::max_step_work) plus one pass over
+    // each trie. A limit reached on the way (matcher().overflowed()) leaves
+    // the mask incomplete, and uncached: the caller reports it, then
+    // recover() makes the masker usable again.
     const TokenMask& mask(int32_t state) {
+        if (state < 0) {  // kOverflow from the start state or a step: nothing allowed
+            clear(empty_);
+            return empty_;
+        }
         auto it = masks_.find(state);
         if (it != masks_.end()) return it->second;
         if (masks_.size() >= max_cached_masks_) masks_.clear();
+        matcher_.begin_step();
         int32_t shared = matcher_.saturated(state, uint32_t(TokenVocabulary::kShortToken));
         if (shared < 0) shared = state;  // overflowed: the caller sees it
         auto short_it = short_masks_.find(shared);
@@ -199,7 +214,23 @@ public:
         TokenMask& m = masks_[state];
         m = short_it->second;
         walk(1, state, m);
+        if (matcher_.overflowed()) {
+            empty_ = std::move(m);
+            masks_.erase(state);
+            short_masks_.erase(shared);
+            return empty_;
+        }
         return m;
+    }
+
+    // After an overflow: forgets the tables and masks, so the next
+    // generation starts afresh (the start state never overflows here when
+    // it did not at construction: its closure is the same).
+    void recover() {
+        if (!matcher_.overflowed()) return;
+        masks_.clear();
+        short_masks_.clear();
+        matcher_.compact({});
     }
 
     // Between tokens: keeps the tables bounded (GrammarMatcher::compact),
@@ -257,6 +288,7 @@ private:
     std::unordered_map<int32_t, TokenMask> short_masks_;  // by saturated state: short tokens
     std::vector<int32_t> at_;
     std::vector<uint8_t> node_class_[2];  // [trie][node]
+    TokenMask empty_;                     // what mask() returns for no state or a cut-off walk
 };
 
 SMOL_NAMESPACE_END

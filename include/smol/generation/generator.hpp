@@ -602,8 +602,15 @@ private:
             }
             SMOL_TRY_ASSIGN(Grammar grammar, Grammar::try_parse(text));
             if (!st.vocabulary) st.vocabulary = std::make_shared<const TokenVocabulary>(tokenizer);
-            st.masker = std::make_shared<TokenMasker>(
+            auto masker = std::make_shared<TokenMasker>(
                 std::make_shared<const Grammar>(std::move(grammar)), st.vocabulary);
+            // A start state past a MatcherLimits bound (e.g. 10,000 parses at
+            // once) is refused before any token, and not kept.
+            if (masker->start() < 0)
+                return ErrorInfo{ErrorKind::resource,
+                                 "constraint: the grammar needs too much to follow: " +
+                                     masker->matcher().overflow_message()};
+            st.masker = std::move(masker);
             st.constraint_key = std::move(key);
             st.constraint_trigger = trigger;
             st.constraint_end = end;
