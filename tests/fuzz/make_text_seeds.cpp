@@ -7,13 +7,26 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <string>
+#include <vector>
 
 namespace {
 void save(const std::string& path, const std::string& bytes) {
     std::ofstream(path, std::ios::binary) << bytes;
 }
 }  // namespace
+
+// JSON Schemas both constraint targets start from (fuzz_json_schema adds more).
+const char* const kSchemaSeeds[] = {
+    R"({"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
+               "age": {"type": "integer", "minimum": 0, "maximum": 120}}, "required": ["name"]})",
+    R"({"type": "array", "items": {"enum": ["a", 1, null]}, "minItems": 1, "maxItems": 3})",
+    R"({"anyOf": [{"type": "string", "format": "date"}, {"type": "number", "minimum": -2.5}]})",
+    R"({"$defs": {"n": {"type": "object", "properties": {"v": {"type": "boolean"},
+               "next": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}]}}}}, "$ref": "#/$defs/n"})",
+    R"({"type": ["string", "null"], "format": "uuid"})",
+};
 
 int main(int argc, char** argv) {
     if (argc != 4) {
@@ -74,36 +87,22 @@ int main(int argc, char** argv) {
             "root ::= \"\\u00e9\\x41\" [^\\n\\]] .{1,2} \"\\U0001F600\"?",
             "root ::= \"yes\" | \"no\" | \"maybe\"",
         };
-        const char* schemas[] = {
-            R"({"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
-               "age": {"type": "integer", "minimum": 0, "maximum": 120}}, "required": ["name"]})",
-            R"({"type": "array", "items": {"enum": ["a", 1, null]}, "minItems": 1, "maxItems": 3})",
-            R"({"anyOf": [{"type": "string", "format": "date"}, {"type": "number", "minimum": -2.5}]})",
-            R"({"$defs": {"n": {"type": "object", "properties": {"v": {"type": "boolean"},
-               "next": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}]}}}}, "$ref": "#/$defs/n"})",
-            R"({"type": ["string", "null"], "format": "uuid"})",
-        };
         for (const char* g : grammars)
             save(out + "/grammar-" + std::to_string(n++),
                  std::string(1, '\0') + g + std::string(1, '\0') + "{ab: 12,  cd:3}(1+2)[]");
-        for (const char* s : schemas)
+        for (const char* s : kSchemaSeeds)
             save(out + "/schema-" + std::to_string(n++),
                  std::string(1, '\1') + s + std::string(1, '\0') + "{\"name\": \"x\", \"age\": 7}");
     } else if (target == "fuzz_json_schema") {
         // Flags byte, schema, 0x00, choice bytes.
-        const char* schemas[] = {
-            R"({"type": "object", "properties": {"name": {"type": "string", "maxLength": 8},
-               "age": {"type": "integer", "minimum": 0, "maximum": 120}}, "required": ["name"]})",
-            R"({"type": "array", "items": {"enum": ["a", 1, null]}, "minItems": 1, "maxItems": 3})",
-            R"({"anyOf": [{"type": "string", "format": "date"}, {"type": "number", "minimum": -2.5}]})",
-            R"({"$defs": {"n": {"type": "object", "properties": {"v": {"type": "boolean"},
-               "next": {"anyOf": [{"$ref": "#/$defs/n"}, {"type": "null"}]}}}}, "$ref": "#/$defs/n"})",
-            R"({"type": ["string", "null"], "format": "uuid"})",
-            R"({"enum": ["e0", "e1", "e2", "e10", "e11", "e100", "f", "fa", "fab"]})",
-            R"({"type": "array", "maxItems": 50, "items": {"type": "array", "maxItems": 50,
+        std::vector<const char*> schemas(std::begin(kSchemaSeeds), std::end(kSchemaSeeds));
+        for (const char* extra : {
+                 R"({"enum": ["e0", "e1", "e2", "e10", "e11", "e100", "f", "fa", "fab"]})",
+                 R"({"type": "array", "maxItems": 50, "items": {"type": "array", "maxItems": 50,
                "items": {"type": "string", "maxLength": 50}}})",
-            R"({"type": "object"})",
-        };
+                 R"({"type": "object"})",
+             })
+            schemas.push_back(extra);
         int flags = 0;
         for (const char* s : schemas)
             save(out + "/schema-" + std::to_string(n++),
