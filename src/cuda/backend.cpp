@@ -741,17 +741,30 @@ bool env_off(const char* name) {
 
 // One chunk on its own cache's stream and workspace; a single-token decode
 // step that wants the last logits replays the cache's captured graph.
+// The rows of logits a chunk wants: none, its last token's, or every token's.
+size_t logit_rows_of(const Segment& c) {
+    return c.logits == nullptr ? 0 : c.all_logits ? c.n_tokens : 1;
+}
+
+// Stages chunk c in ws as sequence `seq`, its tokens from index `token` on and
+// its logit rows (logit_rows_of(c), its last tokens) from index `row` on. The
+// previous step on ws has finished (every step ends synchronized), so the
+// staging buffer is free.
+void stage_chunk(const Workspace& ws, const Segment& c, const CacheState& cs, size_t seq,
+                 size_t token, size_t row) {
+    std::memcpy(ws.staged_tokens() + token, c.tokens, c.n_tokens * sizeof(int32_t));
+    for (size_t t = 0; t < c.n_tokens; ++t)
+        ws.staged_slots()[token + t] = TokenSlot{int(c.start + t), int(seq)};
+    ws.staged_seqs()[seq] = cs.seq_cache();
+    const size_t wanted = logit_rows_of(c);
+    for (size_t r = 0; r < wanted; ++r)
+        ws.staged_rows()[row + r] = int32_t(token + c.n_tokens - wanted + r);
+}
+
 void run_chunk(const ModelState& m, const Segment& c, CacheState& cs, bool graphs) {
     Workspace& ws = cs.ws;
-    const size_t n = c.n_tokens;
-    // The previous step finished (synchronized below), so the staging buffer is free.
-    std::memcpy(ws.staged_tokens(), c.tokens, n * sizeof(int32_t));
-    TokenSlot* slots = ws.staged_slots();
-    for (size_t t = 0; t < n; ++t) slots[t] = TokenSlot{int(c.start + t), 0};
-    ws.staged_seqs()[0] = cs.seq_cache();
-    const size_t rows = c.logits == nullptr ? 0 : c.all_logits ? n : 1;
-    int32_t* row_ids = ws.staged_rows();
-    for (size_t r = 0; r < rows; ++r) row_ids[r] = int32_t(n - rows + r);
+    const size_t n = c.n_tokens, rows = logit_rows_of(c);
+    stage_chunk(ws, c, cs, 0, 0, 0);
     ws.upload(cs.stream);
     float* out = ws.logits.get<float>();
     if (rows > ws.logit_rows) {
@@ -782,7 +795,7 @@ void run_batched(ModelState& m, const Segment* chunks, const CacheState* const* 
     size_t tokens = 0, rows = 0;
     for (size_t i = 0; i < n_chunks; ++i) {
         tokens += chunks[i].n_tokens;
-        if (chunks[i].logits) rows += chunks[i].all_logits ? chunks[i].n_tokens : 1;
+        rows += logit_rows_of(chunks[i]);
     }
     Workspace& ws = batch.ws;
     if (batch.stream == nullptr)
@@ -796,29 +809,20 @@ void run_batched(ModelState& m, const Segment* chunks, const CacheState* const* 
     }
     size_t token = 0, row = 0;
     for (size_t i = 0; i < n_chunks; ++i) {
-        const Segment& c = chunks[i];
-        const CacheState& cs = *caches[i];
-        std::memcpy(ws.staged_tokens() + token, c.tokens, c.n_tokens * sizeof(int32_t));
-        for (size_t t = 0; t < c.n_tokens; ++t)
-            ws.staged_slots()[token + t] = TokenSlot{int(c.start + t), int(i)};
-        ws.staged_seqs()[i] = cs.seq_cache();
-        const size_t wanted = c.logits == nullptr ? 0 : c.all_logits ? c.n_tokens : 1;
-        for (size_t r = 0; r < wanted; ++r)
-            ws.staged_rows()[row + r] = int32_t(token + c.n_tokens - wanted + r);
-        token += c.n_tokens;
-        row += wanted;
+        stage_chunk(ws, chunks[i], *caches[i], i, token, row);
+        token += chunks[i].n_tokens;
+        row += logit_rows_of(chunks[i]);
     }
     ws.upload(batch.stream);
     enqueue_forward(m, ws, tokens, rows, ws.logits.get<float>(), batch.stream);
     SMOL_CUDA_CHECK(cudaGetLastError());
     row = 0;
     for (size_t i = 0; i < n_chunks; ++i) {
-        const Segment& c = chunks[i];
-        if (c.logits == nullptr) continue;
-        const size_t wanted = c.all_logits ? c.n_tokens : 1;
-        SMOL_CUDA_CHECK(cudaMemcpyAsync(c.logits, ws.logits.get<float>() + row * m.vocab_size,
-                                        wanted * m.vocab_size * sizeof(float),
-                                        cudaMemcpyDeviceToHost, batch.stream));
+        const size_t wanted = logit_rows_of(chunks[i]);
+        if (wanted == 0) continue;
+        SMOL_CUDA_CHECK(cudaMemcpyAsync(
+            chunks[i].logits, ws.logits.get<float>() + row * m.vocab_size,
+            wanted * m.vocab_size * sizeof(float), cudaMemcpyDeviceToHost, batch.stream));
         row += wanted;
     }
     SMOL_CUDA_CHECK(cudaStreamSynchronize(batch.stream));
