@@ -351,19 +351,14 @@ struct FormatBF16 {
 //   q8_0 (Q8_0 weights): q from d = max|x| / 127 unrounded, d stored as fp16.
 enum class ActRule : int { kquant = 0, q8_0 = 1 };
 
+// The host emulation is the CPU's own rounding (core/fp16.hpp); the device
+// does the same round-to-nearest-even on the bits (finite inputs only).
 SMOL_HD float bf16_round(float f) {
-    uint32_t bits;
 #if defined(__CUDA_ARCH__)
-    bits = __float_as_uint(f);
+    const uint32_t bits = __float_as_uint(f);
+    return __uint_as_float((bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u);
 #else
-    std::memcpy(&bits, &f, sizeof bits);
-#endif
-    bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;  // finite inputs only
-#if defined(__CUDA_ARCH__)
-    return __uint_as_float(bits);
-#else
-    std::memcpy(&f, &bits, sizeof f);
-    return f;
+    return bf16_to_fp32(fp32_to_bf16(f));
 #endif
 }
 
