@@ -42,8 +42,9 @@ set_target_properties(smol_cuda PROPERTIES
   POSITION_INDEPENDENT_CODE ON)
 # smol::smol brings the public headers (include/smol/cuda/backend.hpp among them).
 target_link_libraries(smol_cuda PUBLIC smol CUDA::cudart)
-# Consumers of smol::cuda get the real entry points instead of the "built
-# without CUDA" stubs in backend.hpp.
+# Whoever links smol::cuda may include smol/cuda/backend.hpp (it refuses to
+# compile without this definition) and hand smol::cuda_backend() to
+# LoadOptions::device_backend.
 target_compile_definitions(smol_cuda PUBLIC SMOL_CUDA_ENABLED=1)
 target_compile_options(smol_cuda PRIVATE
   $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra --expt-relaxed-constexpr>
@@ -74,7 +75,8 @@ if(SMOL_BUILD_TESTS)
   # smol_internal_flags is defined later in the top CMakeLists; names resolve at generate time.
   target_link_libraries(test_cuda PRIVATE smol::cuda smol_internal_flags doctest::doctest
                                           nlohmann_json::nlohmann_json)
-  target_include_directories(test_cuda PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/tests)
+  target_include_directories(test_cuda PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/tests
+    ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda)  # test_hooks.hpp
   target_compile_definitions(test_cuda PRIVATE SMOL_FIXTURES_DEFAULT="${SMOL_FIXTURES_DIR}")
   enable_testing()
   add_test(NAME test_cuda COMMAND test_cuda)

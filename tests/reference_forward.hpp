@@ -49,7 +49,8 @@ public:
     };
 
     explicit ReferenceModel(const smol::gguf::File& file, bool round_activations = false)
-        : config_(smol::Config::from_gguf(file)), round_activations_(round_activations) {
+        : config_(smol::detail::value_or_fail(smol::Config::try_from_gguf(file))),
+          round_activations_(round_activations) {
         const smol::Config& c = config_;
         token_embd_ = matrix(file, "token_embd.weight");
         tied_ = file.find_tensor("output.weight") == nullptr;
@@ -73,7 +74,7 @@ public:
 
     const smol::Config& config() const { return config_; }
 
-    Cache new_cache() const {
+    Cache make_cache() const {
         Cache cache;
         cache.keys.resize(config_.n_layers);
         cache.values.resize(config_.n_layers);

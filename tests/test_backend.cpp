@@ -182,7 +182,7 @@ void check_same_cache(const BackendCache& got_base, const BackendCache& want_bas
     std::vector<float> g(hd), w(hd);
     double worst = 0;
     for (size_t layer = 0; layer < want.n_layers(); ++layer)
-        for (int kind = 0; kind < 2; ++kind)
+        for (const smol::KVPart kind : {smol::KVPart::keys, smol::KVPart::values})
             for (size_t head = 0; head < want.n_kv_heads(); ++head)
                 for (size_t pos = 0; pos < want.size(); ++pos) {
                     got.load_row(layer, kind, head, pos, g.data());
@@ -269,7 +269,7 @@ TEST_CASE(
         });
         REQUIRE(said != lines.end());
         CHECK(said->find("auto") != std::string::npos);
-        CHECK(said->find("without its CUDA backend") != std::string::npos);
+        CHECK(said->find("no device backend was given") != std::string::npos);
     }
     smol::LoadOptions cuda;
     cuda.device = smol::Device::cuda;
@@ -277,6 +277,62 @@ TEST_CASE(
     CHECK(error_kind_of([&] { smol::Model::load_from_memory(bytes.data(), bytes.size(), cuda); },
                         &message) == ErrorKind::unsupported);
     CHECK(message.find("cuda") != std::string::npos);
+    CHECK(message.find("device_backend") != std::string::npos);
+}
+
+// The model layer reaches a GPU backend only through LoadOptions::device_backend:
+// these factories stand in for one whose device is missing and one that cannot
+// run the file, and the choice follows the documented rule for each.
+TEST_CASE("device backend factory: a missing device, a file the device cannot run") {
+    const auto& bytes = demo_bytes();
+    auto load = [&](smol::Device device, const smol::DeviceBackendFactory& factory,
+                    std::vector<std::string>* lines) {
+        smol::LoadOptions options;
+        options.device = device;
+        options.device_backend = factory;
+        options.log = [lines](int, const std::string& line) {
+            if (lines) lines->push_back(line);
+        };
+        return smol::Model::load_from_memory(bytes.data(), bytes.size(), options);
+    };
+    smol::DeviceBackendFactory absent;
+    absent.device = smol::Device::cuda;
+    absent.available = [](std::string* why) {
+        if (why) *why = "the test's device is unplugged";
+        return false;
+    };
+    absent.create = [](const smol::SmolLM3&, int) -> smol::Expected<std::unique_ptr<Backend>> {
+        return smol::ErrorInfo{ErrorKind::internal, "create called without a device"};
+    };
+    smol::DeviceBackendFactory refusing = absent;
+    refusing.available = [](std::string*) { return true; };
+    refusing.create = [](const smol::SmolLM3&, int) -> smol::Expected<std::unique_ptr<Backend>> {
+        return smol::ErrorInfo{ErrorKind::unsupported, "the test's device lacks IQ4_XS"};
+    };
+    smol::DeviceBackendFactory broken = refusing;
+    broken.create = [](const smol::SmolLM3&, int) -> smol::Expected<std::unique_ptr<Backend>> {
+        return smol::ErrorInfo{ErrorKind::internal, "the test's device failed"};
+    };
+    auto said = [](const std::vector<std::string>& lines, const std::string& text) {
+        return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) {
+            return l.rfind("smol: device cpu", 0) == 0 && l.find(text) != std::string::npos;
+        });
+    };
+    for (const auto* factory : {&absent, &refusing}) {
+        std::vector<std::string> lines;
+        const auto model = load(smol::Device::automatic, *factory, &lines);
+        CHECK(model->device() == smol::Device::cpu);
+        CHECK(said(lines, factory == &absent ? "unplugged" : "lacks IQ4_XS"));
+        std::string message;
+        CHECK(error_kind_of([&] { load(smol::Device::cuda, *factory, nullptr); }, &message) ==
+              ErrorKind::unsupported);
+        CHECK(message.find(factory == &absent ? "unplugged" : "lacks IQ4_XS") != std::string::npos);
+    }
+    // Any other failure of the device is an error, even for automatic.
+    CHECK(error_kind_of([&] { load(smol::Device::automatic, broken, nullptr); }) ==
+          ErrorKind::internal);
+    // Device cpu never asks the factory.
+    CHECK(load(smol::Device::cpu, broken, nullptr)->device() == smol::Device::cpu);
 }
 
 TEST_CASE("forward over two segments equals two separate forwards") {
@@ -321,7 +377,7 @@ TEST_CASE("forward over two segments equals two separate forwards") {
 
     // Model::forward (the CPU wrapper tests and tools use) is the same seam,
     // over one segment: the same path as alone, to the bit.
-    smol::KVCache kv = model->new_cache(32);
+    smol::KVCache kv = model->make_cache(32);
     std::vector<float> via_model(vocab);
     smol::ForwardOptions chunked;
     chunked.chunk_size = 4;
@@ -450,7 +506,7 @@ TEST_CASE("caches through the interface: clone, serialize and restore into anoth
     CHECK(target->serialize() == f32_bytes);
 
     // Moved-from caches are empty.
-    smol::KVCache kv = model->new_cache(16);
+    smol::KVCache kv = model->make_cache(16);
     smol::KVCache moved = std::move(kv);
     CHECK(kv.size() == 0);
     kv.truncate(0);
@@ -465,7 +521,7 @@ TEST_CASE("Generator on the seam gives what the Model::forward loop gives") {
     constexpr int kSteps = 12;
 
     // The loop a caller wrote before the seam: Model::forward on a KVCache, argmax.
-    smol::KVCache kv = model->new_cache(64);
+    smol::KVCache kv = model->make_cache(64);
     std::vector<float> logits(vocab);
     model->forward(prompt.data(), prompt.size(), 0, kv, logits.data());
     std::vector<int32_t> expected;

@@ -1,7 +1,6 @@
 // Core types: fp16/bf16 conversion, the aligned allocator (AlignedBuffer), block sizes.
 #include <doctest/doctest.h>
 #include <smol/smol.hpp>
-#include <smol/cuda/backend.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -74,25 +73,6 @@ TEST_CASE("AlignedBuffer is aligned, zeroed, copyable and movable") {
     const smol::detail::AlignedArray<uint8_t> raw(
         static_cast<uint8_t*>(smol::detail::aligned_allocate(3)));
     CHECK(reinterpret_cast<uintptr_t>(raw.get()) % smol::detail::kAlignment == 0);
-}
-
-// This unit is compiled without SMOL_CUDA_ENABLED: it gets the backend's stubs,
-// in their own inline namespace, so they can never stand in for (or be replaced
-// by) the real definitions of a unit linked against smol::cuda.
-static_assert(std::is_same<smol::CudaModel, smol::SMOL_ABI::cuda_off::CudaModel>::value,
-              "the CUDA stubs must live in smol::<abi>::cuda_off");
-
-TEST_CASE("cuda stubs: a build without the backend says why, as an Error") {
-    std::string why;
-    CHECK_FALSE(smol::cuda_available(&why));
-    CHECK(why.find("without its CUDA backend") != std::string::npos);
-    smol::cuda_detail::ModelUpload upload;
-    try {
-        smol::CudaModel gpu(upload);
-        FAIL("the stub constructed a CudaModel");
-    } catch (const smol::Error& e) {
-        CHECK(e.kind() == smol::ErrorKind::unsupported);
-    }
 }
 
 namespace {

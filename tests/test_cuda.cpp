@@ -2,7 +2,7 @@
 //
 // Without a GPU: the host emulation of the kernels' block decoding and int8 dot
 // products is checked against the reference dequantization (and the fixtures'
-// independent dequantized rows), and constructing a CudaModel must fail with
+// independent dequantized rows), and constructing a CudaBackend must fail with
 // Error(unsupported); every GPU case skips with a message naming the reason.
 // With a GPU: every kernel against the CPU reference, the whole forward pass
 // against the CPU model on generated files (prefill, graph decode, KV rows),
@@ -15,6 +15,7 @@
 #include <doctest/doctest.h>
 
 #include <smol/cuda/backend.hpp>
+#include <test_hooks.hpp>
 #include <cuda_runtime.h>
 #include <smol/smol.hpp>
 
@@ -244,7 +245,7 @@ TEST_CASE("cuda: without a usable device, the backend reports unsupported") {
     const smol::SmolLM3 net(file);
     bool threw = false;
     try {
-        smol::CudaModel gpu(net);
+        smol::CudaBackend gpu(net);
     } catch (const smol::Error& e) {
         threw = true;
         CHECK(e.kind() == smol::ErrorKind::unsupported);
@@ -486,7 +487,7 @@ TEST_CASE("cuda forward agrees with the CPU forward on generated models") {
             smol::gguf::File::from_bytes(smol_tools::make_model_bytes(spec), "made-model");
         const smol::SmolLM3 net(file);
         const size_t vocab = net.config().vocab_size;
-        smol::CudaModel gpu(net);
+        smol::CudaBackend gpu(net);
         REQUIRE(gpu.vocab_size() == vocab);
 
         std::mt19937 rng(unsigned(spec.seed));
@@ -495,7 +496,7 @@ TEST_CASE("cuda forward agrees with the CPU forward on generated models") {
 
         // Prefill with every position's logits.
         smol::KVCache kv(net.config(), 256);
-        smol::CudaKVCache gkv = gpu.new_cache(256);
+        smol::CudaKVCache gkv(gpu, 256);
         std::vector<float> cpu(ids.size() * vocab), ours(ids.size() * vocab);
         smol::ForwardOptions all;
         all.all_logits = true;
@@ -509,7 +510,7 @@ TEST_CASE("cuda forward agrees with the CPU forward on generated models") {
         // KV rows as the CPU cache holds them.
         std::vector<float> row_cpu(c.head_dim), row_gpu(c.head_dim);
         for (size_t layer : {size_t(0), net.config().n_layers - 1})
-            for (int kind : {0, 1})
+            for (const smol::KVPart kind : {smol::KVPart::keys, smol::KVPart::values})
                 for (size_t pos : {size_t(0), ids.size() - 1}) {
                     kv.load_row(layer, kind, c.kv_heads - 1, pos, row_cpu.data());
                     gkv.load_row(layer, kind, c.kv_heads - 1, pos, row_gpu.data());
@@ -519,7 +520,7 @@ TEST_CASE("cuda forward agrees with the CPU forward on generated models") {
                         diff = std::max(diff, std::fabs(row_cpu[d] - row_gpu[d]));
                     }
                     CHECK_MESSAGE(diff <= 0.05f * scale + 1e-3f,
-                                  "layer " << layer << " kind " << kind << " pos " << pos);
+                                  "layer " << layer << " kind " << int(kind) << " pos " << pos);
                 }
 
         // Decode steps (the graph path) after a last-logits prefill.
@@ -559,9 +560,9 @@ TEST_CASE("cuda forward agrees with the CPU forward on generated models") {
               smol::ErrorKind::out_of_range);
         CHECK(kind_of([&] { gpu.forward(ids.data(), 0, 0, gkv, gpu_step.data()); }) ==
               smol::ErrorKind::invalid_argument);
-        CHECK(kind_of([&] { gpu.new_cache(net.config().context_length + 1); }) ==
+        CHECK(kind_of([&] { smol::CudaKVCache(gpu, net.config().context_length + 1); }) ==
               smol::ErrorKind::invalid_argument);
-        smol::CudaModel other(net);
+        smol::CudaBackend other(net);
         CHECK(kind_of([&] { other.forward(ids.data(), 1, 0, gkv, gpu_step.data()); }) ==
               smol::ErrorKind::invalid_argument);
     }
@@ -574,8 +575,8 @@ TEST_CASE("cuda host side: moved-from caches, the caller's device, row sizes") {
     const smol::SmolLM3 net(file);
     int before = -1;
     REQUIRE(cudaGetDevice(&before) == cudaSuccess);
-    smol::CudaModel gpu(net);
-    smol::CudaKVCache kv = gpu.new_cache(64);
+    smol::CudaBackend gpu(net);
+    smol::CudaKVCache kv(gpu, 64);
     smol::CudaKVCache moved = std::move(kv);
     CHECK(kv.size() == 0);
     kv.truncate(0);  // nothing to drop: no write through the empty state
@@ -591,7 +592,7 @@ TEST_CASE("cuda host side: moved-from caches, the caller's device, row sizes") {
     smol::cuda_detail::ModelUpload upload = smol::cuda_detail::describe(net);
     upload.layers[0].q.row_bytes += 4;
     try {
-        smol::CudaModel bad(upload);
+        smol::CudaBackend bad(upload);
         FAIL("a padded row was accepted");
     } catch (const smol::Error& e) {
         CHECK(e.kind() == smol::ErrorKind::shape);
@@ -607,7 +608,7 @@ TEST_CASE("cuda forward: unsupported matrix types are named") {
         smol::gguf::File::from_bytes(smol_tools::make_model_bytes(spec), "made-model");
     const smol::SmolLM3 net(file);
     try {
-        smol::CudaModel gpu(net);
+        smol::CudaBackend gpu(net);
         FAIL("an F16 model was accepted");
     } catch (const smol::Error& e) {
         CHECK(e.kind() == smol::ErrorKind::unsupported);
@@ -623,12 +624,12 @@ TEST_CASE("cuda forward matches the fixture goldens") {
         const auto goldens = smol_test::load_golden(name);
         if (!path || !goldens) continue;
         const auto model = smol::Model::load(*path);
-        smol::CudaModel gpu(*model);
+        smol::CudaBackend gpu(*model);
         const size_t vocab = gpu.vocab_size();
         for (size_t i = 0; i < goldens->size(); ++i) {
             const smol_test::GoldenPrompt& g = (*goldens)[i];
             const std::string where = name + " prompt " + std::to_string(i);
-            smol::CudaKVCache kv = gpu.new_cache(1024);
+            smol::CudaKVCache kv(gpu, 1024);
             std::vector<float> all(g.ids.size() * vocab);
             gpu.forward(g.ids.data(), g.ids.size(), 0, kv, all.data(), true);
             for (size_t t = 0; t < g.ids.size(); ++t)
@@ -661,12 +662,12 @@ TEST_CASE("cuda forward agrees with the CPU on the GQA Q5_K_M fixture") {
     const auto path = smol_test::fixture("tiny-gqa-q5km.gguf");
     if (!path) return;
     const auto model = smol::Model::load(*path);
-    smol::CudaModel gpu(*model);
+    smol::CudaBackend gpu(*model);
     const auto ids =
         model->tokenizer().encode("The quick brown fox jumps over the lazy dog, twice.", false);
     const size_t vocab = gpu.vocab_size();
-    smol::KVCache kv = model->new_cache(256);
-    smol::CudaKVCache gkv = gpu.new_cache(256);
+    smol::KVCache kv = model->make_cache(256);
+    smol::CudaKVCache gkv(gpu, 256);
     std::vector<float> cpu(vocab), ours(vocab);
     model->forward(ids.data(), ids.size(), 0, kv, cpu.data());
     gpu.forward(ids.data(), ids.size(), 0, gkv, ours.data());
@@ -700,12 +701,37 @@ smol::Segment one_segment(const std::vector<int32_t>& ids, size_t start, smol::B
 
 }  // namespace
 
+// Host only: a CUDA backend made from a model whose CPU kernels interleaved its
+// rows at load uploads the rows as stored in the file.
+TEST_CASE("cuda upload: an interleaved CPU model uploads stored rows") {
+    const auto path = smol_test::fixture("tiny-q4km.gguf");
+    if (!path) return;
+    size_t count = 0;
+    const smol::CpuLevel* levels = smol::compiled_cpu_levels(count);
+    for (size_t i = 0; i < count; ++i) {
+        const smol::CpuLevel level = levels[i];
+        if (!smol::cpu_supports(level)) continue;
+        smol::LoadOptions options;
+        options.n_threads = 1;
+        options.cpu = level;
+        const auto interleaved = smol::Model::load(*path, options);
+        options.interleave_weights = false;
+        const auto stored = smol::Model::load(*path, options);
+        const auto upload = smol::cuda_detail::describe(*interleaved);
+        const smol::WeightMatrix& up_stored = stored->weights().layers[0].ffn_up;
+        CHECK(upload.layers[0].up.interleaved_rows == 0);
+        CHECK(std::memcmp(upload.layers[0].up.data, up_stored.data,
+                          up_stored.rows * up_stored.row_bytes) == 0);
+    }
+}
+
 TEST_CASE("cuda device choice: LoadOptions::device cuda / auto in a build with the backend") {
     const auto path = smol_test::fixture("tiny-q4km.gguf");
     if (!path) return;
     std::vector<std::string> lines;
     smol::LoadOptions automatic;
     automatic.device = smol::Device::automatic;
+    automatic.device_backend = smol::cuda_backend();
     automatic.log = [&](int, const std::string& line) { lines.push_back(line); };
     const auto model = smol::Model::load(*path, automatic);
     auto said = [&](const std::string& prefix) {
@@ -714,6 +740,7 @@ TEST_CASE("cuda device choice: LoadOptions::device cuda / auto in a build with t
     };
     smol::LoadOptions cuda;
     cuda.device = smol::Device::cuda;
+    cuda.device_backend = smol::cuda_backend();
     std::string why;
     if (!smol::cuda_available(&why)) {
         CHECK(model->device() == smol::Device::cpu);
@@ -738,6 +765,7 @@ TEST_CASE("cuda seam: Generator on the GPU, forks, segments, sessions between CP
     if (!path) return;
     smol::LoadOptions on_gpu;
     on_gpu.device = smol::Device::cuda;
+    on_gpu.device_backend = smol::cuda_backend();
     const auto gpu_model = smol::Model::load(*path, on_gpu);
     const auto cpu_model = smol::Model::load(*path);
     REQUIRE(gpu_model->device() == smol::Device::cuda);
@@ -807,7 +835,7 @@ TEST_CASE("cuda seam: Generator on the GPU, forks, segments, sessions between CP
 
     // A CUDA cache refuses F32, a CPU cache on the GPU backend is refused.
     CHECK_THROWS_AS(backend.make_cache(64, smol::KVType::f32), smol::Error);
-    smol::KVCache host = cpu_model->new_cache(64);
+    smol::KVCache host = cpu_model->make_cache(64);
     std::vector<float> logits(vocab);
     try {
         backend.forward(one_segment(x, 0, host, logits));
@@ -826,7 +854,7 @@ TEST_CASE("cuda batched steps: one pass over several sequences equals separate p
     const auto file = smol::gguf::File::from_bytes(
         smol_tools::make_model_bytes(smol_test::small_model()), "made-model");
     const smol::SmolLM3 net(file);
-    smol::CudaModel gpu(net);
+    smol::CudaBackend gpu(net);
     const smol::Backend& backend = gpu;
     const size_t vocab = backend.vocab_size();
     std::mt19937 rng(99);
@@ -910,7 +938,7 @@ TEST_CASE("cuda batched steps: one pass over several sequences equals separate p
         row_a(smol_test::small_model().shape.head_dim);
     for (size_t i = 0; i < kSeqs; ++i)
         for (size_t pos : {size_t(0), alone[i]->size() - 1})
-            for (int kind : {0, 1}) {
+            for (const smol::KVPart kind : {smol::KVPart::keys, smol::KVPart::values}) {
                 static_cast<smol::CudaKVCache&>(*batched[i])
                     .load_row(1, kind, 0, pos, row_b.data());
                 static_cast<smol::CudaKVCache&>(*alone[i]).load_row(1, kind, 0, pos, row_a.data());
@@ -925,6 +953,7 @@ TEST_CASE("cuda batcher: generators sharing steps match their runs alone") {
     if (!path) return;
     smol::LoadOptions on_gpu;
     on_gpu.device = smol::Device::cuda;
+    on_gpu.device_backend = smol::cuda_backend();
     const auto model = smol::Model::load(*path, on_gpu);
     const std::vector<std::string> prompts = {"Once upon a time", "The quick brown fox",
                                               "In a village far away", "Hello there, general"};
@@ -966,9 +995,9 @@ TEST_CASE("cuda throughput: pp512 and tg128 [bench]") {
     }
     if (!have_gpu()) return;
     const auto model = smol::Model::load(model_path);
-    smol::CudaModel gpu(*model);
+    smol::CudaBackend gpu(*model);
     const size_t vocab = gpu.vocab_size();
-    smol::CudaKVCache kv = gpu.new_cache(1024);
+    smol::CudaKVCache kv(gpu, 1024);
     std::vector<int32_t> prompt(512);
     std::mt19937 rng(7);
     for (int32_t& id : prompt) id = int32_t(rng() % vocab);

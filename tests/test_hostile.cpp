@@ -150,25 +150,26 @@ TEST_CASE("hostile: a KV cache whose byte size wraps is refused, never allocated
     REQUIRE(model->config().n_layers == 2048);
 
     // 2^31 positions x 2^20 dims x 2 (K, V) x 2048 layers x 2 bytes = 2^64: wraps to 0.
-    expect_error([&] { model->new_cache(size_t(1) << 31); }, ErrorKind::resource, "overflows");
+    expect_error([&] { model->make_cache(size_t(1) << 31); }, ErrorKind::resource, "overflows");
     expect_error([&] { smol::KVCache(model->config(), size_t(1) << 31, smol::KVType::f32); },
                  ErrorKind::resource, "overflows");
     // The default 4096 positions: 32 TiB, past any machine's memory.
-    expect_error([&] { model->new_cache(); }, ErrorKind::resource, "memory budget");
+    expect_error([&] { model->make_cache(); }, ErrorKind::resource, "memory budget");
     expect_error([&] { smol::Generator gen(model); }, ErrorKind::resource, "memory budget");
 }
 
 TEST_CASE("hostile: LoadOptions::memory_budget bounds the KV cache") {
     const auto path = smol_test::fixture("tiny-q4km.gguf");
     if (!path) return;
-    const smol::Config config = smol::Config::from_gguf(*File::open(*path));
+    const smol::Config config =
+        smol::detail::value_or_fail(smol::Config::try_from_gguf(*File::open(*path)));
     const uint64_t per_position =
         uint64_t(config.head_dim) * 2 * config.n_layers * config.n_kv_heads * 2;
     smol::LoadOptions options = one_thread();
     options.memory_budget = 64 * per_position;
     const auto model = smol::Model::load(*path, options);
-    CHECK(model->new_cache(64).n_ctx() == 64);
-    expect_error([&] { model->new_cache(65); }, ErrorKind::resource,
+    CHECK(model->make_cache(64).n_ctx() == 64);
+    expect_error([&] { model->make_cache(65); }, ErrorKind::resource,
                  std::to_string(65 * per_position));
     smol::GeneratorOptions g;
     g.n_ctx = 4096;
@@ -204,7 +205,8 @@ TEST_CASE("hostile: a block count the tensor table cannot hold fails before allo
     const auto path = smol_test::fixture("tiny-q4km.gguf");
     if (!path) return;
     const auto real = File::open(*path);
-    const size_t real_layers = smol::Config::from_gguf(*real).n_layers;
+    const size_t real_layers =
+        smol::detail::value_or_fail(smol::Config::try_from_gguf(*real)).n_layers;
     for (const uint32_t layers : {uint32_t(1) << 22, uint32_t(1) << 31}) {
         CAPTURE(layers);
         const Bytes file = smol_test::with_u32(*real, "smollm3.block_count", layers);
@@ -285,7 +287,7 @@ TEST_CASE("hostile: a model at an odd address computes the same logits as an ali
         aligned->tokenizer().encode("Hostile files, odd addresses.", true);
     const size_t vocab = aligned->config().vocab_size;
     std::vector<float> a(vocab), b(vocab);
-    smol::KVCache kv_a = aligned->new_cache(64), kv_b = odd->new_cache(64);
+    smol::KVCache kv_a = aligned->make_cache(64), kv_b = odd->make_cache(64);
     aligned->forward(tokens.data(), tokens.size(), 0, kv_a, a.data());
     odd->forward(tokens.data(), tokens.size(), 0, kv_b, b.data());
     CHECK(std::memcmp(a.data(), b.data(), vocab * sizeof(float)) == 0);
@@ -312,7 +314,7 @@ TEST_CASE("hostile: a failed allocation is Error(resource)") {
     REQUIRE(smol::KVCache::kDefaultSize != n_ctx);
     const uint64_t headroom = 256ull << 20;
     const ChildResult cache = run_in_child(
-        [&] { return classify([&] { model->new_cache(n_ctx); }, ErrorKind::resource); }, headroom);
+        [&] { return classify([&] { model->make_cache(n_ctx); }, ErrorKind::resource); }, headroom);
     CHECK(cache.code == kGotKind);
     smol::GeneratorOptions g;
     g.n_ctx = n_ctx;

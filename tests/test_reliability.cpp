@@ -157,7 +157,7 @@ TEST_CASE("metadata that describes no SmolLM3 model") {
     const auto path = smol_test::fixture("tiny-q4km.gguf");
     if (!path) return;
     const auto real = File::open(*path);
-    CHECK_NOTHROW(smol::Config::from_gguf(*real));
+    CHECK_NOTHROW(smol::detail::value_or_fail(smol::Config::try_from_gguf(*real)));
 
     // The config reads metadata only: leave the tensors out to keep each case small.
     const auto no_tensors = [](Writer&, const TensorInfo&) { return true; };
@@ -174,8 +174,8 @@ TEST_CASE("metadata that describes no SmolLM3 model") {
     auto config_of = [](Bytes bytes) {
         auto shared = std::make_shared<Bytes>(std::move(bytes));
         return [shared] {
-            smol::Config::from_gguf(
-                *File::from_buffer(shared->data(), shared->size(), "edited.gguf"));
+            smol::detail::value_or_fail(smol::Config::try_from_gguf(
+                *File::from_buffer(shared->data(), shared->size(), "edited.gguf")));
         };
     };
     CHECK_NOTHROW(config_of(rebuild(*real, nullptr, no_tensors))());
@@ -229,8 +229,8 @@ TEST_CASE("tensors that do not fit the config: missing, misshapen, wrong vocabul
     const auto path = smol_test::fixture("tiny-q4km.gguf");
     if (!path) return;
     const auto real = File::open(*path);
-    const smol::Config config = smol::Config::from_gguf(*real);
-    CHECK_NOTHROW(smol::Weights::bind(*real, config));
+    const smol::Config config = smol::detail::value_or_fail(smol::Config::try_from_gguf(*real));
+    CHECK_NOTHROW(smol::detail::value_or_fail(smol::Weights::try_bind(*real, config)));
 
     auto replace_tensor = [&](const std::string& name, const std::function<void(Writer&)>& add) {
         return rebuild(*real, nullptr, [&](Writer& w, const TensorInfo& t) {
@@ -243,7 +243,8 @@ TEST_CASE("tensors that do not fit the config: missing, misshapen, wrong vocabul
         auto shared = std::make_shared<Bytes>(std::move(bytes));
         return [shared] {
             const auto f = File::from_buffer(shared->data(), shared->size(), "edited.gguf");
-            smol::Weights::bind(*f, smol::Config::from_gguf(*f));
+            smol::detail::value_or_fail(smol::Weights::try_bind(
+                *f, smol::detail::value_or_fail(smol::Config::try_from_gguf(*f))));
         };
     };
 
@@ -328,9 +329,9 @@ TEST_CASE("model: load errors, cancelled loads and impossible contexts") {
 
     const auto model = smol::Model::load(*path, options);
     REQUIRE(model->config().context_length == 4096);
-    expect_error([&] { model->new_cache(4097); }, ErrorKind::invalid_argument, {"4097", "4096"});
-    CHECK(model->new_cache(16).n_ctx() == 16);
-    CHECK(model->new_cache().n_ctx() == 4096);
+    expect_error([&] { model->make_cache(4097); }, ErrorKind::invalid_argument, {"4097", "4096"});
+    CHECK(model->make_cache(16).n_ctx() == 16);
+    CHECK(model->make_cache().n_ctx() == 4096);
     smol_test::count_golden();
 }
 #endif

@@ -5,6 +5,10 @@
 #include <smol/smol.hpp>
 #include <string>
 
+#if defined(SMOL_CUDA_ENABLED)  // the example links smol::cuda
+#include <smol/cuda/backend.hpp>
+#endif
+
 #if defined(__linux__)
 #include <unistd.h>
 #endif
@@ -41,9 +45,13 @@ inline smol_cli::Option& add_device_option(smol_cli::Parser& cli, smol::Device& 
         "auto (cuda when possible, else cpu)");
 }
 
-// With a device other than the CPU the load log's device line says which one
-// ran and why; everything else in that log stays quiet.
+// The device backends this build has, for --device cuda|auto, and with a
+// device other than the CPU a load log whose device line says which one ran
+// and why (everything else in that log stays quiet).
 inline void log_device_choice(smol::LoadOptions& options) {
+#if defined(SMOL_CUDA_ENABLED)
+    options.device_backend = smol::cuda_backend();
+#endif
     if (options.device == smol::Device::cpu) return;
     options.log = [](int, const std::string& message) {
         if (message.rfind("smol: device", 0) == 0) std::fprintf(stderr, "%s\n", message.c_str());

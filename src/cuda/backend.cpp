@@ -1,6 +1,6 @@
 // Host side of smol's CUDA backend (compiled by the C++ compiler, not nvcc:
 // cmake/smolCuda.cmake says why): device discovery, the weight upload
-// (CudaModel), the per-session device state (CudaKVCache: F16 cache, stream,
+// (CudaBackend), the per-session device state (CudaKVCache: F16 cache, stream,
 // work buffers, decode graph), the forward pass that strings the kernels of
 // kernels.cu together, and the test hooks / host emulation declared in
 // include/smol/cuda/backend.hpp.
@@ -15,6 +15,7 @@
 // first such call; the token and the position reach it through device memory.
 #include <smol/detail/abi.hpp>
 #include <smol/cuda/backend.hpp>
+#include "test_hooks.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -28,6 +29,7 @@
 #include <cuda_runtime.h>
 
 #include <smol/core/fp16.hpp>
+#include <smol/model/smollm3.hpp>
 
 #include "blocks.cuh"
 #include "kernels.cuh"
@@ -473,7 +475,35 @@ bool cuda_available(std::string* why) {
     return false;
 }
 
-CudaModel::CudaModel(const cuda_detail::ModelUpload& up, int device) {
+namespace {
+
+// The factory's create: the upload's errors (thrown by the constructor, which
+// runs in this exception-enabled library) as a value for the model layer.
+Expected<std::unique_ptr<Backend>> create_cuda_backend(const SmolLM3& net, int device) {
+    try {
+        return std::unique_ptr<Backend>(std::make_unique<CudaBackend>(net, device));
+    } catch (const Error& e) {
+        return ErrorInfo{e.kind(), e.what()};
+    } catch (const std::bad_alloc&) {
+        return ErrorInfo{ErrorKind::resource, "cuda: out of host memory while uploading"};
+    }
+}
+
+bool cuda_backend_available(std::string* why) {
+    return cuda_available(why);
+}
+
+}  // namespace
+
+DeviceBackendFactory cuda_backend() {
+    DeviceBackendFactory factory;
+    factory.device = Device::cuda;
+    factory.available = &cuda_backend_available;
+    factory.create = &create_cuda_backend;
+    return factory;
+}
+
+CudaBackend::CudaBackend(const cuda_detail::ModelUpload& up, int device) {
     using namespace cuda_detail;
     require_device(device);
     const DeviceGuard device_guard(device);
@@ -557,67 +587,56 @@ CudaModel::CudaModel(const cuda_detail::ModelUpload& up, int device) {
     default_chunk_ = kMaxChunk;
 }
 
-CudaModel::~CudaModel() = default;
-CudaModel::CudaModel(CudaModel&&) noexcept = default;
-CudaModel& CudaModel::operator=(CudaModel&&) noexcept = default;
+CudaBackend::~CudaBackend() = default;
+CudaBackend::CudaBackend(CudaBackend&&) noexcept = default;
+CudaBackend& CudaBackend::operator=(CudaBackend&&) noexcept = default;
 
-int CudaModel::cuda_device() const noexcept {
+int CudaBackend::cuda_device() const noexcept {
     return state_ ? state_->device : -1;
 }
-std::string CudaModel::device_name() const {
+std::string CudaBackend::device_name() const {
     return state_ ? state_->device_name : "none";
 }
-size_t CudaModel::weight_bytes() const noexcept {
+size_t CudaBackend::weight_bytes() const noexcept {
     return state_ ? state_->weight_bytes : 0;
 }
-std::string CudaModel::name() const {
+std::string CudaBackend::name() const {
     if (!state_) return "cuda (empty)";
     return "cuda (" + state_->device_name + ", device " + std::to_string(state_->device) + ")";
 }
 
-Expected<std::unique_ptr<BackendCache>> CudaModel::create_cache(size_t n_ctx, KVType type,
-                                                                uint64_t memory_budget) const {
+Expected<std::unique_ptr<BackendCache>> CudaBackend::do_make_cache(size_t n_ctx, KVType type,
+                                                                   uint64_t memory_budget) const {
     using namespace cuda_detail;
     if (!state_)
         return ErrorInfo{ErrorKind::invalid_argument,
-                         "CudaKVCache: the CudaModel is empty (moved from)"};
+                         "CudaKVCache: the CudaBackend is empty (moved from)"};
     if (type != KVType::f16)
         return ErrorInfo{ErrorKind::unsupported,
                          "CudaKVCache: the GPU cache stores F16 only (KVType::f32 is CPU-only)"};
-    if (n_ctx == 0)
-        return ErrorInfo{ErrorKind::invalid_argument, "CudaKVCache: n_ctx must be positive"};
-    if (n_ctx == BackendCache::kDefaultSize) n_ctx = 0;  // the constructor's default
     const ModelState& m = *state_;
-    if (n_ctx > m.context_length)
-        return ErrorInfo{ErrorKind::invalid_argument, "CudaKVCache: n_ctx " +
-                                                          std::to_string(n_ctx) +
-                                                          " exceeds the model's context length " +
-                                                          std::to_string(m.context_length)};
-    const size_t positions = n_ctx ? n_ctx : std::min<size_t>(4096, m.context_length);
+    SMOL_TRY_ASSIGN(const size_t positions,
+                    detail::resolve_n_ctx(n_ctx, m.context_length, "CudaKVCache"));
     SMOL_TRY_ASSIGN(
         const size_t total,
         detail::checked_product("CudaKVCache", {uint64_t(positions), m.head_dim, 2, m.n_layers,
                                                 m.n_kv_heads, sizeof(__half)}));
     SMOL_TRY(detail::check_budget("CudaKVCache of " + std::to_string(positions) + " positions",
                                   total, memory_budget));
-    return std::unique_ptr<BackendCache>(new CudaKVCache(state_, n_ctx));
+    return std::unique_ptr<BackendCache>(new CudaKVCache(state_, positions));
 }
 
-CudaKVCache::CudaKVCache(const CudaModel& model, size_t n_ctx) {
+CudaKVCache::CudaKVCache(const CudaBackend& model, size_t n_ctx) {
     if (!model.state_)
         detail::fail(ErrorKind::invalid_argument,
-                     "CudaKVCache: the CudaModel is empty (moved from)");
+                     "CudaKVCache: the CudaBackend is empty (moved from)");
     *this = CudaKVCache(model.state_, n_ctx);
 }
 
 CudaKVCache::CudaKVCache(const std::shared_ptr<cuda_detail::ModelState>& model, size_t n_ctx) {
     using namespace cuda_detail;
     const ModelState& m = *model;
-    if (n_ctx == 0) n_ctx = std::min<size_t>(4096, m.context_length);
-    if (n_ctx > m.context_length)
-        detail::fail(ErrorKind::invalid_argument, "CudaKVCache: n_ctx " + std::to_string(n_ctx) +
-                                                      " exceeds the model's context length " +
-                                                      std::to_string(m.context_length));
+    n_ctx = detail::value_or_fail(detail::resolve_n_ctx(n_ctx, m.context_length, "CudaKVCache"));
     const DeviceGuard device_guard(m.device);
     auto state = std::make_shared<CacheState>();
     CacheState& s = *state;
@@ -669,8 +688,8 @@ void CudaKVCache::restore(const void* data, size_t bytes) {
     using namespace cuda_detail;
     if (!state_) detail::fail(ErrorKind::invalid_argument, "CudaKVCache: empty (moved from)");
     const ModelState& m = *state_->model;
-    const detail::KVImage image =
-        detail::parse_kv_image(data, bytes, m.n_layers, m.n_kv_heads, m.head_dim, state_->n_ctx);
+    const detail::KVImage image = detail::value_or_fail(detail::try_parse_kv_image(
+        data, bytes, m.n_layers, m.n_kv_heads, m.head_dim, state_->n_ctx));
     const size_t row = m.head_dim * sizeof(__half), blocks = 2 * m.n_layers * m.n_kv_heads;
     const void* src = image.payload;
     std::vector<uint16_t> converted;
@@ -709,12 +728,13 @@ std::unique_ptr<BackendCache> CudaKVCache::clone() const {
     return copy;
 }
 
-void CudaKVCache::load_row(size_t layer, int kind, size_t kv_head, size_t pos, float* out) const {
+void CudaKVCache::load_row(size_t layer, KVPart part, size_t kv_head, size_t pos,
+                           float* out) const {
     using namespace cuda_detail;
     if (!state_) detail::fail(ErrorKind::invalid_argument, "CudaKVCache: empty (moved from)");
     const ModelState& m = *state_->model;
-    if (layer >= m.n_layers || (kind != 0 && kind != 1) || kv_head >= m.n_kv_heads ||
-        pos >= state_->n_ctx)
+    const size_t kind = size_t(part);
+    if (layer >= m.n_layers || kind > 1 || kv_head >= m.n_kv_heads || pos >= state_->n_ctx)
         detail::fail(ErrorKind::out_of_range, "CudaKVCache::load_row: index out of range");
     const DeviceGuard device_guard(m.device);
     SMOL_CUDA_CHECK(cudaStreamSynchronize(state_->stream));
@@ -726,8 +746,8 @@ void CudaKVCache::load_row(size_t layer, int kind, size_t kv_head, size_t pos, f
     for (size_t d = 0; d < m.head_dim; ++d) out[d] = fp16_to_fp32(row[d]);
 }
 
-void CudaModel::forward(const int32_t* tokens, size_t n, size_t start_pos, CudaKVCache& kv,
-                        float* logits_host, bool all_logits) const {
+void CudaBackend::forward(const int32_t* tokens, size_t n, size_t start_pos, CudaKVCache& kv,
+                          float* logits_host, bool all_logits) const {
     forward(Segment{tokens, n, start_pos, &kv, logits_host, all_logits});
 }
 
@@ -836,12 +856,12 @@ void run_batched(ModelState& m, const Segment* chunks, const CacheState* const* 
 // tokens; it sets the caches' sizes after this returns. A step of several
 // chunks runs as one batched pass (SMOL_CUDA_BATCH=0: one after another, for
 // comparison); SMOL_CUDA_GRAPH=0 turns the decode graph off.
-Status CudaModel::forward_step(const Segment* chunks, size_t n_chunks,
-                               const std::atomic<bool>*) const {
+Status CudaBackend::forward_step(const Segment* chunks, size_t n_chunks,
+                                 const std::atomic<bool>*) const {
     using namespace cuda_detail;
     if (!state_)
         detail::fail(ErrorKind::invalid_argument,
-                     "cuda forward: the CudaModel is empty (moved from)");
+                     "cuda forward: the CudaBackend is empty (moved from)");
     ModelState& m = *state_;
     const DeviceGuard device_guard(m.device);
     auto cache_of = [](const Segment& c) -> CacheState& {

@@ -35,7 +35,7 @@ int check_against_golden(const char* unit, const Golden& golden) {
     const std::vector<int32_t>& ids = golden.ids;
     try {
         auto model = smol::Model::load(golden.model_path);
-        smol::KVCache kv = model->new_cache(256);
+        smol::KVCache kv = model->make_cache(256);
         std::vector<float> logits(model->config().vocab_size);
         if (logits.size() != expected.size()) return 1;
         model->forward(ids.data(), ids.size(), 0, kv, logits.data());

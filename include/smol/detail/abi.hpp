@@ -142,30 +142,19 @@
 #define SMOL_ABI_EXCEPTIONS n
 #endif
 
-// Whether the unit links the CUDA backend (smol::cuda defines
-// SMOL_CUDA_ENABLED for its users). Part of the tag: smol::Model's device
-// choice calls the real CUDA entry points in such units and the "not built"
-// stubs elsewhere (cuda/backend.hpp), so the two kinds of unit must not share
-// one definition of Model. Units without CUDA keep the tag they always had.
-#if defined(SMOL_CUDA_ENABLED)
-#define SMOL_ABI_CUDA _cuda
-#else
-#define SMOL_ABI_CUDA
-#endif
-
-#define SMOL_ABI_JOIN_(major, minor, arch, exc, a, b, c, d, e, f, g, h, i, j, k, l, cuda) \
-    v##major##_##minor##_##arch##_##exc##a##b##c##d##e##f##g##h##i##j##k##l##cuda
-#define SMOL_ABI_JOIN(major, minor, arch, exc, a, b, c, d, e, f, g, h, i, j, k, l, cuda) \
-    SMOL_ABI_JOIN_(major, minor, arch, exc, a, b, c, d, e, f, g, h, i, j, k, l, cuda)
+#define SMOL_ABI_JOIN_(major, minor, arch, exc, a, b, c, d, e, f, g, h, i, j, k, l) \
+    v##major##_##minor##_##arch##_##exc##a##b##c##d##e##f##g##h##i##j##k##l
+#define SMOL_ABI_JOIN(major, minor, arch, exc, a, b, c, d, e, f, g, h, i, j, k, l) \
+    SMOL_ABI_JOIN_(major, minor, arch, exc, a, b, c, d, e, f, g, h, i, j, k, l)
 
 // e.g. v0_1_x86_e000000000000 for a plain x86-64 build with exceptions,
-// v0_1_x86_e111111110000 for -march=haswell, v0_1_x86_e000000000000_cuda for a
-// plain build linked against smol::cuda.
-#define SMOL_ABI                                                                                  \
-    SMOL_ABI_JOIN(SMOL_VERSION_MAJOR, SMOL_VERSION_MINOR, SMOL_ABI_ARCH, SMOL_ABI_EXCEPTIONS,     \
-                  SMOL_ABI_D0, SMOL_ABI_D1, SMOL_ABI_D2, SMOL_ABI_D3, SMOL_ABI_D4, SMOL_ABI_D5,   \
-                  SMOL_ABI_D6, SMOL_ABI_D7, SMOL_ABI_D8, SMOL_ABI_D9, SMOL_ABI_D10, SMOL_ABI_D11, \
-                  SMOL_ABI_CUDA)
+// v0_1_x86_e111111110000 for -march=haswell. Linking smol::cuda changes no
+// definition of the other headers (the model layer takes the CUDA backend
+// through a factory), so it is not part of the tag.
+#define SMOL_ABI                                                                                \
+    SMOL_ABI_JOIN(SMOL_VERSION_MAJOR, SMOL_VERSION_MINOR, SMOL_ABI_ARCH, SMOL_ABI_EXCEPTIONS,   \
+                  SMOL_ABI_D0, SMOL_ABI_D1, SMOL_ABI_D2, SMOL_ABI_D3, SMOL_ABI_D4, SMOL_ABI_D5, \
+                  SMOL_ABI_D6, SMOL_ABI_D7, SMOL_ABI_D8, SMOL_ABI_D9, SMOL_ABI_D10, SMOL_ABI_D11)
 
 #define SMOL_NAMESPACE_BEGIN \
     namespace smol {         \

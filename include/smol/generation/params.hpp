@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../error.hpp"
+#include "../log.hpp"
 #include "../constrain/json_schema.hpp"
 #include "../model/kv_cache.hpp"
 #include "../sampling/sampler.hpp"
@@ -60,10 +61,6 @@ inline const char* to_string(StopReason reason) noexcept {
     return "unknown";
 }
 
-// Log levels of GeneratorOptions::log (LoadOptions::log uses the same numbers:
-// 0 info, 1 warning).
-enum LogLevel : int { log_debug = -1, log_info = 0, log_warning = 1, log_error = 2 };
-
 struct GeneratorOptions {
     // KV cache positions. Default (KVCache::kDefaultSize): min(4096, the model's
     // context length); 0 or more than the context length: Error(invalid_argument).
@@ -71,7 +68,7 @@ struct GeneratorOptions {
     KVType kv_type = KVType::f16;
     size_t prefill_chunk = 0;  // tokens per prefill forward call; 0 = the model's default
     // Silent by default. Called on the generating thread.
-    std::function<void(int level, const std::string& message)> log;
+    LogCallback log;  // levels: LogLevel (log.hpp)
     // Called first thing on each async worker thread (generate_async /
     // chat_async), e.g. to lower its priority or pin it so that a game's
     // main thread keeps its core.

@@ -1,6 +1,6 @@
 // smol::Backend and smol::BackendCache: the one narrow seam between the
 // generator and whatever runs the network (the CPU SmolLM3 in model/smollm3.hpp,
-// the CUDA model in cuda/backend.hpp). Plain C++17 with no CUDA headers, so both
+// the CUDA backend in cuda/backend.hpp). Plain C++17 with no CUDA headers, so both
 // sides (and nvcc) include it.
 //
 // Data flow (Generator -> Backend -> device):
@@ -71,8 +71,8 @@
 SMOL_NAMESPACE_BEGIN
 
 // Which backend a Model runs its generators on (LoadOptions::device).
-// automatic: CUDA when smol was built with it (SMOL_CUDA_ENABLED) and a usable
-// device exists, else the CPU; the load log says which and why.
+// automatic: the device backend of LoadOptions::device_backend when one was
+// given and a usable device exists, else the CPU; the load log says which and why.
 enum class Device : uint32_t { cpu = 0, cuda = 1, automatic = 2 };
 
 inline const char* device_name(Device device) noexcept {
@@ -97,6 +97,9 @@ inline std::optional<Device> parse_device(std::string_view name) noexcept {
 // Element type of a KV cache.
 enum class KVType : uint32_t { f32 = 0, f16 = 1 };
 
+// The two halves of a cache entry (keys are stored after RoPE).
+enum class KVPart : int { keys = 0, values = 1 };
+
 struct ForwardOptions {
     bool all_logits = false;  // Model::forward / SmolLM3::forward only: [n][vocab]
                               // (a Segment carries its own all_logits)
@@ -111,8 +114,11 @@ class Backend;
 
 class BackendCache {
 public:
-    // n_ctx "min(4096, the model's context length)" wherever a cache is made.
+    // The one "default size" marker: n_ctx kDefaultSize wherever a cache is
+    // made picks min(kDefaultContext, the model's context length); 0 is
+    // Error(invalid_argument) everywhere (detail::resolve_n_ctx).
     static constexpr size_t kDefaultSize = ~size_t(0);
+    static constexpr size_t kDefaultContext = 4096;
 
     virtual ~BackendCache() = default;
 
@@ -228,7 +234,7 @@ public:
         size_t n_ctx = BackendCache::kDefaultSize, KVType type = KVType::f16,
         uint64_t memory_budget = 0) const {
         return detail::catch_bad_alloc("KVCache",
-                                       [&] { return create_cache(n_ctx, type, memory_budget); });
+                                       [&] { return do_make_cache(n_ctx, type, memory_budget); });
     }
     std::unique_ptr<BackendCache> make_cache(size_t n_ctx = BackendCache::kDefaultSize,
                                              KVType type = KVType::f16,
@@ -289,9 +295,10 @@ protected:
     virtual Status forward_step(const Segment* chunks, size_t n_chunks,
                                 const std::atomic<bool>* cancel) const = 0;
 
-    // make_cache's work (see there), its errors as a value.
-    virtual Expected<std::unique_ptr<BackendCache>> create_cache(size_t n_ctx, KVType type,
-                                                                 uint64_t memory_budget) const = 0;
+    // make_cache's work (see there), its errors as a value: each backend's own
+    // constructor behind the one public way, make_cache / try_make_cache.
+    virtual Expected<std::unique_ptr<BackendCache>> do_make_cache(size_t n_ctx, KVType type,
+                                                                  uint64_t memory_budget) const = 0;
 
     Device device_ = Device::cpu;
     // Identifies the caches this backend may run: BackendCache::owner_ must be
@@ -406,7 +413,42 @@ private:
     }
 };
 
+class SmolLM3;
+
+// How a Model gets a device backend without the model layer knowing any device
+// library: a GPU backend's header hands one of these to LoadOptions::device_backend
+// (cuda/backend.hpp: smol::cuda_backend(), for a program linked with
+// smol::cuda). Plain function pointers, no registration: a static link keeps
+// exactly what the program names, and a CPU-only program compiles no GPU code.
+struct DeviceBackendFactory {
+    Device device = Device::cpu;  // what the backend runs on (Device::cuda)
+    // True when a device can be used; otherwise false with the reason in *why.
+    bool (*available)(std::string* why) = nullptr;
+    // A backend running `net` (weights copied to the device) on device index
+    // `index`. What the device cannot run is Error(unsupported) naming it.
+    Expected<std::unique_ptr<Backend>> (*create)(const SmolLM3& net, int index) = nullptr;
+
+    explicit operator bool() const noexcept { return available && create; }
+};
+
 namespace detail {
+
+// A cache size asked for (n_ctx, or BackendCache::kDefaultSize) as positions,
+// by the one rule every backend's cache follows.
+inline Expected<size_t> resolve_n_ctx(size_t n_ctx, size_t context_length,
+                                      const char* who = "KVCache") {
+    if (n_ctx == BackendCache::kDefaultSize)
+        n_ctx = std::min(BackendCache::kDefaultContext, context_length);
+    if (n_ctx == 0)
+        return ErrorInfo{ErrorKind::invalid_argument,
+                         std::string(who) + ": n_ctx must be positive"};
+    if (n_ctx > context_length)
+        return ErrorInfo{ErrorKind::invalid_argument, std::string(who) + ": n_ctx " +
+                                                          std::to_string(n_ctx) +
+                                                          " exceeds the model's context length " +
+                                                          std::to_string(context_length)};
+    return n_ctx;
+}
 
 // The header of a serialized cache (top of this file), checked against the
 // geometry of the model that restores it; payload points at the rows.
@@ -478,10 +520,6 @@ inline Expected<KVImage> try_parse_kv_image(const void* data, size_t bytes, size
                              " payload bytes, expected " + std::to_string(payload)};
     image.payload = p + kKVHeaderBytes;
     return image;
-}
-inline KVImage parse_kv_image(const void* data, size_t bytes, size_t n_layers, size_t n_kv_heads,
-                              size_t head_dim, size_t n_ctx) {
-    return value_or_fail(try_parse_kv_image(data, bytes, n_layers, n_kv_heads, head_dim, n_ctx));
 }
 
 }  // namespace detail

@@ -12,7 +12,7 @@
 // A missing required key is ErrorKind::missing, an impossible value (zero,
 // heads not dividing, odd head_dim, ...) is ErrorKind::format, another
 // architecture is ErrorKind::unsupported; every message names the key.
-// try_from_gguf returns these errors as values, from_gguf throws them.
+// try_from_gguf returns these errors as values.
 //
 // SmolLM3 facts that are implied by the architecture rather than stored:
 // every 4th layer (index 3, 7, 11, ...) uses no positional encoding (NoPE),
@@ -58,8 +58,7 @@ struct Config {
         return nope_interval == 0 || (layer + 1) % nope_interval != 0;
     }
 
-    // Reads and validates the config of a SmolLM3 GGUF file; try_from_gguf
-    // returns the error as a value, from_gguf throws it.
+    // Reads and validates the config of a SmolLM3 GGUF file, the error as a value.
     static Expected<Config> try_from_gguf(const gguf::File& file) {
         const std::string& source = file.source();
         SMOL_TRY_ASSIGN(const auto arch, file.try_get<std::string>("general.architecture"));
@@ -140,10 +139,6 @@ struct Config {
         SMOL_TRY(c.try_validate(source));
         return c;
     }
-    static Config from_gguf(const gguf::File& file) {
-        return detail::value_or_fail(try_from_gguf(file));
-    }
-
     // Checks the relations between the fields; `source` names the file in messages.
     Status try_validate(const std::string& source = "<config>") const {
         auto bad = [&](const std::string& what) {
@@ -171,9 +166,6 @@ struct Config {
         if (vocab_size == 0 || vocab_size > (size_t(1) << 31))
             return bad("key '" + p + "vocab_size' is out of range");
         return {};
-    }
-    void validate(const std::string& source = "<config>") const {
-        detail::ok_or_fail(try_validate(source));
     }
 };
 

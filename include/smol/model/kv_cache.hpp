@@ -7,7 +7,8 @@
 // and bandwidth of F32; the reference engine the goldens come from also keeps F16) or F32.
 //
 // Layout, one block per (layer, K or V, kv head), each [n_ctx][head_dim]:
-//   block(layer, kind, head) starts at ((layer * 2 + kind) * n_kv_heads + head) * n_ctx * head_dim
+//   block(layer, part, head) starts at ((layer * 2 + part) * n_kv_heads + head) * n_ctx * head_dim
+// (part: 0 keys, 1 values)
 // so attention for one head walks contiguous positions. Keys are stored after
 // RoPE (for NoPE layers, as projected).
 //
@@ -52,10 +53,6 @@ inline constexpr char kCpuCacheOwner = 0;
 
 class KVCache final : public BackendCache {
 public:
-    static constexpr size_t kDefaultContext = 4096;
-    static constexpr size_t kDefaultSize =
-        BackendCache::kDefaultSize;  // "min(4096, context length)"
-
     // n_ctx kDefaultSize picks min(4096, config.context_length); 0 or more than
     // context_length is ErrorKind::invalid_argument. The cache's bytes are
     // checked against `memory_budget` (0: the machine's physical memory; see
@@ -121,33 +118,38 @@ public:
         size_ = n;
     }
 
-    // Start of the [n_ctx][head_dim] block of keys (kind 0) or values (kind 1).
-    void* block(size_t layer, int kind, size_t kv_head) noexcept {
-        return data_.get() + block_offset(layer, kind, kv_head) * element_bytes();
+    // Start of the [n_ctx][head_dim] block of the keys or values of one kv head.
+    void* block(size_t layer, KVPart part, size_t kv_head) noexcept {
+        return data_.get() + block_offset(layer, part, kv_head) * element_bytes();
     }
-    const void* block(size_t layer, int kind, size_t kv_head) const noexcept {
-        return data_.get() + block_offset(layer, kind, kv_head) * element_bytes();
+    const void* block(size_t layer, KVPart part, size_t kv_head) const noexcept {
+        return data_.get() + block_offset(layer, part, kv_head) * element_bytes();
     }
-    void* keys(size_t layer, size_t kv_head) noexcept { return block(layer, 0, kv_head); }
-    void* values(size_t layer, size_t kv_head) noexcept { return block(layer, 1, kv_head); }
+    void* keys(size_t layer, size_t kv_head) noexcept {
+        return block(layer, KVPart::keys, kv_head);
+    }
+    void* values(size_t layer, size_t kv_head) noexcept {
+        return block(layer, KVPart::values, kv_head);
+    }
     const void* keys(size_t layer, size_t kv_head) const noexcept {
-        return block(layer, 0, kv_head);
+        return block(layer, KVPart::keys, kv_head);
     }
     const void* values(size_t layer, size_t kv_head) const noexcept {
-        return block(layer, 1, kv_head);
+        return block(layer, KVPart::values, kv_head);
     }
 
     // Writes the keys and values of one position: k and v are [n_kv_heads][head_dim].
     void store(size_t layer, size_t pos, const float* k, const float* v) noexcept {
         for (size_t h = 0; h < n_kv_heads_; ++h) {
-            store_row(block(layer, 0, h), pos, k + h * head_dim_);
-            store_row(block(layer, 1, h), pos, v + h * head_dim_);
+            store_row(keys(layer, h), pos, k + h * head_dim_);
+            store_row(values(layer, h), pos, v + h * head_dim_);
         }
     }
 
     // Reads one stored row back as float (tests, the reference).
-    void load_row(size_t layer, int kind, size_t kv_head, size_t pos, float* out) const noexcept {
-        const uint8_t* base = static_cast<const uint8_t*>(block(layer, kind, kv_head)) +
+    void load_row(size_t layer, KVPart part, size_t kv_head, size_t pos,
+                  float* out) const noexcept {
+        const uint8_t* base = static_cast<const uint8_t*>(block(layer, part, kv_head)) +
                               pos * head_dim_ * element_bytes();
         if (type_ == KVType::f32) {
             std::memcpy(out, base, head_dim_ * 4);
@@ -164,9 +166,9 @@ public:
         out.reserve(detail::kKVHeaderBytes + 2 * n_layers_ * n_kv_heads_ * size_ * row);
         detail::append_kv_header(out, type_, n_layers_, n_kv_heads_, head_dim_, size_);
         for (size_t l = 0; l < n_layers_; ++l)
-            for (int kind = 0; kind < 2; ++kind)
+            for (const KVPart part : {KVPart::keys, KVPart::values})
                 for (size_t h = 0; h < n_kv_heads_; ++h) {
-                    const uint8_t* p = static_cast<const uint8_t*>(block(l, kind, h));
+                    const uint8_t* p = static_cast<const uint8_t*>(block(l, part, h));
                     out.insert(out.end(), p, p + size_ * row);
                 }
         return out;
@@ -211,15 +213,7 @@ public:
 
 private:
     static Expected<size_t> resolve_n_ctx(const Config& config, size_t n_ctx) {
-        if (n_ctx == kDefaultSize) n_ctx = std::min(kDefaultContext, config.context_length);
-        if (n_ctx == 0)
-            return ErrorInfo{ErrorKind::invalid_argument, "KVCache: n_ctx must be positive"};
-        if (n_ctx > config.context_length)
-            return ErrorInfo{ErrorKind::invalid_argument,
-                             "KVCache: n_ctx " + std::to_string(n_ctx) +
-                                 " exceeds the model's context length " +
-                                 std::to_string(config.context_length)};
-        return n_ctx;
+        return detail::resolve_n_ctx(n_ctx, config.context_length);
     }
 
     // A cache of this geometry with nothing allocated yet: check_size() and
@@ -244,17 +238,17 @@ private:
     void fill_from(const detail::KVImage& image) {
         const uint8_t* src = image.payload;
         for (size_t l = 0; l < n_layers_; ++l)
-            for (int kind = 0; kind < 2; ++kind)
+            for (const KVPart part : {KVPart::keys, KVPart::values})
                 for (size_t h = 0; h < n_kv_heads_; ++h) {
-                    std::memcpy(block(l, kind, h), src, image.size * image.row_bytes);
+                    std::memcpy(block(l, part, h), src, image.size * image.row_bytes);
                     src += image.size * image.row_bytes;
                 }
         size_ = image.size;
     }
 
     size_t block_elements() const noexcept { return n_ctx_ * head_dim_; }
-    size_t block_offset(size_t layer, int kind, size_t kv_head) const noexcept {
-        return ((layer * 2 + size_t(kind)) * n_kv_heads_ + kv_head) * block_elements();
+    size_t block_offset(size_t layer, KVPart part, size_t kv_head) const noexcept {
+        return ((layer * 2 + size_t(part)) * n_kv_heads_ + kv_head) * block_elements();
     }
 
     // Uninitialized on purpose: pages are touched only as positions fill.
@@ -270,9 +264,9 @@ private:
     void copy_prefix_from(const KVCache& other, size_t n) {
         const size_t row = head_dim_ * element_bytes();
         for (size_t l = 0; l < n_layers_; ++l)
-            for (int kind = 0; kind < 2; ++kind)
+            for (const KVPart part : {KVPart::keys, KVPart::values})
                 for (size_t h = 0; h < n_kv_heads_; ++h)
-                    std::memcpy(block(l, kind, h), other.block(l, kind, h), n * row);
+                    std::memcpy(block(l, part, h), other.block(l, part, h), n * row);
         size_ = n;
     }
 

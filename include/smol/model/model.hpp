@@ -3,7 +3,7 @@
 // number of sessions, each with its own KVCache:
 //
 //   auto model = smol::Model::load("model.gguf");
-//   smol::KVCache kv = model->new_cache();   // n_ctx = min(4096, context length)
+//   smol::KVCache kv = model->make_cache();   // n_ctx = min(4096, context length)
 //   std::vector<float> logits(model->config().vocab_size);
 //   auto ids = model->tokenizer().encode("Hello", true);
 //   model->forward(ids.data(), ids.size(), 0, kv, logits.data());
@@ -13,16 +13,19 @@
 // starts the thread pool. Errors name the file, key or tensor: try_load returns
 // them as a value, load throws them as smol::Error; LoadOptions::progress
 // returning false cancels with Error(cancelled).
-// forward() is SmolLM3::forward (model/smollm3.hpp) on the model's pool.
 //
 // Backends (model/backend.hpp): the Model owns the backend its generators run
 // on, chosen at load by LoadOptions::device: cpu (a CpuBackend over the same
-// SmolLM3 and pool), cuda (a CudaModel, cuda/backend.hpp: the weights uploaded
-// once; needs a unit linked against smol::cuda, so SMOL_CUDA_ENABLED, and a
-// device, else Error(unsupported)), or automatic (cuda when both exist and the
-// GPU can run the file, else cpu; LoadOptions::log says which and why). backend() is that choice;
-// forward()/new_cache() stay on the CPU whatever was chosen (a KVCache is a CPU
-// cache), for the tests and tools that drive the network directly.
+// SmolLM3 and pool), cuda (the backend LoadOptions::device_backend makes: for
+// CUDA, smol::cuda_backend() from cuda/backend.hpp in a program linked with
+// smol::cuda; no factory or no device is Error(unsupported)), or automatic
+// (the device backend when a factory was given, a device exists and it can run
+// the file, else cpu; LoadOptions::log says which and why). This header
+// includes no device header: a CPU-only program compiles no GPU code.
+// backend() is that choice; forward()/make_cache() stay on the CPU whatever
+// was chosen (a KVCache is a CPU cache), for the tests and tools that drive
+// the network directly: forward() is the CPU backend's Backend::forward over
+// one segment, so it checks and chunks exactly as generators do.
 #pragma once
 
 #include "../detail/abi.hpp"
@@ -43,7 +46,7 @@
 #include "../detail/fnv.hpp"
 #include "../error.hpp"
 #include "../gguf/gguf.hpp"
-#include "../cuda/backend.hpp"
+#include "../log.hpp"
 #include "../text/tokenizer.hpp"
 #include "backend.hpp"
 #include "config.hpp"
@@ -64,10 +67,14 @@ struct LoadOptions {
     // before anything is allocated. 0: the machine's physical memory.
     uint64_t memory_budget = 0;
     // Where generators run (model/backend.hpp): cpu, cuda (Error(unsupported)
-    // without CUDA support or a device) or automatic (cuda if possible, else
-    // cpu; the log says which). cuda_device picks the GPU.
+    // without a device_backend or a device) or automatic (the device backend if
+    // possible, else cpu; the log says which). cuda_device picks the GPU.
     Device device = Device::cpu;
     int cuda_device = 0;
+    // The GPU backend's factory, for device cuda / automatic: in a program
+    // linked with smol::cuda, smol::cuda_backend() (cuda/backend.hpp). Empty:
+    // the CPU only.
+    DeviceBackendFactory device_backend;
     // On the CPU, move the matrices the kernel level has interleaved tiles for
     // (KernelSet::interleaves: Q4_K and Q5_K at avx512) into the interleaved
     // layout at load (SmolLM3::interleave_weights): decode streams them
@@ -77,7 +84,7 @@ struct LoadOptions {
     // them). Skipped, with a log line, when they do not fit memory_budget.
     bool interleave_weights = true;
     std::function<bool(float progress)> progress;  // 0..1; return false cancels the load
-    std::function<void(int level, const std::string& msg)> log;  // level: 0 info, 1 warning
+    LogCallback log;                               // LogLevel (log.hpp): log_info, log_warning
 };
 
 namespace detail {
@@ -175,33 +182,35 @@ public:
     Model(const Model&) = delete;
     Model& operator=(const Model&) = delete;
 
-    // A cache for this model: n_ctx defaults to min(4096, context length); 0 or more
-    // than the context length is Error(invalid_argument).
-    // Its size is checked against LoadOptions::memory_budget (Error(resource)).
-    KVCache new_cache(size_t n_ctx = KVCache::kDefaultSize, KVType type = KVType::f16) const {
-        return detail::value_or_fail(try_new_cache(n_ctx, type));
-    }
-    Expected<KVCache> try_new_cache(size_t n_ctx = KVCache::kDefaultSize,
-                                    KVType type = KVType::f16) const {
+    // A CPU cache for forward(): n_ctx kDefaultSize picks min(4096, context
+    // length); 0 or more than the context length is Error(invalid_argument);
+    // its size is checked against LoadOptions::memory_budget (Error(resource)).
+    // Generators make theirs through backend().make_cache (model/backend.hpp).
+    Expected<KVCache> try_make_cache(size_t n_ctx = KVCache::kDefaultSize,
+                                     KVType type = KVType::f16) const {
         return KVCache::try_create(config(), n_ctx, type, memory_budget_);
+    }
+    KVCache make_cache(size_t n_ctx = KVCache::kDefaultSize, KVType type = KVType::f16) const {
+        return detail::value_or_fail(try_make_cache(n_ctx, type));
     }
 
     // LoadOptions::memory_budget as given at load (0: physical memory).
     uint64_t memory_budget() const noexcept { return memory_budget_; }
 
-    // Runs tokens [n] at positions start_pos.. through the model, appending K/V to kv;
-    // writes the logits of the last position ([vocab]) or of all ([n][vocab]) to logits.
-    // Errors and cancellation: see model/smollm3.hpp; a failed allocation is
-    // Error(resource) (Backend::forward, model/backend.hpp).
-    void forward(const int32_t* tokens, size_t n, size_t start_pos, KVCache& kv, float* logits,
-                 const ForwardOptions& options = {}) const {
-        net_.forward(tokens, n, start_pos, kv, logits, *pool_, options);
-    }
-    // As forward, with the errors (arguments, cancellation) as a value.
+    // Runs tokens [n] at positions start_pos.. through the model on the CPU,
+    // appending K/V to kv; writes the logits of the last position ([vocab]) or
+    // of all ([n][vocab], options.all_logits) to logits. The CPU backend's
+    // Backend::forward over one segment: its checks and chunking (see
+    // model/backend.hpp); cancellation as in model/smollm3.hpp; a failed
+    // allocation is Error(resource). try_forward returns those errors as a value.
     Status try_forward(const int32_t* tokens, size_t n, size_t start_pos, KVCache& kv,
                        float* logits, const ForwardOptions& options = {}) const {
         return cpu_.try_forward(Segment{tokens, n, start_pos, &kv, logits, options.all_logits},
                                 options);
+    }
+    void forward(const int32_t* tokens, size_t n, size_t start_pos, KVCache& kv, float* logits,
+                 const ForwardOptions& options = {}) const {
+        detail::ok_or_fail(try_forward(tokens, n, start_pos, kv, logits, options));
     }
 
 private:
@@ -257,24 +266,24 @@ private:
         identity_ = "smollm3-" + std::string(hex);
         const int threads = pool_->size();
         if (options.log)
-            options.log(0, "smol: loaded " + file.source() + " (" +
-                               std::to_string(net_.config().n_layers) + " layers, hidden " +
-                               std::to_string(net_.config().hidden) + ", " +
-                               std::to_string(threads) + " threads, " +
-                               cpu_level_name(cpu_level()) + " kernels)");
+            options.log(log_info, "smol: loaded " + file.source() + " (" +
+                                      std::to_string(net_.config().n_layers) + " layers, hidden " +
+                                      std::to_string(net_.config().hidden) + ", " +
+                                      std::to_string(threads) + " threads, " +
+                                      cpu_level_name(cpu_level()) + " kernels)");
         SMOL_TRY(choose_device(options));
         if (!device_backend_ && options.interleave_weights) {
             SMOL_TRY(report(options, 0.9f));
             size_t wanted = 0;
             const size_t moved = net_.interleave_weights(*pool_, memory_budget_, &wanted);
             if (options.log && moved > 0)
-                options.log(0, "smol: interleaved " + std::to_string(moved >> 20) +
-                                   " MiB of weights for the " + cpu_level_name(cpu_level()) +
-                                   " kernels");
+                options.log(log_info, "smol: interleaved " + std::to_string(moved >> 20) +
+                                          " MiB of weights for the " + cpu_level_name(cpu_level()) +
+                                          " kernels");
             else if (options.log && wanted > 0)
-                options.log(1, "smol: weights left as stored: no room for " +
-                                   std::to_string(wanted >> 20) +
-                                   " MiB interleaved (slower decode)");
+                options.log(log_warning, "smol: weights left as stored: no room for " +
+                                             std::to_string(wanted >> 20) +
+                                             " MiB interleaved (slower decode)");
         }
         return report(options, 1.0f);
     }
@@ -283,48 +292,39 @@ private:
         if (options.device != Device::cpu && options.device != Device::cuda &&
             options.device != Device::automatic)
             return Status(ErrorKind::invalid_argument, "model: unknown LoadOptions::device");
+        const DeviceBackendFactory& factory = options.device_backend;
         std::string why;
         if (options.device == Device::cpu) {
             why = "asked for";
-        } else if (cuda_available(&why)) {
+        } else if (!factory) {
+            why =
+                "no device backend was given (LoadOptions::device_backend: include "
+                "<smol/cuda/backend.hpp>, link smol::cuda, set it to smol::cuda_backend())";
+        } else if (options.device == Device::cuda && factory.device != Device::cuda) {
+            return Status(ErrorKind::invalid_argument,
+                          "model: device cuda was asked for, but LoadOptions::device_backend "
+                          "makes a " +
+                              std::string(device_name(factory.device)) + " backend");
+        } else if (factory.available(&why)) {
             // automatic falls back to the CPU when the GPU cannot run this file
             // (Error(unsupported): a matrix type or head size the kernels lack).
-            Expected<std::unique_ptr<Backend>> gpu = make_cuda_backend(options.cuda_device);
+            Expected<std::unique_ptr<Backend>> gpu = factory.create(net_, options.cuda_device);
             if (gpu.ok()) {
                 device_backend_ = std::move(gpu).value();
-                why = options.device == Device::cuda ? "asked for" : "auto: a CUDA device exists";
+                why = options.device == Device::cuda ? "asked for" : "auto: a device exists";
             } else if (options.device == Device::automatic &&
                        gpu.error().kind == ErrorKind::unsupported) {
                 why = "auto: " + gpu.error().message;
             } else {
                 return gpu.take_error();
             }
-        } else if (options.device == Device::cuda) {
+        }
+        if (!device_backend_ && options.device == Device::cuda)
             return Status(ErrorKind::unsupported, "model: device cuda was asked for, but " + why);
-        } else {
-            why = "auto: " + why;
-        }
-        if (options.log) options.log(0, "smol: device " + backend().name() + " (" + why + ")");
+        if (!device_backend_ && options.device == Device::automatic) why = "auto: " + why;
+        if (options.log)
+            options.log(log_info, "smol: device " + backend().name() + " (" + why + ")");
         return {};
-    }
-
-    // CudaModel's constructor is compiled into smol::cuda (src/cuda/*.cu) and
-    // reports what it cannot run by throwing smol::Error: the one error of a
-    // load that has to be caught, hence the guard. smol::cuda is built with
-    // exceptions, so a -fno-exceptions unit (another ABI tag, detail/abi.hpp)
-    // cannot link it and never gets here with a device; it is told so.
-    Expected<std::unique_ptr<Backend>> make_cuda_backend(int device) const {
-#if SMOL_HAS_EXCEPTIONS
-        try {
-            return std::unique_ptr<Backend>(std::make_unique<CudaModel>(net_, device));
-        } catch (const Error& e) {
-            return ErrorInfo{e.kind(), e.what()};
-        }
-#else
-        (void)device;
-        return ErrorInfo{ErrorKind::unsupported,
-                         "model: the CUDA backend needs exceptions (smol::cuda throws)"};
-#endif
     }
 
     static Status report(const LoadOptions& options, float progress) {

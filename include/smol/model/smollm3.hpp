@@ -420,8 +420,8 @@ public:
     ThreadPool& thread_pool() const noexcept { return *pool_; }
 
 protected:
-    Expected<std::unique_ptr<BackendCache>> create_cache(size_t n_ctx, KVType type,
-                                                         uint64_t memory_budget) const override {
+    Expected<std::unique_ptr<BackendCache>> do_make_cache(size_t n_ctx, KVType type,
+                                                          uint64_t memory_budget) const override {
         SMOL_TRY_ASSIGN(KVCache cache,
                         KVCache::try_create(net_->config(), n_ctx, type, memory_budget));
         return std::unique_ptr<BackendCache>(new KVCache(std::move(cache)));

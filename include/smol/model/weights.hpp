@@ -61,10 +61,7 @@ struct Weights {
     std::vector<LayerWeights> layers;
 
     // Binds every tensor of `file` against `config`. The File must outlive the
-    // Weights. try_bind returns the error as a value, bind throws it.
-    static Weights bind(const gguf::File& file, const Config& config) {
-        return detail::value_or_fail(try_bind(file, config));
-    }
+    // Weights, the error as a value.
     static Expected<Weights> try_bind(const gguf::File& file, const Config& config) {
         Weights w;
         const size_t vocab = config.vocab_size, hidden = config.hidden;

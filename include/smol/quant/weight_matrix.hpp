@@ -1,5 +1,5 @@
 // smol::WeightMatrix: the one host description of a weight matrix, from the
-// file's bytes to the kernels. Weights::bind (model/weights.hpp) makes one per
+// file's bytes to the kernels. Weights::try_bind (model/weights.hpp) makes one per
 // tensor, pointing into the mapped GGUF file; matmul (kernels/kernels.hpp)
 // reads it; the CUDA backend (cuda/backend.hpp) uploads from it and builds its
 // device form, DeviceMatrix, out of it. gguf::TensorInfo stays the file's own
