@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "../error.hpp"
-#include "../constrain/json_schema.hpp"
+#include "../constrain/json_schema_options.hpp"
 #include "../model/kv_cache.hpp"
 #include "../sampling/sampler.hpp"
 #include "../text/chat_template.hpp"
