@@ -1,4 +1,4 @@
-// Structured-output benchmarks (issue 17's targets), on the real 128k
+// Structured-output benchmarks, on the real 128k
 // vocabulary (a byte vocabulary would make masks trivial):
 //   - BM_CompileSchema20: a 20-property JSON Schema to a ready masker
 //     (conversion, grammar compile, matcher tables); the token trie is built

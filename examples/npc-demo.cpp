@@ -27,7 +27,6 @@
 //            [--no-nice] [--no-batch] [--quiet] [--baseline] [--verbose]
 //                                                          (npc-demo --help says what each does)
 #include <smol/smol.hpp>
-#include <smol/generator.hpp>
 
 #include "common/cli.hpp"
 #include "common/smol_options.hpp"

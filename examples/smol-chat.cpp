@@ -6,7 +6,6 @@
 // Options: smol-chat --help. Commands: /exit (or end of input), /reset (forget
 // the conversation).
 #include <smol/smol.hpp>
-#include <smol/generator.hpp>
 
 #include <cstdio>
 #include <iostream>

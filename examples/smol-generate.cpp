@@ -16,7 +16,6 @@
 // the statistics on stderr, one "smol-generate: tool call ..." line each (and
 // as "tool_calls" in --json).
 #include <smol/smol.hpp>
-#include <smol/generator.hpp>
 
 #include <nlohmann/json.hpp>
 

@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "hostile_files.hpp"
+#include "support/hostile_files.hpp"
 
 namespace {
 

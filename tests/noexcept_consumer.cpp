@@ -39,8 +39,8 @@
 
 #include <unistd.h>
 
-#include "gguf_rebuild.hpp"
-#include "hostile_files.hpp"
+#include "support/gguf_rebuild.hpp"
+#include "support/hostile_files.hpp"
 
 #if SMOL_HAS_EXCEPTIONS
 #error "noexcept_consumer.cpp must be compiled with -fno-exceptions"

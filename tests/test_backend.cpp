@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "fixtures.hpp"
-#include "generator_testutil.hpp"
+#include "support/fixtures.hpp"
+#include "support/generator_testutil.hpp"
 
 namespace {
 

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "generator_testutil.hpp"
+#include "support/generator_testutil.hpp"
 
 namespace {
 

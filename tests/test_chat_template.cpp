@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "fixtures.hpp"
+#include "support/fixtures.hpp"
 
 using smol::ChatFormat;
 using smol::ChatMessage;

@@ -3,15 +3,16 @@
 // Without a GPU: the host emulation of the kernels' block decoding and int8 dot
 // products is checked against the reference dequantization (and the fixtures'
 // independent dequantized rows), and constructing a CudaBackend must fail with
-// Error(unsupported); every GPU case skips with a message naming the reason.
+// Error(unsupported); every GPU case is skipped with a message naming the
+// reason (a failure with SMOL_REQUIRE_DEVICE=1: support/fixtures.hpp).
 // With a GPU: every kernel against the CPU reference, the whole forward pass
 // against the CPU model on generated files (prefill, graph decode, KV rows),
-// the fixture goldens (per-position top-8, last-position logits, greedy), and,
-// when SMOL_CUDA_BENCH_MODEL names a GGUF file, a pp512 / tg128 throughput run
-// (printed, never asserted). The backend seam: LoadOptions::device (here too
-// without a GPU: auto falls back to the CPU, cuda is Error(unsupported)) and,
-// with one, Generator on the GPU, forks, two segments per forward, and
-// sessions moving between CPU and GPU generators byte for byte.
+// the fixture goldens (per-position top-8, last-position logits, greedy). The
+// backend seam: LoadOptions::device (here too without a GPU: auto falls back
+// to the CPU, cuda is Error(unsupported)) and, with one, Generator on the GPU,
+// forks, two segments per forward, and sessions moving between CPU and GPU
+// generators byte for byte. The pp512 / tg128 throughput run is
+// benchmarks/bench_cuda.cpp.
 #include <doctest/doctest.h>
 
 #include <smol/cuda/backend.hpp>
@@ -22,7 +23,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -31,24 +31,19 @@
 #include <string>
 #include <vector>
 
-#include "fixtures.hpp"
-#include "model_testutil.hpp"
+#include "support/fixtures.hpp"
+#include "support/model_testutil.hpp"
 
 namespace {
 
 using smol::GGMLType;
 
-// True when a CUDA device is usable; otherwise reports the skip once per call
-// site, or fails the case when SMOL_REQUIRE_DEVICE=1 (the GPU script sets it, so
-// a machine whose GPU cannot be used never passes by skipping everything).
+// True when a CUDA device is usable; otherwise the case is skipped (counted
+// in the closing line), or fails when SMOL_REQUIRE_DEVICE=1.
 bool have_gpu() {
     std::string why;
     if (smol::cuda_available(&why)) return true;
-    const char* required = std::getenv("SMOL_REQUIRE_DEVICE");
-    if (required && std::string(required) == "1") {
-        FAIL("no usable GPU and SMOL_REQUIRE_DEVICE=1: " << why);
-    }
-    MESSAGE("skipping GPU checks: " << why);
+    smol_test::skip_without_device("cuda: " + why);
     return false;
 }
 
@@ -982,46 +977,4 @@ TEST_CASE("cuda batcher: generators sharing steps match their runs alone") {
     }
     MESSAGE("batcher on the GPU: widest step " << shared.batcher->stats().widest << " of "
                                                << prompts.size());
-}
-
-// ---------------------------------------------------------------------------
-// Throughput (printed only): SMOL_CUDA_BENCH_MODEL=path/to/SmolLM3-3B-Q4_K_M.gguf
-
-TEST_CASE("cuda throughput: pp512 and tg128 [bench]") {
-    const char* model_path = std::getenv("SMOL_CUDA_BENCH_MODEL");
-    if (!model_path || !*model_path) {
-        MESSAGE("skipping the throughput run: set SMOL_CUDA_BENCH_MODEL to a GGUF file");
-        return;
-    }
-    if (!have_gpu()) return;
-    const auto model = smol::Model::load(model_path);
-    smol::CudaBackend gpu(*model);
-    const size_t vocab = gpu.vocab_size();
-    smol::CudaKVCache kv(gpu, 1024);
-    std::vector<int32_t> prompt(512);
-    std::mt19937 rng(7);
-    for (int32_t& id : prompt) id = int32_t(rng() % vocab);
-    std::vector<float> logits(vocab);
-    using clock = std::chrono::steady_clock;
-    gpu.forward(prompt.data(), prompt.size(), 0, kv, logits.data());  // warm-up (and graph-free)
-    double best_pp = 0;
-    for (int rep = 0; rep < 3; ++rep) {
-        const auto t0 = clock::now();
-        gpu.forward(prompt.data(), prompt.size(), 0, kv, logits.data());
-        const double s = std::chrono::duration<double>(clock::now() - t0).count();
-        best_pp = std::max(best_pp, 512.0 / s);
-    }
-    int32_t next = 0;
-    gpu.forward(&next, 1, 512, kv, logits.data());  // captures the decode graph
-    const auto t0 = clock::now();
-    for (size_t i = 0; i < 128; ++i) {
-        next = smol_test::argmax(logits.data(), vocab);
-        gpu.forward(&next, 1, 513 + i, kv, logits.data());
-    }
-    const double tg = 128.0 / std::chrono::duration<double>(clock::now() - t0).count();
-    MESSAGE("cuda " << gpu.device_name() << ": " << model_path << ": pp512 " << best_pp
-                    << " tok/s, tg128 " << tg << " tok/s (weights "
-                    << gpu.weight_bytes() / 1048576.0 << " MiB)");
-    std::printf("smol-cuda-bench: device=\"%s\" pp512=%.1f tok/s tg128=%.1f tok/s\n",
-                gpu.device_name().c_str(), best_pp, tg);
 }

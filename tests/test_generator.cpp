@@ -22,8 +22,8 @@
 #include <thread>
 #include <vector>
 
-#include "fixtures.hpp"
-#include "generator_testutil.hpp"
+#include "support/fixtures.hpp"
+#include "support/generator_testutil.hpp"
 
 using smol::detail::StopStringMatcher;
 
@@ -705,7 +705,7 @@ TEST_CASE("fixtures: greedy generation through the generator matches the goldens
 }
 
 // ---------------------------------------------------------------------------
-// Untrusted text: a message's words never become control tokens (issue 30),
+// Untrusted text: a message's words never become control tokens,
 // on the fixtures' real SmolLM3 vocabulary.
 
 namespace {

@@ -26,7 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fixtures.hpp"
+#include "support/fixtures.hpp"
 
 // ---------------------------------------------------------------------------
 // Allocation tracking: global operator new records the largest single request
@@ -1106,7 +1106,7 @@ TEST_CASE("opening paths: missing file, directory, empty file, FIFO, device, nul
     std::remove(empty.c_str());
 
     // Not a regular file: refused before anything is read. A FIFO without a
-    // writer would block a plain open() forever (issue 14, class 3).
+    // writer would block a plain open() forever.
     expect("/dev/null", ErrorKind::io, "not a regular file");
     const std::string fifo = "/tmp/smol_test_gguf_fifo_" + std::to_string(::getpid());
     std::remove(fifo.c_str());
@@ -1114,7 +1114,7 @@ TEST_CASE("opening paths: missing file, directory, empty file, FIFO, device, nul
     expect(fifo, ErrorKind::io, "not a regular file");
     std::remove(fifo.c_str());
 
-    // A null buffer is an Error, not a dereference (issue 14, class 8).
+    // A null buffer is an Error, not a dereference.
     CHECK_THROWS_AS(File::from_buffer(nullptr, 64), smol::Error);
     CHECK_THROWS_AS(smol::Model::load_from_memory(nullptr, 1024), smol::Error);
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "expect_error.hpp"
-#include "fixtures.hpp"
+#include "support/expect_error.hpp"
+#include "support/fixtures.hpp"
 
 namespace {
 

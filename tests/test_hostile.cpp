@@ -1,5 +1,5 @@
-// Hostile files and careless callers: each failure class that the hostile-input
-// audit found (issue 14), rebuilt here at test time from the fixtures. A
+// Hostile files and careless callers: each failure class that an audit of the
+// loaders against hostile input found, rebuilt here at test time from the fixtures. A
 // hostile input must end in a typed smol::Error with memory bounded by the
 // file, never in a crash, a hang, a raw std::bad_alloc or an allocation out of
 // proportion to the bytes it came from. Memory is measured in a forked child
@@ -22,9 +22,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "expect_error.hpp"
-#include "fixtures.hpp"
-#include "hostile_files.hpp"
+#include "support/expect_error.hpp"
+#include "support/fixtures.hpp"
+#include "support/hostile_files.hpp"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SMOL_TEST_SANITIZED 1

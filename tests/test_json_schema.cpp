@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "json_schema_check.hpp"
+#include "support/json_schema_check.hpp"
 
 namespace json = smol::detail::json;
 using smol::ErrorKind;

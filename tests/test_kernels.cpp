@@ -13,7 +13,7 @@
 // tools/ci-aarch64.sh cross-compiles it for NEON and runs it under qemu.
 #include <doctest/doctest.h>
 
-#include "cpu_expectation.hpp"
+#include "support/cpu_expectation.hpp"
 
 #include <smol/build_info.hpp>
 #include <smol/core/threadpool.hpp>
@@ -26,7 +26,7 @@
 
 #include <fstream>
 
-#include "fixtures.hpp"
+#include "support/fixtures.hpp"
 #endif
 
 #include <algorithm>

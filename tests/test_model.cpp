@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "fixtures.hpp"
-#include "model_testutil.hpp"
-#include "reference_forward.hpp"
+#include "support/fixtures.hpp"
+#include "support/model_testutil.hpp"
+#include "support/reference_forward.hpp"
 
 namespace {
 

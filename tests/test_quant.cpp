@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "../tools/model_maker.hpp"
-#include "fixtures.hpp"
+#include "support/fixtures.hpp"
 
 namespace {
 

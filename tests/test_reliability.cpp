@@ -35,9 +35,9 @@
 
 #include <unistd.h>
 
-#include "expect_error.hpp"
-#include "gguf_rebuild.hpp"
-#include "fixtures.hpp"
+#include "support/expect_error.hpp"
+#include "support/gguf_rebuild.hpp"
+#include "support/fixtures.hpp"
 
 namespace {
 

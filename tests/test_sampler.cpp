@@ -12,7 +12,7 @@
 #include <smol/sampling/sampler.hpp>
 #include <vector>
 
-#include "fixtures.hpp"
+#include "support/fixtures.hpp"
 
 using smol::Sampler;
 using smol::SamplingParams;

@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "fixtures.hpp"
-#include "generator_testutil.hpp"
+#include "support/fixtures.hpp"
+#include "support/generator_testutil.hpp"
 
 using smol_test::made_model;
 

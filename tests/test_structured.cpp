@@ -3,7 +3,7 @@
 // the work):
 //   - [slow] property: 10 JSON Schemas x 200 seeds (temperatures and filters
 //     varied) and 3 grammars x 200 seeds; >= 90 % of runs end at
-//     end-of-generation, every such output validates (tests/json_schema_check.hpp,
+//     end-of-generation, every such output validates (tests/support/json_schema_check.hpp,
 //     our own checker of the supported subset, over nlohmann-json) and every
 //     other output is a valid prefix;
 //   - tool calls: with constrain_tool_calls, every <tool_call> block the model
@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "fixtures.hpp"
-#include "generator_testutil.hpp"
-#include "json_schema_check.hpp"
+#include "support/fixtures.hpp"
+#include "support/generator_testutil.hpp"
+#include "support/json_schema_check.hpp"
 
 namespace {
 

@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "fixtures.hpp"
+#include "support/fixtures.hpp"
 
 namespace {
 

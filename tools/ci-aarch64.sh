@@ -12,6 +12,8 @@
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROOT=$repo
+. "$repo/tools/ci-ccache.sh"  # each unit compiled apart, so ccache can keep it
 build="${1:-$repo/build-aarch64}"
 cxx=aarch64-linux-gnu-g++
 
@@ -36,10 +38,12 @@ ln -sfn "$(find_header_dir doctest/doctest.h)" "$build/include/doctest"
 # One flagless build (-march=armv8-a): the neon and dotprod levels are both
 # compiled in and chosen at run time, so the emulated CPU decides what runs.
 echo "ci-aarch64: building test_kernels (-march=armv8-a, run-time dispatch)"
-"$cxx" -std=c++17 -O2 -Wall -Wextra -march=armv8-a -static -pthread -DSMOL_TEST_NO_FIXTURES \
-    -I "$repo/include" -I "$repo/tests" -isystem "$build/include" \
-    "$repo/tests/test_kernels.cpp" "$repo/tests/test_main.cpp" \
-    -o "$build/test_kernels"
+for unit in test_kernels test_main; do
+    $SMOL_LAUNCHER "$cxx" -std=c++17 -O2 -Wall -Wextra -march=armv8-a -pthread \
+        -DSMOL_TEST_NO_FIXTURES -I "$repo/include" -I "$repo/tests" -isystem "$build/include" \
+        -c "$repo/tests/$unit.cpp" -o "$build/$unit.o"
+done
+"$cxx" -static -pthread "$build/test_kernels.o" "$build/test_main.o" -o "$build/test_kernels"
 
 run_on() {  # qemu CPU model, the level it must select
     echo "ci-aarch64: running test_kernels under qemu -cpu $1 (expects the $2 level)"

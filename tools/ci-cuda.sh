@@ -13,10 +13,13 @@
 #   tools/ci-cuda.sh
 # Environment: SMOL_FIXTURES (default ../shared/fixtures beside the repo),
 # SMOL_JOBS (default 2), SMOL_CUDA_ARCHITECTURES (default "80;90"),
-# SMOL_CUDA_BENCH_MODEL (a GGUF file: also print pp512 / tg128 throughput).
+# SMOL_CUDA_BENCH_MODEL (a GGUF file: also run benchmarks/bench_cuda on it,
+# which prints pp512 / tg128 throughput when there is a GPU). Compiles through
+# ccache (tools/ci-ccache.sh), nvcc included.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
+. "$ROOT/tools/ci-ccache.sh"
 START=$(date +%s)
 say() { echo "=== [cuda] $* ($(( $(date +%s) - START )) s)"; }
 
@@ -41,14 +44,23 @@ unset SMOL_GOLDEN_LOG
 say "configure build-cuda ($("$NVCC" --version | tail -n 2 | head -n 1), architectures $ARCHS)"
 cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DSMOL_CUDA=ON \
   -DCMAKE_CUDA_COMPILER="$NVCC" "-DCMAKE_CUDA_ARCHITECTURES=$ARCHS" \
-  -DSMOL_BUILD_TESTS=ON -DSMOL_BUILD_EXAMPLES=ON -DSMOL_BUILD_BENCHMARKS=OFF \
-  -DSMOL_BUILD_TOOLS=OFF >/dev/null
+  -DSMOL_BUILD_TESTS=ON -DSMOL_BUILD_EXAMPLES=ON -DSMOL_BUILD_BENCHMARKS=ON \
+  -DSMOL_BUILD_TOOLS=OFF "${SMOL_CCACHE_FLAGS[@]}" \
+  ${SMOL_LAUNCHER:+-DCMAKE_CUDA_COMPILER_LAUNCHER=$SMOL_LAUNCHER} >/dev/null
 
-say "build smol::cuda, test_cuda and the --device examples"
-cmake --build build-cuda -j"$JOBS" --target smol_cuda test_cuda smol-generate smol-chat smol-bench
+say "build smol::cuda, test_cuda, bench_cuda and the --device examples"
+cmake --build build-cuda -j"$JOBS" --target smol_cuda test_cuda bench_cuda smol-generate smol-chat \
+  smol-bench
 
 say "run test_cuda"
 ./build-cuda/test_cuda
+
+if [ -n "${SMOL_CUDA_BENCH_MODEL:-}" ]; then
+  say "bench_cuda on $SMOL_CUDA_BENCH_MODEL"
+  status=0
+  ./build-cuda/benchmarks/bench_cuda "$SMOL_CUDA_BENCH_MODEL" || status=$?
+  [ "$status" = 0 ] || [ "$status" = 77 ] || exit "$status"  # 77: no GPU, skipped
+fi
 
 if [ -f "$SMOL_FIXTURES/tiny-q4km.gguf" ]; then
   say "smol-generate --device auto on tiny-q4km"

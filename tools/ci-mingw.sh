@@ -8,6 +8,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=$ROOT/build-mingw
+. "$ROOT/tools/ci-ccache.sh"  # each program compiled, then linked, so ccache can keep the object
 START=$(date +%s)
 say() { echo "=== [mingw] $* ($(( $(date +%s) - START )) s)"; }
 
@@ -53,10 +54,11 @@ int main(int argc, char** argv) {
 EOF
 
 fail=0
-build() {  # build NAME FLAGS... -- SOURCES
+build() {  # build NAME FLAGS... SOURCE
   local name=$1; shift
   say "compile $name"
-  if ! "$CXX" "${COMMON[@]}" "$@" -o "$OUT/$name.exe" -static-libgcc -static-libstdc++ 2> "$OUT/$name.log"; then
+  if ! $SMOL_LAUNCHER "$CXX" "${COMMON[@]}" "$@" -c -o "$OUT/$name.o" 2> "$OUT/$name.log" ||
+     ! "$CXX" "$OUT/$name.o" -o "$OUT/$name.exe" -static-libgcc -static-libstdc++ 2>> "$OUT/$name.log"; then
     cat "$OUT/$name.log" >&2
     echo "FAILED: $name" >&2
     fail=1

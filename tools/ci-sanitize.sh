@@ -11,6 +11,7 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
+. "$ROOT/tools/ci-ccache.sh"
 JOBS=${SMOL_JOBS:-2}
 STAGES=${SMOL_SANITIZE_STAGES:-"asan tsan"}
 export SMOL_FIXTURES=${SMOL_FIXTURES:-$ROOT/../shared/fixtures}
@@ -47,7 +48,7 @@ run_stage() {  # run_stage DIR SANITIZERS TESTS...
   if [ -z "$tests" ]; then say "$dir: no tests to build"; return 0; fi
   say "$dir: configure (-DSMOL_SANITIZE=$sanitizers)"
   cmake -S "$ROOT" -B "$ROOT/$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DSMOL_SANITIZE="$sanitizers" -DSMOL_BUILD_BENCHMARKS=OFF \
+    -DSMOL_SANITIZE="$sanitizers" -DSMOL_BUILD_BENCHMARKS=OFF "${SMOL_CCACHE_FLAGS[@]}" \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
     -DSMOL_FIXTURES_DIR="$SMOL_FIXTURES" >/dev/null
   say "$dir: build$(printf ' %s' $tests)"

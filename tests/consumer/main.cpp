@@ -3,7 +3,7 @@
 // header, uses the GGUF writer and reader (a broken include path, export or
 // dependency fails the build), checks that run-time dispatch picked the best
 // kernel level this CPU has, judged independently of smol's own detection
-// (tests/cpu_expectation.hpp), and that a fixture model matches the reference
+// (tests/support/cpu_expectation.hpp), and that a fixture model matches the reference
 // engine's logits at that level.
 #include <smol/smol.hpp>
 #include <smol/gguf/writer.hpp>
@@ -15,7 +15,7 @@
 #include <fstream>
 #include <string>
 
-#include "../cpu_expectation.hpp"
+#include "../support/cpu_expectation.hpp"
 #include "../mixed_flags/check.hpp"
 
 int main() {

@@ -15,7 +15,7 @@
 
 #include "../error.hpp"
 #include "../log.hpp"
-#include "../constrain/json_schema.hpp"
+#include "../constrain/json_schema_options.hpp"
 #include "../model/kv_cache.hpp"
 #include "../sampling/sampler.hpp"
 #include "../text/chat_template.hpp"

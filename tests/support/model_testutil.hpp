@@ -24,7 +24,7 @@
 
 #include <smol/gguf/writer.hpp>
 
-#include "../tools/model_maker.hpp"
+#include "../../tools/model_maker.hpp"
 #include "fixtures.hpp"
 
 namespace smol_test {

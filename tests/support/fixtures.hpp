@@ -1,6 +1,8 @@
 // Locating ../shared/fixtures from tests. SMOL_FIXTURES overrides the default
 // path; when the fixtures are absent a test skips with a message, unless
-// SMOL_REQUIRE_FIXTURES=1 (CI), where a skip becomes a failure.
+// SMOL_REQUIRE_FIXTURES=1 (CI), where a skip becomes a failure. Cases that
+// need a device (a GPU) skip the same way, and SMOL_REQUIRE_DEVICE=1 turns
+// those skips into failures.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -26,6 +28,10 @@ inline std::atomic<long>& skip_counter() {
     static std::atomic<long> n{0};
     return n;
 }
+inline std::atomic<long>& device_skip_counter() {
+    static std::atomic<long> n{0};
+    return n;
+}
 // Call once per golden case compared against the reference outputs.
 inline void count_golden(long n = 1) {
     golden_counter() += n;
@@ -36,18 +42,36 @@ inline bool path_exists(const std::string& p) {
     return stat(p.c_str(), &st) == 0;
 }
 
+// The build's fixture path (test_main.cpp: the only unit compiled with the
+// absolute path, so every other test object is the same in any checkout and
+// a compiler cache shares it between clones).
+std::string fixtures_default_dir();
+
 inline std::string fixtures_dir() {
     if (const char* env = std::getenv("SMOL_FIXTURES")) return env;
-#ifdef SMOL_FIXTURES_DEFAULT
-    return SMOL_FIXTURES_DEFAULT;
-#else
-    return "../shared/fixtures";
-#endif
+    return fixtures_default_dir();
+}
+
+inline bool env_is_1(const char* name) {
+    const char* env = std::getenv(name);
+    return env && std::string(env) == "1";
 }
 
 inline bool fixtures_required() {
-    const char* env = std::getenv("SMOL_REQUIRE_FIXTURES");
-    return env && std::string(env) == "1";
+    return env_is_1("SMOL_REQUIRE_FIXTURES");
+}
+
+// A case that needs a device this machine cannot use (`why` says what is
+// missing): a skip with a message, counted in the closing line, or a failure
+// when SMOL_REQUIRE_DEVICE=1 (the GPU script sets it, so a machine whose GPU
+// cannot be used never passes by skipping everything).
+inline void skip_without_device(const std::string& why) {
+    if (env_is_1("SMOL_REQUIRE_DEVICE")) {
+        FAIL("no usable device and SMOL_REQUIRE_DEVICE=1: " << why);
+    } else {
+        ++device_skip_counter();
+        MESSAGE("skipping: no usable device: " << why);
+    }
 }
 
 // Full path of a fixture file, or nullopt (after reporting a skip) if missing.

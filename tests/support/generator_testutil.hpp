@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "../tools/model_maker.hpp"
+#include "../../tools/model_maker.hpp"
 
 namespace smol_test {
 
