@@ -219,9 +219,9 @@ public:
     size_t default_chunk() const noexcept { return default_chunk_; }
     // The rows a step computes for about the cost of one group of them (0: not
     // known): a step's cost climbs a stair past each multiple. The CPU's tiles
-    // take up to 8 rows at a time, so a 9th row is a second pass (a decode
-    // step of the 3B file on 2 threads: 8 rows 79-85 ms, 9 rows 98-100, 16
-    // rows 154). A scheduler that fills steps (smol::Batcher) stops at a multiple.
+    // take up to 8 rows at a time, so a 9th row is a second pass over the
+    // weights (benchmarks/log/2026-11.md, "Batched steps"). A scheduler that fills steps
+    // (smol::Batcher) stops at a multiple.
     size_t batch_rows() const noexcept { return batch_rows_; }
 
     // A cache for one sequence on this backend: n_ctx kDefaultSize picks

@@ -342,8 +342,8 @@ private:
     std::unique_ptr<Backend> device_backend_;  // null: cpu_
 };
 
-// Model::try_load as a pointer (null, and *error filled, on failure): the
-// shape -fno-exceptions consumers have used since before Expected.
+// Model::try_load as a pointer (null, and *error filled, on failure), for
+// -fno-exceptions callers who keep a plain pointer-or-null style.
 inline std::shared_ptr<const Model> try_load_model(const std::string& path,
                                                    ErrorInfo* error = nullptr,
                                                    const LoadOptions& options = {}) {
