@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "support/expect_error.hpp"
 #include "support/fixtures.hpp"
 #include "support/generator_testutil.hpp"
 
@@ -40,17 +41,7 @@ const std::vector<uint8_t>& demo_bytes() {
     return bytes;
 }
 
-template <class F>
-ErrorKind error_kind_of(F&& f, std::string* message = nullptr) {
-    try {
-        f();
-    } catch (const smol::Error& e) {
-        if (message) *message = e.what();
-        return e.kind();
-    }
-    FAIL("no smol::Error was thrown");
-    return ErrorKind::internal;
-}
+using smol_test::error_kind_of;
 
 std::vector<int32_t> tokens(size_t n, size_t vocab, uint32_t seed) {
     std::vector<int32_t> ids(n);

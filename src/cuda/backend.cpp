@@ -280,7 +280,10 @@ struct ModelState {
     ActRule lm_head_in = ActRule::kquant;
     DeviceMatrix token_embd, lm_head;
     const float* output_norm = nullptr;
-    const double* inverse_frequency = nullptr;  // [rope_pairs]
+    const double* inverse_frequency = nullptr;  // [rope_pairs] on the device
+    std::vector<double> rope_frequency;         // [rope_pairs] on the host (erase's rotation)
+    float rope_mscale = 1.0f;                   // YaRN's magnitude scale (model/rope.hpp)
+    size_t nope_interval = 4;
     std::vector<Layer> layers;
     std::vector<DeviceBuffer> buffers;  // owns every allocation above
     size_t weight_bytes = 0;
@@ -436,8 +439,8 @@ void enqueue_forward(const ModelState& w, const Workspace& ws, size_t m, size_t 
         launch_matmul(l.v, a, n, ws.v.get<float>(), false, stream);
         launch_rope_store(q, ws.k.get<float>(), ws.v.get<float>(), n, ws.device_slots(),
                           ws.device_seqs(), int(li), w.inverse_frequency, int(w.rope_pairs),
-                          l.uses_rope, int(w.n_heads), int(w.n_kv_heads), int(w.head_dim), nullptr,
-                          stream);
+                          w.rope_mscale, l.uses_rope, int(w.n_heads), int(w.n_kv_heads),
+                          int(w.head_dim), nullptr, stream);
         launch_attention(q, ws.device_slots(), ws.device_seqs(), int(li), n, int(w.n_heads),
                          int(w.n_kv_heads), int(w.head_dim), ws.attn.get<float>(), stream);
         launch_quantize(ws.attn.get<float>(), n, int(w.q_dim()), a, l.o_in, stream);
@@ -544,11 +547,14 @@ CudaBackend::CudaBackend(const cuda_detail::ModelUpload& up, int device) {
     s.output_norm = s.upload_floats(up.output_norm, up.hidden);
     const DeviceMatrix* lm_head = &s.lm_head;
     s.lm_head_in = act_rule_for(&lm_head, 1);
-    std::vector<double> inverse_frequency(s.rope_pairs);
-    for (size_t i = 0; i < s.rope_pairs; ++i)  // as the CPU path: base^(-2i / rope_dims) in double
-        inverse_frequency[i] =
-            std::pow(double(up.rope_freq_base), -2.0 * double(i) / double(up.rope_dims));
-    s.buffers.push_back(upload_vector(inverse_frequency.data(), std::max<size_t>(1, s.rope_pairs)));
+    // The CPU path's RopeRule (model/rope.hpp), read by describe().
+    if (up.rope_frequency.size() != s.rope_pairs)
+        detail::fail(ErrorKind::internal,
+                     "cuda: the upload's RoPE frequencies do not match rope_dims");
+    s.rope_frequency = up.rope_frequency;
+    s.rope_mscale = up.rope_mscale;
+    s.nope_interval = up.nope_interval;
+    s.buffers.push_back(upload_vector(s.rope_frequency.data(), std::max<size_t>(1, s.rope_pairs)));
     s.inverse_frequency = s.buffers.back().get<const double>();
     for (size_t li = 0; li < up.n_layers; ++li) {
         const LayerUpload& l = up.layers[li];
@@ -624,6 +630,58 @@ Expected<std::unique_ptr<BackendCache>> CudaBackend::do_make_cache(size_t n_ctx,
     SMOL_TRY(detail::check_budget("CudaKVCache of " + std::to_string(positions) + " positions",
                                   total, memory_budget));
     return std::unique_ptr<BackendCache>(new CudaKVCache(state_, positions));
+}
+
+Status CudaBackend::do_erase(BackendCache& cache, size_t first, size_t count) const {
+    using namespace cuda_detail;
+    try {
+        // The seam checked that the cache is one of this backend's.
+        CudaKVCache& kv = static_cast<CudaKVCache&>(cache);
+        CacheState& c = *kv.state_;
+        const ModelState& m = *state_;
+        if (m.rope_pairs > size_t(kMaxShiftPairs))
+            return Status(
+                ErrorKind::unsupported,
+                "cuda: erase supports at most " + std::to_string(kMaxShiftPairs) + " RoPE pairs");
+        const size_t moved = kv.size() - first - count;
+        const size_t row = m.head_dim * sizeof(__half), blocks = 2 * m.n_layers * m.n_kv_heads;
+        KeyShift shift;
+        shift.pairs = int(m.rope_pairs);
+        for (size_t i = 0; i < m.rope_pairs; ++i) {  // RopeRule::shift(-count), model/rope.hpp
+            const double theta = -double(count) * m.rope_frequency[i];
+            shift.cos[i] = float(std::cos(theta));
+            shift.sin[i] = float(std::sin(theta));
+        }
+        const DeviceGuard device_guard(m.device);
+        DeviceBuffer scratch(blocks * moved * row);
+        uint8_t* base = c.kv.get<uint8_t>();
+        SMOL_CUDA_CHECK(cudaMemcpy2DAsync(scratch.get(), moved * row, base + (first + count) * row,
+                                          c.n_ctx * row, moved * row, blocks,
+                                          cudaMemcpyDeviceToDevice, c.stream));
+        launch_shift_keys(scratch.get<__half>(), blocks, moved, int(m.head_dim), shift,
+                          int(m.n_kv_heads), int(m.nope_interval), c.stream);
+        SMOL_CUDA_CHECK(cudaGetLastError());
+        SMOL_CUDA_CHECK(cudaMemcpy2DAsync(base + first * row, c.n_ctx * row, scratch.get(),
+                                          moved * row, moved * row, blocks,
+                                          cudaMemcpyDeviceToDevice, c.stream));
+        SMOL_CUDA_CHECK(cudaStreamSynchronize(c.stream));  // before the scratch is freed
+        return {};
+    } catch (const Error& e) {
+        return Status(e.kind(), e.what());
+    }
+}
+
+void cuda_detail::emulate_shift_row(uint16_t* row, const float* cos, const float* sin,
+                                    size_t pairs) {
+    KeyShift shift;
+    shift.pairs = int(pairs);
+    for (size_t i = 0; i < pairs && i < size_t(kMaxShiftPairs); ++i) {
+        shift.cos[i] = cos[i];
+        shift.sin[i] = sin[i];
+    }
+    static_assert(sizeof(__half) == sizeof(uint16_t), "F16 rows");
+    __half* h = reinterpret_cast<__half*>(row);
+    for (int pair = 0; pair < shift.pairs; ++pair) shift_pair(h, pair, shift);
 }
 
 CudaKVCache::CudaKVCache(const CudaBackend& model, size_t n_ctx) {
@@ -1004,7 +1062,7 @@ void run_rope(float* q, float* k, size_t n_tokens, size_t n_heads, size_t n_kv_h
     const OneSequence sequence(start_pos, n_tokens, cache.get<__half>(), n_ctx);
     launch_rope_store(dq.get<float>(), dk.get<float>(), dv.get<float>(), int(n_tokens),
                       sequence.slots.get<TokenSlot>(), sequence.seqs.get<SeqCache>(), 0,
-                      freq.get<double>(), int(rope_dims / 2), use_rope, int(n_heads),
+                      freq.get<double>(), int(rope_dims / 2), 1.0f, use_rope, int(n_heads),
                       int(n_kv_heads), int(head_dim), k_out.get<float>(), nullptr);
     SMOL_CUDA_CHECK(cudaGetLastError());
     dq.download(q, q_count * sizeof(float));

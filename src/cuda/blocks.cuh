@@ -414,5 +414,34 @@ inline void quantize_act_block_host(const float* x, ActBlock& out, ActRule rule)
     out.s = scale.stored * float(sum);
 }
 
+// ---- Backend::erase: re-rotating moved keys ----
+
+// The rotation that moves a stored key by a position change (RopeRule::shift,
+// model/rope.hpp): cos/sin per pair, pairs <= kMaxShiftPairs (head dims the
+// attention kernels take: at most 256, so 128 pairs).
+constexpr int kMaxShiftPairs = 128;
+struct KeyShift {
+    float cos[kMaxShiftPairs];
+    float sin[kMaxShiftPairs];
+    int pairs = 0;
+};
+
+// Whether block `block` of a cache ([layer][K, V][kv head] order) holds the
+// keys of a RoPE layer: only those rotate; NoPE keys and values move as they are.
+SMOL_HD bool shift_block_rotates(long long block, int n_kv_heads, int nope_interval) {
+    const long long layer = block / (2LL * n_kv_heads);
+    const bool keys = (block / n_kv_heads) % 2 == 0;
+    return keys && (nope_interval == 0 || (layer + 1) % nope_interval != 0);
+}
+
+// Rotates pair `pair` of one F16 key row in place: the CPU KVCache's erase
+// arithmetic (one fused multiply-add over one rounded product, rounded to F16).
+SMOL_HD void shift_pair(__half* row, int pair, const KeyShift& shift) {
+    const float x0 = __half2float(row[2 * pair]), x1 = __half2float(row[2 * pair + 1]);
+    const float c = shift.cos[pair], s = shift.sin[pair];
+    row[2 * pair] = __float2half_rn(fmaf(x0, c, -(x1 * s)));
+    row[2 * pair + 1] = __float2half_rn(fmaf(x1, c, x0 * s));
+}
+
 }  // namespace cuda_detail
 SMOL_NAMESPACE_END

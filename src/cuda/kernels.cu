@@ -278,8 +278,8 @@ __device__ __forceinline__ void rotate_pair(float& x0, float& x1, int pos,
 
 __global__ void rope_store_kernel(float* q, const float* k, const float* v, const TokenSlot* slots,
                                   const SeqCache* seqs, int layer, const double* inverse_frequency,
-                                  int rope_pairs, int use_rope, int n_heads, int n_kv_heads,
-                                  int head_dim, float* k_out) {
+                                  int rope_pairs, float mscale, int use_rope, int n_heads,
+                                  int n_kv_heads, int head_dim, float* k_out) {
     const int t = blockIdx.x, y = blockIdx.y;
     const TokenSlot slot = slots[t];
     const int pos = slot.pos;
@@ -288,8 +288,13 @@ __global__ void rope_store_kernel(float* q, const float* k, const float* v, cons
     if (y < n_heads) {
         if (!use_rope) return;
         float* head_q = q + size_t(t) * q_dim + y * head_dim;
-        for (int pair = threadIdx.x; pair < min(half_dim, rope_pairs); pair += blockDim.x)
+        for (int pair = threadIdx.x; pair < min(half_dim, rope_pairs); pair += blockDim.x) {
             rotate_pair(head_q[2 * pair], head_q[2 * pair + 1], pos, inverse_frequency[pair]);
+            if (mscale != 1.0f) {  // YaRN (model/rope.hpp)
+                head_q[2 * pair] *= mscale;
+                head_q[2 * pair + 1] *= mscale;
+            }
+        }
         return;
     }
     const int head = y - n_heads;
@@ -298,7 +303,13 @@ __global__ void rope_store_kernel(float* q, const float* k, const float* v, cons
     __half* k_row = cache_rows(seq, layer, 0, head, n_kv_heads, head_dim) + size_t(pos) * head_dim;
     for (int pair = threadIdx.x; pair < half_dim; pair += blockDim.x) {
         float x0 = head_k[2 * pair], x1 = head_k[2 * pair + 1];
-        if (use_rope && pair < rope_pairs) rotate_pair(x0, x1, pos, inverse_frequency[pair]);
+        if (use_rope && pair < rope_pairs) {
+            rotate_pair(x0, x1, pos, inverse_frequency[pair]);
+            if (mscale != 1.0f) {
+                x0 *= mscale;
+                x1 *= mscale;
+            }
+        }
         if (k_out) {
             k_out[size_t(t) * kv_dim + head * head_dim + 2 * pair] = x0;
             k_out[size_t(t) * kv_dim + head * head_dim + 2 * pair + 1] = x1;
@@ -476,12 +487,38 @@ void launch_dequantize_act(const ActBlock* act, int n_blocks, float* out, cudaSt
 
 void launch_rope_store(float* q, const float* k, const float* v, int n_tokens,
                        const TokenSlot* slots, const SeqCache* seqs, int layer,
-                       const double* inverse_frequency, int rope_pairs, bool use_rope, int n_heads,
-                       int n_kv_heads, int head_dim, float* k_out, cudaStream_t stream) {
+                       const double* inverse_frequency, int rope_pairs, float mscale, bool use_rope,
+                       int n_heads, int n_kv_heads, int head_dim, float* k_out,
+                       cudaStream_t stream) {
     const dim3 grid(unsigned(n_tokens), unsigned(n_heads + n_kv_heads));
     rope_store_kernel<<<grid, 64, 0, stream>>>(q, k, v, slots, seqs, layer, inverse_frequency,
-                                               rope_pairs, use_rope ? 1 : 0, n_heads, n_kv_heads,
-                                               head_dim, k_out);
+                                               rope_pairs, mscale, use_rope ? 1 : 0, n_heads,
+                                               n_kv_heads, head_dim, k_out);
+}
+
+// Thread i: one pair of one row of one block of `rows` (the moved rows of
+// every [layer][K, V][kv head] block, n_rows each); rotates it when the block
+// holds the keys of a RoPE layer (shift_pair, blocks.cuh).
+__global__ void shift_keys_kernel(__half* rows, long long n_blocks, int n_rows, int head_dim,
+                                  KeyShift shift, int n_kv_heads, int nope_interval) {
+    const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    const long long per_block = (long long)n_rows * shift.pairs;
+    if (i >= n_blocks * per_block) return;
+    const long long block = i / per_block;
+    if (!shift_block_rotates(block, n_kv_heads, nope_interval)) return;
+    const long long row = (i % per_block) / shift.pairs;
+    const int pair = int(i % shift.pairs);
+    shift_pair(rows + (block * n_rows + row) * head_dim, pair, shift);
+}
+
+void launch_shift_keys(__half* rows, size_t n_blocks, size_t n_rows, int head_dim,
+                       const KeyShift& shift, int n_kv_heads, int nope_interval,
+                       cudaStream_t stream) {
+    const long long total = (long long)(n_blocks * n_rows) * shift.pairs;
+    if (total == 0) return;
+    const int threads = 256;
+    shift_keys_kernel<<<unsigned((total + threads - 1) / threads), threads, 0, stream>>>(
+        rows, (long long)n_blocks, int(n_rows), head_dim, shift, n_kv_heads, nope_interval);
 }
 
 void launch_attention(const float* q, const TokenSlot* slots, const SeqCache* seqs, int layer,

@@ -79,11 +79,19 @@ void launch_dequantize_act(const ActBlock* act, int n_blocks, float* out, cudaSt
 // q [n][n_heads][head_dim] in place and on k [n][n_kv_heads][head_dim]; then k
 // (rotated) and v [n][n_kv_heads][head_dim] are written as F16 to row p of
 // layer `layer` of sequence s's cache. k_out (optional) receives the rotated k
-// in float (tests).
+// in float (tests). mscale: YaRN's magnitude scale of rotated pairs
+// (model/rope.hpp; 1 for plain RoPE, which then rounds as before).
 void launch_rope_store(float* q, const float* k, const float* v, int n_tokens,
                        const TokenSlot* slots, const SeqCache* seqs, int layer,
-                       const double* inverse_frequency, int rope_pairs, bool use_rope, int n_heads,
-                       int n_kv_heads, int head_dim, float* k_out, cudaStream_t stream);
+                       const double* inverse_frequency, int rope_pairs, float mscale, bool use_rope,
+                       int n_heads, int n_kv_heads, int head_dim, float* k_out,
+                       cudaStream_t stream);
+// Backend::erase's rotation: `rows` holds n_rows moved rows of each of the
+// n_blocks [layer][K, V][kv head] blocks of a cache (F16 [n_blocks][n_rows]
+// [head_dim]); the key rows of RoPE layers are rotated by `shift` in place.
+void launch_shift_keys(__half* rows, size_t n_blocks, size_t n_rows, int head_dim,
+                       const KeyShift& shift, int n_kv_heads, int nope_interval,
+                       cudaStream_t stream);
 // out[t][h][:] = causal softmax(q[t][h] . K[h / group][p] / sqrt(head_dim)) V over the
 // positions p <= slot[t].pos of layer `layer` of its sequence's cache; head_dim a
 // multiple of 32, at most 256.

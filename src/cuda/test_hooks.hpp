@@ -49,6 +49,10 @@ void emulate_dequantize_row(GGMLType type, const void* row, size_t cols, float* 
 void emulate_quantize_activations(GGMLType weight_type, const float* x, size_t n, int8_t* q,
                                   float* d);
 
+// Backend::erase's rotation of one stored F16 key row (pairs <= 128), as the
+// device runs it: rows[2i], rows[2i+1] rotated by cos[i], sin[i].
+void emulate_shift_row(uint16_t* row, const float* cos, const float* sin, size_t pairs);
+
 }  // namespace cuda_detail
 
 SMOL_NAMESPACE_END

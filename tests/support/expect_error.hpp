@@ -31,4 +31,18 @@ inline void expect_error(const std::function<void()>& action, smol::ErrorKind ki
                                      << (needles.empty() ? "" : needles.front()) << "'");
 }
 
+// The kind of the smol::Error `f` throws (a failed check if it throws none);
+// *message receives its text.
+template <class F>
+smol::ErrorKind error_kind_of(F&& f, std::string* message = nullptr) {
+    try {
+        f();
+    } catch (const smol::Error& e) {
+        if (message) *message = e.what();
+        return e.kind();
+    }
+    FAIL("no smol::Error was thrown");
+    return smol::ErrorKind::internal;
+}
+
 }  // namespace smol_test

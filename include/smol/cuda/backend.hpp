@@ -65,6 +65,7 @@
 
 #include "../error.hpp"
 #include "../model/backend.hpp"
+#include "../model/rope.hpp"
 #include "../quant/types.hpp"
 #include "../quant/weight_matrix.hpp"
 
@@ -87,6 +88,8 @@ struct ModelUpload {
     size_t n_layers = 0, hidden = 0, ffn = 0, n_heads = 0, n_kv_heads = 0, head_dim = 0;
     size_t rope_dims = 0, vocab_size = 0, context_length = 0, nope_interval = 4;
     float rope_freq_base = 0, rms_eps = 0;
+    std::vector<double> rope_frequency;  // [rope_dims / 2]: RopeRule::frequency (model/rope.hpp)
+    float rope_mscale = 1.0f;            // RopeRule::mscale (YaRN)
     WeightMatrix token_embd, lm_head;
     const float* output_norm = nullptr;  // [hidden]
     std::vector<LayerUpload> layers;
@@ -125,6 +128,9 @@ ModelUpload describe(const CpuModel& model) {
     m.nope_interval = c.nope_interval;
     m.rope_freq_base = c.rope_freq_base;
     m.rms_eps = c.rms_eps;
+    const RopeRule rope(c);
+    for (size_t i = 0; i < rope.pairs(); ++i) m.rope_frequency.push_back(rope.frequency(i));
+    m.rope_mscale = rope.mscale();
     m.token_embd = w.token_embd;
     m.lm_head = w.lm_head;
     m.output_norm = w.output_norm.data();
@@ -198,6 +204,10 @@ protected:
     // chunks run alone. SMOL_CUDA_BATCH=0 runs them one after another instead.
     Status forward_step(const Segment* chunks, size_t n_chunks,
                         const std::atomic<bool>* cancel) const override;
+    // Backend::erase on the device: the moved rows of every block go through a
+    // scratch copy (the ranges overlap), the RoPE layers' keys rotated there
+    // with the CPU's arithmetic (src/cuda/blocks.cuh shift_pair).
+    Status do_erase(BackendCache& cache, size_t first, size_t count) const override;
 
 private:
     friend class CudaKVCache;

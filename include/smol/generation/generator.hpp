@@ -25,6 +25,34 @@
 // <|im_end|>, stay in the history, so the next chat turn, which re-renders the
 // conversation, usually reuses everything up to the new user message.
 //
+// Long conversations (GeneratorOptions::context_policy). With stop (the
+// default), a prompt longer than n_ctx is Error(out_of_range) and a full
+// context ends a run with StopReason::context_full. With shift the generator
+// keeps going, and a caller keeps passing the whole conversation (or the
+// whole text) as before:
+//   - A prompt that does not fit (prompt + room for the answer: max_tokens
+//     when set, at most half the context, else a quarter of it) is shown to
+//     the model without its oldest tokens after the head: n_keep tokens, and
+//     for chat() the system turn too; chat() leaves out whole turns only,
+//     never the current one (the last message and the generation prompt).
+//     Enough goes to bring it to about half the context, so shifts stay rare.
+//   - The cache follows with erase(), not a new prefill: when it holds the
+//     head and, after it, a span that lines up with the prompt at a cut (one
+//     gap: generation/context_shift.hpp has the rule), that span stays cached
+//     and only what follows is prefilled, so a turn after a shift costs about
+//     what a turn before it did. When nothing lines up (another system
+//     message, an edited old turn), everything after the common prefix is
+//     prefilled.
+//   - Mid-run, a full cache erases the oldest half after n_keep (generate())
+//     or the oldest whole turns after the system turn (chat()), and goes on;
+//     when nothing may go, the run stops with context_full as with stop.
+//   - GenerateResult::n_discarded_tokens counts what a call left out or
+//     erased; n_prefilled_tokens() stays the prompt tokens actually run. The
+//     log (log_info) says when and how much was shifted.
+// erase(first, count) is the same operation for the caller: it removes
+// history() tokens and their cache entries, re-rotating the moved keys
+// (model/backend.hpp, Backend::erase).
+//
 // Stopping and input errors: see StopReason in generation/params.hpp.
 //
 // Thread-safety contract:
@@ -74,6 +102,7 @@
 #include "../text/tokenizer.hpp"
 #include "async.hpp"
 #include "batcher.hpp"
+#include "context_shift.hpp"
 #include "inputs.hpp"
 #include "params.hpp"
 #include "session_format.hpp"
@@ -139,7 +168,7 @@ public:
             [&](std::vector<int32_t>& ids) {
                 return text_prompt(prompt, params.prompt_as_text, ids);
             },
-            params, on_text, make_flag());
+            /*chat=*/false, params, on_text, make_flag());
     }
 
     // Completes a prompt given as token ids (no BOS added).
@@ -151,7 +180,7 @@ public:
                 ids = prompt;
                 return Status();
             },
-            params, on_text, make_flag());
+            /*chat=*/false, params, on_text, make_flag());
     }
 
     // Renders the whole conversation with the file's chat format (SmolLM3's
@@ -165,7 +194,7 @@ public:
                         const TokenCallback& on_text = {}) {
         return run_guarded(
             [&](std::vector<int32_t>& ids) { return chat_prompt(messages, params.chat, ids); },
-            params, on_text, make_flag());
+            /*chat=*/true, params, on_text, make_flag());
     }
 
     // As generate() / chat(), on a worker thread; the arguments are copied.
@@ -175,7 +204,7 @@ public:
             [this, prompt = std::move(prompt), as_text](std::vector<int32_t>& ids) {
                 return text_prompt(prompt, as_text, ids);
             },
-            std::move(params));
+            /*chat=*/false, std::move(params));
     }
     AsyncGeneration chat_async(std::vector<ChatMessage> messages, GenerateParams params = {}) {
         ChatOptions chat_options = params.chat;
@@ -183,7 +212,7 @@ public:
             [this, messages = std::move(messages), chat_options](std::vector<int32_t>& ids) {
                 return chat_prompt(messages, chat_options, ids);
             },
-            std::move(params));
+            /*chat=*/true, std::move(params));
     }
 
     // Runs the prompt (or conversation) into the KV cache without generating,
@@ -223,6 +252,21 @@ public:
     Generator fork() {
         detail::RunGate::Scope scope(*state_->gate, "fork");
         return Generator(PrivateTag{}, *state_);
+    }
+
+    // Removes tokens [first, first + count) of history() and, where the cache
+    // holds them, their cache entries; the later tokens move down by count
+    // positions (their keys re-rotated: model/backend.hpp, Backend::erase), so
+    // the cache stays valid and nothing is prefilled again. first + count past
+    // history() is Error(out_of_range); erasing while a run is going is
+    // Error(invalid_argument), like fork(). logits() still hold the last
+    // position's logits from before the erase. try_erase returns the error.
+    void erase(size_t first, size_t count) { detail::ok_or_fail(try_erase(first, count)); }
+    Status try_erase(size_t first, size_t count) {
+        SMOL_TRY(begin_exclusive("erase"));
+        Status status = erase_unlocked(first, count);
+        end_exclusive();
+        return status;
     }
 
     // The session (history + KV cache) as bytes, tagged with the model's
@@ -365,6 +409,9 @@ private:
                               " exceeds the model's context length " + std::to_string(limit));
         if (options.kv_type != KVType::f16 && options.kv_type != KVType::f32)
             return Status(ErrorKind::invalid_argument, "Generator: unknown kv_type");
+        if (options.context_policy != ContextPolicy::stop &&
+            options.context_policy != ContextPolicy::shift)
+            return Status(ErrorKind::invalid_argument, "Generator: unknown context_policy");
         if (options.batcher && &options.batcher->model() != model)
             return Status(ErrorKind::invalid_argument,
                           "Generator: the batcher belongs to another model");
@@ -418,7 +465,7 @@ private:
     // the session consistent (history trimmed to what the cache holds) and are
     // thrown (without exceptions: returned as StopReason::error).
     template <class PromptFn>
-    GenerateResult run_guarded(PromptFn&& prompt_ids, const GenerateParams& params,
+    GenerateResult run_guarded(PromptFn&& prompt_ids, bool chat, const GenerateParams& params,
                                const TokenCallback& on_text,
                                std::shared_ptr<std::atomic<bool>> cancel_flag,
                                bool exclusive_taken = false) {
@@ -444,8 +491,9 @@ private:
         Expected<GenerateResult> result = [&]() -> Expected<GenerateResult> {
             std::vector<int32_t> ids;
             SMOL_TRY(prompt_ids(ids));
-            SMOL_TRY(detail::run_inputs_status(ids, params, state_->logits.size(), n_ctx()));
-            return run(std::move(ids), params, on_text, *cancel_flag);
+            SMOL_TRY(detail::run_inputs_status(ids, params, state_->logits.size(), n_ctx(),
+                                               state_->options.context_policy));
+            return run(std::move(ids), chat, params, on_text, *cancel_flag);
         }();
         scope.completed = result.ok();
         if (!result) return error_result(result.take_error());
@@ -459,18 +507,18 @@ private:
     }
 
     template <class PromptFn>
-    AsyncGeneration start_async(PromptFn prompt_ids, GenerateParams params) {
+    AsyncGeneration start_async(PromptFn prompt_ids, bool chat, GenerateParams params) {
         detail::ok_or_fail(begin_exclusive("generate_async"));
         auto shared = std::make_shared<AsyncGeneration::Shared>();
         std::shared_ptr<std::atomic<bool>> flag = shared->cancel;
         state_->gate->set_cancel_flag(flag);
-        auto body = [this, shared, flag, prompt_ids = std::move(prompt_ids),
+        auto body = [this, shared, flag, chat, prompt_ids = std::move(prompt_ids),
                      params = std::move(params)]() mutable {
             const TokenCallback on_text = [&shared, &flag](std::string_view piece) {
                 shared->text.push(piece);
                 return !flag->load(std::memory_order_relaxed);
             };
-            GenerateResult result = run_on_worker(prompt_ids, params, on_text, flag);
+            GenerateResult result = run_on_worker(prompt_ids, chat, params, on_text, flag);
             // Free the generator before reporting done, so that a caller who sees
             // done() and starts the next run never waits on this thread.
             state_->gate->async_finished();
@@ -489,7 +537,7 @@ private:
     // the worker thread could catch it. (With exceptions, the caller's
     // callback or logits hook may still throw anything.)
     template <class PromptFn>
-    GenerateResult run_on_worker(PromptFn& prompt_ids, const GenerateParams& params,
+    GenerateResult run_on_worker(PromptFn& prompt_ids, bool chat, const GenerateParams& params,
                                  const TokenCallback& on_text,
                                  const std::shared_ptr<std::atomic<bool>>& flag) {
 #if SMOL_HAS_EXCEPTIONS
@@ -497,7 +545,7 @@ private:
         result.stop_reason = StopReason::error;
         result.error_kind = ErrorKind::internal;
         try {
-            return run_guarded(prompt_ids, params, on_text, flag, /*exclusive_taken=*/true);
+            return run_guarded(prompt_ids, chat, params, on_text, flag, /*exclusive_taken=*/true);
         } catch (const Error& e) {
             result.error = e.what();
             result.error_kind = e.kind();
@@ -508,13 +556,13 @@ private:
         }
         return result;
 #else
-        return run_guarded(prompt_ids, params, on_text, flag, /*exclusive_taken=*/true);
+        return run_guarded(prompt_ids, chat, params, on_text, flag, /*exclusive_taken=*/true);
 #endif
     }
 
     // The steps of a run: reuse the cached prefix, prefill the rest, decode.
-    Expected<GenerateResult> run(std::vector<int32_t> prompt, const GenerateParams& params,
-                                 const TokenCallback& on_text,
+    Expected<GenerateResult> run(std::vector<int32_t> prompt, bool chat,
+                                 const GenerateParams& params, const TokenCallback& on_text,
                                  const std::atomic<bool>& cancel_flag) {
         using Clock = std::chrono::steady_clock;
         auto ms_since = [](Clock::time_point start) {
@@ -530,6 +578,12 @@ private:
         const Batcher::Membership membership(state_->options.batcher.get());
         GenerateResult result;
         result.n_prompt_tokens = prompt.size();
+        detail::ShiftShape shape;
+        const bool shifting = state_->options.context_policy == ContextPolicy::shift;
+        if (shifting) {
+            shape = shift_shape(prompt, chat, params.chat.add_generation_prompt);
+            SMOL_TRY(fit_prompt(prompt, shape, params, result));
+        }
         result.n_reused_tokens = reuse_cached_prefix(prompt);
 
         const auto prefill_start = Clock::now();
@@ -546,7 +600,8 @@ private:
         const auto decode_start = Clock::now();
         detail::TextSink sink(state_->model->tokenizer(), params.stop, on_text, result.text);
         SMOL_TRY_ASSIGN(StopReason reason,
-                        decode(sampler, constraint.get(), params, sink, cancel_flag, result));
+                        decode(sampler, constraint.get(), params, sink, cancel_flag,
+                               shifting ? &shape : nullptr, result));
         if (sink.matched()) {  // also when the final flush completed a stop string
             reason = StopReason::stop_string;
             result.matched_stop = sink.matched_string();
@@ -634,10 +689,102 @@ private:
         return reuse;
     }
 
+    // erase() with the generator held: the cached part through the backend,
+    // then the history (the invariant: the cache holds history[0, kv->size())).
+    Status erase_unlocked(size_t first, size_t count) {
+        std::vector<int32_t>& history = state_->history;
+        BackendCache& kv = *state_->kv;
+        if (first > history.size() || count > history.size() - first)
+            return Status(ErrorKind::out_of_range,
+                          "erase: tokens " + std::to_string(first) + " + " + std::to_string(count) +
+                              " are past the history of " + std::to_string(history.size()));
+        if (count == 0) return {};
+        if (first < kv.size())
+            SMOL_TRY(backend().try_erase(kv, first, std::min(count, kv.size() - first)));
+        history.erase(history.begin() + long(first), history.begin() + long(first + count));
+        return {};
+    }
+
+    // Where `prompt` may be cut (generation/context_shift.hpp): chat() turns
+    // start at <|im_start|>; the system turn and the current turn (the last
+    // message, and the generation prompt after it) stay. Text: anywhere after
+    // n_keep, the last token stays.
+    detail::ShiftShape shift_shape(const std::vector<int32_t>& prompt, bool chat,
+                                   bool generation_prompt) const {
+        detail::ShiftShape shape;
+        const size_t last = prompt.size() - 1;  // run_inputs_status: not empty
+        shape.keep = std::min(state_->options.n_keep, last);
+        shape.protect = last;
+        const Tokenizer& tokenizer = state_->model->tokenizer();
+        const std::optional<int32_t> start = tokenizer.token_id("<|im_start|>");
+        if (!chat || !start) return shape;
+        std::vector<size_t> turns;
+        for (size_t i = 0; i < prompt.size(); ++i)
+            if (prompt[i] == *start) turns.push_back(i);
+        if (turns.empty()) return shape;
+        size_t keep = shape.keep;
+        const size_t role_end = std::min(prompt.size(), turns[0] + 3);
+        const std::string role =
+            tokenizer.decode(std::vector<int32_t>(prompt.begin() + long(turns[0]) + 1,
+                                                  prompt.begin() + long(role_end)),
+                             /*render_special=*/false);
+        if (turns.size() > 1 && role.rfind("system", 0) == 0) keep = std::max(keep, turns[1]);
+        size_t protect = turns.back();
+        if (generation_prompt && turns.size() > 1) protect = turns[turns.size() - 2];
+        shape.keep = std::min(keep, protect);
+        shape.protect = protect;
+        shape.any_cut = false;
+        for (const size_t t : turns)
+            if (t > shape.keep && t <= protect) shape.cuts.push_back(t);
+        return shape;
+    }
+
+    // ContextPolicy::shift before the prefix reuse: when the prompt (or the
+    // gapped prompt the cache holds) leaves no room for the answer, the gap
+    // goes in (generation/context_shift.hpp), the cache is erased to match and
+    // `prompt` becomes what the model sees; `shape` follows it.
+    Status fit_prompt(std::vector<int32_t>& prompt, detail::ShiftShape& shape,
+                      const GenerateParams& params, GenerateResult& result) {
+        const size_t ctx = n_ctx();
+        const size_t room =
+            params.max_tokens >= 0 ? std::min(size_t(params.max_tokens), ctx / 2) : ctx / 4;
+        if (prompt.size() + room <= ctx) return {};
+        const size_t keep = shape.keep;
+        const detail::PromptShift plan = detail::plan_prompt_shift(
+            prompt, state_->history, state_->kv->size(), shape, ctx, room, ctx / 2);
+        if (!plan.fits)
+            return Status(ErrorKind::out_of_range,
+                          "prompt: after leaving out every earlier turn it may, " +
+                              std::to_string(prompt.size() - (plan.gap_end - keep)) +
+                              " tokens remain, more than the context of " + std::to_string(ctx) +
+                              " (GeneratorOptions::n_ctx; the head kept is " +
+                              std::to_string(keep) + " tokens)");
+        // The cache: the head and the span that stays, less what the new gap takes.
+        if (plan.cached_span > 0) {
+            SMOL_TRY(erase_unlocked(keep + plan.cached_span,
+                                    state_->history.size() - (keep + plan.cached_span)));
+            SMOL_TRY(erase_unlocked(keep, plan.erase));
+        }
+        const size_t gap = plan.gap_end - keep;
+        prompt.erase(prompt.begin() + long(keep), prompt.begin() + long(plan.gap_end));
+        shape.drop(gap);
+        result.n_prompt_discarded_tokens = gap;
+        result.n_discarded_tokens += gap;
+        if (gap > 0)
+            log(log_info, "context shift: the prompt leaves out " + std::to_string(gap) +
+                              " tokens after the first " + std::to_string(keep) + " (" +
+                              std::to_string(prompt.size()) + " of " +
+                              std::to_string(result.n_prompt_tokens) + " seen, " +
+                              std::to_string(plan.cached_span - plan.erase) +
+                              " of them still cached after the head)");
+        return {};
+    }
+
     // Samples and runs one token at a time until a stop condition; returns it.
     Expected<StopReason> decode(Sampler& sampler, TokenConstraint* constraint,
                                 const GenerateParams& params, detail::TextSink& sink,
-                                const std::atomic<bool>& cancel_flag, GenerateResult& result) {
+                                const std::atomic<bool>& cancel_flag, detail::ShiftShape* shift,
+                                GenerateResult& result) {
         const Tokenizer& tokenizer = state_->model->tokenizer();
         BackendCache& kv = *state_->kv;
         std::vector<int32_t>& history = state_->history;
@@ -669,8 +816,19 @@ private:
             if (sink.callback_stopped()) return StopReason::cancelled;
             if (result.tokens.size() >= max_tokens) continue;  // reported at the loop top
             if (kv.size() >= kv.n_ctx()) {
-                sink.flush();
-                return StopReason::context_full;
+                if (shift && shift->any_cut) shift->protect = kv.size();  // text: all may go
+                const size_t drop =
+                    shift ? detail::plan_running_shift(*shift, kv.size(), kv.n_ctx()) : 0;
+                if (drop == 0) {
+                    sink.flush();
+                    return StopReason::context_full;
+                }
+                SMOL_TRY(erase_unlocked(shift->keep, drop));
+                shift->drop(drop);
+                result.n_discarded_tokens += drop;
+                log(log_info, "context shift: erased " + std::to_string(drop) +
+                                  " tokens after the first " + std::to_string(shift->keep) +
+                                  " to keep generating");
             }
             SMOL_TRY_ASSIGN(const bool ran,
                             run_forward(&history.back(), 1, kv.size(), cancel_flag));

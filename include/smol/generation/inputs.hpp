@@ -35,9 +35,10 @@ inline Status messages_status(const std::vector<ChatMessage>& messages) {
     return {};
 }
 
-// A run of `prompt` with `params` on a generator of n_ctx positions.
+// A run of `prompt` with `params` on a generator of n_ctx positions (with
+// ContextPolicy::shift a longer prompt is the generator's to fit).
 inline Status run_inputs_status(const std::vector<int32_t>& prompt, const GenerateParams& params,
-                                size_t n_vocab, size_t n_ctx) {
+                                size_t n_vocab, size_t n_ctx, ContextPolicy policy) {
     for (size_t i = 0; i < params.stop.size(); ++i)
         SMOL_TRY(utf8_status(params.stop[i], "stop string " + std::to_string(i)));
     if (prompt.empty())
@@ -49,7 +50,7 @@ inline Status run_inputs_status(const std::vector<int32_t>& prompt, const Genera
                                                            " has id " + std::to_string(prompt[i]) +
                                                            ", outside the vocabulary of " +
                                                            std::to_string(n_vocab));
-    if (prompt.size() > n_ctx)
+    if (prompt.size() > n_ctx && policy != ContextPolicy::shift)
         return Status(ErrorKind::out_of_range, "prompt has " + std::to_string(prompt.size()) +
                                                    " tokens, more than the context of " +
                                                    std::to_string(n_ctx) +

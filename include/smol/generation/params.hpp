@@ -61,6 +61,16 @@ inline const char* to_string(StopReason reason) noexcept {
     return "unknown";
 }
 
+// What a generator does when a conversation outgrows its context
+// (GeneratorOptions::context_policy; the rule in detail: generation/generator.hpp,
+// "Long conversations").
+enum class ContextPolicy : uint32_t {
+    stop = 0,   // a prompt longer than n_ctx is Error(out_of_range); a full
+                // context ends the run with StopReason::context_full
+    shift = 1,  // the oldest tokens after n_keep (chat(): the oldest whole turns
+                // after the system message) leave the context, so it goes on
+};
+
 struct GeneratorOptions {
     // KV cache positions. Default (KVCache::kDefaultSize): min(4096, the model's
     // context length); 0 or more than the context length: Error(invalid_argument).
@@ -77,6 +87,11 @@ struct GeneratorOptions {
     // model; generation/batcher.hpp): their decode steps then read the weights
     // once for all. Null: this generator runs its own passes.
     std::shared_ptr<Batcher> batcher;
+    // stop (default) or shift: see ContextPolicy and generation/generator.hpp.
+    ContextPolicy context_policy = ContextPolicy::stop;
+    // With shift: tokens at the start a shift never drops (a text's fixed
+    // preamble). chat() always keeps the system message, whatever this says.
+    size_t n_keep = 0;
 };
 
 // How chat() renders a conversation: the template's own options
@@ -128,12 +143,21 @@ struct GenerateResult {
     std::vector<ToolCall> tool_calls;
     size_t n_prompt_tokens = 0;  // tokens of the prompt / rendered conversation
     size_t n_reused_tokens = 0;  // of those, already in the KV cache (not prefilled)
-    double prefill_ms = 0;       // prefill of n_prompt_tokens - n_reused_tokens tokens
-    double decode_ms = 0;        // sampling + decoding of the generated tokens
-    std::string error;           // StopReason::error only (no-exceptions builds)
+    // ContextPolicy::shift: tokens this call left out of the context or erased
+    // from it, from the prompt or mid-run; the prompt's share of them (tokens
+    // of the prompt the model never saw in this call) separately.
+    size_t n_discarded_tokens = 0;
+    size_t n_prompt_discarded_tokens = 0;
+    double prefill_ms = 0;  // prefill of n_prefilled_tokens() tokens
+    double decode_ms = 0;   // sampling + decoding of the generated tokens
+    std::string error;      // StopReason::error only (no-exceptions builds)
     ErrorKind error_kind = ErrorKind::internal;
 
-    size_t n_prefilled_tokens() const noexcept { return n_prompt_tokens - n_reused_tokens; }
+    // The prompt tokens actually run through the model: the prompt, less what
+    // the cache held, less what a shift left out.
+    size_t n_prefilled_tokens() const noexcept {
+        return n_prompt_tokens - n_reused_tokens - n_prompt_discarded_tokens;
+    }
     double prefill_tokens_per_s() const noexcept {
         return prefill_ms > 0 ? 1000.0 * double(n_prefilled_tokens()) / prefill_ms : 0.0;
     }

@@ -242,6 +242,33 @@ public:
         return detail::value_or_fail(try_make_cache(n_ctx, type, memory_budget));
     }
 
+    // Removes positions [first, first + count) of `cache` (a cache of this
+    // backend; first + count <= cache.size(), else Error(out_of_range)): the
+    // later positions move down by count, so the cache then holds size() -
+    // count positions. Keys are stored after RoPE: each backend re-rotates the
+    // moved keys of the RoPE layers by -count positions (model/rope.hpp: the
+    // same rotation for every moved row, without YaRN's magnitude scale, which
+    // the stored keys already carry); NoPE layers' keys and all values move
+    // bit for bit. Erasing the tail is truncate(). try_erase returns the errors
+    // (and, with exceptions, a failed allocation as Error(resource)) as a value.
+    Status try_erase(BackendCache& cache, size_t first, size_t count) const {
+        SMOL_TRY(cache_status(cache, "erase: "));
+        if (first > cache.size_ || count > cache.size_ - first)
+            return Status(ErrorKind::out_of_range,
+                          "erase: positions " + std::to_string(first) + " + " +
+                              std::to_string(count) + " are past the " +
+                              std::to_string(cache.size_) + " cached positions");
+        if (count == 0) return {};
+        if (first + count < cache.size_)
+            SMOL_TRY(
+                detail::catch_bad_alloc("erase", [&] { return do_erase(cache, first, count); }));
+        cache.size_ -= count;
+        return {};
+    }
+    void erase(BackendCache& cache, size_t first, size_t count) const {
+        detail::ok_or_fail(try_erase(cache, first, count));
+    }
+
     // Runs every segment (see the top of this file). After it returns each
     // cache's size() is its start + n_tokens. After an error (cancelled
     // included) each cache covers exactly the steps that completed: start +
@@ -295,6 +322,10 @@ protected:
     virtual Status forward_step(const Segment* chunks, size_t n_chunks,
                                 const std::atomic<bool>* cancel) const = 0;
 
+    // erase's work on a checked range with later positions to move (first +
+    // count < cache.size()); the base sets the size afterwards.
+    virtual Status do_erase(BackendCache& cache, size_t first, size_t count) const = 0;
+
     // make_cache's work (see there), its errors as a value: each backend's own
     // constructor behind the one public way, make_cache / try_make_cache.
     virtual Expected<std::unique_ptr<BackendCache>> do_make_cache(size_t n_ctx, KVType type,
@@ -310,6 +341,23 @@ protected:
     size_t batch_rows_ = 0;
 
 private:
+    bool cache_matches(const BackendCache& kv) const noexcept {
+        return kv.device_ == device_ && kv.owner_ == cache_owner_ && kv.n_layers_ == n_layers_ &&
+               kv.n_kv_heads_ == n_kv_heads_ && kv.head_dim_ == head_dim_;
+    }
+    // Why `kv` is not a cache this backend may run (ok if it is).
+    Status cache_status(const BackendCache& kv, const std::string& prefix) const {
+        if (kv.device_ != device_ || kv.owner_ != cache_owner_)
+            return Status(ErrorKind::invalid_argument,
+                          prefix + "the KV cache belongs to another backend (a " +
+                              std::string(device_name(kv.device_)) + " cache on the " +
+                              device_name(device_) + " backend)");
+        if (kv.n_layers_ != n_layers_ || kv.n_kv_heads_ != n_kv_heads_ || kv.head_dim_ != head_dim_)
+            return Status(ErrorKind::invalid_argument,
+                          prefix + "the KV cache was made for another model geometry");
+        return {};
+    }
+
     // The checks build no string unless one fails (they run on every decode step).
     Status check_segments(const Segment* segments, size_t n_segments) const {
         if (segments == nullptr || n_segments == 0)
@@ -328,15 +376,10 @@ private:
                 return refuse(ErrorKind::invalid_argument, "all_logits without a logits buffer");
             if (seg.cache == nullptr) return refuse(ErrorKind::invalid_argument, "no KV cache");
             const BackendCache& kv = *seg.cache;
-            if (kv.device_ != device_ || kv.owner_ != cache_owner_)
-                return refuse(ErrorKind::invalid_argument,
-                              "the KV cache belongs to another backend (a " +
-                                  std::string(device_name(kv.device_)) + " cache on the " +
-                                  device_name(device_) + " backend)");
-            if (kv.n_layers_ != n_layers_ || kv.n_kv_heads_ != n_kv_heads_ ||
-                kv.head_dim_ != head_dim_)
-                return refuse(ErrorKind::invalid_argument,
-                              "the KV cache was made for another model geometry");
+            if (!cache_matches(kv)) {
+                Status status = cache_status(kv, "");
+                return refuse(status.error().kind, status.error().message);
+            }
             for (size_t other = 0; other < s; ++other)
                 if (segments[other].cache == seg.cache)
                     return refuse(ErrorKind::invalid_argument, "the same KV cache is in segments " +

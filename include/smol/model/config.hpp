@@ -9,6 +9,17 @@
 //   attention.value_length         optional, must equal key_length when present
 //   rope.dimension_count           optional, default head_dim
 //   vocab_size                     optional, default the tokenizer's token count
+//   rope.scaling.type              optional: "none" (default) or "yarn"; others are
+//                                  ErrorKind::unsupported naming the type
+//   rope.scaling.factor            yarn: context stretch, finite and >= 1 (default 1)
+//   rope.scaling.original_context_length
+//                                  yarn: the context the model was trained at before
+//                                  scaling (default context_length)
+//   rope.scaling.attn_factor       yarn: extra attention scale (default 1)
+// With YaRN the model runs up to original_context_length x factor positions
+// (context_length becomes the larger of that and the file's context_length;
+// trained_context_length keeps the key's value), and RoPE follows YaRN's
+// frequency ramp and magnitude scale (model/rope.hpp).
 // A missing required key is ErrorKind::missing, an impossible value (zero,
 // heads not dividing, odd head_dim, ...) is ErrorKind::format, another
 // architecture is ErrorKind::unsupported; every message names the key.
@@ -21,6 +32,7 @@
 
 #include "../detail/abi.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cmath>
@@ -46,6 +58,12 @@ struct Config {
     size_t context_length = 0;  // positions the model was trained for
     size_t vocab_size = 0;      // rows of the LM head = logits per position
     size_t nope_interval = 4;   // layer i has no RoPE when (i + 1) % nope_interval == 0
+    // RoPE scaling (top of this file): YaRN or none.
+    bool rope_yarn = false;
+    float rope_scaling_factor = 1.0f;   // YaRN's stretch of the original context
+    size_t rope_original_context = 0;   // YaRN's original context length
+    float rope_attn_factor = 1.0f;      // rope.scaling.attn_factor
+    size_t trained_context_length = 0;  // the file's context_length key
 
     size_t q_dim() const noexcept {
         return n_heads * head_dim;
@@ -131,14 +149,55 @@ struct Config {
                                  "vocab_size' (and no 'tokenizer.ggml.tokens')"};
         }
 
-        SMOL_TRY_ASSIGN(const auto scaling, file.try_find<std::string>(p + "rope.scaling.type"));
-        if (scaling && *scaling != "none")
-            return ErrorInfo{ErrorKind::unsupported, "model: " + source + ": key '" + p +
-                                                         "rope.scaling.type' = '" + *scaling +
-                                                         "' (smol implements plain RoPE only)"};
+        c.trained_context_length = c.context_length;
+        SMOL_TRY(read_rope_scaling(file, p, c));
         SMOL_TRY(c.try_validate(source));
         return c;
     }
+    // rope.scaling.* (top of this file), into c; context_length grows to
+    // what YaRN runs.
+    static Status read_rope_scaling(const gguf::File& file, const std::string& p, Config& c) {
+        const std::string& source = file.source();
+        SMOL_TRY_ASSIGN(const auto scaling, file.try_find<std::string>(p + "rope.scaling.type"));
+        if (!scaling || *scaling == "none") return {};
+        if (*scaling != "yarn")
+            return Status(ErrorKind::unsupported, "model: " + source + ": key '" + p +
+                                                      "rope.scaling.type' = '" + *scaling +
+                                                      "' (smol implements none and yarn)");
+        c.rope_yarn = true;
+        auto float_key = [&](const std::string& key, float fallback) -> Expected<float> {
+            SMOL_TRY_ASSIGN(const auto value, file.try_find<float>(p + key));
+            return value ? *value : fallback;
+        };
+        SMOL_TRY_ASSIGN(c.rope_scaling_factor, float_key("rope.scaling.factor", 1.0f));
+        SMOL_TRY_ASSIGN(c.rope_attn_factor, float_key("rope.scaling.attn_factor", 1.0f));
+        c.rope_original_context = c.context_length;
+        const std::string original = p + "rope.scaling.original_context_length";
+        if (file.has(original)) {
+            SMOL_TRY_ASSIGN(const uint64_t v, file.try_get<uint64_t>(original));
+            if (v == 0 || v > (uint64_t(1) << 31))
+                return Status(ErrorKind::format, "model: " + source + ": key '" + original +
+                                                     "' = " + std::to_string(v) +
+                                                     " is out of range");
+            c.rope_original_context = size_t(v);
+        }
+        const float f = c.rope_scaling_factor;
+        if (!std::isfinite(f) || f < 1.0f || f > 1024.0f)
+            return Status(ErrorKind::format, "model: " + source + ": key '" + p +
+                                                 "rope.scaling.factor' = " + std::to_string(f) +
+                                                 " must be a number in [1, 1024]");
+        if (!std::isfinite(c.rope_attn_factor) || !(c.rope_attn_factor > 0.0f))
+            return Status(ErrorKind::format, "model: " + source + ": key '" + p +
+                                                 "rope.scaling.attn_factor' must be positive");
+        const double stretched = double(c.rope_original_context) * double(f);
+        if (stretched > double(uint64_t(1) << 31))
+            return Status(ErrorKind::format,
+                          "model: " + source + ": YaRN context " + std::to_string(stretched) +
+                              " (original_context_length x factor) is out of range");
+        c.context_length = std::max(c.context_length, size_t(stretched));
+        return {};
+    }
+
     // Checks the relations between the fields; `source` names the file in messages.
     Status try_validate(const std::string& source = "<config>") const {
         auto bad = [&](const std::string& what) {

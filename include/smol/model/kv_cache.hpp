@@ -28,6 +28,7 @@
 
 #include "../detail/bytes.hpp"
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -42,6 +43,7 @@
 #include "../error.hpp"
 #include "backend.hpp"
 #include "config.hpp"
+#include "rope.hpp"
 
 SMOL_NAMESPACE_BEGIN
 
@@ -144,6 +146,38 @@ public:
             store_row(keys(layer, h), pos, k + h * head_dim_);
             store_row(values(layer, h), pos, v + h * head_dim_);
         }
+    }
+
+    // Backend::erase on the CPU (the range checked there, with later positions
+    // to move): positions [first + count, size()) move down by count. Keys of
+    // RoPE layers are rotated by -count positions (`rule`, model/rope.hpp),
+    // rounded back to the element type; NoPE layers' keys ((l + 1) % 4 == 0:
+    // nothing encodes their position) and all values move bit for bit. The
+    // caller sets size() afterwards.
+    void erase_positions(size_t first, size_t count, const Config& config, const RopeRule& rule) {
+        const size_t moved = size_ - first - count;
+        const size_t row = head_dim_ * element_bytes();
+        const size_t pairs = rule.pairs();
+        std::vector<float> cos(pairs), sin(pairs), key(head_dim_);
+        rule.shift(-int64_t(count), cos.data(), sin.data());
+        for (size_t l = 0; l < n_layers_; ++l)
+            for (const KVPart part : {KVPart::keys, KVPart::values})
+                for (size_t h = 0; h < n_kv_heads_; ++h) {
+                    uint8_t* base = static_cast<uint8_t*>(block(l, part, h));
+                    if (part == KVPart::values || !config.layer_uses_rope(l)) {
+                        std::memmove(base + first * row, base + (first + count) * row, moved * row);
+                        continue;
+                    }
+                    for (size_t p = first; p < first + moved; ++p) {
+                        load_row(l, part, h, p + count, key.data());
+                        for (size_t i = 0; i < pairs; ++i) {  // kernels/scalar.hpp's rope
+                            const float x0 = key[2 * i], x1 = key[2 * i + 1];
+                            key[2 * i] = std::fma(x0, cos[i], -(x1 * sin[i]));
+                            key[2 * i + 1] = std::fma(x1, cos[i], x0 * sin[i]);
+                        }
+                        store_row(base, p, key.data());
+                    }
+                }
     }
 
     // Reads one stored row back as float (tests, the reference).

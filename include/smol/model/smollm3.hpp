@@ -89,6 +89,8 @@ public:
     const Weights& weights() const noexcept { return weights_; }
     const gguf::File& file() const noexcept { return *file_; }
     const kernels::KernelSet& kernels() const noexcept { return *kernels_; }
+    // How positions are encoded into queries and keys (RoPE or YaRN).
+    const RopeRule& rope() const noexcept { return rope_; }
     const std::shared_ptr<const gguf::File>& file_ptr() const noexcept { return file_; }
 
     // Moves the layers' matrices (and an untied LM head) whose type kernels()
@@ -193,13 +195,8 @@ private:
         : file_(std::move(file)),
           config_(std::move(config)),
           weights_(std::move(weights)),
-          kernels_(&kernel_set) {
-        // theta_i = pos * base^(-2i / rope_dims); the per-pair frequencies in double.
-        inverse_frequency_.resize(config_.rope_dims / 2);
-        for (size_t i = 0; i < inverse_frequency_.size(); ++i)
-            inverse_frequency_[i] = std::pow(double(config_.rope_freq_base),
-                                             -2.0 * double(i) / double(config_.rope_dims));
-    }
+          kernels_(&kernel_set),
+          rope_(config_) {}
 
     // One pass over every row of `chunks` (distinct caches, as the seam checked):
     // the matrices read once for all of them. Error(cancelled) when *cancel is
@@ -326,23 +323,19 @@ private:
         }
     }
 
-    // cos/sin of pos * inverse_frequency[i] for each row's position: [m][rope_dims / 2].
+    // The rotation encoding each row's position (model/rope.hpp: RoPE, or
+    // YaRN's): [m][rope_dims / 2].
     void rope_table(const Row* rows, size_t m, Scratch& s) const {
-        const size_t pairs = inverse_frequency_.size();
+        const size_t pairs = rope_.pairs();
         s.rope_cos.resize(m * pairs);
         s.rope_sin.resize(m * pairs);
-        for (size_t r = 0; r < m; ++r) {
-            for (size_t i = 0; i < pairs; ++i) {
-                const double theta = double(rows[r].pos) * inverse_frequency_[i];
-                s.rope_cos[r * pairs + i] = float(std::cos(theta));
-                s.rope_sin[r * pairs + i] = float(std::sin(theta));
-            }
-        }
+        for (size_t r = 0; r < m; ++r)
+            rope_.encode(rows[r].pos, &s.rope_cos[r * pairs], &s.rope_sin[r * pairs]);
     }
 
     // Rotates the pairs (v[2i], v[2i+1]), i < rope_dims / 2, of one head of row r.
     void rope(float* v, size_t r, const Scratch& s) const noexcept {
-        const size_t pairs = inverse_frequency_.size();
+        const size_t pairs = rope_.pairs();
         kernels_->rope(v, &s.rope_cos[r * pairs], &s.rope_sin[r * pairs], pairs);
     }
 
@@ -390,9 +383,9 @@ private:
     std::shared_ptr<const gguf::File> file_;
     Config config_;
     Weights weights_;  // the matrices the forward reads: views into *file_ or interleaved_
-    std::shared_ptr<uint8_t> interleaved_;   // interleave_weights' buffer, if it ran
-    std::vector<double> inverse_frequency_;  // [rope_dims / 2]
-    const kernels::KernelSet* kernels_;      // static storage (kernels/dispatch.hpp)
+    std::shared_ptr<uint8_t> interleaved_;  // interleave_weights' buffer, if it ran
+    const kernels::KernelSet* kernels_;     // static storage (kernels/dispatch.hpp)
+    RopeRule rope_;                         // position encoding (model/rope.hpp)
 };
 
 // The CPU backend: SmolLM3 on a thread pool behind the Backend seam. Both are
@@ -425,6 +418,11 @@ protected:
         SMOL_TRY_ASSIGN(KVCache cache,
                         KVCache::try_create(net_->config(), n_ctx, type, memory_budget));
         return std::unique_ptr<BackendCache>(new KVCache(std::move(cache)));
+    }
+    Status do_erase(BackendCache& cache, size_t first, size_t count) const override {
+        // The seam checked that the cache is a KVCache (device cpu, the CPU owner tag).
+        static_cast<KVCache&>(cache).erase_positions(first, count, net_->config(), net_->rope());
+        return {};
     }
 
     // Passes of whole chunks, at most kMaxPassRows rows each (or one longer

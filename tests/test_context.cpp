@@ -1,0 +1,398 @@
+// Conversations that outlive the context: Backend::erase (the re-rotation of
+// moved keys), the shift rule of generation/context_shift.hpp, and
+// ContextPolicy::shift end to end (long chats, long generations, sessions and
+// forks after a shift), on a model made in memory and on the fixtures.
+#include <doctest/doctest.h>
+
+#include <smol/smol.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "support/expect_error.hpp"
+#include "support/fixtures.hpp"
+#include "support/generator_testutil.hpp"
+
+namespace {
+
+using smol::KVPart;
+
+std::vector<int32_t> ramp_tokens(size_t n, size_t vocab, size_t seed) {
+    std::vector<int32_t> ids(n);
+    for (size_t i = 0; i < n; ++i) ids[i] = int32_t((i * 131 + seed * 17 + 7) % vocab);
+    return ids;
+}
+
+// Largest |a - b| over one row, relative to the row's largest |b| (F16
+// rounding of a value v is at most |v| * 2^-11).
+double row_error(const std::vector<float>& a, const std::vector<float>& b) {
+    float scale = 0;
+    for (const float v : b) scale = std::max(scale, std::fabs(v));
+    double worst = 0;
+    for (size_t i = 0; i < a.size(); ++i)
+        worst = std::max(worst, double(std::fabs(a[i] - b[i])) / double(scale + 1e-30f));
+    return worst;
+}
+
+}  // namespace
+
+TEST_CASE("erase: the tail is truncate, a middle erase re-rotates RoPE keys only") {
+    const auto model = smol_test::made_model();
+    const smol::Config& c = model->config();
+    REQUIRE(c.n_layers >= 4);  // layer 3 is a NoPE layer
+    const size_t vocab = c.vocab_size, n = 48, first = 10, count = 13;
+    const std::vector<int32_t> tokens = ramp_tokens(n, vocab, 1);
+    std::vector<float> logits(vocab);
+
+    smol::KVCache original = model->make_cache(128);
+    model->forward(tokens.data(), n, 0, original, logits.data());
+
+    // The tail: same as truncate.
+    smol::KVCache tail = original.fork();
+    model->backend().erase(tail, n - 5, 5);
+    CHECK(tail.size() == n - 5);
+    smol::KVCache truncated = original.fork();
+    truncated.truncate(n - 5);
+    CHECK(tail.serialize() == truncated.serialize());
+
+    smol::KVCache erased = original.fork();
+    model->backend().erase(erased, first, count);
+    REQUIRE(erased.size() == n - count);
+
+    // What a fresh prefill of the remaining tokens stores.
+    std::vector<int32_t> kept(tokens.begin(), tokens.begin() + first);
+    kept.insert(kept.end(), tokens.begin() + first + count, tokens.end());
+    smol::KVCache fresh = model->make_cache(128);
+    model->forward(kept.data(), kept.size(), 0, fresh, logits.data());
+
+    std::vector<float> got(c.head_dim), want(c.head_dim), moved_from(c.head_dim);
+    double layer0_error = 0;
+    for (size_t h = 0; h < c.n_kv_heads; ++h)
+        for (size_t p = 0; p < erased.size(); ++p) {
+            const size_t source = p < first ? p : p + count;
+            // Layer 0's keys depend on the token and its position only.
+            erased.load_row(0, KVPart::keys, h, p, got.data());
+            fresh.load_row(0, KVPart::keys, h, p, want.data());
+            layer0_error = std::max(layer0_error, row_error(got, want));
+            // NoPE keys and every value move as they are.
+            for (const auto& [layer, part] : {std::pair<size_t, KVPart>{3, KVPart::keys},
+                                              {0, KVPart::values},
+                                              {3, KVPart::values}}) {
+                erased.load_row(layer, part, h, p, got.data());
+                original.load_row(layer, part, h, source, moved_from.data());
+                CHECK_MESSAGE(got == moved_from, "layer " << layer << " pos " << p);
+            }
+            // The head is untouched.
+            if (p < first) {
+                erased.load_row(1, KVPart::keys, h, p, got.data());
+                original.load_row(1, KVPart::keys, h, p, moved_from.data());
+                CHECK(got == moved_from);
+            }
+        }
+    // Two F16 roundings (the original store and the re-rotated one), one
+    // rotation, and the multi-row tiles' float rounding: well under 2^-8.
+    MESSAGE("layer 0 keys after erase vs a fresh prefill: worst relative error " << layer0_error);
+    CHECK(layer0_error < 1.0 / 256);
+    CHECK(layer0_error > 0);  // the rows did move through a rotation
+
+    // Bad ranges and foreign caches.
+    smol::KVCache other = model->make_cache(128);
+    CHECK(smol_test::error_kind_of([&] { model->backend().erase(other, 0, 1); }) ==
+          smol::ErrorKind::out_of_range);
+    CHECK(smol_test::error_kind_of([&] { model->backend().erase(erased, 30, 100); }) ==
+          smol::ErrorKind::out_of_range);
+    model->backend().erase(erased, 5, 0);  // nothing
+    CHECK(erased.size() == n - count);
+}
+
+TEST_CASE("erase: keys moved by many small shifts drift by about one F16 rounding per shift") {
+    const auto model = smol_test::made_model();
+    const smol::Config& c = model->config();
+    const size_t vocab = c.vocab_size, n = 100, keep = 4, shifts = 30;
+    const std::vector<int32_t> tokens = ramp_tokens(n, vocab, 2);
+    std::vector<float> logits(vocab);
+    smol::KVCache kv = model->make_cache(128);
+    model->forward(tokens.data(), n, 0, kv, logits.data());
+    const smol::KVCache before = kv.fork();
+    for (size_t i = 0; i < shifts; ++i) model->backend().erase(kv, keep, 1);
+    REQUIRE(kv.size() == n - shifts);
+
+    std::vector<int32_t> kept(tokens.begin(), tokens.begin() + keep);
+    kept.insert(kept.end(), tokens.begin() + keep + shifts, tokens.end());
+    smol::KVCache fresh = model->make_cache(128);
+    model->forward(kept.data(), kept.size(), 0, fresh, logits.data());
+    std::vector<float> got(c.head_dim), want(c.head_dim);
+    double drift = 0;
+    for (size_t h = 0; h < c.n_kv_heads; ++h) {
+        for (size_t p = 0; p < keep; ++p) {  // the n_keep tokens never move: bit for bit
+            kv.load_row(0, KVPart::keys, h, p, got.data());
+            before.load_row(0, KVPart::keys, h, p, want.data());
+            CHECK(got == want);
+        }
+        for (size_t p = keep; p < kv.size(); ++p) {
+            kv.load_row(0, KVPart::keys, h, p, got.data());
+            fresh.load_row(0, KVPart::keys, h, p, want.data());
+            drift = std::max(drift, row_error(got, want));
+        }
+    }
+    // Each shift rounds to F16 once (<= 2^-11 of the row's scale): the bound
+    // is 30 of those plus the fresh prefill's own rounding.
+    MESSAGE("layer 0 keys after " << shifts << " one-position shifts: worst relative drift "
+                                  << drift << " (bound " << (shifts + 2) / 2048.0 << ")");
+    CHECK(drift <= (shifts + 2) / 2048.0);
+}
+
+TEST_CASE("shift rule: cuts, the one-gap match and the mid-run plan") {
+    using smol::detail::ShiftShape;
+    ShiftShape text;
+    text.keep = 2;
+    text.protect = 19;
+    CHECK(text.cut_for(2, 20, 10) == 12);  // 20 - (12 - 2) = 10
+    CHECK(text.cut_for(2, 40, 10) == 19);  // the largest cut: not enough to reach 10
+
+    ShiftShape turns;
+    turns.keep = 3;
+    turns.protect = 30;
+    turns.any_cut = false;
+    turns.cuts = {8, 15, 22, 30};
+    CHECK(turns.cut_for(3, 40, 25) == 22);  // 40 - 19 = 21 <= 25; 15 leaves 28
+    CHECK(turns.cut_for(16, 40, 10) == 30);
+    ShiftShape dropped = turns;
+    dropped.drop(12);  // [3, 15) went: cut 15 is now 3 (the head's end, not a cut)
+    CHECK(dropped.cuts == std::vector<size_t>{10, 18});
+    CHECK(dropped.protect == 18);
+
+    // The cache holds the head [0, 3) and, after it, prompt[15, 25): the gap
+    // lines up at cut 15, and the prompt is fitted from there on.
+    std::vector<int32_t> prompt(40);
+    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t(100 + i);
+    std::vector<int32_t> history(prompt.begin(), prompt.begin() + 3);
+    history.insert(history.end(), prompt.begin() + 15, prompt.begin() + 25);
+    history.push_back(7);  // a generated token the prompt does not hold
+    smol::detail::PromptShift plan = smol::detail::plan_prompt_shift(
+        prompt, history, history.size(), turns, /*n_ctx=*/31, /*room=*/4, /*target=*/16);
+    CHECK(plan.cached_span == 10);
+    CHECK(plan.gap_end == 30);  // from 15, seen 28 + 4 > 31: down to <= 16 needs cut 30 (13)
+    CHECK(plan.erase == 10);
+    CHECK(plan.fits);
+    plan = smol::detail::plan_prompt_shift(prompt, history, history.size(), turns, 64, 4, 32);
+    CHECK(plan.gap_end == 15);  // 3 + 25 = 28 tokens + 4 fit 64: the gap stays as it was
+    CHECK(plan.erase == 0);
+    CHECK(plan.cached_span == 10);
+    // Another head: nothing after it is reusable.
+    history[0] = 1;
+    plan = smol::detail::plan_prompt_shift(prompt, history, history.size(), turns, 32, 4, 16);
+    CHECK(plan.cached_span == 0);
+    CHECK(plan.gap_end == 30);
+    // The current turn alone does not fit.
+    plan = smol::detail::plan_prompt_shift(prompt, history, 0, turns, 8, 0, 4);
+    CHECK_FALSE(plan.fits);
+
+    // Mid-run: text drops half of what follows the head; chat whole turns.
+    CHECK(smol::detail::plan_running_shift(text, 20, 20) == 9);
+    ShiftShape running = turns;
+    running.protect = 30;
+    CHECK(smol::detail::plan_running_shift(running, 32, 32) == 19);  // cut 22: 32 - 19 = 13
+    running.cuts = {30};
+    running.protect = 30;
+    CHECK(smol::detail::plan_running_shift(running, 32, 32) == 27);
+    running.cuts.clear();
+    CHECK(smol::detail::plan_running_shift(running, 32, 32) == 0);  // nothing may go
+}
+
+TEST_CASE("Generator::erase: history and cache move together; errors") {
+    const auto model = smol_test::made_model();
+    smol::GeneratorOptions options;
+    options.n_ctx = 256;
+    smol::Generator gen(model, options);
+    const smol::GenerateParams params = smol_test::greedy(8);
+    const std::string prompt = "The blacksmith said hello to the traveller.";
+    gen.generate(prompt, params);
+    const std::vector<int32_t> before = gen.history();
+    const size_t cached = gen.n_cached();
+    gen.erase(3, 5);
+    CHECK(gen.n_cached() == cached - 5);
+    std::vector<int32_t> expected = before;
+    expected.erase(expected.begin() + 3, expected.begin() + 8);
+    CHECK(gen.history() == expected);
+    // Past the cache: only the history shrinks.
+    gen.erase(gen.history().size() - 1, 1);
+    CHECK(gen.history().size() == expected.size() - 1);
+    CHECK(gen.n_cached() == gen.history().size());
+    CHECK(smol_test::error_kind_of([&] { gen.erase(2, gen.history().size()); }) ==
+          smol::ErrorKind::out_of_range);
+    CHECK_FALSE(gen.try_erase(gen.history().size() + 1, 0).ok());
+
+    // The same steps through the backend by hand give the same bits: the
+    // prompt as one chunk, each generated token alone, the erase, then the
+    // last token again (what a run over the same history reuses and runs).
+    // (Layers past the first carry what the erased tokens contributed, so a
+    // fresh prefill of the shorter history is not the comparison: only layer
+    // 0's keys are, in the erase test above.)
+    const std::vector<int32_t> prompt_ids = gen.tokenize(prompt);
+    smol::KVCache kv = model->make_cache(256);
+    std::vector<float> logits(model->config().vocab_size);
+    model->forward(prompt_ids.data(), prompt_ids.size(), 0, kv, logits.data());
+    for (size_t i = prompt_ids.size(); i < cached; ++i)
+        model->forward(&before[i], 1, i, kv, logits.data());
+    model->backend().erase(kv, 3, 5);
+    const std::vector<int32_t> now = gen.history();
+    kv.truncate(now.size() - 1);
+    model->forward(&now.back(), 1, now.size() - 1, kv, logits.data());
+    const auto r = gen.generate_tokens(now, smol_test::greedy(0));
+    CHECK(r.n_reused_tokens == now.size() - 1);
+    CHECK(gen.logits() == logits);
+}
+
+TEST_CASE("shift: generate() of 2,000 tokens through n_ctx 128, then the gap is reused") {
+    const auto model = smol_test::made_model();
+    smol::GeneratorOptions options;
+    options.n_ctx = 128;
+    options.context_policy = smol::ContextPolicy::shift;
+    options.n_keep = 8;
+    std::vector<std::string> log;
+    options.log = [&](int, const std::string& line) { log.push_back(line); };
+    smol::Generator gen(model, options);
+    smol::GenerateParams params = smol_test::greedy(2000);
+    params.ignore_eos = true;
+    const std::string prompt = "Once upon a time, in a village by the sea, there lived";
+    const smol::GenerateResult r = gen.generate(prompt, params);
+    CHECK(r.stop_reason == smol::StopReason::max_tokens);
+    CHECK(r.tokens.size() == 2000);
+    CHECK(r.n_discarded_tokens > 1800);
+    CHECK(std::any_of(log.begin(), log.end(), [](const std::string& l) {
+        return l.find("context shift") != std::string::npos;
+    }));
+    const std::vector<int32_t> head = gen.tokenize(prompt);
+    REQUIRE(gen.history().size() <= 128);
+    CHECK(std::equal(head.begin(), head.begin() + 8, gen.history().begin()));
+
+    // The whole text again: the head and the cached span after the gap are
+    // reused, only the few tokens after them run.
+    params.max_tokens = 4;
+    const smol::GenerateResult again = gen.generate_tokens(
+        [&] {
+            std::vector<int32_t> all = head;
+            all.insert(all.end(), r.tokens.begin(), r.tokens.end());
+            return all;
+        }(),
+        params);
+    CHECK(again.n_prompt_tokens == head.size() + 2000);
+    CHECK(again.n_reused_tokens > 40);
+    CHECK(again.n_prefilled_tokens() <= 2);
+    CHECK(again.n_prompt_discarded_tokens + again.n_reused_tokens + again.n_prefilled_tokens() ==
+          again.n_prompt_tokens);
+    CHECK(again.stop_reason == smol::StopReason::max_tokens);
+
+    // With stop the same run ends at the context.
+    smol::GeneratorOptions stop = options;
+    stop.context_policy = smol::ContextPolicy::stop;
+    smol::Generator stopping(model, stop);
+    params.max_tokens = 2000;
+    CHECK(stopping.generate(prompt, params).stop_reason == smol::StopReason::context_full);
+}
+
+TEST_CASE(
+    "shift: a 100-turn chat through n_ctx 512 keeps the system message and reuses the cache") {
+    const auto path = smol_test::fixture("tiny-q4km.gguf");
+    if (!path) return;
+    const auto model = smol::Model::load(*path);
+    smol::GeneratorOptions options;
+    options.n_ctx = 512;
+    options.context_policy = smol::ContextPolicy::shift;
+    smol::Generator gen(model, options);
+    smol::GenerateParams params = smol_test::greedy(24);
+    params.chat.enable_thinking = false;
+    std::vector<smol::ChatMessage> messages = {
+        {"system", "You are Brannoc, the village blacksmith. Answer in one sentence."}};
+    const std::vector<int32_t> system_ids = gen.tokenize_chat(messages, [] {
+        smol::ChatOptions o;
+        o.add_generation_prompt = false;
+        o.enable_thinking = false;
+        return o;
+    }());
+    std::vector<size_t> prefill_before, prefill_after;
+    bool shifted = false;
+    for (int turn = 0; turn < 100; ++turn) {
+        messages.push_back({"user", "Turn " + std::to_string(turn) +
+                                        ": what do you think of the weather and the mine?"});
+        const smol::GenerateResult r = gen.chat(messages, params);
+        REQUIRE(r.stop_reason != smol::StopReason::error);
+        CHECK(r.stop_reason != smol::StopReason::context_full);
+        CHECK(r.n_prompt_discarded_tokens + r.n_reused_tokens + r.n_prefilled_tokens() ==
+              r.n_prompt_tokens);
+        // The system turn opens what the model sees, every turn.
+        REQUIRE(gen.history().size() >= system_ids.size());
+        CHECK(std::equal(system_ids.begin(), system_ids.end(), gen.history().begin()));
+        if (r.n_discarded_tokens > 0) shifted = true;
+        (shifted ? prefill_after : prefill_before).push_back(r.n_prefilled_tokens());
+        messages.push_back({"assistant", r.text, /*model_output=*/true});
+    }
+    REQUIRE(shifted);
+    REQUIRE(prefill_before.size() > 2);
+    std::vector<size_t> sorted = prefill_before;
+    std::sort(sorted.begin(), sorted.end());
+    const size_t median = sorted[sorted.size() / 2];
+    // Turns after the first shift (the shifting turns included) prefill no
+    // more than twice the median turn before it.
+    const size_t worst = *std::max_element(prefill_after.begin() + 1, prefill_after.end());
+    MESSAGE("100-turn chat: median prefill before the first shift "
+            << median << " tokens, worst after " << worst);
+    CHECK(worst <= 2 * median);
+}
+
+TEST_CASE("shift: sessions saved after a shift restore and continue; forks diverge") {
+    const auto model = smol_test::made_model();
+    smol::GeneratorOptions options;
+    options.n_ctx = 96;
+    options.context_policy = smol::ContextPolicy::shift;
+    options.n_keep = 4;
+    smol::Generator gen(model, options);
+    smol::GenerateParams params = smol_test::greedy(200);
+    params.ignore_eos = true;
+    const smol::GenerateResult first = gen.generate("The road to the mine", params);
+    REQUIRE(first.n_discarded_tokens > 0);
+    const std::vector<uint8_t> session = gen.save_session();
+    smol::Generator restored(model, options);
+    restored.restore_session(session);
+    CHECK(restored.history() == gen.history());
+
+    params.max_tokens = 40;
+    smol::Generator forked = gen.fork();
+    const auto a = gen.generate_tokens(gen.history(), params);
+    const auto b = restored.generate_tokens(restored.history(), params);
+    CHECK(a.tokens == b.tokens);
+    // A fork continues like its parent under greedy, and with another
+    // sampler seed goes its own way without touching the parent.
+    const auto c = forked.generate_tokens(forked.history(), params);
+    CHECK(c.tokens == a.tokens);
+    smol::GenerateParams sampled = params;
+    sampled.temperature = 1.0f;
+    sampled.seed = 99;
+    const std::vector<int32_t> parent = gen.history();
+    smol::Generator other = gen.fork();
+    other.generate_tokens(other.history(), sampled);
+    CHECK(gen.history() == parent);
+}
+
+TEST_CASE("shift: a current turn longer than the context is out_of_range; bad policy") {
+    const auto model = smol_test::made_model();
+    smol::GeneratorOptions options;
+    options.n_ctx = 64;
+    options.context_policy = smol::ContextPolicy::shift;
+    options.n_keep = 64;  // the head and the last token are more than the context
+    smol::Generator gen(model, options);
+    const std::string long_text(400, 'a');
+    CHECK(smol_test::error_kind_of([&] { gen.generate(long_text, smol_test::greedy(4)); }) ==
+          smol::ErrorKind::out_of_range);
+    options.n_keep = 0;
+    smol::Generator shifting(model, options);
+    const smol::GenerateResult r = shifting.generate(long_text, smol_test::greedy(4));
+    CHECK(r.n_prompt_discarded_tokens > 0);
+    CHECK(r.tokens.size() == 4);
+    options.context_policy = smol::ContextPolicy(9);
+    CHECK(smol_test::error_kind_of([&] { smol::Generator bad(model, options); }) ==
+          smol::ErrorKind::invalid_argument);
+}
