@@ -344,7 +344,8 @@ TEST_CASE("matmul plan: runs, chunks and scratch follow the planner's rules") {
     SUBCASE("each sequence converts by its own length; the rest merge and may pack") {
         // 40 and 70 convert (>= 32); 1 + 3 read exactly, as one run of 4 (too few to pack).
         PlanCase c = plan_for(set, 2048, 0, {40, 1, 3, 70}, 2);
-        CHECK(same_runs(c.runs, {{0, 40, L::converted}, {40, 4, L::stored}, {44, 70, L::converted}}));
+        CHECK(
+            same_runs(c.runs, {{0, 40, L::converted}, {40, 4, L::stored}, {44, 70, L::converted}}));
         // 40 rows rounded up to the converted layout's groups of 16.
         CHECK(c.plan.chunk_rows == 48);
         CHECK(c.plan.n_chunks == 43);

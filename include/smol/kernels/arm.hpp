@@ -232,8 +232,7 @@ inline KernelSet arm_common(CpuLevel level) noexcept {
 namespace neon {
 inline KernelSet make_kernel_set() noexcept {
     KernelSet set = kernels::detail::arm_common(CpuLevel::neon);
-    set.of(GGMLType::Q8_0).tiles =
-        tile_row([](auto n) { return &tile_q8_0<decltype(n)::value>; });
+    set.of(GGMLType::Q8_0).tiles = tile_row([](auto n) { return &tile_q8_0<decltype(n)::value>; });
     set.of(GGMLType::Q4_K).tiles = tile_row([](auto n) { return &tile_q4k<decltype(n)::value>; });
     set.of(GGMLType::Q5_K).tiles = tile_row([](auto n) { return &tile_q5k<decltype(n)::value>; });
     set.of(GGMLType::Q6_K).tiles = tile_row([](auto n) { return &tile_q6k<decltype(n)::value>; });
@@ -244,8 +243,7 @@ inline KernelSet make_kernel_set() noexcept {
 namespace dotprod {
 inline KernelSet make_kernel_set() noexcept {
     KernelSet set = kernels::detail::arm_common(CpuLevel::dotprod);
-    set.of(GGMLType::Q8_0).tiles =
-        tile_row([](auto n) { return &tile_q8_0<decltype(n)::value>; });
+    set.of(GGMLType::Q8_0).tiles = tile_row([](auto n) { return &tile_q8_0<decltype(n)::value>; });
     set.of(GGMLType::Q4_K).tiles = tile_row([](auto n) { return &tile_q4k<decltype(n)::value>; });
     set.of(GGMLType::Q5_K).tiles = tile_row([](auto n) { return &tile_q5k<decltype(n)::value>; });
     set.of(GGMLType::Q6_K).tiles = tile_row([](auto n) { return &tile_q6k<decltype(n)::value>; });

@@ -7,6 +7,11 @@
 // so a consumer built without any -m flag still gets the fastest set the CPU
 // runs. The scalar set (kernels/scalar.hpp) is the spec each level is tested
 // against (tests/test_kernels.cpp, every level the machine supports).
+//
+// Each level's whole set is built by one function, its make_kernel_set:
+// scalar::make_kernel_set (below), avx2 / avxvnni / avx512::make_kernel_set
+// (kernels/x86.hpp), neon / dotprod::make_kernel_set (kernels/arm.hpp). What
+// each level has per weight type is summed up in kernels/weight_types.hpp.
 #pragma once
 
 #include "../detail/abi.hpp"
@@ -38,7 +43,9 @@ using TileKernel = void (*)(const uint8_t* w, size_t w_row_bytes, size_t n_rows,
 
 // Most tokens one tile serves: each weight block is unpacked (and, with AVX2,
 // transposed) once per this many tokens. 8 beat 4 and 6 columns with the AVX2
-// Q4_K tile (benchmarks/RESULTS.md, "Kernels"); more columns spill registers.
+// Q4_K tile (benchmarks/RESULTS.md, "Moved from code comments"); wider tiles
+// were tried at avx512 and not kept (RESULTS.md, "Packed Q4_K rows for the
+// prompt's mat-mat, side by side").
 constexpr int kMaxTileCols = 8;
 
 // One kernel per column count: [n - 1] is the tile of n columns.
@@ -114,7 +121,7 @@ struct KernelSet {
     void (*quantize_q8_0)(const float* x, BlockQ8_0* y, size_t n) = nullptr;     // n % 32 == 0
     // Q8_K32 blocks from the quantizer's order into the order this set's K-quant
     // tiles read (they may permute values, see x86.hpp); nullptr: no permutation.
-    void (*layout_q8_k32)(const BlockQ8K32* natural, BlockQ8K32* out, size_t n_blocks) = nullptr;
+    void (*layout_q8_k32)(const BlockQ8K32* quantized, BlockQ8K32* out, size_t n_blocks) = nullptr;
 
     // ---- matrix x activations: [weight_type_index(type)] ----
     TypeKernels types[kWeightTypeCount] = {};
@@ -212,8 +219,8 @@ inline KernelSet make_kernel_set() noexcept {
     for_each_weight_type<WeightTraits>([&](auto traits) {
         using Traits = decltype(traits);
         TypeKernels& kernels = set.of(Traits::type);
-        kernels.tiles = tile_row(
-            [](auto n) { return &tile<Traits::dot_reference, decltype(n)::value>; });
+        kernels.tiles =
+            tile_row([](auto n) { return &tile<Traits::dot_reference, decltype(n)::value>; });
         if constexpr (Traits::convert_min_tokens > 0) {
             kernels.converted = converted_tiles<Traits::type>(
                 &stored_row_bytes<Traits::type>, &copy_rows<Traits::type>,

@@ -14,7 +14,7 @@
 //                                   std::string_view name = {});
 //       checks the type is supported and cols fits its block size (Error names `name`);
 //       the result keeps `name`, so it must outlive the matrix like the bytes.
-//   bool is_supported_weight_type(GGMLType);   // the kWeightTypes table (weight_types.hpp)
+//   bool is_supported_weight_type(GGMLType);   // the WeightTypes list (quant/types.hpp)
 //   ActivationType activation_type_for(GGMLType weight_type);
 //       Q8_K32 for Q4_K/Q5_K/Q6_K, Q8_0 for Q8_0, F32 for F32/F16/BF16
 //       (formats and the BlockQ8K32 layout: activations.hpp).
@@ -25,21 +25,26 @@
 //                   ThreadPool* pool = nullptr, size_t x_stride = 0);
 //         x: n_tokens rows of cols floats, row t at x + t * x_stride (0 = cols).
 //         Stores them in activation_type_for(weight_type), with the set's kernels.
+//     void set_sequences(const size_t* sizes, size_t n);
+//         which rows belong to which sequence (sizes[i] rows of sequence i, in order):
+//         each sequence's results are then the bits it gets alone (see matmul).
 //     bool in_format_for(GGMLType weight_type) const;   // already in the format that type wants
 //     const kernels::KernelSet& kernels() const; // the set matmul will use on it
 //     ActivationType type() const; size_t n_tokens() const; size_t cols() const;
-//     size_t row_bytes() const; const uint8_t* row(size_t token) const;   // natural layout
-//     const uint8_t* kernel_row(size_t token) const;   // what the set's tiles read
+//     size_t row_bytes() const;
+//     const uint8_t* row(size_t token) const;          // as the quantizer wrote it
+//     const uint8_t* kernel_row(size_t token) const;   // in the order the set's tiles read
 //
 //   void matmul(const WeightMatrix& w, const QuantizedInput& x, float* y, size_t y_stride,
 //               ThreadPool& pool);
 //       y[t * y_stride + r] = dot(row r of w, token t of x) for t < x.n_tokens(), r < w.rows,
 //       with x.kernels(). One token: a mat-vec, rows split over threads, each weight
 //       byte read once. Several: tiles of rows x up to 8 tokens, each weight block
-//       unpacked once per 8 tokens. Results do not depend on the pool size. From
-//       WeightTypeInfo::convert_min_tokens tokens on, K-quant rows are multiplied
-//       converted to 8 bits where the set has that (KernelSet::converts; the
-//       golden engine's rule, kernels/scalar.hpp "long batches").
+//       unpacked once per 8 tokens. Results do not depend on the pool size. A
+//       sequence of at least WeightTraits::convert_min_tokens tokens multiplies
+//       K-quant rows converted to 8 bits where the set has that (KernelSet::converts;
+//       the golden engine's rule, kernels/scalar.hpp "long batches"). How rows
+//       and tokens are split: kernels/matmul_plan.hpp.
 //   struct MatmulJob { WeightMatrix w; float* y; size_t y_stride; };
 //   void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedInput& x,
 //                     ThreadPool& pool);
@@ -178,7 +183,7 @@ public:
             }
         };
         // Some kernels read a permuted copy (x86 Q8_K32, see
-        // kernels::avx2::interleave_q8k32); row() keeps the natural order.
+        // kernels::avx2::interleave_q8k32); row() keeps the order the quantizer wrote.
         const bool permuted = type_ == ActivationType::Q8_K32 && kernels_->layout_q8_k32 != nullptr;
         if (permuted && kernel_buffer_.size() < bytes) kernel_buffer_.resize(bytes);
         kernel_layout_ = permuted ? kernel_buffer_.data() : buffer_.data();
@@ -200,11 +205,11 @@ public:
         }
     }
 
-    // The rows belong to independent sequences of these many tokens, in order
-    // (a batched step: several conversations' rows in one input). Each
-    // sequence's product follows the long-batch rule by its own length
-    // (KernelSet::converts), so a conversation's result does not depend on
-    // who shares its step. Empty (the default): one sequence of n_tokens().
+    // Which rows belong to which sequence: sizes[i] rows of sequence i, in
+    // order (a batched step holds several conversations' rows). matmul gives
+    // each sequence's rows the bits they would get alone: the kernels' choices
+    // that change results (the long-batch rule, KernelSet::converts) go by a
+    // sequence's own length. Empty (the default): all rows are one sequence.
     // Kept across quantize() calls; matmul checks that the sizes add up.
     void set_sequences(const size_t* sizes, size_t n) {
         // Element by element: GCC 12 sees a null destination in assign()'s memmove
@@ -234,7 +239,7 @@ public:
 
 private:
     const kernels::KernelSet* kernels_;
-    smol::detail::AlignedBuffer buffer_;  // n_tokens rows of row_bytes_, natural layout, grows only
+    smol::detail::AlignedBuffer buffer_;  // n_tokens rows of row_bytes_, as quantized, grows only
     smol::detail::AlignedBuffer kernel_buffer_;  // the permuted copy, when the kernels want one
     const uint8_t* kernel_layout_ = nullptr;
     std::vector<size_t> sequences_;

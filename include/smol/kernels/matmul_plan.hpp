@@ -99,8 +99,8 @@ inline size_t plan_runs(const KernelSet& set, const MatrixShape& w, const TokenR
     for (size_t i = 0; i < n_sequences; ++i) {
         const RowLayout layout =
             set.converts(w.type, sequences[i].n) ? RowLayout::converted : RowLayout::stored;
-        if (n_runs > 0 && (runs[n_runs - 1].layout == RowLayout::converted) ==
-                              (layout == RowLayout::converted))
+        if (n_runs > 0 &&
+            (runs[n_runs - 1].layout == RowLayout::converted) == (layout == RowLayout::converted))
             runs[n_runs - 1].n += sequences[i].n;
         else
             runs[n_runs++] = MatmulRun{sequences[i].begin, sequences[i].n, layout};

@@ -112,8 +112,7 @@ struct WeightTraits<GGMLType::BF16>
     : detail::WeightTraitsOf<GGMLType::BF16, ActivationType::F32, &detail::reference_dot_bf16> {};
 template <>
 struct WeightTraits<GGMLType::Q8_0>
-    : detail::WeightTraitsOf<GGMLType::Q8_0, ActivationType::Q8_0, &detail::reference_dot_q8_0> {
-};
+    : detail::WeightTraitsOf<GGMLType::Q8_0, ActivationType::Q8_0, &detail::reference_dot_q8_0> {};
 template <>
 struct WeightTraits<GGMLType::Q4_K>
     : detail::WeightTraitsOf<
@@ -130,8 +129,8 @@ template <>
 struct WeightTraits<GGMLType::Q6_K>
     : detail::WeightTraitsOf<
           GGMLType::Q6_K, ActivationType::Q8_K32, &detail::reference_dot_q6k, 64,
-          &detail::reference_dot_converted<&kernels::scalar::convert_q6k_block,
-                                           sizeof(BlockQ6K)>> {};
+          &detail::reference_dot_converted<&kernels::scalar::convert_q6k_block, sizeof(BlockQ6K)>> {
+};
 
 // One WeightTraits entry as run-time values (for lookups by a type known only
 // at run time).

@@ -75,8 +75,7 @@ static_assert(detail::block_matches<BlockQ4K>(GGMLType::Q4_K, QK_K) &&
                   sizeof(BlockQ4K) == 2 * sizeof(uint16_t) + K_SCALE_SIZE + QK_K / 2,
               "BlockQ4K must be the 144-byte Q4_K block");
 static_assert(detail::block_matches<BlockQ5K>(GGMLType::Q5_K, QK_K) &&
-                  sizeof(BlockQ5K) ==
-                      2 * sizeof(uint16_t) + K_SCALE_SIZE + QK_K / 8 + QK_K / 2,
+                  sizeof(BlockQ5K) == 2 * sizeof(uint16_t) + K_SCALE_SIZE + QK_K / 8 + QK_K / 2,
               "BlockQ5K must be the 176-byte Q5_K block");
 static_assert(detail::block_matches<BlockQ6K>(GGMLType::Q6_K, QK_K) &&
                   sizeof(BlockQ6K) == QK_K / 2 + QK_K / 4 + QK_K / 16 + sizeof(uint16_t),

@@ -48,8 +48,8 @@ struct RowCodecOf {
     }
 };
 // The same for Q4_K / Q5_K, whose quantizers take a QuantizeEffort.
-template <GGMLType id, class BlockT, void (*quantize_fn)(const float*, BlockT*, size_t,
-                                                         QuantizeEffort),
+template <GGMLType id, class BlockT,
+          void (*quantize_fn)(const float*, BlockT*, size_t, QuantizeEffort),
           void (*dequantize_fn)(const BlockT*, float*, size_t)>
 struct RowCodecWithEffort {
     static constexpr GGMLType type = id;
@@ -76,13 +76,13 @@ template <>
 struct RowCodec<GGMLType::Q8_0>
     : detail::RowCodecOf<GGMLType::Q8_0, BlockQ8_0, &quantize_row_q8_0, &dequantize_row_q8_0> {};
 template <>
-struct RowCodec<GGMLType::Q4_K> : detail::RowCodecWithEffort<GGMLType::Q4_K, BlockQ4K,
-                                                             &quantize_row_q4_k,
-                                                             &dequantize_row_q4_k> {};
+struct RowCodec<GGMLType::Q4_K>
+    : detail::RowCodecWithEffort<GGMLType::Q4_K, BlockQ4K, &quantize_row_q4_k,
+                                 &dequantize_row_q4_k> {};
 template <>
-struct RowCodec<GGMLType::Q5_K> : detail::RowCodecWithEffort<GGMLType::Q5_K, BlockQ5K,
-                                                             &quantize_row_q5_k,
-                                                             &dequantize_row_q5_k> {};
+struct RowCodec<GGMLType::Q5_K>
+    : detail::RowCodecWithEffort<GGMLType::Q5_K, BlockQ5K, &quantize_row_q5_k,
+                                 &dequantize_row_q5_k> {};
 template <>
 struct RowCodec<GGMLType::Q6_K>
     : detail::RowCodecOf<GGMLType::Q6_K, BlockQ6K, &quantize_row_q6_k, &dequantize_row_q6_k> {};

@@ -195,4 +195,20 @@ inline bool is_supported_weight_type(GGMLType type) noexcept {
     return weight_type_index(type) >= 0;
 }
 
+// A bare type id as a Traits for visit_weight_type / for_each_weight_type.
+template <GGMLType id>
+struct TypeTag {
+    static constexpr GGMLType type = id;
+};
+
+// The names of WeightTypes in order, comma separated: "F32, F16, ..." (messages).
+inline std::string weight_type_names() {
+    std::string names;
+    for_each_weight_type<TypeTag>([&](auto tag) {
+        if (!names.empty()) names += ", ";
+        names += type_name(decltype(tag)::type);
+    });
+    return names;
+}
+
 SMOL_NAMESPACE_END
