@@ -205,7 +205,186 @@ TEST_CASE("dispatch: the default level is the best this CPU runs, judged indepen
         CHECK((set->attend != nullptr));
         for (const smol::WeightTypeInfo& info : smol::kWeightTypes)
             for (int n = 1; n <= kernels::kMaxTileCols; ++n)
-                CHECK((set->tile(info.type, n) != nullptr));
+                CHECK((set->of(info.type).tiles[size_t(n - 1)] != nullptr));
+    }
+}
+
+TEST_CASE("kernel sets: each level has the packed, converted and interleaved rows of its table") {
+    // The table in kernels/weight_types.hpp, as it is written there.
+    struct Level {
+        smol::CpuLevel level;
+        std::vector<GGMLType> packed, converted, interleaved;
+    };
+    using T = GGMLType;
+    const Level table[] = {
+        {smol::CpuLevel::scalar, {}, {T::Q4_K, T::Q5_K, T::Q6_K}, {}},
+        {smol::CpuLevel::avx2, {T::Q4_K}, {T::Q4_K, T::Q5_K}, {}},
+        {smol::CpuLevel::avxvnni, {}, {T::Q4_K, T::Q5_K, T::Q6_K}, {}},
+        {smol::CpuLevel::avx512, {T::Q4_K}, {T::Q4_K, T::Q5_K, T::Q6_K}, {T::Q4_K, T::Q5_K}},
+        {smol::CpuLevel::neon, {}, {}, {}},
+        {smol::CpuLevel::dotprod, {}, {}, {}},
+    };
+    auto has = [](const std::vector<GGMLType>& types, GGMLType type) {
+        return std::find(types.begin(), types.end(), type) != types.end();
+    };
+    for (const kernels::KernelSet* set : runnable_sets()) {
+        const std::string level_name = set->name();
+        CAPTURE(level_name);
+        const Level* row = nullptr;
+        for (const Level& level : table)
+            if (level.level == set->level) row = &level;
+        REQUIRE(row != nullptr);
+        for (GGMLType type : kAllTypes) {
+            CAPTURE(smol::type_name(type));
+            CHECK((set->packing(type) != nullptr) == has(row->packed, type));
+            CHECK((set->of(type).converted.pack != nullptr) == has(row->converted, type));
+            CHECK(set->interleaves(type) == has(row->interleaved, type));
+            if (set->of(type).converted.pack)
+                CHECK(set->of(type).converted.min_tokens ==
+                      smol::weight_type_info(type)->convert_min_tokens);
+        }
+    }
+}
+
+namespace {
+
+// A kernel set holding only what the matmul planner reads (its kernels are
+// never called): Q4_K packed from 9 tokens, converted in groups of 16 rows
+// from 32 tokens, and read through interleaved tiles when `interleaves`.
+kernels::KernelSet planner_set(bool interleaves) {
+    kernels::KernelSet set;
+    kernels::TypeKernels& q4k = set.of(GGMLType::Q4_K);
+    const kernels::TileKernel tile = [](const uint8_t*, size_t, size_t, const uint8_t*, size_t,
+                                        size_t, float*, size_t) {};
+    const auto pack = [](const uint8_t*, size_t, size_t, size_t, uint8_t*) {};
+    q4k.tiles.fill(tile);
+    q4k.packed.pack = pack;
+    q4k.packed.row_bytes = [](size_t cols) { return cols / 256 * 160; };
+    q4k.packed.tiles.fill(tile);
+    q4k.converted.pack = pack;
+    q4k.converted.row_bytes = [](size_t cols) { return cols; };
+    q4k.converted.tiles.fill(tile);
+    q4k.converted.min_tokens = 32;
+    q4k.converted.row_group = 16;
+    if (interleaves) q4k.interleaved.fill(tile);
+    return set;
+}
+
+struct PlanCase {
+    std::vector<kernels::MatmulRun> runs;
+    kernels::MatmulPlan plan;
+};
+
+PlanCase plan_for(const kernels::KernelSet& set, size_t rows, size_t interleaved_rows,
+                  std::vector<size_t> sequence_sizes, size_t n_threads) {
+    // Q4_K rows of 2048 values: 1152 bytes.
+    const kernels::MatrixShape shape{GGMLType::Q4_K, rows, 2048, 1152, interleaved_rows};
+    std::vector<kernels::TokenRange> sequences;
+    size_t n_tokens = 0;
+    for (size_t n : sequence_sizes) {
+        sequences.push_back({n_tokens, n});
+        n_tokens += n;
+    }
+    PlanCase out;
+    out.runs.resize(sequences.size());
+    out.plan = kernels::plan_matmul(set, shape, n_tokens, sequences.data(), sequences.size(),
+                                    n_threads, out.runs.data());
+    out.runs.resize(out.plan.n_runs);
+    return out;
+}
+
+bool same_runs(const std::vector<kernels::MatmulRun>& got,
+               std::initializer_list<kernels::MatmulRun> expected) {
+    if (got.size() != expected.size()) return false;
+    size_t i = 0;
+    for (const kernels::MatmulRun& run : expected) {
+        if (got[i].begin != run.begin || got[i].n != run.n || got[i].layout != run.layout)
+            return false;
+        ++i;
+    }
+    return true;
+}
+
+}  // namespace
+
+// The planner's rules (kernels/matmul_plan.hpp), worked by hand.
+TEST_CASE("matmul plan: runs, chunks and scratch follow the planner's rules") {
+    using L = kernels::RowLayout;
+    const kernels::KernelSet set = planner_set(false);
+    SUBCASE("decode: one token, ~8 chunks per thread in multiples of 4 rows") {
+        // 2048 / (2 threads * 8) = 128 rows.
+        PlanCase c = plan_for(set, 2048, 0, {1}, 2);
+        CHECK(same_runs(c.runs, {{0, 1, L::stored}}));
+        CHECK(c.plan.chunk_rows == 128);
+        CHECK(c.plan.n_chunks == 16);
+        CHECK(c.plan.stored_bytes + c.plan.packed_bytes + c.plan.converted_bytes == 0);
+        // 1000 / (3 * 8) = 41, rounded up to 44: 22 chunks of 44 and one of 32.
+        c = plan_for(set, 1000, 0, {1}, 3);
+        CHECK(c.plan.chunk_rows == 44);
+        CHECK(c.plan.n_chunks == 23);
+    }
+    SUBCASE("a batched step: one-token sequences run as one run, ~4 chunks per thread") {
+        // 2048 / (2 * 4) = 256 rows.
+        const PlanCase c = plan_for(set, 2048, 0, {1, 1, 1, 1}, 2);
+        CHECK(same_runs(c.runs, {{0, 4, L::stored}}));
+        CHECK(c.plan.chunk_rows == 256);
+        CHECK(c.plan.n_chunks == 8);
+    }
+    SUBCASE("a short prompt: packed rows, chunks of ~48 KiB") {
+        // 48 KiB / 1152 bytes = 42 rows, 40 in multiples of 4: 51 chunks of 40 and one of 8.
+        const PlanCase c = plan_for(set, 2048, 0, {20}, 2);
+        CHECK(same_runs(c.runs, {{0, 20, L::packed}}));
+        CHECK(c.plan.chunk_rows == 40);
+        CHECK(c.plan.n_chunks == 52);
+        CHECK(c.plan.packed_bytes == 40 * 1280);
+        CHECK(c.plan.converted_bytes == 0);
+        // Below packed.min_tokens (9) a run reads the rows as stored.
+        CHECK(same_runs(plan_for(set, 2048, 0, {8}, 2).runs, {{0, 8, L::stored}}));
+    }
+    SUBCASE("each sequence converts by its own length; the rest merge and may pack") {
+        // 40 and 70 convert (>= 32); 1 + 3 read exactly, as one run of 4 (too few to pack).
+        PlanCase c = plan_for(set, 2048, 0, {40, 1, 3, 70}, 2);
+        CHECK(
+            same_runs(c.runs, {{0, 40, L::converted}, {40, 4, L::stored}, {44, 70, L::converted}}));
+        // 40 rows rounded up to the converted layout's groups of 16.
+        CHECK(c.plan.chunk_rows == 48);
+        CHECK(c.plan.n_chunks == 43);
+        CHECK(c.plan.converted_bytes == 48 * 2048);
+        CHECK(c.plan.packed_bytes == 0);
+        // 20 + 12 tokens: 32 in all, but neither sequence converts; together they pack.
+        c = plan_for(set, 2048, 0, {20, 12}, 2);
+        CHECK(same_runs(c.runs, {{0, 32, L::packed}}));
+        CHECK(c.plan.chunk_rows == 40);
+    }
+    SUBCASE("interleaved rows: read by the set's tiles, else put back as stored per chunk") {
+        const kernels::KernelSet interleaving = planner_set(true);
+        // The interleaved tiles need no packing; chunks of whole 16-row groups.
+        PlanCase c = plan_for(interleaving, 2048, 2048, {20}, 2);
+        CHECK(same_runs(c.runs, {{0, 20, L::stored}}));
+        CHECK(c.plan.interleaved_tiles);
+        CHECK(c.plan.chunk_rows == 48);
+        CHECK(c.plan.stored_bytes == 0);
+        // A converted run needs the chunk back as stored first.
+        c = plan_for(interleaving, 2048, 2048, {40}, 2);
+        CHECK(same_runs(c.runs, {{0, 40, L::converted}}));
+        CHECK(c.plan.stored_bytes == 48 * 1152);
+        CHECK(c.plan.converted_bytes == 48 * 2048);
+        // A set without interleaved tiles reads every run from the stored copy.
+        c = plan_for(set, 2048, 2048, {1}, 2);
+        CHECK_FALSE(c.plan.interleaved_tiles);
+        CHECK(c.plan.chunk_rows == 128);
+        CHECK(c.plan.stored_bytes == 128 * 1152);
+    }
+    SUBCASE("token groups: as few as fit, of near-equal sizes") {
+        CHECK(kernels::token_groups(8) == 1);
+        CHECK(kernels::token_group_size(8, 0) == 8);
+        CHECK(kernels::token_groups(9) == 2);
+        CHECK(kernels::token_group_size(9, 0) == 5);
+        CHECK(kernels::token_group_size(9, 1) == 4);
+        CHECK(kernels::token_groups(17) == 3);
+        CHECK(kernels::token_group_size(17, 0) == 6);
+        CHECK(kernels::token_group_size(17, 1) == 6);
+        CHECK(kernels::token_group_size(17, 2) == 5);
     }
 }
 
@@ -408,8 +587,9 @@ TEST_CASE(
                 const kernels::PackedTiles* packing = set->packing(type);
                 for (const uint8_t* weights : {static_cast<const uint8_t*>(w.data()), shifted}) {
                     std::vector<float> fast(size_t(n_cols) * rows, -1.0f);
-                    set->tile(type, n_cols)(weights, w_row_bytes, rows, x_kernel.data(),
-                                            x_row_bytes, cols, fast.data(), rows);
+                    set->of(type).tiles[size_t(n_cols - 1)](weights, w_row_bytes, rows,
+                                                            x_kernel.data(), x_row_bytes, cols,
+                                                            fast.data(), rows);
                     // The packed tiles (mat-mat) read rows packed from the same weights.
                     std::vector<float> packed_out(size_t(n_cols) * rows, -1.0f);
                     if (packing) {
@@ -488,7 +668,7 @@ TEST_CASE("converted rows: each weight within the conversion's rounding, the dot
             double exact = 0.0, scale = 0.0;
             for (size_t b = 0; b < cols / 256; ++b) {
                 kernels::scalar::ConvertedBlock c;
-                const uint8_t* block = row + b * info.block_bytes;
+                const uint8_t* block = row + b * smol::type_traits(type).type_size;
                 if (type == GGMLType::Q4_K)
                     kernels::scalar::convert_k4_block<false, smol::BlockQ4K>(block, c);
                 else if (type == GGMLType::Q5_K)
@@ -522,7 +702,7 @@ TEST_CASE("converted rows: each weight within the conversion's rounding, the dot
 TEST_CASE("converted rows: every level's tiles equal the converted reference, bit for bit") {
     for (const kernels::KernelSet* set : runnable_sets())
         for (GGMLType type : kAllTypes) {
-            const kernels::PackedTiles& converted = set->converted[smol::weight_type_index(type)];
+            const kernels::PackedTiles& converted = set->of(type).converted;
             if (!converted.pack) continue;
             const std::string level_name = set->name();
             CAPTURE(level_name);
@@ -549,7 +729,7 @@ TEST_CASE("converted rows: every level's tiles equal the converted reference, bi
                     for (int n_cols = 1; n_cols <= kernels::kMaxTileCols; ++n_cols) {
                         CAPTURE(n_cols);
                         const uint8_t* activations =
-                            converted.natural_activations ? input.row(0) : input.kernel_row(0);
+                            converted.reads_quantizer_order ? input.row(0) : input.kernel_row(0);
                         std::vector<float> y(size_t(n_cols) * rows, -1.0f);
                         converted.tiles[n_cols - 1](packed.data(), packed_row_bytes, rows,
                                                     activations, input.row_bytes(), cols, y.data(),
@@ -576,7 +756,7 @@ TEST_CASE("matmul of a long batch: converted rows from the weight table's thresh
                 CAPTURE(smol::type_name(type));
                 CAPTURE(n_tokens);
                 const bool converts = set->converts(type, n_tokens);
-                if (set->converted[smol::weight_type_index(type)].pack)
+                if (set->of(type).converted.pack)
                     CHECK(converts ==
                           (n_tokens >= smol::weight_type_info(type)->convert_min_tokens));
                 const std::vector<uint8_t> w_bytes = random_weights(type, rows, cols);

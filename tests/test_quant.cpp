@@ -266,6 +266,36 @@ TEST_CASE("quantize_row edge cases: zeros, constants, magnitudes, outliers") {
     }
 }
 
+TEST_CASE("type table: the weight types, their order, and the reference codecs over them") {
+    // The list every per-type table follows (quant/types.hpp), in its order.
+    const GGMLType expected[] = {GGMLType::F32,  GGMLType::F16,  GGMLType::BF16, GGMLType::Q8_0,
+                                 GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K};
+    REQUIRE(smol::kWeightTypeCount == 7);
+    for (size_t i = 0; i < smol::kWeightTypeCount; ++i)
+        CHECK(smol::weight_type_index(expected[i]) == int(i));
+    CHECK(smol::weight_type_names() == "F32, F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K");
+    // Every GGUF id: a weight type is visited (once, with its own traits), and
+    // the reference converts exactly the weight types and Q8_K.
+    for (uint32_t id = 0; id <= 40; ++id) {
+        const GGMLType type = GGMLType(id);
+        CAPTURE(id);
+        int visits = 0;
+        const bool visited = smol::visit_weight_type<smol::TypeTag>(type, [&](auto tag) {
+            ++visits;
+            CHECK(decltype(tag)::type == type);
+        });
+        CHECK(visited == smol::is_supported_weight_type(type));
+        CHECK(visits == (visited ? 1 : 0));
+        CHECK(smol::can_quantize(type) == (visited || type == GGMLType::Q8_K));
+        CHECK(smol::can_dequantize(type) == smol::can_quantize(type));
+        smol::visit_weight_type<smol::RowCodec, smol::ReferenceTypes>(type, [&](auto codec) {
+            using Codec = decltype(codec);
+            CHECK(Codec::type == type);
+            CHECK(sizeof(typename Codec::Block) == smol::type_traits(type).type_size);
+        });
+    }
+}
+
 TEST_CASE("quantize_row rejects unsupported types and partial blocks") {
     std::vector<float> x(256, 1.0f);
     std::vector<uint8_t> out(4096);

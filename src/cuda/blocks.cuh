@@ -26,6 +26,7 @@
 #include <cuda_fp16.h>
 
 #include <smol/core/fp16.hpp>
+#include <smol/quant/types.hpp>
 
 SMOL_NAMESPACE_BEGIN
 namespace cuda_detail {
@@ -412,6 +413,59 @@ inline void quantize_act_block_host(const float* x, ActBlock& out, ActRule rule)
     }
     out.d = scale.stored;
     out.s = scale.stored * float(sum);
+}
+
+// ---- the per-type table ----
+// Format<type> for every weight type smol computes with (WeightTypes,
+// quant/types.hpp): its block decoding (`type`, one of the structs above),
+// whether matrices of it can be multiplied (embedding tables of every type can
+// be read), and the rule of the activations its matrices read. Reached through
+// visit_weight_type<Format>(type, f), never a switch of its own; e.g.
+//   visit_weight_type<Format>(w.type, [&](auto format) {
+//       using F = decltype(format);
+//       if constexpr (F::matmul) matmul_for<typename F::type>(...);
+//   });
+template <GGMLType type>
+struct Format;
+
+template <class Decoding, bool has_matmul, ActRule rule>
+struct FormatEntry {
+    using type = Decoding;
+    static constexpr bool matmul = has_matmul;
+    static constexpr ActRule act_rule = rule;
+};
+template <>
+struct Format<GGMLType::F32> : FormatEntry<FormatF32, false, ActRule::kquant> {};
+template <>
+struct Format<GGMLType::F16> : FormatEntry<FormatF16, false, ActRule::kquant> {};
+template <>
+struct Format<GGMLType::BF16> : FormatEntry<FormatBF16, false, ActRule::kquant> {};
+template <>
+struct Format<GGMLType::Q8_0> : FormatEntry<FormatQ8_0, true, ActRule::q8_0> {};
+template <>
+struct Format<GGMLType::Q4_K> : FormatEntry<FormatQ4K, true, ActRule::kquant> {};
+template <>
+struct Format<GGMLType::Q5_K> : FormatEntry<FormatQ5K, true, ActRule::kquant> {};
+template <>
+struct Format<GGMLType::Q6_K> : FormatEntry<FormatQ6K, true, ActRule::kquant> {};
+
+// The quantized formats' blocks are the GGUF blocks.
+template <GGMLType id, class Decoding>
+constexpr bool format_matches() {
+    return Decoding::kBlockWeights == int(type_traits(id).block_size) &&
+           Decoding::kBlockBytes == int(type_traits(id).type_size);
+}
+static_assert(format_matches<GGMLType::Q8_0, FormatQ8_0>() &&
+                  format_matches<GGMLType::Q4_K, FormatQ4K>() &&
+                  format_matches<GGMLType::Q5_K, FormatQ5K>() &&
+                  format_matches<GGMLType::Q6_K, FormatQ6K>(),
+              "a CUDA format disagrees with the GGUF type table");
+
+// The activation rule of a matrix of `type` (kquant for types without matrices).
+inline ActRule act_rule_of(GGMLType type) {
+    ActRule rule = ActRule::kquant;
+    visit_weight_type<Format>(type, [&](auto format) { rule = decltype(format)::act_rule; });
+    return rule;
 }
 
 // ---- Backend::erase: re-rotating moved keys ----

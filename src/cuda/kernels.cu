@@ -394,19 +394,19 @@ __global__ void __launch_bounds__(32 * kAttentionWarps)
 }  // namespace
 
 bool matmul_supports(GGMLType type) {
-    return type == GGMLType::Q4_K || type == GGMLType::Q5_K || type == GGMLType::Q6_K ||
-           type == GGMLType::Q8_0;
+    bool supported = false;
+    visit_weight_type<Format>(type, [&](auto format) { supported = decltype(format)::matmul; });
+    return supported;
 }
 
 ActRule act_rule_for(const DeviceMatrix* const* readers, int n_readers) {
     for (int i = 0; i < n_readers; ++i)
-        if (readers[i]->type != GGMLType::Q8_0) return ActRule::kquant;
+        if (act_rule_of(readers[i]->type) != ActRule::q8_0) return ActRule::kquant;
     return n_readers > 0 ? ActRule::q8_0 : ActRule::kquant;
 }
 
 bool embed_supports(GGMLType type) {
-    return matmul_supports(type) || type == GGMLType::F32 || type == GGMLType::F16 ||
-           type == GGMLType::BF16;
+    return visit_weight_type<Format>(type, [](auto) {});
 }
 
 bool attention_supports(int head_dim) {
@@ -415,51 +415,20 @@ bool attention_supports(int head_dim) {
 
 void launch_matmul(const DeviceMatrix& w, const ActBlock* act, int n_tokens, float* y,
                    bool accumulate, cudaStream_t stream) {
-    switch (w.type) {
-        case GGMLType::Q4_K:
-            matmul_for<FormatQ4K>(w, act, n_tokens, y, accumulate, stream);
-            break;
-        case GGMLType::Q5_K:
-            matmul_for<FormatQ5K>(w, act, n_tokens, y, accumulate, stream);
-            break;
-        case GGMLType::Q6_K:
-            matmul_for<FormatQ6K>(w, act, n_tokens, y, accumulate, stream);
-            break;
-        case GGMLType::Q8_0:
-            matmul_for<FormatQ8_0>(w, act, n_tokens, y, accumulate, stream);
-            break;
-        default:
-            break;  // rejected at upload (matmul_supports)
-    }
+    // Other types are rejected at upload (matmul_supports).
+    visit_weight_type<Format>(w.type, [&](auto format) {
+        using F = decltype(format);
+        if constexpr (F::matmul)
+            matmul_for<typename F::type>(w, act, n_tokens, y, accumulate, stream);
+    });
 }
 
 void launch_embed(const DeviceMatrix& table, const int32_t* tokens, int n_tokens, float* x,
                   cudaStream_t stream) {
-    switch (table.type) {
-        case GGMLType::Q4_K:
-            embed_for<FormatQ4K>(table, tokens, n_tokens, x, stream);
-            break;
-        case GGMLType::Q5_K:
-            embed_for<FormatQ5K>(table, tokens, n_tokens, x, stream);
-            break;
-        case GGMLType::Q6_K:
-            embed_for<FormatQ6K>(table, tokens, n_tokens, x, stream);
-            break;
-        case GGMLType::Q8_0:
-            embed_for<FormatQ8_0>(table, tokens, n_tokens, x, stream);
-            break;
-        case GGMLType::F32:
-            embed_for<FormatF32>(table, tokens, n_tokens, x, stream);
-            break;
-        case GGMLType::F16:
-            embed_for<FormatF16>(table, tokens, n_tokens, x, stream);
-            break;
-        case GGMLType::BF16:
-            embed_for<FormatBF16>(table, tokens, n_tokens, x, stream);
-            break;
-        default:
-            break;  // rejected at upload (embed_supports)
-    }
+    // Other types are rejected at upload (embed_supports).
+    visit_weight_type<Format>(table.type, [&](auto format) {
+        embed_for<typename decltype(format)::type>(table, tokens, n_tokens, x, stream);
+    });
 }
 
 void launch_rmsnorm_quantize(const float* x, const float* weight, const int* rows, int n_rows,

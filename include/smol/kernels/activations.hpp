@@ -87,7 +87,7 @@ inline float q8k32_scale(float max_abs) noexcept {
     return bf16_to_fp32(fp32_to_bf16(max_abs / 127.0f));
 }
 
-// The values one activation row (natural layout, as the quantizers write it) stands for.
+// The values one activation row (as the quantizers write it) stands for.
 inline void dequantize_activation_row(ActivationType type, const void* row, float* out,
                                       size_t cols) noexcept {
     switch (type) {

@@ -197,17 +197,26 @@ SMOL_NAMESPACE_END
 #pragma GCC pop_options
 #endif
 
+// ---- the aarch64 kernel sets: one function per level builds all of it --------------
+// (stored-row tiles only: no packed, converted or interleaved rows yet, see
+// kernels/weight_types.hpp)
+
 SMOL_NAMESPACE_BEGIN
 namespace kernels {
 namespace detail {
 
-template <template <GGMLType> class Tiles>
-KernelSet make_arm_kernel_set(CpuLevel level) noexcept {
+// What both levels share: the quantizers, float ops and float tiles of neon_common.
+inline KernelSet arm_common(CpuLevel level) noexcept {
     KernelSet set;
     set.level = level;
     set.quantize_q8_k32 = &neon_common::quantize_row_q8_k32;
     set.quantize_q8_0 = &neon_common::quantize_row_q8_0;
-    set_all_tiles<Tiles>(set);
+    set.of(GGMLType::F32).tiles = tile_row(
+        [](auto n) { return &neon_common::tile_float<GGMLType::F32, decltype(n)::value>; });
+    set.of(GGMLType::F16).tiles = tile_row(
+        [](auto n) { return &neon_common::tile_float<GGMLType::F16, decltype(n)::value>; });
+    set.of(GGMLType::BF16).tiles = tile_row(
+        [](auto n) { return &neon_common::tile_float<GGMLType::BF16, decltype(n)::value>; });
     set.dot_f32 = &neon_common::dot_f32;
     set.rmsnorm = &neon_common::rmsnorm;
     set.swiglu = &neon_common::swiglu;
@@ -219,6 +228,29 @@ KernelSet make_arm_kernel_set(CpuLevel level) noexcept {
 }
 
 }  // namespace detail
+
+namespace neon {
+inline KernelSet make_kernel_set() noexcept {
+    KernelSet set = kernels::detail::arm_common(CpuLevel::neon);
+    set.of(GGMLType::Q8_0).tiles = tile_row([](auto n) { return &tile_q8_0<decltype(n)::value>; });
+    set.of(GGMLType::Q4_K).tiles = tile_row([](auto n) { return &tile_q4k<decltype(n)::value>; });
+    set.of(GGMLType::Q5_K).tiles = tile_row([](auto n) { return &tile_q5k<decltype(n)::value>; });
+    set.of(GGMLType::Q6_K).tiles = tile_row([](auto n) { return &tile_q6k<decltype(n)::value>; });
+    return set;
+}
+}  // namespace neon
+
+namespace dotprod {
+inline KernelSet make_kernel_set() noexcept {
+    KernelSet set = kernels::detail::arm_common(CpuLevel::dotprod);
+    set.of(GGMLType::Q8_0).tiles = tile_row([](auto n) { return &tile_q8_0<decltype(n)::value>; });
+    set.of(GGMLType::Q4_K).tiles = tile_row([](auto n) { return &tile_q4k<decltype(n)::value>; });
+    set.of(GGMLType::Q5_K).tiles = tile_row([](auto n) { return &tile_q5k<decltype(n)::value>; });
+    set.of(GGMLType::Q6_K).tiles = tile_row([](auto n) { return &tile_q6k<decltype(n)::value>; });
+    return set;
+}
+}  // namespace dotprod
+
 }  // namespace kernels
 SMOL_NAMESPACE_END
 

@@ -8,8 +8,10 @@
 //       Model::load uses unless LoadOptions::cpu says otherwise, and what the
 //       free functions in kernels.hpp (smol::rmsnorm, QuantizedInput, ...) use.
 //
-// Each set is a function-local static, built on first use (thread-safe) and
-// never changed, so a pointer to it stays valid for the whole program.
+// Each set is a function-local static, built on first use (thread-safe) by its
+// level's make_kernel_set (scalar: kernel_set.hpp; avx2, avxvnni, avx512:
+// x86.hpp; neon, dotprod: arm.hpp) and never changed, so a pointer to it stays
+// valid for the whole program.
 #pragma once
 
 #include "../detail/abi.hpp"
@@ -30,47 +32,25 @@ inline const KernelSet& kernel_set(CpuLevel level) {
     switch (level) {
 #if defined(SMOL_HAS_X86_KERNELS)
         case CpuLevel::avx2: {
-            static const KernelSet set = [] {
-                KernelSet s = detail::make_x86_kernel_set<avx2::Tiles>(CpuLevel::avx2,
-                                                                       &avx2::interleave_q8k32);
-                detail::set_packing<avx2::PackedQ4KYmmOf>(
-                    s, GGMLType::Q4_K, &avx2::packed_q4k_ymm_row_bytes, &avx2::pack_q4k_ymm);
-                avx2::set_converted_ymm(s);
-                return s;
-            }();
+            static const KernelSet set = avx2::make_kernel_set();
             return set;
         }
         case CpuLevel::avxvnni: {
-            static const KernelSet set = [] {
-                KernelSet s = detail::make_x86_kernel_set<avxvnni::Tiles>(CpuLevel::avxvnni,
-                                                                          &avx2::interleave_q8k32);
-                avxvnni::set_converted_ymm(s);
-                return s;
-            }();
+            static const KernelSet set = avxvnni::make_kernel_set();
             return set;
         }
         case CpuLevel::avx512: {
-            static const KernelSet set = [] {
-                KernelSet s = detail::make_x86_kernel_set<avx512::TilesZmm>(
-                    CpuLevel::avx512, &avx512::interleave_q8k32_zmm);
-                s.attend = &avx512::attend;
-                detail::set_packing<avx512::PackedQ4KOf>(
-                    s, GGMLType::Q4_K, &avx512::packed_q4k_row_bytes, &avx512::pack_q4k);
-                avx512::set_converted_zmm(s);
-                avx512::set_interleaved_zmm(s);
-                return s;
-            }();
+            static const KernelSet set = avx512::make_kernel_set();
             return set;
         }
 #endif
 #if defined(SMOL_HAS_ARM_KERNELS)
         case CpuLevel::neon: {
-            static const KernelSet set = detail::make_arm_kernel_set<neon::Tiles>(CpuLevel::neon);
+            static const KernelSet set = neon::make_kernel_set();
             return set;
         }
         case CpuLevel::dotprod: {
-            static const KernelSet set =
-                detail::make_arm_kernel_set<dotprod::Tiles>(CpuLevel::dotprod);
+            static const KernelSet set = dotprod::make_kernel_set();
             return set;
         }
 #endif

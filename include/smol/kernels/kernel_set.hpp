@@ -7,13 +7,20 @@
 // so a consumer built without any -m flag still gets the fastest set the CPU
 // runs. The scalar set (kernels/scalar.hpp) is the spec each level is tested
 // against (tests/test_kernels.cpp, every level the machine supports).
+//
+// Each level's whole set is built by one function, its make_kernel_set:
+// scalar::make_kernel_set (below), avx2 / avxvnni / avx512::make_kernel_set
+// (kernels/x86.hpp), neon / dotprod::make_kernel_set (kernels/arm.hpp). What
+// each level has per weight type is summed up in kernels/weight_types.hpp.
 #pragma once
 
 #include "../detail/abi.hpp"
 
 #include <cstddef>
 #include <cstdint>
+#include <array>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "../quant/blocks.hpp"
@@ -27,7 +34,7 @@ SMOL_NAMESPACE_BEGIN
 namespace kernels {
 
 // y[c * y_stride + r] = dot(weight row r, activation row c) for r < n_rows and
-// c < the tile's column count (its position in KernelSet::tiles).
+// c < the tile's column count (its position in a TileRow).
 //   w: n_rows rows, w_row_bytes apart, at any byte address;
 //   x: activation rows, x_row_bytes apart, in the set's activation layout;
 //   cols: values per row.
@@ -35,9 +42,26 @@ using TileKernel = void (*)(const uint8_t* w, size_t w_row_bytes, size_t n_rows,
                             size_t x_row_bytes, size_t cols, float* y, size_t y_stride);
 
 // Most tokens one tile serves: each weight block is unpacked (and, with AVX2,
-// transposed) once per this many tokens. Measured with the AVX2 Q4_K tile:
-// 4 columns 145 GOPS per core, 6: 146-162, 8: 169-172.
+// transposed) once per this many tokens. 8 beat 4 and 6 columns with the AVX2
+// Q4_K tile (benchmarks/log/2026-11.md, "Moved from code comments"); wider tiles
+// were tried at avx512 and not kept (benchmarks/log/2026-11.md, "Packed Q4_K rows for the
+// prompt's mat-mat, side by side").
 constexpr int kMaxTileCols = 8;
+
+// One kernel per column count: [n - 1] is the tile of n columns.
+using TileRow = std::array<TileKernel, kMaxTileCols>;
+
+// The TileRow of make(std::integral_constant<int, n>{}) for n = 1 .. kMaxTileCols,
+// where make returns the n-column kernel; e.g.
+//   tile_row([](auto n) { return &tile_q4k<decltype(n)::value>; })
+template <class Make, int... n>
+constexpr TileRow tile_row_of(Make make, std::integer_sequence<int, n...>) noexcept {
+    return TileRow{{make(std::integral_constant<int, n + 1>{})...}};
+}
+template <class Make>
+constexpr TileRow tile_row(Make make) noexcept {
+    return tile_row_of(make, std::make_integer_sequence<int, kMaxTileCols>{});
+}
 
 // Mat-mat over weights packed once per row chunk (the "pack" step of a
 // GEMM): a level may offer, per weight type, a layout its tiles read without
@@ -50,7 +74,7 @@ constexpr int kMaxTileCols = 8;
 // saves, and the stored file stays the only copy of the weights.
 //
 // The same struct describes a level's converted rows for long batches
-// (KernelSet::converted): K-quant rows turned into 8-bit values with a scale
+// (TypeKernels::converted): K-quant rows turned into 8-bit values with a scale
 // pair per 32 (kernels/scalar.hpp, "long batches"), which changes the result
 // by the conversion's rounding, as the golden engine's long batches do.
 struct PackedTiles {
@@ -62,13 +86,31 @@ struct PackedTiles {
     void (*pack)(const uint8_t* w, size_t w_row_bytes, size_t n_rows, size_t cols,
                  uint8_t* out) = nullptr;
     // The TileKernel contract, with w the packed rows (w_row_bytes = row_bytes(cols)).
-    TileKernel tiles[kMaxTileCols] = {};
+    TileRow tiles = {};
     // Used for batches of at least this many tokens.
     size_t min_tokens = size_t(kMaxTileCols) + 1;
     size_t row_group = 1;
-    // The tiles read activations in their natural layout (QuantizedInput::row)
-    // rather than the set's Q8_K32 permutation (QuantizedInput::kernel_row).
-    bool natural_activations = false;
+    // The tiles read activations as the quantizer wrote them (QuantizedInput::row)
+    // rather than in the set's Q8_K32 permutation (QuantizedInput::kernel_row).
+    bool reads_quantizer_order = false;
+};
+
+// Everything one level has for one weight type.
+struct TypeKernels {
+    // ---- over rows as stored: every level, every type ----
+    TileRow tiles = {};
+    // ---- the same over packed rows, where the level has them (pack != nullptr) ----
+    PackedTiles packed;
+    // ---- long batches over converted rows, where the level has them (pack != nullptr) ----
+    // min_tokens is the weight table's convert_min_tokens (converted_tiles sets it).
+    PackedTiles converted;
+    // ---- over interleaved rows (quant/weight_matrix.hpp), where the level has them ----
+    // The TileKernel contract with w the first of n_rows / kInterleaveRows
+    // groups (n_rows a multiple of it), w_row_bytes the stored row size, and
+    // the activations as the quantizer wrote them (QuantizedInput::row). Same
+    // bits as the stored rows' tiles. A Model interleaves the matrices of the
+    // types whose interleaved[0] is set.
+    TileRow interleaved = {};
 };
 
 struct KernelSet {
@@ -77,22 +119,12 @@ struct KernelSet {
     // ---- activation quantization (bit-identical across levels) ----
     void (*quantize_q8_k32)(const float* x, BlockQ8K32* y, size_t n) = nullptr;  // n % 256 == 0
     void (*quantize_q8_0)(const float* x, BlockQ8_0* y, size_t n) = nullptr;     // n % 32 == 0
-    // Q8_K32 blocks from natural order into the order this set's K-quant tiles
-    // read (they may permute values, see x86.hpp); nullptr: natural order.
-    void (*layout_q8_k32)(const BlockQ8K32* natural, BlockQ8K32* out, size_t n_blocks) = nullptr;
+    // Q8_K32 blocks from the quantizer's order into the order this set's K-quant
+    // tiles read (they may permute values, see x86.hpp); nullptr: no permutation.
+    void (*layout_q8_k32)(const BlockQ8K32* quantized, BlockQ8K32* out, size_t n_blocks) = nullptr;
 
-    // ---- matrix x activations: [weight type index][columns - 1] ----
-    TileKernel tiles[kWeightTypeCount][kMaxTileCols] = {};
-    // ---- the same over packed weights, where the level has them ----
-    PackedTiles packed[kWeightTypeCount] = {};
-    // ---- long batches over converted rows, where the level has them ----
-    PackedTiles converted[kWeightTypeCount] = {};
-    // ---- over interleaved rows (quant/weight_matrix.hpp), where the level has them ----
-    // The TileKernel contract with w the first of n_rows / kInterleaveRows
-    // groups (n_rows a multiple of it), w_row_bytes the stored row size, and
-    // the activations in their natural layout (QuantizedInput::row). Same bits
-    // as the stored rows' tiles. A Model interleaves the matrices of these types.
-    TileKernel interleaved[kWeightTypeCount][kMaxTileCols] = {};
+    // ---- matrix x activations: [weight_type_index(type)] ----
+    TypeKernels types[kWeightTypeCount] = {};
 
     // ---- float ops of the forward pass ----
     float (*dot_f32)(const float* a, const float* b, size_t n) = nullptr;
@@ -110,84 +142,47 @@ struct KernelSet {
     // this level's kernels can stream (kernels/bandwidth.hpp).
     uint64_t (*sum_bytes)(const uint8_t* begin, size_t n) = nullptr;
 
-    TileKernel tile(GGMLType type, int n_cols) const noexcept {
-        const int index = weight_type_index(type);
-        if (index < 0 || n_cols < 1) return nullptr;
-        return tiles[index][(n_cols > kMaxTileCols ? kMaxTileCols : n_cols) - 1];
+    // The kernels of `type`, which must be a weight type (is_supported_weight_type).
+    TypeKernels& of(GGMLType type) noexcept { return types[size_t(weight_type_index(type))]; }
+    const TypeKernels& of(GGMLType type) const noexcept {
+        return types[size_t(weight_type_index(type))];
     }
     // The packing of `type`, or null when this level reads it as stored.
     const PackedTiles* packing(GGMLType type) const noexcept {
         const int index = weight_type_index(type);
-        return index >= 0 && packed[index].pack != nullptr ? &packed[index] : nullptr;
+        return index >= 0 && types[index].packed.pack != nullptr ? &types[index].packed : nullptr;
     }
     // Whether a mat-mat of n_tokens tokens multiplies converted rows.
     bool converts(GGMLType type, size_t n_tokens) const noexcept {
         const int index = weight_type_index(type);
-        return index >= 0 && converted[index].pack != nullptr &&
-               n_tokens >= converted[index].min_tokens;
+        return index >= 0 && types[index].converted.pack != nullptr &&
+               n_tokens >= types[index].converted.min_tokens;
     }
     // Whether this level has tiles over interleaved rows of `type`.
     bool interleaves(GGMLType type) const noexcept {
         const int index = weight_type_index(type);
-        return index >= 0 && interleaved[index][0] != nullptr;
+        return index >= 0 && types[index].interleaved[0] != nullptr;
     }
     const char* name() const noexcept { return cpu_level_name(level); }
 };
 
-namespace detail {
-
-// Fills set.tiles[weight_type_index(type)][0 .. kMaxTileCols - 1] with
-// Tile<1> .. Tile<kMaxTileCols>, where Tile is a level's tile template
-// wrapped as `template <int n> struct { static constexpr TileKernel get(); }`.
-template <template <int> class Tile, int... n>
-void fill_tiles(TileKernel (&row)[kMaxTileCols], std::integer_sequence<int, n...>) noexcept {
-    ((row[n] = Tile<n + 1>::get()), ...);
-}
-
-template <template <int> class Tile>
-void set_tiles(KernelSet& set, GGMLType type) noexcept {
-    fill_tiles<Tile>(set.tiles[weight_type_index(type)],
-                     std::make_integer_sequence<int, kMaxTileCols>{});
-}
-
-// Gives `type` a packing (PackedTiles): its row size, its pack function and
-// Tile<1> .. Tile<kMaxTileCols> over the packed rows.
-template <template <int> class Tile>
-void set_packing(KernelSet& set, GGMLType type, size_t (*row_bytes)(size_t),
-                 void (*pack)(const uint8_t*, size_t, size_t, size_t, uint8_t*)) noexcept {
-    PackedTiles& packing = set.packed[weight_type_index(type)];
-    packing.row_bytes = row_bytes;
-    packing.pack = pack;
-    fill_tiles<Tile>(packing.tiles, std::make_integer_sequence<int, kMaxTileCols>{});
-}
-
-// Gives `type` converted rows for long batches (KernelSet::converted), from
-// the weight table's convert_min_tokens tokens on.
-template <template <int> class Tile>
-void set_converted(KernelSet& set, GGMLType type, size_t (*row_bytes)(size_t),
-                   void (*pack)(const uint8_t*, size_t, size_t, size_t, uint8_t*), size_t row_group,
-                   bool natural_activations) noexcept {
-    PackedTiles& converted = set.converted[weight_type_index(type)];
+// The converted rows of `type` (TypeKernels::converted), used from the weight
+// table's convert_min_tokens tokens on.
+template <GGMLType type, class MakeTile>
+PackedTiles converted_tiles(size_t (*row_bytes)(size_t),
+                            void (*pack)(const uint8_t*, size_t, size_t, size_t, uint8_t*),
+                            MakeTile make_tile, size_t row_group,
+                            bool reads_quantizer_order) noexcept {
+    static_assert(WeightTraits<type>::convert_min_tokens > 0, "the type has no conversion rule");
+    PackedTiles converted;
     converted.row_bytes = row_bytes;
     converted.pack = pack;
-    fill_tiles<Tile>(converted.tiles, std::make_integer_sequence<int, kMaxTileCols>{});
-    converted.min_tokens = weight_type_info(type)->convert_min_tokens;
+    converted.tiles = tile_row(make_tile);
+    converted.min_tokens = WeightTraits<type>::convert_min_tokens;
     converted.row_group = row_group;
-    converted.natural_activations = natural_activations;
+    converted.reads_quantizer_order = reads_quantizer_order;
+    return converted;
 }
-
-// set_tiles for every entry of kWeightTypes, with Tiles<type>::Of as the tile template.
-template <template <GGMLType> class Tiles, size_t... i>
-void set_all_tiles(KernelSet& set, std::index_sequence<i...>) noexcept {
-    (set_tiles<Tiles<kWeightTypes[i].type>::template Of>(set, kWeightTypes[i].type), ...);
-}
-
-template <template <GGMLType> class Tiles>
-void set_all_tiles(KernelSet& set) noexcept {
-    set_all_tiles<Tiles>(set, std::make_index_sequence<kWeightTypeCount>{});
-}
-
-}  // namespace detail
 
 namespace scalar {
 
@@ -200,16 +195,6 @@ void tile(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8_t* x,
             y[size_t(c) * y_stride + r] =
                 dot(w + r * w_row_bytes, x + size_t(c) * x_row_bytes, cols);
 }
-
-template <GGMLType type>
-struct Tiles {
-    template <int n>
-    struct Of {
-        static constexpr TileKernel get() {
-            return &tile<kWeightTypes[weight_type_index(type)].dot_reference, n>;
-        }
-    };
-};
 
 // Long batches at the scalar level: the rows stay as stored ("packing" is a
 // copy) and each dot converts its blocks on the fly (converted_dot_reference).
@@ -224,31 +209,25 @@ void copy_rows(const uint8_t* w, size_t w_row_bytes, size_t n_rows, size_t cols,
     for (size_t r = 0; r < n_rows; ++r) std::memcpy(out + r * bytes, w + r * w_row_bytes, bytes);
 }
 
-template <GGMLType type>
-struct ConvertedTiles {
-    template <int n>
-    struct Of {
-        static constexpr TileKernel get() {
-            return &tile<kWeightTypes[weight_type_index(type)].converted_dot_reference, n>;
-        }
-    };
-};
-
-template <GGMLType type>
-void set_converted(KernelSet& set) noexcept {
-    detail::set_converted<ConvertedTiles<type>::template Of>(set, type, &stored_row_bytes<type>,
-                                                             &copy_rows<type>, 1, true);
-}
-
+// The scalar level: every type's tiles and converted rows are the weight
+// table's reference dots.
 inline KernelSet make_kernel_set() noexcept {
     KernelSet set;
     set.level = CpuLevel::scalar;
     set.quantize_q8_k32 = &quantize_row_q8_k32;
     set.quantize_q8_0 = &quantize_row_q8_0;
-    detail::set_all_tiles<Tiles>(set);
-    set_converted<GGMLType::Q4_K>(set);
-    set_converted<GGMLType::Q5_K>(set);
-    set_converted<GGMLType::Q6_K>(set);
+    for_each_weight_type<WeightTraits>([&](auto traits) {
+        using Traits = decltype(traits);
+        TypeKernels& kernels = set.of(Traits::type);
+        kernels.tiles =
+            tile_row([](auto n) { return &tile<Traits::dot_reference, decltype(n)::value>; });
+        if constexpr (Traits::convert_min_tokens > 0) {
+            kernels.converted = converted_tiles<Traits::type>(
+                &stored_row_bytes<Traits::type>, &copy_rows<Traits::type>,
+                [](auto n) { return &tile<Traits::converted_dot_reference, decltype(n)::value>; },
+                1, true);
+        }
+    });
     set.dot_f32 = &dot_f32;
     set.rmsnorm = &rmsnorm;
     set.swiglu = &swiglu;

@@ -14,7 +14,7 @@
 //                                   std::string_view name = {});
 //       checks the type is supported and cols fits its block size (Error names `name`);
 //       the result keeps `name`, so it must outlive the matrix like the bytes.
-//   bool is_supported_weight_type(GGMLType);   // the kWeightTypes table (weight_types.hpp)
+//   bool is_supported_weight_type(GGMLType);   // the WeightTypes list (quant/types.hpp)
 //   ActivationType activation_type_for(GGMLType weight_type);
 //       Q8_K32 for Q4_K/Q5_K/Q6_K, Q8_0 for Q8_0, F32 for F32/F16/BF16
 //       (formats and the BlockQ8K32 layout: activations.hpp).
@@ -25,21 +25,26 @@
 //                   ThreadPool* pool = nullptr, size_t x_stride = 0);
 //         x: n_tokens rows of cols floats, row t at x + t * x_stride (0 = cols).
 //         Stores them in activation_type_for(weight_type), with the set's kernels.
-//     bool suits(GGMLType weight_type) const;   // already in the format that type wants
+//     void set_sequences(const size_t* sizes, size_t n);
+//         which rows belong to which sequence (sizes[i] rows of sequence i, in order):
+//         each sequence's results are then the bits it gets alone (see matmul).
+//     bool in_format_for(GGMLType weight_type) const;   // already in the format that type wants
 //     const kernels::KernelSet& kernels() const; // the set matmul will use on it
 //     ActivationType type() const; size_t n_tokens() const; size_t cols() const;
-//     size_t row_bytes() const; const uint8_t* row(size_t token) const;   // natural layout
-//     const uint8_t* kernel_row(size_t token) const;   // what the set's tiles read
+//     size_t row_bytes() const;
+//     const uint8_t* row(size_t token) const;          // as the quantizer wrote it
+//     const uint8_t* kernel_row(size_t token) const;   // in the order the set's tiles read
 //
 //   void matmul(const WeightMatrix& w, const QuantizedInput& x, float* y, size_t y_stride,
 //               ThreadPool& pool);
 //       y[t * y_stride + r] = dot(row r of w, token t of x) for t < x.n_tokens(), r < w.rows,
 //       with x.kernels(). One token: a mat-vec, rows split over threads, each weight
 //       byte read once. Several: tiles of rows x up to 8 tokens, each weight block
-//       unpacked once per 8 tokens. Results do not depend on the pool size. From
-//       WeightTypeInfo::convert_min_tokens tokens on, K-quant rows are multiplied
-//       converted to 8 bits where the set has that (KernelSet::converts; the
-//       golden engine's rule, kernels/scalar.hpp "long batches").
+//       unpacked once per 8 tokens. Results do not depend on the pool size. A
+//       sequence of at least WeightTraits::convert_min_tokens tokens multiplies
+//       K-quant rows converted to 8 bits where the set has that (KernelSet::converts;
+//       the golden engine's rule, kernels/scalar.hpp "long batches"). How rows
+//       and tokens are split: kernels/matmul_plan.hpp.
 //   struct MatmulJob { WeightMatrix w; float* y; size_t y_stride; };
 //   void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedInput& x,
 //                     ThreadPool& pool);
@@ -75,6 +80,7 @@
 #include "activations.hpp"
 #include "dispatch.hpp"
 #include "kernel_set.hpp"
+#include "matmul_plan.hpp"
 #include "scalar.hpp"
 #include "weight_types.hpp"
 
@@ -177,7 +183,7 @@ public:
             }
         };
         // Some kernels read a permuted copy (x86 Q8_K32, see
-        // kernels::avx2::interleave_q8k32); row() keeps the natural order.
+        // kernels::avx2::interleave_q8k32); row() keeps the order the quantizer wrote.
         const bool permuted = type_ == ActivationType::Q8_K32 && kernels_->layout_q8_k32 != nullptr;
         if (permuted && kernel_buffer_.size() < bytes) kernel_buffer_.resize(bytes);
         kernel_layout_ = permuted ? kernel_buffer_.data() : buffer_.data();
@@ -199,11 +205,11 @@ public:
         }
     }
 
-    // The rows belong to independent sequences of these many tokens, in order
-    // (a batched step: several conversations' rows in one input). Each
-    // sequence's product follows the long-batch rule by its own length
-    // (KernelSet::converts), so a conversation's result does not depend on
-    // who shares its step. Empty (the default): one sequence of n_tokens().
+    // Which rows belong to which sequence: sizes[i] rows of sequence i, in
+    // order (a batched step holds several conversations' rows). matmul gives
+    // each sequence's rows the bits they would get alone: the kernels' choices
+    // that change results (the long-batch rule, KernelSet::converts) go by a
+    // sequence's own length. Empty (the default): all rows are one sequence.
     // Kept across quantize() calls; matmul checks that the sizes add up.
     void set_sequences(const size_t* sizes, size_t n) {
         // Element by element: GCC 12 sees a null destination in assign()'s memmove
@@ -211,10 +217,11 @@ public:
         sequences_.resize(n);
         for (size_t i = 0; i < n; ++i) sequences_[i] = sizes[i];
     }
-    void clear_sequences() noexcept { sequences_.clear(); }
     const std::vector<size_t>& sequences() const noexcept { return sequences_; }
 
-    bool suits(GGMLType weight_type) const {
+    // Whether the input holds tokens in the activation format that matrices of
+    // weight_type read (activation_type_for).
+    bool in_format_for(GGMLType weight_type) const {
         return is_supported_weight_type(weight_type) && n_tokens_ > 0 &&
                activation_type_for(weight_type) == type_;
     }
@@ -232,7 +239,7 @@ public:
 
 private:
     const kernels::KernelSet* kernels_;
-    smol::detail::AlignedBuffer buffer_;  // n_tokens rows of row_bytes_, natural layout, grows only
+    smol::detail::AlignedBuffer buffer_;  // n_tokens rows of row_bytes_, as quantized, grows only
     smol::detail::AlignedBuffer kernel_buffer_;  // the permuted copy, when the kernels want one
     const uint8_t* kernel_layout_ = nullptr;
     std::vector<size_t> sequences_;
@@ -254,7 +261,7 @@ inline void check_matmul_args(const WeightMatrix& w, const QuantizedInput& x, fl
                                                  " columns but the input has " +
                                                  std::to_string(x.cols()) + " values per token");
     }
-    if (x.n_tokens() > 0 && !x.suits(w.type)) {
+    if (x.n_tokens() > 0 && !x.in_format_for(w.type)) {
         smol::detail::fail(ErrorKind::invalid_argument,
                            "matmul: " + type_name(w.type) + " weights need " +
                                activation_type_name(activation_type_for(w.type)) +
@@ -287,11 +294,8 @@ inline void check_matmul_args(const WeightMatrix& w, const QuantizedInput& x, fl
     }
 }
 
-// The input's sequences as token ranges [begin, begin + n): one per sequence,
-// or the whole input. `inline_ranges` serves up to its size without allocating.
-struct TokenRange {
-    size_t begin, n;
-};
+// The input's sequences as token ranges: one per sequence, or the whole
+// input. `inline_ranges` serves up to its size without allocating.
 inline const TokenRange* token_ranges(const QuantizedInput& x, TokenRange (&inline_ranges)[16],
                                       std::vector<TokenRange>& heap, size_t& count) {
     const std::vector<size_t>& sizes = x.sequences();
@@ -309,127 +313,117 @@ inline const TokenRange* token_ranges(const QuantizedInput& x, TokenRange (&inli
     return out;
 }
 
+// Rows [r0, r0 + n_rows) of a job, all in interleaved groups (`grouped`) or all
+// stored, for every run of its plan: the executor's part of matmul_batch.
+// Each chunk is put back as stored, packed and converted at most once, into
+// the thread's buffers.
+struct ChunkBuffers {
+    uint8_t* stored;
+    uint8_t* packed;
+    uint8_t* converted;
+};
+inline void multiply_rows(const MatmulPlan& plan, const MatmulJob& job, const QuantizedInput& x,
+                          size_t r0, size_t n_rows, bool grouped, const ChunkBuffers& buffers) {
+    const WeightMatrix& w = job.w;
+    const TypeKernels& kernels = x.kernels().of(w.type);
+    const uint8_t* bytes = w.data + r0 * w.row_bytes;  // an interleaved group starts there too
+    const uint8_t* stored = grouped ? nullptr : bytes;
+    bool packed_ready = false, converted_ready = false;
+    for (size_t r = 0; r < plan.n_runs; ++r) {
+        const MatmulRun& run = plan.runs[r];
+        const TileKernel* tiles = kernels.tiles.data();
+        const uint8_t* w_rows = bytes;
+        size_t w_row_bytes = w.row_bytes;
+        bool quantizer_order = false;  // x.row() rather than x.kernel_row()
+        if (grouped && run.layout == RowLayout::stored && plan.interleaved_tiles) {
+            tiles = kernels.interleaved.data();
+            quantizer_order = true;
+        } else {
+            if (!stored) {
+                deinterleave_rows(bytes, w.row_bytes, n_rows / kInterleaveRows, buffers.stored);
+                stored = buffers.stored;
+            }
+            w_rows = stored;
+        }
+        if (run.layout != RowLayout::stored) {
+            const bool converted = run.layout == RowLayout::converted;
+            const PackedTiles& p = converted ? kernels.converted : kernels.packed;
+            uint8_t* buffer = converted ? buffers.converted : buffers.packed;
+            bool& ready = converted ? converted_ready : packed_ready;
+            if (!ready) p.pack(stored, w.row_bytes, n_rows, w.cols, buffer);
+            ready = true;
+            w_rows = buffer;
+            w_row_bytes = p.row_bytes(w.cols);
+            quantizer_order = p.reads_quantizer_order;
+            tiles = p.tiles.data();
+        }
+        for (size_t g = 0, token0 = run.begin; g < token_groups(run.n); ++g) {
+            const size_t n = token_group_size(run.n, g);
+            tiles[n - 1](w_rows, w_row_bytes, n_rows,
+                         quantizer_order ? x.row(token0) : x.kernel_row(token0), x.row_bytes(),
+                         w.cols, job.y + token0 * job.y_stride + r0, job.y_stride);
+            token0 += n;
+        }
+    }
+}
+
 }  // namespace kernels
 
 // Several matrices that read the same input (q/k/v, gate/up) in one pool job:
 // one wake-up and one barrier instead of one per matrix, and threads that
-// finish one matrix early move straight on to the next.
+// finish one matrix early move straight on to the next. Each matrix is planned
+// (kernels/matmul_plan.hpp), then the chunks of all of them are multiplied.
 inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedInput& x,
                          ThreadPool& pool) {
     const size_t n_tokens = x.n_tokens();
     if (n_tokens == 0 || n_jobs == 0) return;
     const kernels::KernelSet& set = x.kernels();
-    // Each of the input's sequences (token ranges) reads the job's rows as
-    // stored (or packed: the same bits) or converted, as its own length says
-    // (KernelSet::converts).
     kernels::TokenRange inline_ranges[16];
     std::vector<kernels::TokenRange> heap_ranges;
     size_t n_ranges = 0;
     const kernels::TokenRange* ranges =
         kernels::token_ranges(x, inline_ranges, heap_ranges, n_ranges);
-    // Consecutive ranges that read the rows the same way (converted, or
-    // exactly: stored and packed give the same bits) run as one: a batched
-    // decode step of N one-token sequences is still one N-column tile.
-    struct Run {
-        size_t begin, n;
-        const kernels::PackedTiles* packing;  // null: the rows as stored
-    };
-    struct Plan {
-        const uint8_t* weights;
-        size_t chunk_rows;
-        size_t first_chunk;  // index of this job's first chunk in the shared numbering
-        const Run* runs;
-        size_t n_runs;
-        // A chunk is packed and converted at most once, into the thread's buffers.
-        const kernels::PackedTiles* packed;     // the job's packing, if a run uses it
-        const kernels::PackedTiles* converted;  // its converted rows, if a run uses them
-        // Interleaved rows (WeightMatrix::interleaved_rows): the set's tiles
-        // over them, or null when a run must have them back as stored (put
-        // back once per chunk into the thread's buffer, then as above).
-        const kernels::TileKernel* interleaved;
-        bool destores;  // some run reads interleaved rows as stored
-    };
+    // A decode step (up to 8 matrices, 4 sequences each) plans without allocating.
     constexpr size_t kInlinePlans = 8;
-    Plan inline_plans[kInlinePlans];
-    std::vector<Plan> heap_plans;
-    Plan* plans = inline_plans;
+    kernels::MatmulPlan inline_plans[kInlinePlans];
+    std::vector<kernels::MatmulPlan> heap_plans;
+    kernels::MatmulPlan* plans = inline_plans;
     if (n_jobs > kInlinePlans) {
         heap_plans.resize(n_jobs);
         plans = heap_plans.data();
     }
-    Run inline_runs[kInlinePlans * 4];
-    std::vector<Run> heap_runs;
-    Run* runs = inline_runs;
+    kernels::MatmulRun inline_runs[kInlinePlans * 4];
+    std::vector<kernels::MatmulRun> heap_runs;
+    kernels::MatmulRun* runs = inline_runs;
     if (n_jobs * n_ranges > kInlinePlans * 4) {
         heap_runs.resize(n_jobs * n_ranges);
         runs = heap_runs.data();
     }
     const size_t n_threads = size_t(pool.size());
-    size_t n_chunks = 0, packed_scratch = 0, converted_scratch = 0, stored_scratch = 0;
+    // first_chunk[j]: job j's first chunk in the numbering shared by all jobs.
+    size_t inline_first[kInlinePlans + 1];
+    std::vector<size_t> heap_first;
+    size_t* first_chunk = inline_first;
+    if (n_jobs > kInlinePlans) {
+        heap_first.resize(n_jobs + 1);
+        first_chunk = heap_first.data();
+    }
+    size_t stored_scratch = 0, packed_scratch = 0, converted_scratch = 0;
+    first_chunk[0] = 0;
     for (size_t j = 0; j < n_jobs; ++j) {
         const WeightMatrix& w = jobs[j].w;
         kernels::check_matmul_args(w, x, jobs[j].y);
-        Plan& plan = plans[j];
-        Run* job_runs = runs + j * n_ranges;
-        plan = Plan{w.data, 0, n_chunks, job_runs, 0, nullptr, nullptr, nullptr, false};
-        const int index = weight_type_index(w.type);
-        const bool interleaved = w.interleaved_rows > 0;
-        if (interleaved && set.interleaves(w.type)) plan.interleaved = set.interleaved[index];
-        bool last_converts = false;
-        for (size_t r = 0; r < n_ranges; ++r) {
-            const bool converts = set.converts(w.type, ranges[r].n);
-            if (plan.n_runs > 0 && converts == last_converts)
-                job_runs[plan.n_runs - 1].n += ranges[r].n;
-            else
-                job_runs[plan.n_runs++] = Run{ranges[r].begin, ranges[r].n, nullptr};
-            if (converts) job_runs[plan.n_runs - 1].packing = &set.converted[index];
-            last_converts = converts;
-        }
-        for (size_t r = 0; r < plan.n_runs; ++r) {
-            Run& run = job_runs[r];
-            if (run.packing) {
-                plan.converted = run.packing;
-            } else if (set.packed[index].pack != nullptr && run.n >= set.packed[index].min_tokens &&
-                       !plan.interleaved) {  // interleaved tiles unpack next to nothing
-                run.packing = plan.packed = &set.packed[index];
-            }
-            if (interleaved && (run.packing || !plan.interleaved)) plan.destores = true;
-        }
-        // Rows go out in chunks from a shared counter, so a thread slowed down
-        // by the OS simply takes fewer. Mat-vec: ~8 chunks per thread, in
-        // multiples of 4 rows. Mat-mat: chunks whose weights (~48 KiB) stay in
-        // L2 while every token group streams past them.
-        size_t chunk_rows;
-        // One group of columns (a decode step of up to kMaxTileCols sequences)
-        // streams each weight row once, like a mat-vec: chunk it the same way,
-        // but with ~4 chunks per thread from 2 columns on, whose tiles take
-        // several times longer per row (a batched step of the 3B file, 2 threads,
-        // Zen 5 VM, alternated runs: 4 and 8 sequences 1-3 % faster than with 8
-        // chunks, 16 and 32 chunks slower; one token keeps 8, which it is faster with).
-        if (n_tokens <= size_t(kernels::kMaxTileCols)) {
-            const size_t per_thread = n_tokens == 1 ? 8 : 4;
-            chunk_rows = std::max<size_t>(4, (w.rows / (n_threads * per_thread) + 3) / 4 * 4);
-        } else {
-            chunk_rows = std::max<size_t>(4, (48 * 1024 / w.row_bytes) / 4 * 4);
-            chunk_rows =
-                std::min(chunk_rows, std::max<size_t>(4, (w.rows / n_threads + 3) / 4 * 4));
-        }
-        for (const kernels::PackedTiles* p : {plan.packed, plan.converted})
-            if (p)  // whole groups of rows per chunk (the last chunk may end in a short group)
-                chunk_rows = (chunk_rows + p->row_group - 1) / p->row_group * p->row_group;
-        if (interleaved)  // whole interleaved groups (kInterleaveRows is a multiple of the above)
-            chunk_rows = (chunk_rows + kInterleaveRows - 1) / kInterleaveRows * kInterleaveRows;
-        plan.chunk_rows = chunk_rows;
-        if (plan.destores) stored_scratch = std::max(stored_scratch, chunk_rows * w.row_bytes);
-        if (plan.packed)
-            packed_scratch = std::max(packed_scratch, chunk_rows * plan.packed->row_bytes(w.cols));
-        if (plan.converted)
-            converted_scratch =
-                std::max(converted_scratch, chunk_rows * plan.converted->row_bytes(w.cols));
-        n_chunks += (w.rows + chunk_rows - 1) / chunk_rows;
+        const kernels::MatrixShape shape{w.type, w.rows, w.cols, w.row_bytes, w.interleaved_rows};
+        plans[j] = kernels::plan_matmul(set, shape, n_tokens, ranges, n_ranges, n_threads,
+                                        runs + j * n_ranges);
+        first_chunk[j + 1] = first_chunk[j] + plans[j].n_chunks;
+        stored_scratch = std::max(stored_scratch, plans[j].stored_bytes);
+        packed_scratch = std::max(packed_scratch, plans[j].packed_bytes);
+        converted_scratch = std::max(converted_scratch, plans[j].converted_bytes);
     }
-    // Per thread a packing buffer and a converting one (each about 64-256 KiB,
-    // in L2), on their own cache lines.
+    const size_t n_chunks = first_chunk[n_jobs];
+    // Per thread a packing buffer, a converting one and one for rows put back
+    // as stored (each about 64-256 KiB, in L2), on their own cache lines.
     auto aligned = [](size_t bytes) {
         return (bytes + smol::detail::kAlignment - 1) / smol::detail::kAlignment *
                smol::detail::kAlignment;
@@ -444,76 +438,27 @@ inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedIn
 
     std::atomic<size_t> next_chunk{0};
     pool.run_dynamic([&](int thread, int) {
-        uint8_t* packed_buffer = scratch.get() + size_t(thread) * scratch_stride;
-        uint8_t* converted_buffer = packed_buffer + aligned(packed_scratch);
-        uint8_t* stored_buffer = converted_buffer + aligned(converted_scratch);
+        kernels::ChunkBuffers buffers;
+        buffers.packed = scratch.get() + size_t(thread) * scratch_stride;
+        buffers.converted = buffers.packed + aligned(packed_scratch);
+        buffers.stored = buffers.converted + aligned(converted_scratch);
         size_t j = 0;
         for (size_t chunk = next_chunk.fetch_add(1, std::memory_order_relaxed); chunk < n_chunks;
              chunk = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
-            while (j + 1 < n_jobs && chunk >= plans[j + 1].first_chunk) ++j;  // chunks only grow
-            const Plan& plan = plans[j];
+            while (j + 1 < n_jobs && chunk >= first_chunk[j + 1]) ++j;  // chunks only grow
+            const kernels::MatmulPlan& plan = plans[j];
             const WeightMatrix& w = jobs[j].w;
-            float* y = jobs[j].y;
-            const size_t y_stride = jobs[j].y_stride;
-            const size_t row0 = (chunk - plan.first_chunk) * plan.chunk_rows;
+            const size_t row0 = (chunk - first_chunk[j]) * plan.chunk_rows;
             const size_t n_rows = std::min(plan.chunk_rows, w.rows - row0);
-            const size_t index = size_t(weight_type_index(w.type));
-            // Rows [r0, r0 + n): all in interleaved groups, or all stored.
-            auto multiply = [&](size_t r0, size_t n_part, bool grouped) {
-                const uint8_t* bytes = plan.weights + r0 * w.row_bytes;  // a group starts there too
-                const uint8_t* stored = grouped ? nullptr : bytes;
-                bool packed_ready = false, converted_ready = false;
-                for (size_t r = 0; r < plan.n_runs; ++r) {
-                    const Run& run = plan.runs[r];
-                    const kernels::PackedTiles* p = run.packing;
-                    const kernels::TileKernel* tiles = set.tiles[index];
-                    const uint8_t* w_rows = bytes;
-                    size_t w_row_bytes = w.row_bytes;
-                    bool natural = false;
-                    if (grouped && !p && plan.interleaved) {
-                        tiles = plan.interleaved;
-                        natural = true;
-                    } else {
-                        if (!stored) {
-                            deinterleave_rows(bytes, w.row_bytes, n_part / kInterleaveRows,
-                                              stored_buffer);
-                            stored = stored_buffer;
-                        }
-                        w_rows = stored;
-                    }
-                    if (p) {
-                        const bool converted = p == plan.converted;
-                        uint8_t* buffer = converted ? converted_buffer : packed_buffer;
-                        bool& ready = converted ? converted_ready : packed_ready;
-                        if (!ready) p->pack(stored, w.row_bytes, n_part, w.cols, buffer);
-                        ready = true;
-                        w_rows = buffer;
-                        w_row_bytes = p->row_bytes(w.cols);
-                        natural = p->natural_activations;
-                        tiles = p->tiles;
-                    }
-                    // The run's tokens in as few tile groups as fit, of even sizes (9 as
-                    // 5 + 4, not 8 + 1): a token's bits do not depend on its group, and a
-                    // lone column runs the slowest tile per token (one token is paced).
-                    // A 9-row decode step of the 3B file, 2 threads: 96-100 ms instead
-                    // of 116-132 (8 rows: 79-85).
-                    const size_t max_cols = size_t(kernels::kMaxTileCols);
-                    const size_t n_groups = (run.n + max_cols - 1) / max_cols;
-                    for (size_t g = 0, token0 = run.begin; g < n_groups; ++g) {
-                        const size_t n = run.n / n_groups + (g < run.n % n_groups ? 1 : 0);
-                        tiles[n - 1](w_rows, w_row_bytes, n_part,
-                                     natural ? x.row(token0) : x.kernel_row(token0), x.row_bytes(),
-                                     w.cols, y + token0 * y_stride + r0, y_stride);
-                        token0 += n;
-                    }
-                }
-            };
-            // Chunks hold whole groups, so only a chunk reaching past the
-            // interleaved rows has two parts.
+            // Chunks hold whole interleaved groups, so only a chunk reaching
+            // past the interleaved rows has two parts.
             const size_t n_grouped =
                 row0 < w.interleaved_rows ? std::min(n_rows, w.interleaved_rows - row0) : 0;
-            if (n_grouped > 0) multiply(row0, n_grouped, true);
-            if (n_grouped < n_rows) multiply(row0 + n_grouped, n_rows - n_grouped, false);
+            if (n_grouped > 0)
+                kernels::multiply_rows(plan, jobs[j], x, row0, n_grouped, true, buffers);
+            if (n_grouped < n_rows)
+                kernels::multiply_rows(plan, jobs[j], x, row0 + n_grouped, n_rows - n_grouped,
+                                       false, buffers);
         }
     });
 }

@@ -204,7 +204,8 @@ inline const Block* block_row(const uint8_t* base, size_t row_bytes, size_t row)
 //
 // Multiplying one 32-weight sub-block per vector needs one madd per vector to
 // apply that sub-block's scale: per 256 weights and token, 8 maddubs + 8 madd +
-// 8 add (measured 115 GOPS per core for Q4_K). The kernels below first transpose the weights in
+// 8 add (benchmarks/log/2026-11.md, "Kernels": the steps to these kernels). The
+// kernels below first transpose the weights in
 // registers so that every vector holds 4 weights of each of 4 sub-blocks (one per
 // 32-bit element): then int16 maddubs results of several vectors can be summed
 // before a single madd applies all the scales (per-lane scale vector), giving
@@ -234,9 +235,9 @@ inline void transpose_4x8(const __m256i s[4], __m256i t[4]) noexcept {
     t[3] = _mm256_unpackhi_epi64(s01_high, s23_high);
 }
 
-// Q8_K32 activations in the order the interleaved kernels read: the 8 natural
-// 32-value sub-blocks, transposed four at a time like the weights (d and bsums
-// unchanged). n_blocks blocks from `natural` to `interleaved`.
+// Q8_K32 activations in the order the interleaved kernels read: the 8 32-value
+// sub-blocks, transposed four at a time like the weights (d and bsums
+// unchanged). n_blocks blocks from `natural` (the quantizer's order) to `interleaved`.
 inline void interleave_q8k32(const BlockQ8K32* natural, BlockQ8K32* interleaved,
                              size_t n_blocks) noexcept {
     for (size_t b = 0; b < n_blocks; ++b) {
@@ -317,21 +318,31 @@ namespace kernels {
 SMOL_NAMESPACE_END
 SMOL_TARGET_END
 
+// ---- the x86 kernel sets: one function per level builds all of it ------------------
+//
+// Every level has, for every weight type, tiles over the rows as stored; the
+// rest of its TypeKernels (packed, converted, interleaved) is listed per type
+// in its make_kernel_set below and summed up in kernels/weight_types.hpp.
+
 SMOL_NAMESPACE_BEGIN
 namespace kernels {
 namespace detail {
 
-// The x86 KernelSet of `level` (avx2, avxvnni or avx512): avx2's quantizers
-// and float ops, the level's own integer tiles and the Q8_K32 layout they read.
-template <template <GGMLType> class Tiles>
-KernelSet make_x86_kernel_set(CpuLevel level, void (*layout_q8_k32)(const BlockQ8K32*, BlockQ8K32*,
-                                                                    size_t)) noexcept {
+// What every x86 level shares: avx2's quantizers, float ops, float tiles and
+// bandwidth probe, with the Q8_K32 permutation the level's K-quant tiles read.
+inline KernelSet x86_common(CpuLevel level, void (*layout_q8_k32)(const BlockQ8K32*, BlockQ8K32*,
+                                                                  size_t)) noexcept {
     KernelSet set;
     set.level = level;
     set.quantize_q8_k32 = &avx2::quantize_row_q8_k32;
     set.quantize_q8_0 = &avx2::quantize_row_q8_0;
     set.layout_q8_k32 = layout_q8_k32;
-    set_all_tiles<Tiles>(set);
+    set.of(GGMLType::F32).tiles =
+        tile_row([](auto n) { return &avx2::tile_float<GGMLType::F32, decltype(n)::value>; });
+    set.of(GGMLType::F16).tiles =
+        tile_row([](auto n) { return &avx2::tile_float<GGMLType::F16, decltype(n)::value>; });
+    set.of(GGMLType::BF16).tiles =
+        tile_row([](auto n) { return &avx2::tile_float<GGMLType::BF16, decltype(n)::value>; });
     set.dot_f32 = &avx2::dot_f32;
     set.rmsnorm = &avx2::rmsnorm;
     set.swiglu = &avx2::swiglu;
@@ -343,6 +354,97 @@ KernelSet make_x86_kernel_set(CpuLevel level, void (*layout_q8_k32)(const BlockQ
 }
 
 }  // namespace detail
+
+namespace avx2 {
+
+inline KernelSet make_kernel_set() noexcept {
+    KernelSet set = kernels::detail::x86_common(CpuLevel::avx2, &interleave_q8k32);
+    set.of(GGMLType::Q8_0).tiles = tile_row([](auto n) { return &tile_q8_0<decltype(n)::value>; });
+
+    TypeKernels& q4k = set.of(GGMLType::Q4_K);
+    q4k.tiles = tile_row([](auto n) { return &tile_q4k<decltype(n)::value>; });
+    q4k.packed.row_bytes = &packed_q4k_ymm_row_bytes;
+    q4k.packed.pack = &pack_q4k_ymm;
+    q4k.packed.tiles = tile_row([](auto n) { return &tile_k4<PackedQ4K256, decltype(n)::value>; });
+    q4k.converted = converted_ymm<GGMLType::Q4_K>();
+
+    TypeKernels& q5k = set.of(GGMLType::Q5_K);
+    q5k.tiles = tile_row([](auto n) { return &tile_q5k<decltype(n)::value>; });
+    q5k.converted = converted_ymm<GGMLType::Q5_K>();
+
+    // Q6_K has no converted rows here, so it is multiplied as stored at every
+    // batch size: without vpdpbusd its signed 8-bit values need the sign trick
+    // per instruction, which measured slower than the stored rows
+    // (benchmarks/log/2026-11.md, "Long batches on converted rows: the reference's
+    // rule, side by side").
+    set.of(GGMLType::Q6_K).tiles = tile_row([](auto n) { return &tile_q6k<decltype(n)::value>; });
+    return set;
+}
+
+}  // namespace avx2
+
+namespace avxvnni {
+
+inline KernelSet make_kernel_set() noexcept {
+    KernelSet set = kernels::detail::x86_common(CpuLevel::avxvnni, &avx2::interleave_q8k32);
+    set.of(GGMLType::Q8_0).tiles = tile_row([](auto n) { return &tile_q8_0<decltype(n)::value>; });
+
+    // No packed Q4_K, although this level compiles the same tiles
+    // (tile_k4<PackedQ4K256>, same bits): packing was added for the avx2 level
+    // and measured only there, with that level forced on a CPU that could not
+    // run this one (benchmarks/log/2026-11.md, "Packed Q4_K rows for the prompt's
+    // mat-mat, side by side"); it stays off here until measured on an AVX-VNNI
+    // CPU. Since converted rows serve 32 tokens and more, it could only help
+    // runs of 9 to 31 tokens.
+    TypeKernels& q4k = set.of(GGMLType::Q4_K);
+    q4k.tiles = tile_row([](auto n) { return &tile_q4k<decltype(n)::value>; });
+    q4k.converted = converted_ymm<GGMLType::Q4_K>();
+
+    TypeKernels& q5k = set.of(GGMLType::Q5_K);
+    q5k.tiles = tile_row([](auto n) { return &tile_q5k<decltype(n)::value>; });
+    q5k.converted = converted_ymm<GGMLType::Q5_K>();
+
+    TypeKernels& q6k = set.of(GGMLType::Q6_K);
+    q6k.tiles = tile_row([](auto n) { return &tile_q6k<decltype(n)::value>; });
+    q6k.converted = converted_ymm<GGMLType::Q6_K>();
+    return set;
+}
+
+}  // namespace avxvnni
+
+namespace avx512 {
+
+// The K-quants at 512 bits (detail/x86_avx512_tiles.inc), Q8_0 with this
+// level's 256-bit EVEX tile (detail/x86_tiles.inc), attention at 512 bits.
+inline KernelSet make_kernel_set() noexcept {
+    KernelSet set = kernels::detail::x86_common(CpuLevel::avx512, &interleave_q8k32_zmm);
+    set.attend = &attend;
+    set.of(GGMLType::Q8_0).tiles = tile_row([](auto n) { return &tile_q8_0<decltype(n)::value>; });
+
+    TypeKernels& q4k = set.of(GGMLType::Q4_K);
+    q4k.tiles = tile_row(
+        [](auto n) { return &tile_k4_zmm<StoredK4<false, BlockQ4K>, decltype(n)::value>; });
+    q4k.packed.row_bytes = &packed_q4k_row_bytes;
+    q4k.packed.pack = &pack_q4k;
+    q4k.packed.tiles = tile_row([](auto n) { return &tile_k4_zmm<PackedQ4K, decltype(n)::value>; });
+    q4k.converted = converted_zmm<GGMLType::Q4_K>();
+    q4k.interleaved = tile_row(
+        [](auto n) { return &tile_k4_interleaved_zmm<false, BlockQ4K, decltype(n)::value>; });
+
+    TypeKernels& q5k = set.of(GGMLType::Q5_K);
+    q5k.tiles =
+        tile_row([](auto n) { return &tile_k4_zmm<StoredK4<true, BlockQ5K>, decltype(n)::value>; });
+    q5k.converted = converted_zmm<GGMLType::Q5_K>();
+    q5k.interleaved = tile_row(
+        [](auto n) { return &tile_k4_interleaved_zmm<true, BlockQ5K, decltype(n)::value>; });
+
+    TypeKernels& q6k = set.of(GGMLType::Q6_K);
+    q6k.tiles = tile_row([](auto n) { return &tile_q6k_zmm<decltype(n)::value>; });
+    q6k.converted = converted_zmm<GGMLType::Q6_K>();
+    return set;
+}
+
+}  // namespace avx512
 }  // namespace kernels
 SMOL_NAMESPACE_END
 

@@ -219,9 +219,8 @@ private:
         s.gate.resize(m * ffn);
         s.up.resize(m * ffn);
 
-        // Each chunk's products follow the long-batch rule by the chunk's own
-        // length (QuantizedInput::set_sequences): batching leaves a sequence's
-        // numbers as they are alone.
+        // Each chunk's rows are one sequence; batching leaves a sequence's
+        // numbers as they are alone (QuantizedInput::set_sequences).
         s.sequence_sizes.resize(n_chunks);
         for (size_t i = 0; i < n_chunks; ++i) s.sequence_sizes[i] = chunks[i].n_tokens;
         s.input.set_sequences(s.sequence_sizes.data(), n_chunks);

@@ -36,7 +36,6 @@
 #include "../quant/reference.hpp"
 #include "../quant/types.hpp"
 #include "../quant/weight_matrix.hpp"
-#include "../kernels/weight_types.hpp"
 #include "config.hpp"
 
 SMOL_NAMESPACE_BEGIN
@@ -136,11 +135,10 @@ private:
                         find(file, name, {uint64_t(cols), uint64_t(rows)}));
         const gguf::TensorInfo& t = *found;
         if (!is_supported_weight_type(t.type))
-            return ErrorInfo{
-                ErrorKind::unsupported,
-                "model: " + file.source() + ": tensor '" + name + "' has type " +
-                    type_name(t.type) +
-                    ", which smol cannot compute with (F32, F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K)"};
+            return ErrorInfo{ErrorKind::unsupported, "model: " + file.source() + ": tensor '" +
+                                                         name + "' has type " + type_name(t.type) +
+                                                         ", which smol cannot compute with (" +
+                                                         weight_type_names() + ")"};
         return WeightMatrix{t.type, t.data, rows, cols, smol::row_bytes(t.type, cols), t.name};
     }
 

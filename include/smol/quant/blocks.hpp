@@ -17,6 +17,7 @@
 
 #include "../detail/abi.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -61,14 +62,33 @@ struct BlockQ8_0 {
     int8_t qs[QK8_0];
 };
 
-static_assert(sizeof(BlockQ4K) == 144, "Q4_K block must be 144 bytes");
-static_assert(sizeof(BlockQ5K) == 176, "Q5_K block must be 176 bytes");
-static_assert(sizeof(BlockQ6K) == 210, "Q6_K block must be 210 bytes");
-static_assert(sizeof(BlockQ8K) == 292, "Q8_K block must be 292 bytes");
-static_assert(sizeof(BlockQ8_0) == 34, "Q8_0 block must be 34 bytes");
-
-// The block structs' sizes must equal the geometry table GGUF parsing uses.
-static_assert(sizeof(BlockQ4K) == 144 && QK_K == 256, "geometry");
+// The one place the structs meet the GGUF geometry table (quant/types.hpp):
+// each struct is exactly its type's block, with no padding, so a tensor's
+// bytes are an array of them.
+namespace detail {
+template <class Block>
+constexpr bool block_matches(GGMLType type, size_t values) {
+    return type_traits(type).type_size == sizeof(Block) && type_traits(type).block_size == values;
+}
+}  // namespace detail
+static_assert(detail::block_matches<BlockQ4K>(GGMLType::Q4_K, QK_K) &&
+                  sizeof(BlockQ4K) == 2 * sizeof(uint16_t) + K_SCALE_SIZE + QK_K / 2,
+              "BlockQ4K must be the 144-byte Q4_K block");
+static_assert(detail::block_matches<BlockQ5K>(GGMLType::Q5_K, QK_K) &&
+                  sizeof(BlockQ5K) == 2 * sizeof(uint16_t) + K_SCALE_SIZE + QK_K / 8 + QK_K / 2,
+              "BlockQ5K must be the 176-byte Q5_K block");
+static_assert(detail::block_matches<BlockQ6K>(GGMLType::Q6_K, QK_K) &&
+                  sizeof(BlockQ6K) == QK_K / 2 + QK_K / 4 + QK_K / 16 + sizeof(uint16_t),
+              "BlockQ6K must be the 210-byte Q6_K block");
+static_assert(detail::block_matches<BlockQ8K>(GGMLType::Q8_K, QK_K),
+              "BlockQ8K must be the 292-byte Q8_K block");
+static_assert(detail::block_matches<BlockQ8_0>(GGMLType::Q8_0, QK8_0) &&
+                  sizeof(BlockQ8_0) == sizeof(uint16_t) + QK8_0,
+              "BlockQ8_0 must be the 34-byte Q8_0 block");
+static_assert(detail::block_matches<uint16_t>(GGMLType::F16, 1) &&
+                  detail::block_matches<uint16_t>(GGMLType::BF16, 1) &&
+                  detail::block_matches<float>(GGMLType::F32, 1),
+              "the float types' elements disagree with the GGUF type table");
 
 // Blocks can sit at any byte address: general.alignment = 1 is legal GGUF, and
 // then a tensor (and each of its blocks) may start at an odd offset, where

@@ -1,6 +1,7 @@
 // Reference (scalar) dequantization of the weight formats smol reads: F32,
 // F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K (and Q8_K, the activation format, for
-// tests). Part of quant/reference.hpp.
+// tests), one function per type. Part of quant/reference.hpp, which holds
+// dequantize_row(type, ...), the entry that picks among them.
 //
 // This file is the readable spec of what each block means; the SIMD kernels are
 // tested against it. Element order inside a block (see blocks.hpp for the bytes):
@@ -23,12 +24,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <string>
 
 #include "../core/fp16.hpp"
-#include "../error.hpp"
 #include "blocks.hpp"
-#include "detail/checks.hpp"
 #include "types.hpp"
 
 SMOL_NAMESPACE_BEGIN
@@ -130,79 +128,6 @@ inline void dequantize_row_q6_k(const BlockQ6K* src, float* dst, size_t n) noexc
                 y[i + 96] = d * float(scales[sub + 6]) * float(q3);
             }
         }
-    }
-}
-
-// True for the types dequantize_row handles: F32, F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K, Q8_K.
-inline bool can_dequantize(GGMLType type) noexcept {
-    switch (type) {
-        case GGMLType::F32:
-        case GGMLType::F16:
-        case GGMLType::BF16:
-        case GGMLType::Q8_0:
-        case GGMLType::Q4_K:
-        case GGMLType::Q5_K:
-        case GGMLType::Q6_K:
-        case GGMLType::Q8_K:
-            return true;
-        default:
-            return false;
-    }
-}
-
-// Dequantizes n elements (n a multiple of the type's block size) from src to dst.
-// Throws smol::Error(unsupported) naming the type otherwise (invalid_argument
-// for a bad n).
-inline void dequantize_row(GGMLType type, const void* src, float* dst, size_t n) {
-    if (!can_dequantize(type))
-        detail::fail(ErrorKind::unsupported,
-                     "dequantize_row: type " + type_name(type) + " is not supported");
-    detail::require_block_multiple(type, n, "dequantize_row");
-    // general.alignment = 1 is legal GGUF, so src may sit where the block
-    // struct (or float) cannot be read in place: copy whole blocks to aligned
-    // storage, a few KiB at a time, and dequantize from there.
-    const size_t alignment = type == GGMLType::F32 ? alignof(float) : alignof(uint16_t);
-    if (reinterpret_cast<uintptr_t>(src) % alignment != 0) {
-        const TypeTraits traits = type_traits(type);
-        alignas(16) uint8_t aligned[4096];
-        const size_t blocks_per_copy = sizeof aligned / traits.type_size;
-        const uint8_t* bytes = static_cast<const uint8_t*>(src);
-        for (size_t block = 0, n_blocks = n / traits.block_size; block < n_blocks;
-             block += blocks_per_copy) {
-            const size_t count = std::min(blocks_per_copy, n_blocks - block);
-            std::memcpy(aligned, bytes + block * traits.type_size, count * traits.type_size);
-            dequantize_row(type, aligned, dst + block * traits.block_size,
-                           count * traits.block_size);
-        }
-        return;
-    }
-    switch (type) {
-        case GGMLType::F32:
-            dequantize_row_f32(static_cast<const float*>(src), dst, n);
-            break;
-        case GGMLType::F16:
-            dequantize_row_f16(static_cast<const uint16_t*>(src), dst, n);
-            break;
-        case GGMLType::BF16:
-            dequantize_row_bf16(static_cast<const uint16_t*>(src), dst, n);
-            break;
-        case GGMLType::Q8_0:
-            dequantize_row_q8_0(static_cast<const BlockQ8_0*>(src), dst, n);
-            break;
-        case GGMLType::Q4_K:
-            dequantize_row_q4_k(static_cast<const BlockQ4K*>(src), dst, n);
-            break;
-        case GGMLType::Q5_K:
-            dequantize_row_q5_k(static_cast<const BlockQ5K*>(src), dst, n);
-            break;
-        case GGMLType::Q6_K:
-            dequantize_row_q6_k(static_cast<const BlockQ6K*>(src), dst, n);
-            break;
-        case GGMLType::Q8_K:
-            dequantize_row_q8_k(static_cast<const BlockQ8K*>(src), dst, n);
-            break;
-        default:
-            break;
     }
 }
 

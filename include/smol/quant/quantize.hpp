@@ -1,6 +1,7 @@
 // Reference (scalar) quantization of floats into the weight formats smol
 // writes: F32, F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K (and Q8_K, the activation
-// format, for tests). Part of quant/reference.hpp.
+// format, for tests), one function per type. Part of quant/reference.hpp,
+// which holds quantize_row(type, ...), the entry that picks among them.
 //
 // Quantization follows the approach of the reference k-quant quantizers (facts,
 // not code, carried over): per sub-block, a weighted least-squares fit of
@@ -21,13 +22,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <string>
 
 #include "../core/fp16.hpp"
-#include "../error.hpp"
 #include "blocks.hpp"
 #include "detail/block_quantizers.hpp"
-#include "detail/checks.hpp"
 #include "detail/rounding.hpp"
 #include "types.hpp"
 
@@ -108,62 +106,6 @@ inline void quantize_row_q5_k(const float* src, BlockQ5K* dst, size_t n,
 
 inline void quantize_row_q6_k(const float* src, BlockQ6K* dst, size_t n) noexcept {
     for (size_t b = 0; b < n / QK_K; ++b) detail::quantize_block_q6_k(src + b * QK_K, dst[b]);
-}
-
-// True for the types quantize_row writes: Q4_K, Q5_K, Q6_K, Q8_0, F16, BF16, F32
-// (and Q8_K, the activation format).
-inline bool can_quantize(GGMLType type) noexcept {
-    switch (type) {
-        case GGMLType::F32:
-        case GGMLType::F16:
-        case GGMLType::BF16:
-        case GGMLType::Q8_0:
-        case GGMLType::Q4_K:
-        case GGMLType::Q5_K:
-        case GGMLType::Q6_K:
-        case GGMLType::Q8_K:
-            return true;
-        default:
-            return false;
-    }
-}
-
-// Quantizes n floats (n a multiple of the type's block size) into row_bytes(type, n)
-// bytes at dst. Throws smol::Error(unsupported) naming the type for other types.
-inline void quantize_row(GGMLType type, const float* src, void* dst, size_t n,
-                         QuantizeEffort effort = QuantizeEffort::standard) {
-    if (!can_quantize(type))
-        detail::fail(ErrorKind::unsupported,
-                     "quantize_row: type " + type_name(type) + " is not supported");
-    detail::require_block_multiple(type, n, "quantize_row");
-    switch (type) {
-        case GGMLType::F32:
-            quantize_row_f32(src, static_cast<float*>(dst), n);
-            break;
-        case GGMLType::F16:
-            quantize_row_f16(src, static_cast<uint16_t*>(dst), n);
-            break;
-        case GGMLType::BF16:
-            quantize_row_bf16(src, static_cast<uint16_t*>(dst), n);
-            break;
-        case GGMLType::Q8_0:
-            quantize_row_q8_0(src, static_cast<BlockQ8_0*>(dst), n);
-            break;
-        case GGMLType::Q4_K:
-            quantize_row_q4_k(src, static_cast<BlockQ4K*>(dst), n, effort);
-            break;
-        case GGMLType::Q5_K:
-            quantize_row_q5_k(src, static_cast<BlockQ5K*>(dst), n, effort);
-            break;
-        case GGMLType::Q6_K:
-            quantize_row_q6_k(src, static_cast<BlockQ6K*>(dst), n);
-            break;
-        case GGMLType::Q8_K:
-            quantize_row_q8_k(src, static_cast<BlockQ8K*>(dst), n);
-            break;
-        default:
-            break;
-    }
 }
 
 SMOL_NAMESPACE_END

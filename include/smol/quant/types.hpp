@@ -1,7 +1,16 @@
-// The ggml tensor type ids as GGUF files store them, with their block geometry.
+// The ggml tensor type ids as GGUF files store them, with their block geometry,
+// and the list of the types smol computes with.
+//
 // Knowing a type's geometry (elements per block, bytes per block) is enough to
-// bounds-check and view a tensor; whether smol can *compute* with it is a
-// separate question answered by the kernels (see is_supported_weight_type).
+// bounds-check and view a tensor; whether smol can *compute* with it is the
+// list WeightTypes. Every per-type table is one entry per type of that list,
+// reached through visit_weight_type (never a switch of its own):
+//   quant/reference.hpp         RowCodec<type>: block struct, reference (de)quantization
+//   kernels/weight_types.hpp    WeightTraits<type>: + activation format, reference dot,
+//                               the long-batch conversion rule
+//   kernels/{scalar,x86,arm}    each CPU level's KernelSet (one entry per type)
+//   src/cuda/blocks.cuh         cuda_detail::Format<type>: the device's block decoding
+// This header stays plain C++ (nvcc compiles it for the CUDA kernels).
 #pragma once
 
 #include "../detail/abi.hpp"
@@ -128,6 +137,78 @@ inline std::string type_name(GGMLType type) {
 inline size_t row_bytes(GGMLType type, size_t n) noexcept {
     const TypeTraits traits = type_traits(type);
     return n / traits.block_size * traits.type_size;
+}
+
+// A list of type ids, for the per-type tables to visit.
+template <GGMLType... types>
+struct TypeList {
+    static constexpr size_t size = sizeof...(types);
+};
+
+// The types smol computes with (matrices and embedding tables), in the order of
+// every per-type array (weight_type_index).
+using WeightTypes = TypeList<GGMLType::F32, GGMLType::F16, GGMLType::BF16, GGMLType::Q8_0,
+                             GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K>;
+
+namespace detail {
+
+template <template <GGMLType> class Traits, class F, GGMLType... types>
+constexpr bool visit_type_in(GGMLType type, F& f, TypeList<types...>) {
+    return ((type == types ? (f(Traits<types>{}), true) : false) || ...);
+}
+
+template <template <GGMLType> class Traits, class F, GGMLType... types>
+constexpr void for_each_type_in(F& f, TypeList<types...>) {
+    (f(Traits<types>{}), ...);
+}
+
+template <GGMLType... types>
+constexpr int index_in(GGMLType type, TypeList<types...>) {
+    int index = -1, i = 0;
+    ((type == types ? (index = i, ++i) : ++i), ...);
+    return index;
+}
+
+}  // namespace detail
+
+// Calls f(Traits<type>{}) and returns true when `type` is one of List's types;
+// returns false without calling f otherwise. Traits<t> must be default
+// constructible for every t of List; f usually reads it through decltype.
+template <template <GGMLType> class Traits, class List = WeightTypes, class F>
+constexpr bool visit_weight_type(GGMLType type, F&& f) {
+    return detail::visit_type_in<Traits>(type, f, List{});
+}
+
+// Calls f(Traits<t>{}) for every t of List, in order.
+template <template <GGMLType> class Traits, class List = WeightTypes, class F>
+constexpr void for_each_weight_type(F&& f) {
+    detail::for_each_type_in<Traits>(f, List{});
+}
+
+// Position of `type` in WeightTypes, or -1 when smol does not compute with it.
+constexpr int weight_type_index(GGMLType type) noexcept {
+    return detail::index_in(type, WeightTypes{});
+}
+constexpr size_t kWeightTypeCount = WeightTypes::size;
+
+inline bool is_supported_weight_type(GGMLType type) noexcept {
+    return weight_type_index(type) >= 0;
+}
+
+// A bare type id as a Traits for visit_weight_type / for_each_weight_type.
+template <GGMLType id>
+struct TypeTag {
+    static constexpr GGMLType type = id;
+};
+
+// The names of WeightTypes in order, comma separated: "F32, F16, ..." (messages).
+inline std::string weight_type_names() {
+    std::string names;
+    for_each_weight_type<TypeTag>([&](auto tag) {
+        if (!names.empty()) names += ", ";
+        names += type_name(decltype(tag)::type);
+    });
+    return names;
 }
 
 SMOL_NAMESPACE_END
