@@ -130,7 +130,8 @@ T& need(T* handle, const char* what) {
 // The count of an array argument, checked against its pointer.
 size_t array_count(const void* data, int64_t n, const char* what) {
     if (n < 0) invalid(std::string(what) + ": count " + std::to_string(n) + " is negative");
-    if (n > 0 && !data) invalid(std::string(what) + " is NULL with a count of " + std::to_string(n));
+    if (n > 0 && !data)
+        invalid(std::string(what) + " is NULL with a count of " + std::to_string(n));
     return size_t(n);
 }
 
@@ -559,9 +560,8 @@ void smol_result_free(smol_result* result) noexcept {
     delete box;
 }
 
-smol_result* smol_generate(smol_generator* generator, const char* prompt,
-                           const smol_params* params, smol_piece_fn on_piece,
-                           void* user_data) noexcept {
+smol_result* smol_generate(smol_generator* generator, const char* prompt, const smol_params* params,
+                           smol_piece_fn on_piece, void* user_data) noexcept {
     return guarded<smol_result*>(nullptr, [&] {
         smol::Generator& g = *need(generator, "smol_generate: generator").generator;
         need_string(prompt, "smol_generate: prompt");
@@ -625,9 +625,8 @@ void smol_async_cancel(smol_async* run) noexcept {
 }
 
 smol_result* smol_async_wait(smol_async* run) noexcept {
-    return guarded<smol_result*>(nullptr, [&] {
-        return to_result(need(run, "smol_async_wait: run").run.wait());
-    });
+    return guarded<smol_result*>(
+        nullptr, [&] { return to_result(need(run, "smol_async_wait: run").run.wait()); });
 }
 
 void smol_async_free(smol_async* run) noexcept {

@@ -262,8 +262,8 @@ typedef struct smol_params {
     smol_logits_fn logits_hook; /* may be NULL */
     void* logits_hook_user_data;
     /* Stopping. */
-    int64_t max_tokens;       /* 256; < 0: until end or full context; 0: prefill only */
-    const char* const* stop;  /* n_stop stop strings (UTF-8) */
+    int64_t max_tokens;      /* 256; < 0: until end or full context; 0: prefill only */
+    const char* const* stop; /* n_stop stop strings (UTF-8) */
     int64_t n_stop;
     int64_t ignore_eos;     /* 0 */
     int64_t prompt_as_text; /* 0: smol_generate parses control tokens written in the prompt */
@@ -312,7 +312,7 @@ typedef struct smol_result {
     const char* matched_stop; /* "" unless stop_reason is SMOL_STOP_STRING */
     const int32_t* tokens;    /* generated ids, a final end-of-generation id included */
     uint64_t n_tokens;
-    int64_t stop_reason;     /* smol_stop_reason */
+    int64_t stop_reason;      /* smol_stop_reason */
     uint64_t n_prompt_tokens; /* tokens of the prompt or rendered conversation */
     uint64_t n_reused_tokens; /* of those, already in the KV cache */
     double prefill_ms;

@@ -9,22 +9,21 @@
 #include <string.h>
 
 static int failures = 0;
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: CHECK(%s) failed; last error %s: %s\n", __FILE__, \
-                    __LINE__, #cond, smol_status_name(smol_last_error()),            \
-                    smol_last_error_message());                                      \
-            ++failures;                                                              \
-        }                                                                            \
+#define CHECK(cond)                                                                             \
+    do {                                                                                        \
+        if (!(cond)) {                                                                          \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed; last error %s: %s\n", __FILE__, __LINE__, \
+                    #cond, smol_status_name(smol_last_error()), smol_last_error_message());     \
+            ++failures;                                                                         \
+        }                                                                                       \
     } while (0)
 /* A call that must fail with `code` and say something. */
-#define CHECK_FAILS(call, code)                                                          \
-    do {                                                                                 \
-        CHECK((call) == 0);                                                              \
-        CHECK(smol_last_error() == (code));                                              \
-        CHECK(strlen(smol_last_error_message()) > 0);                                    \
-        if (smol_last_error() != (code))                                                 \
+#define CHECK_FAILS(call, code)                                                        \
+    do {                                                                               \
+        CHECK((call) == 0);                                                            \
+        CHECK(smol_last_error() == (code));                                            \
+        CHECK(strlen(smol_last_error_message()) > 0);                                  \
+        if (smol_last_error() != (code))                                               \
             fprintf(stderr, "  expected %s from %s\n", smol_status_name(code), #call); \
     } while (0)
 
@@ -337,8 +336,10 @@ static void test_generate(smol_model* model) {
         s.stop = stops;
         s.n_stop = 1;
         again = smol_generate(gen, "Once upon a time", &s, NULL, NULL);
-        CHECK(again && (again->stop_reason == SMOL_STOP_STRING) == (strchr(r->text, stop[0]) != NULL));
-        CHECK(again && (again->stop_reason != SMOL_STOP_STRING || strcmp(again->matched_stop, stop) == 0));
+        CHECK(again &&
+              (again->stop_reason == SMOL_STOP_STRING) == (strchr(r->text, stop[0]) != NULL));
+        CHECK(again &&
+              (again->stop_reason != SMOL_STOP_STRING || strcmp(again->matched_stop, stop) == 0));
         smol_result_free(again);
     }
 

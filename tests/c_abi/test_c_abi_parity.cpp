@@ -26,13 +26,13 @@
 namespace {
 
 int failures = 0;
-#define EXPECT(cond)                                                                     \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            std::fprintf(stderr, "%s:%d: EXPECT(%s) failed (%s)\n", __FILE__, __LINE__, \
-                         #cond, smol_last_error_message());                              \
-            ++failures;                                                                  \
-        }                                                                                \
+#define EXPECT(cond)                                                                           \
+    do {                                                                                       \
+        if (!(cond)) {                                                                         \
+            std::fprintf(stderr, "%s:%d: EXPECT(%s) failed (%s)\n", __FILE__, __LINE__, #cond, \
+                         smol_last_error_message());                                           \
+            ++failures;                                                                        \
+        }                                                                                      \
     } while (0)
 
 // The reference run the bindings compare with: keep in step with
@@ -192,10 +192,11 @@ int bench(const std::shared_ptr<const smol::Model>& cpp_model, smol_model* c_mod
         best_cpp = std::min(best_cpp, std::chrono::duration<double, std::micro>(t1 - t0).count());
         best_c = std::min(best_c, std::chrono::duration<double, std::micro>(t2 - t1).count());
     }
-    std::printf("C++ API %.2f us/token, C ABI %.2f us/token, overhead %.2f us/token (%d runs of %d "
-                "tokens, best of each)\n",
-                best_cpp / kBenchTokens, best_c / kBenchTokens,
-                (best_c - best_cpp) / kBenchTokens, runs, kBenchTokens);
+    std::printf(
+        "C++ API %.2f us/token, C ABI %.2f us/token, overhead %.2f us/token (%d runs of %d "
+        "tokens, best of each)\n",
+        best_cpp / kBenchTokens, best_c / kBenchTokens, (best_c - best_cpp) / kBenchTokens, runs,
+        kBenchTokens);
     smol_generator_free(c);
     return sink == 0;
 }
