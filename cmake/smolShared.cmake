@@ -12,6 +12,7 @@ target_include_directories(smol_shared PUBLIC
 # In the build folder's root, where the Python package and the C# sample look.
 set_target_properties(smol_shared PROPERTIES
   OUTPUT_NAME smol
+  EXPORT_NAME shared
   CXX_VISIBILITY_PRESET hidden
   VISIBILITY_INLINES_HIDDEN ON
   LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}

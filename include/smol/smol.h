@@ -39,8 +39,9 @@
  *     overlapping runs on one generator are rejected (SMOL_ERR_INVALID_ARGUMENT).
  *   - a smol_batcher may be shared by generators on different threads.
  *   - callbacks run on the thread that does the work: the caller's for
- *     smol_generate / smol_chat / smol_model_load, the generator's worker for
- *     the async runs' log and worker-start callbacks.
+ *     smol_model_load and for smol_generate / smol_chat (pieces, logits hook,
+ *     log), the generator's worker thread for async runs (logits hook, log,
+ *     worker start). A callback must not free the handle it was called for.
  *   - smol_version, smol_build_info, smol_last_error*, smol_*_init: any thread.
  *
  * Option structs begin with their own size. Fill them with smol_*_init (which
