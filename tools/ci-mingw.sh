@@ -98,17 +98,22 @@ else
   done
 fi
 if [ "$fail" = 0 ] && [ "${SMOL_MINGW_RUN:-1}" = 1 ]; then
-  if ! command -v wine64 >/dev/null && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+  # Debian's wine64 package puts the loader in /usr/lib/wine (the wine package
+  # adds the /usr/bin wrappers).
+  find_wine() { command -v wine64 || { [ -x /usr/lib/wine/wine64 ] && echo /usr/lib/wine/wine64; } || true; }
+  WINE=$(find_wine)
+  if [ -z "$WINE" ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
     say "installing wine64"
     export DEBIAN_FRONTEND=noninteractive
     apt-get install -y -qq --no-install-recommends wine64 >/dev/null
+    WINE=$(find_wine)
   fi
-  if command -v wine64 >/dev/null; then
+  if [ -n "$WINE" ]; then
     fixtures=${SMOL_FIXTURES:-$ROOT/../shared/fixtures}
     say "run test_c_abi.exe under wine64 (fixtures: $fixtures)"
     export WINEPREFIX=${WINEPREFIX:-$OUT/wineprefix} WINEDEBUG=${WINEDEBUG:--all}
     # Unix paths reach the program as paths on wine's Z: drive.
-    if ! (cd "$OUT" && wine64 ./test_c_abi.exe "$fixtures"); then
+    if ! (cd "$OUT" && "$WINE" ./test_c_abi.exe "$fixtures"); then
       echo "FAILED: test_c_abi.exe under wine64" >&2; fail=1
     fi
   elif [ "${SMOL_REQUIRE_WINE:-0}" = 1 ]; then
