@@ -3,7 +3,8 @@
 # Compiles a TU that includes <smol/smol.hpp> (baseline x86-64 and AVX2 flags)
 # and links it, then compiles and links every example that exists, against an
 # include directory that holds only xsimd and nlohmann-json (not /usr/include
-# whole), so a stray POSIX header in the library fails here. Prints its time.
+# whole), so a stray POSIX header in the library fails here; then the C ABI's
+# smol.dll and its C test, run under wine64 (below). Prints its time.
 # Installs g++-mingw-w64-x86-64-posix when missing (needs root and apt).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -74,6 +75,56 @@ for src in "$ROOT"/examples/*.cpp; do
   build "$(basename "$src" .cpp)" -mavx2 -mfma -mf16c "$src"
 done
 
-ls -la "$OUT"/*.exe 2>/dev/null || true
+# The C ABI as smol.dll (static runtime: one file beside the program), the C
+# test and the C example against it; the C test then runs for real under wine64
+# (Windows x64 semantics: its file API, threads, TLS, the DLL's exports), on the
+# tiny fixture when SMOL_FIXTURES has it. wine64 is installed when missing
+# (needs root and apt); SMOL_MINGW_RUN=0 skips the run.
+CC_MINGW=${MINGW_CC:-x86_64-w64-mingw32-gcc-posix}
+say "compile smol.dll (src/smol_c.cpp)"
+if ! "$CXX" "${COMMON[@]}" -shared -static -static-libgcc -static-libstdc++ "$ROOT/src/smol_c.cpp" \
+    -o "$OUT/smol.dll" -Wl,--out-implib,"$OUT/libsmol.dll.a" 2> "$OUT/smol_dll.log"; then
+  cat "$OUT/smol_dll.log" >&2; echo "FAILED: smol.dll" >&2; fail=1
+else
+  exported=$(x86_64-w64-mingw32-objdump -p "$OUT/smol.dll" | awk '/\[Ordinal\/Name Pointer\] Table/ {t=1; next} t && NF == 0 {t=0} t {print $NF}')
+  stray=$(printf '%s\n' "$exported" | grep -v '^smol_' || true)
+  echo "=== [mingw] smol.dll exports $(printf '%s\n' "$exported" | grep -c '^smol_') smol_* symbols"
+  if [ -n "$stray" ]; then echo "FAILED: smol.dll exports more than smol_*: $stray" >&2; fail=1; fi
+  for c in "$ROOT/tests/c_abi/test_c_abi.c" "$ROOT/examples/c-chat.c"; do
+    name=$(basename "$c" .c)
+    say "compile $name.exe (C99, against smol.dll)"
+    if ! "$CC_MINGW" -std=c99 -O1 -Wall -Wextra -Werror -I"$ROOT/include" "$c" "$OUT/libsmol.dll.a" \
+        -o "$OUT/$name.exe" 2> "$OUT/$name.log"; then
+      cat "$OUT/$name.log" >&2; echo "FAILED: $name" >&2; fail=1
+    fi
+  done
+fi
+if [ "$fail" = 0 ] && [ "${SMOL_MINGW_RUN:-1}" = 1 ]; then
+  # Debian's wine64 package puts the loader in /usr/lib/wine (the wine package
+  # adds the /usr/bin wrappers).
+  find_wine() { command -v wine64 || { [ -x /usr/lib/wine/wine64 ] && echo /usr/lib/wine/wine64; } || true; }
+  WINE=$(find_wine)
+  if [ -z "$WINE" ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    say "installing wine64"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq --no-install-recommends wine64 >/dev/null
+    WINE=$(find_wine)
+  fi
+  if [ -n "$WINE" ]; then
+    fixtures=${SMOL_FIXTURES:-$ROOT/../shared/fixtures}
+    say "run test_c_abi.exe under wine64 (fixtures: $fixtures)"
+    export WINEPREFIX=${WINEPREFIX:-$OUT/wineprefix} WINEDEBUG=${WINEDEBUG:--all}
+    # Unix paths reach the program as paths on wine's Z: drive.
+    if ! (cd "$OUT" && "$WINE" ./test_c_abi.exe "$fixtures"); then
+      echo "FAILED: test_c_abi.exe under wine64" >&2; fail=1
+    fi
+  elif [ "${SMOL_REQUIRE_WINE:-0}" = 1 ]; then
+    echo "FAILED: wine64 not found and SMOL_REQUIRE_WINE=1" >&2; fail=1
+  else
+    say "wine64 not found: the Windows binaries were built, not run"
+  fi
+fi
+
+ls -la "$OUT"/*.exe "$OUT"/*.dll 2>/dev/null || true
 if [ "$fail" != 0 ]; then say "FAILED"; exit 1; fi
 say "passed"

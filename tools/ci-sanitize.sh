@@ -39,6 +39,8 @@ existing_tests() {
     [ "$name" = test_cuda ] && continue
     names="$names $name"
   done
+  # The C ABI's tests (tests/c_abi/: the shared library built with the same sanitizers).
+  [ -e tests/c_abi/test_c_abi.c ] && names="$names test_c_abi test_c_abi_parity"
   echo "$names"
 }
 
@@ -68,8 +70,8 @@ for stage in $STAGES; do
     tsan)
       # Only the tests that exercise threads; the rest gain nothing from TSan.
       tsan_tests=""
-      for t in ${SMOL_TSAN_TESTS:-test_threadpool test_generator test_session test_batcher test_structured}; do
-        [ -e "tests/$t.cpp" ] && tsan_tests="$tsan_tests $t"
+      for t in ${SMOL_TSAN_TESTS:-test_threadpool test_generator test_session test_batcher test_structured test_c_abi_parity}; do
+        [ -e "tests/$t.cpp" ] || [ -e "tests/c_abi/$t.cpp" ] && tsan_tests="$tsan_tests $t"
       done
       run_stage build-tsan "thread" $tsan_tests
       ;;

@@ -972,7 +972,7 @@ void run_matmul(GGMLType type, const void* weights, size_t rows, size_t cols, co
     m.cols = int(cols);
     m.row_bytes = row_bytes(type, cols);
     launch_quantize(in.get<float>(), int(n_tokens), int(cols), act.get<ActBlock>(),
-                    type == GGMLType::Q8_0 ? ActRule::q8_0 : ActRule::kquant, nullptr);
+                    act_rule_of(type), nullptr);
     launch_matmul(m, act.get<ActBlock>(), int(n_tokens), out.get<float>(), false, nullptr);
     SMOL_CUDA_CHECK(cudaGetLastError());
     out.download(y, n_tokens * rows * sizeof(float));
@@ -1129,27 +1129,21 @@ float emulate_dot(GGMLType type, const void* row, size_t cols, const float* x) {
         detail::fail(ErrorKind::invalid_argument,
                      "cuda emulate_dot: " + std::to_string(cols) + " columns");
     std::vector<ActBlock> act(cols / kActBlock);
-    const ActRule rule = type == GGMLType::Q8_0 ? ActRule::q8_0 : ActRule::kquant;
+    const ActRule rule = act_rule_of(type);
     for (size_t b = 0; b < act.size(); ++b)
         quantize_act_block_host(x + b * kActBlock, act[b], rule);
     const uint8_t* bytes = static_cast<const uint8_t*>(row);
-    switch (type) {
-        case GGMLType::Q4_K:
-            return emulate_dot_for<FormatQ4K>(bytes, cols, act);
-        case GGMLType::Q5_K:
-            return emulate_dot_for<FormatQ5K>(bytes, cols, act);
-        case GGMLType::Q6_K:
-            return emulate_dot_for<FormatQ6K>(bytes, cols, act);
-        case GGMLType::Q8_0:
-            return emulate_dot_for<FormatQ8_0>(bytes, cols, act);
-        default:
-            return 0;
-    }
+    float result = 0;
+    visit_weight_type<Format>(type, [&](auto format) {
+        using F = decltype(format);
+        if constexpr (F::matmul) result = emulate_dot_for<typename F::type>(bytes, cols, act);
+    });
+    return result;
 }
 
 void emulate_quantize_activations(GGMLType weight_type, const float* x, size_t n, int8_t* q,
                                   float* d) {
-    const ActRule rule = weight_type == GGMLType::Q8_0 ? ActRule::q8_0 : ActRule::kquant;
+    const ActRule rule = weight_act_rule_of(type);
     for (size_t b = 0; b < n / kActBlock; ++b) {
         ActBlock block;
         quantize_act_block_host(x + b * kActBlock, block, rule);
@@ -1160,32 +1154,12 @@ void emulate_quantize_activations(GGMLType weight_type, const float* x, size_t n
 
 void emulate_dequantize_row(GGMLType type, const void* row, size_t cols, float* out) {
     const uint8_t* bytes = static_cast<const uint8_t*>(row);
-    switch (type) {
-        case GGMLType::Q4_K:
-            emulate_dequantize_for<FormatQ4K>(bytes, cols, out);
-            break;
-        case GGMLType::Q5_K:
-            emulate_dequantize_for<FormatQ5K>(bytes, cols, out);
-            break;
-        case GGMLType::Q6_K:
-            emulate_dequantize_for<FormatQ6K>(bytes, cols, out);
-            break;
-        case GGMLType::Q8_0:
-            emulate_dequantize_for<FormatQ8_0>(bytes, cols, out);
-            break;
-        case GGMLType::F32:
-            emulate_dequantize_for<FormatF32>(bytes, cols, out);
-            break;
-        case GGMLType::F16:
-            emulate_dequantize_for<FormatF16>(bytes, cols, out);
-            break;
-        case GGMLType::BF16:
-            emulate_dequantize_for<FormatBF16>(bytes, cols, out);
-            break;
-        default:
-            detail::fail(ErrorKind::unsupported,
-                         "cuda emulate_dequantize_row: type " + type_name(type));
-    }
+    const bool known = visit_weight_type<Format>(type, [&](auto format) {
+        emulate_dequantize_for<typename decltype(format)::type>(bytes, cols, out);
+    });
+    if (!known)
+        detail::fail(ErrorKind::unsupported,
+                     "cuda emulate_dequantize_row: type " + type_name(type));
 }
 
 }  // namespace cuda_detail

@@ -1,0 +1,106 @@
+// The C# sample: streams a greedy completion, chats, cancels from another
+// thread, and polls an async run the way a game's frame loop would.
+//   mcs -out:Sample.exe Smol.cs Sample.cs && mono Sample.exe model.gguf
+//   mono Sample.exe model.gguf --check greedy.txt   (CI: the text must equal
+//   the C++ API's, which tests/c_abi/test_c_abi_parity writes there)
+using System;
+using System.IO;
+using System.Text;
+using System.Threading;
+
+static class Sample {
+    // The reference run of tests/c_abi/test_c_abi_parity.cpp.
+    const string Prompt = "Once upon a time";
+    const int Tokens = 24;
+    static int failures = 0;
+
+    static void Check(bool ok, string what) {
+        if (ok) return;
+        Console.Error.WriteLine("FAILED: " + what);
+        ++failures;
+    }
+
+    static int Main(string[] args) {
+        if (args.Length < 1) {
+            Console.Error.WriteLine("usage: mono Sample.exe model.gguf [--check greedy.txt]");
+            return 2;
+        }
+        Console.WriteLine(Smol.Library.BuildInfo);
+        var greedy = new Smol.GenerateParams { Temperature = 0, MaxTokens = Tokens };
+
+        using (var model = new Smol.Model(args[0], new Smol.LoadOptions { Threads = 2 }))
+        using (var gen = new Smol.Generator(model)) {
+            // Streamed: the pieces are the text.
+            var streamed = new StringBuilder();
+            Smol.Result r = gen.Generate(Prompt, greedy, piece => {
+                streamed.Append(piece);
+                Console.Write(piece);
+                return true;
+            });
+            Console.WriteLine();
+            Console.WriteLine("[" + r.Tokens.Length + " tokens, " + r.StopReason + "]");
+            Check(streamed.ToString() == r.Text, "streamed pieces are the text");
+            if (args.Length > 2 && args[1] == "--check") {
+                string expected = Encoding.UTF8.GetString(File.ReadAllBytes(args[2]));
+                Check(r.Text == expected, "greedy text equals the C++ API's");
+            }
+
+            // Chat, then the next turn reuses the cache.
+            var chat = new Smol.GenerateParams { Temperature = 0, MaxTokens = 8, EnableThinking = false };
+            var messages = new[] { new Smol.ChatMessage("user", "Hello!") };
+            Smol.Result reply = gen.Chat(messages, chat);
+            var next = new[] { messages[0], new Smol.ChatMessage("assistant", reply.Text, true),
+                               new Smol.ChatMessage("user", "And then?") };
+            Check(gen.Chat(next, chat).ReusedTokens > reply.PromptTokens / 2, "chat reuses the cache");
+
+            // Cancel from another thread once text flows.
+            var started = new ManualResetEvent(false);
+            var canceller = new Thread(() => { started.WaitOne(); gen.Cancel(); });
+            canceller.Start();
+            Smol.Result cancelled = gen.Generate(Prompt,
+                new Smol.GenerateParams { MaxTokens = -1, IgnoreEos = true },
+                piece => { started.Set(); return true; });
+            canceller.Join();
+            Check(cancelled.StopReason == Smol.StopReason.Cancelled, "cancel from another thread");
+
+            // An async run polled to completion, as a frame loop does.
+            gen.Reset();
+            var polled = new StringBuilder();
+            using (Smol.AsyncGeneration run = gen.GenerateAsync(Prompt, greedy)) {
+                while (true) {
+                    bool done = run.Done;
+                    polled.Append(run.Poll());
+                    if (done) break;
+                    Thread.Sleep(1);  // the rest of the frame
+                }
+                Smol.Result result = run.Wait();
+                Check(result.Text == polled.ToString() && result.Text == r.Text,
+                      "async run polled to completion");
+            }
+
+            // Sessions.
+            byte[] session = gen.SaveSession();
+            using (var other = new Smol.Generator(model)) {
+                other.RestoreSession(session);
+                Check(other.CachedTokens == gen.CachedTokens, "session restored");
+            }
+
+            // Errors: a code and a message.
+            try {
+                gen.Generate("bad", new Smol.GenerateParams { Grammar = "root ::= (" });
+                Check(false, "a bad grammar throws");
+            } catch (Smol.SmolException e) {
+                Check(e.Code == Smol.Status.InvalidArgument, "a bad grammar is invalid_argument");
+            }
+        }
+        try {
+            new Smol.Model("/nonexistent.gguf").Dispose();
+            Check(false, "a missing file throws");
+        } catch (Smol.SmolException e) {
+            Check(e.Code == Smol.Status.Io, "a missing file is io: " + e.Message);
+        }
+        if (failures > 0) return 1;
+        Console.WriteLine("C# sample: all checks passed");
+        return 0;
+    }
+}

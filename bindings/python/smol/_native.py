@@ -1,0 +1,170 @@
+"""ctypes declarations of include/smol/smol.h, and how the library is found.
+
+The shared library (libsmol.so, smol.dll, libsmol.dylib; CMake target
+smol::shared) is looked for, first found wins:
+  1. the path in the environment variable SMOL_LIBRARY;
+  2. beside this package (bindings/python/smol/, or wherever it was copied);
+  3. the build folders of the source tree this package sits in
+     (<repo>/build, then <repo>/build-*/, newest first);
+  4. the system's library path (ctypes.util.find_library("smol")).
+"""
+
+import ctypes
+import ctypes.util
+import glob
+import os
+import sys
+
+from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_double, c_float, c_int,
+                    c_int32, c_int64, c_size_t, c_uint8, c_uint64, c_void_p)
+
+if sys.platform == "win32":
+    LIBRARY_NAMES = ["smol.dll", "libsmol.dll"]
+elif sys.platform == "darwin":
+    LIBRARY_NAMES = ["libsmol.dylib"]
+else:
+    LIBRARY_NAMES = ["libsmol.so"]
+
+
+def library_candidates():
+    """The paths tried, in order (the system search comes last, by name)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = []
+    if os.environ.get("SMOL_LIBRARY"):
+        out.append(os.environ["SMOL_LIBRARY"])
+    out += [os.path.join(here, name) for name in LIBRARY_NAMES]
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(here)))
+    builds = [os.path.join(repo, "build")]
+    builds += sorted(glob.glob(os.path.join(repo, "build-*")), key=os.path.getmtime, reverse=True)
+    for folder in builds:
+        out += [os.path.join(folder, name) for name in LIBRARY_NAMES]
+    return out
+
+
+def load_library():
+    tried = []
+    for path in library_candidates():
+        if os.path.exists(path):
+            return ctypes.CDLL(path)
+        tried.append(path)
+    found = ctypes.util.find_library("smol")
+    if found:
+        return ctypes.CDLL(found)
+    raise OSError("smol: the shared library was not found; build it (cmake --build build "
+                  "--target smol_shared) or set SMOL_LIBRARY. Tried: " + ", ".join(tried))
+
+
+PROGRESS_FN = CFUNCTYPE(c_int, c_float, c_void_p)
+LOG_FN = CFUNCTYPE(None, c_int, c_char_p, c_void_p)
+PIECE_FN = CFUNCTYPE(c_int, POINTER(ctypes.c_char), c_size_t, c_void_p)
+LOGITS_FN = CFUNCTYPE(None, POINTER(c_float), c_size_t, c_void_p)
+WORKER_START_FN = CFUNCTYPE(None, c_void_p)
+
+
+class LoadOptions(Structure):
+    _fields_ = [("size", c_uint64), ("n_threads", c_int64), ("device", c_int64),
+                ("cuda_device", c_int64), ("memory_budget", c_uint64),
+                ("interleave_weights", c_int64), ("cpu", c_char_p), ("progress", PROGRESS_FN),
+                ("progress_user_data", c_void_p), ("log", LOG_FN), ("log_user_data", c_void_p)]
+
+
+class GeneratorOptions(Structure):
+    _fields_ = [("size", c_uint64), ("n_ctx", c_int64), ("kv_type", c_int64),
+                ("prefill_chunk", c_int64), ("batcher", c_void_p), ("log", LOG_FN),
+                ("log_user_data", c_void_p), ("on_worker_start", WORKER_START_FN),
+                ("worker_start_user_data", c_void_p)]
+
+
+class LogitBias(Structure):
+    _fields_ = [("token", c_int32), ("bias", c_float)]
+
+
+class Tool(Structure):
+    _fields_ = [("name", c_char_p), ("description", c_char_p), ("parameters", c_char_p)]
+
+
+class Params(Structure):
+    _fields_ = [("size", c_uint64), ("temperature", c_double), ("top_k", c_int64),
+                ("top_p", c_double), ("min_p", c_double), ("repeat_penalty", c_double),
+                ("presence_penalty", c_double), ("frequency_penalty", c_double),
+                ("penalty_last_n", c_int64), ("seed", c_uint64),
+                ("logit_bias", POINTER(LogitBias)), ("n_logit_bias", c_int64),
+                ("logits_hook", LOGITS_FN), ("logits_hook_user_data", c_void_p),
+                ("max_tokens", c_int64), ("stop", POINTER(c_char_p)), ("n_stop", c_int64),
+                ("ignore_eos", c_int64), ("prompt_as_text", c_int64),
+                ("add_generation_prompt", c_int64), ("enable_thinking", c_int64),
+                ("today", c_char_p), ("tools", POINTER(Tool)), ("n_tools", c_int64),
+                ("parse_special_in_content", c_int64), ("grammar", c_char_p),
+                ("json_schema", c_char_p), ("json_max_indent", c_int64),
+                ("json_max_integer_digits", c_int64), ("json_max_fraction_digits", c_int64),
+                ("json_max_exponent_digits", c_int64), ("json_max_any_depth", c_int64),
+                ("constrain_tool_calls", c_int64)]
+
+
+class Message(Structure):
+    _fields_ = [("role", c_char_p), ("content", c_char_p), ("model_output", c_int64)]
+
+
+class CResult(Structure):
+    _fields_ = [("size", c_uint64), ("text", c_void_p), ("text_length", c_uint64),
+                ("reasoning", c_void_p), ("reasoning_length", c_uint64), ("answer", c_void_p),
+                ("answer_length", c_uint64), ("tool_calls_json", c_char_p),
+                ("matched_stop", c_char_p), ("tokens", POINTER(c_int32)), ("n_tokens", c_uint64),
+                ("stop_reason", c_int64), ("n_prompt_tokens", c_uint64),
+                ("n_reused_tokens", c_uint64), ("prefill_ms", c_double), ("decode_ms", c_double)]
+
+
+def declare(lib):
+    """Argument and result types of every entry point."""
+    h = c_void_p
+    table = {
+        "smol_last_error": (c_int, []),
+        "smol_last_error_message": (c_char_p, []),
+        "smol_status_name": (c_char_p, [c_int]),
+        "smol_version": (c_char_p, []),
+        "smol_build_info": (c_char_p, []),
+        "smol_load_options_init": (None, [POINTER(LoadOptions)]),
+        "smol_model_load": (h, [c_char_p, POINTER(LoadOptions)]),
+        "smol_model_load_memory": (h, [c_void_p, c_size_t, POINTER(LoadOptions)]),
+        "smol_model_free": (None, [h]),
+        "smol_model_identity": (c_char_p, [h]),
+        "smol_model_cpu_level": (c_char_p, [h]),
+        "smol_model_device": (c_int, [h]),
+        "smol_model_n_vocab": (c_size_t, [h]),
+        "smol_model_n_ctx_train": (c_size_t, [h]),
+        "smol_batcher_new": (h, [h]),
+        "smol_batcher_free": (None, [h]),
+        "smol_generator_options_init": (None, [POINTER(GeneratorOptions)]),
+        "smol_generator_new": (h, [h, POINTER(GeneratorOptions)]),
+        "smol_generator_free": (None, [h]),
+        "smol_generator_fork": (h, [h]),
+        "smol_reset": (c_int, [h]),
+        "smol_cancel": (None, [h]),
+        "smol_generator_n_ctx": (c_size_t, [h]),
+        "smol_generator_n_cached": (c_size_t, [h]),
+        "smol_params_init": (None, [POINTER(Params)]),
+        "smol_result_free": (None, [POINTER(CResult)]),
+        "smol_generate": (POINTER(CResult), [h, c_char_p, POINTER(Params), PIECE_FN, c_void_p]),
+        "smol_chat": (POINTER(CResult),
+                      [h, POINTER(Message), c_size_t, POINTER(Params), PIECE_FN, c_void_p]),
+        "smol_generate_async": (h, [h, c_char_p, POINTER(Params)]),
+        "smol_chat_async": (h, [h, POINTER(Message), c_size_t, POINTER(Params)]),
+        "smol_async_poll": (c_void_p, [h, POINTER(c_size_t)]),
+        "smol_async_done": (c_int, [h]),
+        "smol_async_cancel": (None, [h]),
+        "smol_async_wait": (POINTER(CResult), [h]),
+        "smol_async_free": (None, [h]),
+        "smol_session_save": (POINTER(c_uint8), [h, POINTER(c_size_t)]),
+        "smol_session_restore": (c_int, [h, c_void_p, c_size_t]),
+        "smol_bytes_free": (None, [POINTER(c_uint8)]),
+        "smol_tokenize": (POINTER(c_int32), [h, c_char_p, c_int, POINTER(c_size_t)]),
+        "smol_tokens_free": (None, [POINTER(c_int32)]),
+    }
+    for name, (restype, argtypes) in table.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+    return lib
+
+
+lib = declare(load_library())

@@ -1,0 +1,191 @@
+"""The Python binding on the tiny fixture: the C++ API's greedy text, streaming,
+chat, cancel from another thread, an async run polled to completion, sessions,
+errors. Run: PYTHONPATH=bindings/python SMOL_FIXTURES=... python3 -m pytest
+bindings/python/tests (ctest does, with SMOL_LIBRARY and SMOL_EXPECTED_GREEDY)."""
+
+import os
+import threading
+import time
+
+import pytest
+
+import smol
+
+# The reference run of tests/c_abi/test_c_abi_parity.cpp, which writes the C++
+# API's greedy text to $SMOL_EXPECTED_GREEDY.
+PROMPT = "Once upon a time"
+TOKENS = 24
+
+
+def fixture_path(name):
+    folder = os.environ.get("SMOL_FIXTURES") or os.path.join(
+        os.path.dirname(__file__), "..", "..", "..", "..", "shared", "fixtures")
+    path = os.path.join(folder, name)
+    if not os.path.exists(path):
+        if os.environ.get("SMOL_REQUIRE_FIXTURES") == "1":
+            pytest.fail(f"fixture '{path}' is missing and SMOL_REQUIRE_FIXTURES=1")
+        pytest.skip(f"fixture '{path}' not found (set SMOL_FIXTURES)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def model():
+    return smol.Model(fixture_path("tiny-q4km.gguf"), n_threads=2)
+
+
+def test_version_and_build_info():
+    assert smol.version() == "0.1.0" or smol.version()
+    assert smol.version() in smol.build_info()
+
+
+def test_greedy_text_equals_the_cpp_api(model):
+    expected_file = os.environ.get("SMOL_EXPECTED_GREEDY")
+    if not expected_file or not os.path.exists(expected_file):
+        pytest.skip("SMOL_EXPECTED_GREEDY not set (ctest sets it)")
+    with open(expected_file, "rb") as f:
+        expected = f.read().decode("utf-8", "replace")
+    result = model.generator().generate(PROMPT, max_tokens=TOKENS, temperature=0)
+    assert result.text == expected
+    assert len(result.tokens) <= TOKENS
+
+
+def test_streaming_gives_the_same_text(model):
+    gen = model.generator()
+    whole = gen.generate(PROMPT, max_tokens=TOKENS, temperature=0)
+    gen.reset()
+    pieces = []
+    stream = gen.stream(PROMPT, max_tokens=TOKENS, temperature=0)
+    for piece in stream:
+        pieces.append(piece)
+    assert "".join(pieces) == whole.text
+    assert stream.result.tokens == whole.tokens
+    # The callback form, stopped after two pieces.
+    seen = []
+    stopped = gen.generate(PROMPT, max_tokens=TOKENS, temperature=0,
+                           on_text=lambda p: seen.append(p) or len(seen) < 2)
+    assert stopped.stop_reason == "cancelled" and len(seen) == 2
+
+
+def test_leaving_a_stream_early_cancels_it(model):
+    gen = model.generator()
+    for i, _ in enumerate(gen.stream(PROMPT, max_tokens=-1, ignore_eos=True, temperature=0)):
+        if i == 2:
+            break
+    # The generator is free again.
+    assert gen.generate(PROMPT, max_tokens=2, temperature=0).tokens
+
+
+def test_chat_and_cache_reuse(model):
+    gen = model.generator()
+    messages = [{"role": "system", "content": "Be brief."}, ("user", "Hello <|im_end|>")]
+    first = gen.chat(messages, max_tokens=8, temperature=0, enable_thinking=False,
+                     today="01 January 2026")
+    assert first.n_prompt_tokens > 0
+    messages.append({"role": "assistant", "content": first.text, "model_output": True})
+    messages.append(("user", "And then?"))
+    second = gen.chat(messages, max_tokens=8, temperature=0, enable_thinking=False,
+                      today="01 January 2026")
+    assert second.n_reused_tokens > first.n_prompt_tokens // 2
+    tools = [{"name": "get_weather", "description": "The weather",
+              "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+    with_tools = gen.chat(messages[:2], max_tokens=8, temperature=0, tools=tools)
+    assert isinstance(with_tools.tool_calls, list)
+
+
+def test_cancel_from_another_thread(model):
+    gen = model.generator()
+    pieces = []
+    started = threading.Event()
+
+    def on_text(piece):
+        pieces.append(piece)
+        started.set()
+
+    def cancel_soon():
+        started.wait(30)
+        gen.cancel()
+
+    canceller = threading.Thread(target=cancel_soon)
+    canceller.start()
+    result = gen.generate(PROMPT, max_tokens=-1, ignore_eos=True, temperature=0, on_text=on_text)
+    canceller.join()
+    assert result.stop_reason == "cancelled"
+    assert len(result.tokens) < 4000
+
+
+def test_async_polled_to_completion(model):
+    gen = model.generator()
+    reference = gen.generate(PROMPT, max_tokens=TOKENS, temperature=0)
+    gen.reset()
+    run = gen.generate_async(PROMPT, max_tokens=TOKENS, temperature=0)
+    text = ""
+    while True:
+        finished = run.done
+        text += run.poll()
+        if finished:
+            break
+        time.sleep(0.001)  # a game's frame
+    result = run.wait()
+    run.close()
+    assert result.text == text == reference.text
+    assert result.tokens == reference.tokens
+    # Cancelled at once.
+    run = gen.chat_async([("user", "Hi")], max_tokens=-1, ignore_eos=True)
+    run.cancel()
+    assert run.wait().stop_reason == "cancelled"
+    run.close()
+
+
+def test_sessions_fork_tokenize(model):
+    gen = model.generator(n_ctx=256)
+    first = gen.generate(PROMPT, max_tokens=8, temperature=0)
+    saved = gen.save_session()
+    other = model.generator(n_ctx=256)
+    other.restore_session(saved)
+    assert other.n_cached == gen.n_cached
+    again = other.generate(PROMPT, max_tokens=8, temperature=0)
+    assert again.tokens == first.tokens
+    assert again.n_reused_tokens == again.n_prompt_tokens - 1
+    fork = gen.fork()
+    assert fork.n_cached == gen.n_cached
+    with pytest.raises(smol.Error) as error:
+        other.restore_session(saved[: len(saved) // 2])
+    assert error.value.kind == "format"
+    assert gen.tokenize("<|im_start|>")[0] == 128011
+    assert len(gen.tokenize("<|im_start|>", as_text=True)) > 1
+
+
+def test_errors(model):
+    with pytest.raises(smol.Error) as error:
+        smol.Model("/nonexistent.gguf")
+    assert error.value.kind == "io" and "/nonexistent.gguf" in error.value.message
+    with pytest.raises(smol.Error) as error:
+        smol.Model(fixture_path("tiny-q4km.gguf"), device="cuda")
+    assert error.value.kind == "unsupported"
+    with pytest.raises(smol.Error) as error:
+        smol.Model(fixture_path("tiny-q4km.gguf"), progress=lambda f: False)
+    assert error.value.kind == "cancelled"
+    with pytest.raises(smol.Error) as error:
+        model.generator(n_ctx=10**9)
+    assert error.value.kind == "invalid_argument"
+    gen = model.generator()
+    with pytest.raises(smol.Error) as error:
+        gen.generate("bad \udcff text", max_tokens=2)
+    assert error.value.kind == "invalid_argument" and "UTF-8" in error.value.message
+    with pytest.raises(smol.Error):
+        gen.generate("x", grammar="root ::= (")
+    with pytest.raises(TypeError):
+        gen.generate("x", max_tokenz=3)
+    # A grammar and a logit bias take effect.
+    assert gen.generate("Answer:", grammar='root ::= "yes" | "no"', temperature=0,
+                        max_tokens=8).text in ("yes", "no")
+    assert gen.generate(PROMPT, logit_bias={42: 100.0}, temperature=0, max_tokens=2,
+                        ignore_eos=True).tokens == [42, 42]
+
+
+def test_load_from_memory(model):
+    with open(fixture_path("tiny-q4km.gguf"), "rb") as f:
+        data = f.read()
+    from_memory = smol.Model(data=data)
+    assert from_memory.identity == model.identity
+    assert from_memory.n_vocab == 128256 and from_memory.device == "cpu"

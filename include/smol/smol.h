@@ -1,0 +1,388 @@
+/* smol.h: the C ABI of smol, for C and for every language that calls C
+ * (Python ctypes, C# P/Invoke, Unity, Godot, Lua, ...). C99, no C++ types.
+ * The functions live in the shared library (CMake target smol::shared:
+ * libsmol.so, smol.dll, libsmol.dylib); the header-only C++ API
+ * (<smol/smol.hpp>) is what it wraps, and its documentation holds for the
+ * meaning of every option (generation/params.hpp, model/model.hpp).
+ *
+ *   smol_model* model = smol_model_load("model.gguf", NULL);
+ *   smol_generator* gen = smol_generator_new(model, NULL);
+ *   smol_params p;  smol_params_init(&p);  p.max_tokens = 64;  p.temperature = 0;
+ *   smol_result* r = smol_generate(gen, "Once upon a time", &p, on_piece, user_data);
+ *   if (!r) fprintf(stderr, "%s\n", smol_last_error_message());
+ *   else puts(r->text);
+ *   smol_result_free(r);  smol_generator_free(gen);  smol_model_free(model);
+ *
+ * Errors: every function that can fail returns a smol_status (SMOL_OK = 0) or
+ * a pointer (NULL on failure), and records the error for the calling thread:
+ * smol_last_error() gives its code and smol_last_error_message() its message
+ * (naming the file, key, tensor or byte offset at fault). The record is
+ * thread-local, so threads never see each other's errors; every call that can
+ * fail overwrites it (with SMOL_OK and "" on success). No exception and no C++
+ * object crosses the boundary: each entry point catches everything (an
+ * allocation that fails is SMOL_ERR_RESOURCE).
+ *
+ * Ownership: handles (smol_model, smol_generator, smol_batcher, smol_async),
+ * results and byte buffers are allocated by the library and released by their
+ * *_free function (each accepts NULL). Strings passed in are copied or used
+ * only during the call, except the buffer of smol_model_load_memory, which
+ * must outlive the model. Strings handed out are UTF-8, NUL-terminated, with
+ * their byte length alongside.
+ *
+ * Threading (the C++ contract, generation/generator.hpp):
+ *   - a smol_model is immutable: share it between any number of generators on
+ *     any threads. smol_model_free may be called while generators still use
+ *     it (they keep the weights alive).
+ *   - a smol_generator is used by one thread at a time; the exceptions:
+ *     smol_cancel may be called from any thread at any moment, and a
+ *     smol_async's functions from any one thread while its run goes on. Two
+ *     overlapping runs on one generator are rejected (SMOL_ERR_INVALID_ARGUMENT).
+ *   - a smol_batcher may be shared by generators on different threads.
+ *   - callbacks run on the thread that does the work: the caller's for
+ *     smol_model_load and for smol_generate / smol_chat (pieces, logits hook,
+ *     log), the generator's worker thread for async runs (logits hook, log,
+ *     worker start). A callback must not free the handle it was called for.
+ *   - smol_version, smol_build_info, smol_last_error*, smol_*_init: any thread.
+ *
+ * Option structs begin with their own size. Fill them with smol_*_init (which
+ * sets the size and the defaults), then change fields. The library reads only
+ * the fields that the given size covers and uses the defaults for the rest, so
+ * a program compiled against an older, smaller struct keeps working when
+ * fields are appended. Fields are only ever appended, never reordered or
+ * removed; every field is 64 bits wide on 64-bit targets (integers are
+ * int64_t, reals double), so no struct has padding a later field could fall
+ * into. Fields planned next (appended at the end of their struct when the C++
+ * API has them): the context policy (what happens when the KV cache is full)
+ * and its parameters in smol_generator_options; more KV cache types
+ * (smol_kv_type gains values); erasing a range of the session (a new function).
+ */
+#ifndef SMOL_H
+#define SMOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32) || defined(__CYGWIN__)
+#if defined(SMOL_BUILDING_SHARED)
+#define SMOL_API __declspec(dllexport)
+#else
+#define SMOL_API __declspec(dllimport)
+#endif
+#elif defined(__GNUC__) || defined(__clang__)
+#define SMOL_API __attribute__((visibility("default")))
+#else
+#define SMOL_API
+#endif
+
+#ifdef __cplusplus
+#define SMOL_NOEXCEPT noexcept
+extern "C" {
+#else
+#define SMOL_NOEXCEPT
+#endif
+
+/* The version of this C ABI: bumped when an existing function or field
+ * changes meaning (appending fields or functions does not). */
+#define SMOL_C_ABI_VERSION 1
+
+/* ------------------------------------------------------------------ errors */
+
+/* The C++ API's ErrorKind, plus SMOL_OK. */
+typedef enum smol_status {
+    SMOL_OK = 0,
+    SMOL_ERR_IO = 1,               /* file missing, unreadable, not mappable */
+    SMOL_ERR_FORMAT = 2,           /* malformed or truncated GGUF or session bytes */
+    SMOL_ERR_UNSUPPORTED = 3,      /* valid, but not implemented (e.g. cuda in a CPU build) */
+    SMOL_ERR_SHAPE = 4,            /* a tensor whose shape disagrees with the config */
+    SMOL_ERR_MISSING = 5,          /* a required key or tensor is absent */
+    SMOL_ERR_TYPE = 6,             /* a metadata value of the wrong type */
+    SMOL_ERR_INVALID_ARGUMENT = 7, /* NULL handle, bad option, bad UTF-8, ... */
+    SMOL_ERR_OUT_OF_RANGE = 8,     /* a prompt or session longer than the context */
+    SMOL_ERR_CANCELLED = 9,        /* a load cancelled by its progress callback */
+    SMOL_ERR_INTERNAL = 10,        /* a bug in smol: please report it */
+    SMOL_ERR_RESOURCE = 11         /* past the memory budget, or out of memory */
+} smol_status;
+
+/* The calling thread's last error: its code (SMOL_OK after a success) and
+ * message ("" after a success). The message stays valid until the thread's
+ * next smol call. */
+SMOL_API smol_status smol_last_error(void) SMOL_NOEXCEPT;
+SMOL_API const char* smol_last_error_message(void) SMOL_NOEXCEPT;
+/* "ok", "io", "format", ... (static strings; "unknown" for other values). */
+SMOL_API const char* smol_status_name(smol_status status) SMOL_NOEXCEPT;
+
+/* ------------------------------------------------------------ build facts */
+
+/* "0.1.0" (static). */
+SMOL_API const char* smol_version(void) SMOL_NOEXCEPT;
+/* One line: version, kernel level chosen at run time, best level, levels
+ * compiled in, hardware threads (static once computed). */
+SMOL_API const char* smol_build_info(void) SMOL_NOEXCEPT;
+
+/* ------------------------------------------------------------ enums */
+
+typedef enum smol_device {
+    SMOL_DEVICE_CPU = 0,
+    SMOL_DEVICE_CUDA = 1, /* SMOL_ERR_UNSUPPORTED from a library built without CUDA */
+    SMOL_DEVICE_AUTO = 2  /* cuda when possible, else cpu */
+} smol_device;
+
+typedef enum smol_kv_type { SMOL_KV_F32 = 0, SMOL_KV_F16 = 1 } smol_kv_type;
+
+typedef enum smol_stop_reason {
+    SMOL_STOP_EOS = 0,
+    SMOL_STOP_MAX_TOKENS = 1,
+    SMOL_STOP_STRING = 2,
+    SMOL_STOP_CANCELLED = 3,
+    SMOL_STOP_CONTEXT_FULL = 4
+} smol_stop_reason;
+
+/* ------------------------------------------------------------ callbacks */
+
+/* Load progress in [0, 1]; return 0 to cancel the load (SMOL_ERR_CANCELLED). */
+typedef int (*smol_progress_fn)(float progress, void* user_data);
+/* A log line; level: -1 debug, 0 info, 1 warning, 2 error. */
+typedef void (*smol_log_fn)(int level, const char* message, void* user_data);
+/* A new piece of generated text (whole UTF-8, NUL-terminated, valid during the
+ * call only); return nonzero to go on, 0 to stop (SMOL_STOP_CANCELLED). */
+typedef int (*smol_piece_fn)(const char* piece, size_t length, void* user_data);
+/* Called with the logits [n_vocab] before sampling; may change them. */
+typedef void (*smol_logits_fn)(float* logits, size_t n_vocab, void* user_data);
+/* Called first thing on a generator's async worker thread. */
+typedef void (*smol_worker_start_fn)(void* user_data);
+
+/* ------------------------------------------------------------ model */
+
+typedef struct smol_model smol_model;
+
+typedef struct smol_load_options {
+    uint64_t size;              /* sizeof(smol_load_options) */
+    int64_t n_threads;          /* 0: hardware threads, capped at physical cores */
+    int64_t device;             /* smol_device; default SMOL_DEVICE_CPU */
+    int64_t cuda_device;        /* which GPU; default 0 */
+    uint64_t memory_budget;     /* bytes one allocation may take; 0: physical memory */
+    int64_t interleave_weights; /* nonzero (default): the faster CPU weight layout */
+    const char* cpu;            /* kernel level: NULL (default, automatic), "scalar", "avx2", ... */
+    smol_progress_fn progress;  /* may be NULL */
+    void* progress_user_data;
+    smol_log_fn log; /* may be NULL (silent) */
+    void* log_user_data;
+} smol_load_options;
+
+SMOL_API void smol_load_options_init(smol_load_options* options) SMOL_NOEXCEPT;
+
+/* options may be NULL (the defaults). NULL on failure. */
+SMOL_API smol_model* smol_model_load(const char* path,
+                                     const smol_load_options* options) SMOL_NOEXCEPT;
+/* The caller keeps data alive and unchanged as long as the model lives. */
+SMOL_API smol_model* smol_model_load_memory(const void* data, size_t size,
+                                            const smol_load_options* options) SMOL_NOEXCEPT;
+SMOL_API void smol_model_free(smol_model* model) SMOL_NOEXCEPT;
+
+/* Facts about a loaded model (static strings / numbers; 0 or "" for NULL). */
+SMOL_API const char* smol_model_identity(const smol_model* model) SMOL_NOEXCEPT;
+SMOL_API const char* smol_model_cpu_level(const smol_model* model) SMOL_NOEXCEPT;
+SMOL_API smol_device smol_model_device(const smol_model* model) SMOL_NOEXCEPT;
+SMOL_API size_t smol_model_n_vocab(const smol_model* model) SMOL_NOEXCEPT;
+SMOL_API size_t smol_model_n_ctx_train(const smol_model* model) SMOL_NOEXCEPT;
+
+/* ------------------------------------------------------------ batcher */
+
+/* Generators given one batcher decode in shared forward passes (many NPCs at
+ * the speed of one); C++: generation/batcher.hpp, with its default options. */
+typedef struct smol_batcher smol_batcher;
+SMOL_API smol_batcher* smol_batcher_new(const smol_model* model) SMOL_NOEXCEPT;
+/* Generators that use it keep it alive. */
+SMOL_API void smol_batcher_free(smol_batcher* batcher) SMOL_NOEXCEPT;
+
+/* ------------------------------------------------------------ generator */
+
+typedef struct smol_generator smol_generator;
+
+typedef struct smol_generator_options {
+    uint64_t size;         /* sizeof(smol_generator_options) */
+    int64_t n_ctx;         /* KV cache positions; 0 (default): min(4096, the model's) */
+    int64_t kv_type;       /* smol_kv_type; default SMOL_KV_F16 */
+    int64_t prefill_chunk; /* tokens per prefill pass; 0 (default): the model's */
+    smol_batcher* batcher; /* share forward passes; NULL (default): none */
+    smol_log_fn log;       /* may be NULL */
+    void* log_user_data;
+    smol_worker_start_fn on_worker_start; /* may be NULL */
+    void* worker_start_user_data;
+    /* Appended here later: the context policy (what a full cache does). */
+} smol_generator_options;
+
+SMOL_API void smol_generator_options_init(smol_generator_options* options) SMOL_NOEXCEPT;
+/* options may be NULL. NULL on failure (bad n_ctx or kv_type, a cache past the
+ * memory budget, ...). The generator keeps the model alive. */
+SMOL_API smol_generator* smol_generator_new(const smol_model* model,
+                                            const smol_generator_options* options) SMOL_NOEXCEPT;
+SMOL_API void smol_generator_free(smol_generator* generator) SMOL_NOEXCEPT;
+/* An independent copy (KV cache and history): e.g. many NPCs from one
+ * prefilled system prompt. The generator must not be running. */
+SMOL_API smol_generator* smol_generator_fork(smol_generator* generator) SMOL_NOEXCEPT;
+/* Forgets the history and empties the KV cache. */
+SMOL_API smol_status smol_reset(smol_generator* generator) SMOL_NOEXCEPT;
+/* Stops the run in progress (also during a prefill), from any thread; no
+ * effect when nothing runs. */
+SMOL_API void smol_cancel(smol_generator* generator) SMOL_NOEXCEPT;
+SMOL_API size_t smol_generator_n_ctx(const smol_generator* generator) SMOL_NOEXCEPT;
+/* Tokens whose keys and values the cache holds. */
+SMOL_API size_t smol_generator_n_cached(const smol_generator* generator) SMOL_NOEXCEPT;
+
+/* ------------------------------------------------------------ parameters */
+
+/* A (token id, added to its logit) pair. */
+typedef struct smol_logit_bias {
+    int32_t token;
+    float bias;
+} smol_logit_bias;
+
+/* A tool the model may call: parameters is a JSON Schema object as text
+ * (NULL: {"type": "object", "properties": {}}). */
+typedef struct smol_tool {
+    const char* name;
+    const char* description; /* may be NULL */
+    const char* parameters;
+} smol_tool;
+
+typedef struct smol_params {
+    uint64_t size; /* sizeof(smol_params) */
+    /* Sampling (C++ SamplingParams, same defaults). */
+    double temperature; /* 0.8; <= 0: greedy */
+    int64_t top_k;      /* 40; <= 0: off */
+    double top_p;       /* 0.95; >= 1: off */
+    double min_p;       /* 0.05; <= 0: off */
+    double repeat_penalty;
+    double presence_penalty;
+    double frequency_penalty;
+    int64_t penalty_last_n; /* 64 */
+    uint64_t seed;
+    const smol_logit_bias* logit_bias;
+    int64_t n_logit_bias;
+    smol_logits_fn logits_hook; /* may be NULL */
+    void* logits_hook_user_data;
+    /* Stopping. */
+    int64_t max_tokens;      /* 256; < 0: until end or full context; 0: prefill only */
+    const char* const* stop; /* n_stop stop strings (UTF-8) */
+    int64_t n_stop;
+    int64_t ignore_eos;     /* 0 */
+    int64_t prompt_as_text; /* 0: smol_generate parses control tokens written in the prompt */
+    /* How smol_chat renders the conversation (C++ ChatOptions). */
+    int64_t add_generation_prompt; /* 1 */
+    int64_t enable_thinking;       /* -1 (default): the template's own default (think) */
+    const char* today;             /* NULL: today's date */
+    const smol_tool* tools;
+    int64_t n_tools;
+    int64_t parse_special_in_content; /* 0: message contents are always text */
+    /* Structured output: at most one of grammar, json_schema, constrain_tool_calls. */
+    const char* grammar;     /* GBNF text, or NULL */
+    const char* json_schema; /* JSON Schema text, or NULL */
+    int64_t json_max_indent; /* the C++ JsonSchemaOptions, same defaults */
+    int64_t json_max_integer_digits;
+    int64_t json_max_fraction_digits;
+    int64_t json_max_exponent_digits;
+    int64_t json_max_any_depth;
+    int64_t constrain_tool_calls; /* 0 */
+} smol_params;
+
+SMOL_API void smol_params_init(smol_params* params) SMOL_NOEXCEPT;
+
+/* One chat message. An array element, so no size field: this layout is fixed. */
+typedef struct smol_message {
+    const char* role;     /* "system", "user", "assistant" or "tool" */
+    const char* content;  /* UTF-8 */
+    int64_t model_output; /* nonzero: an assistant reply verbatim (see C++ ChatMessage) */
+} smol_message;
+
+/* ------------------------------------------------------------ results */
+
+/* Owned by the library; release with smol_result_free. Its size field tells
+ * a caller compiled against a newer header which fields exist. */
+typedef struct smol_result {
+    uint64_t size;
+    const char* text; /* everything emitted (never a matched stop string) */
+    uint64_t text_length;
+    const char* reasoning; /* the <think> part, without the tags */
+    uint64_t reasoning_length;
+    const char* answer; /* text without the reasoning */
+    uint64_t answer_length;
+    /* Each <tool_call> in text, when tools were declared, as a JSON array:
+     * [{"name": ..., "arguments": {...} or null, "text": ..., "error": ...}] */
+    const char* tool_calls_json;
+    const char* matched_stop; /* "" unless stop_reason is SMOL_STOP_STRING */
+    const int32_t* tokens;    /* generated ids, a final end-of-generation id included */
+    uint64_t n_tokens;
+    int64_t stop_reason;      /* smol_stop_reason */
+    uint64_t n_prompt_tokens; /* tokens of the prompt or rendered conversation */
+    uint64_t n_reused_tokens; /* of those, already in the KV cache */
+    double prefill_ms;
+    double decode_ms;
+} smol_result;
+
+SMOL_API void smol_result_free(smol_result* result) SMOL_NOEXCEPT;
+
+/* ------------------------------------------------------------ generation */
+
+/* Completes prompt (the program's own text: control tokens written in it are
+ * parsed, unless params->prompt_as_text). params may be NULL (the defaults),
+ * on_piece too. NULL on failure (bad UTF-8 naming the byte offset, a prompt
+ * longer than the context, bad parameters, a run already going on, ...). */
+SMOL_API smol_result* smol_generate(smol_generator* generator, const char* prompt,
+                                    const smol_params* params, smol_piece_fn on_piece,
+                                    void* user_data) SMOL_NOEXCEPT;
+/* Renders the whole conversation with the model's chat template and generates
+ * the assistant's reply; contents are always text. Reuses the cached prefix. */
+SMOL_API smol_result* smol_chat(smol_generator* generator, const smol_message* messages,
+                                size_t n_messages, const smol_params* params,
+                                smol_piece_fn on_piece, void* user_data) SMOL_NOEXCEPT;
+
+/* ------------------------------------------------------------ async */
+
+/* A run on the generator's worker thread, for loops that must not block (a
+ * game's frame loop): start it, poll its text each frame, cancel it, wait for
+ * its result. Freeing the handle cancels the run. */
+typedef struct smol_async smol_async;
+
+SMOL_API smol_async* smol_generate_async(smol_generator* generator, const char* prompt,
+                                         const smol_params* params) SMOL_NOEXCEPT;
+SMOL_API smol_async* smol_chat_async(smol_generator* generator, const smol_message* messages,
+                                     size_t n_messages, const smol_params* params) SMOL_NOEXCEPT;
+/* The text produced since the last poll ("" if none; whole UTF-8); never waits
+ * for the worker. Valid until the next smol_async_poll or smol_async_free of
+ * this handle. length may be NULL. Once smol_async_done is nonzero, one more
+ * poll returns the rest. */
+SMOL_API const char* smol_async_poll(smol_async* run, size_t* length) SMOL_NOEXCEPT;
+/* Nonzero once the run has finished. */
+SMOL_API int smol_async_done(const smol_async* run) SMOL_NOEXCEPT;
+/* Asks the run to stop; returns at once. Any thread. */
+SMOL_API void smol_async_cancel(smol_async* run) SMOL_NOEXCEPT;
+/* Blocks until the run finishes; its result, or NULL with the run's error. */
+SMOL_API smol_result* smol_async_wait(smol_async* run) SMOL_NOEXCEPT;
+SMOL_API void smol_async_free(smol_async* run) SMOL_NOEXCEPT;
+
+/* ------------------------------------------------------------ sessions */
+
+/* The session (history and KV cache) as bytes, tagged with the model's
+ * identity; release with smol_bytes_free. NULL on failure. */
+SMOL_API uint8_t* smol_session_save(smol_generator* generator, size_t* size) SMOL_NOEXCEPT;
+/* Another model's session: SMOL_ERR_INVALID_ARGUMENT; damaged bytes:
+ * SMOL_ERR_FORMAT; longer than n_ctx: SMOL_ERR_OUT_OF_RANGE. On failure the
+ * generator keeps its state. */
+SMOL_API smol_status smol_session_restore(smol_generator* generator, const uint8_t* data,
+                                          size_t size) SMOL_NOEXCEPT;
+SMOL_API void smol_bytes_free(uint8_t* bytes) SMOL_NOEXCEPT;
+
+/* ------------------------------------------------------------ tokens */
+
+/* The ids smol_generate would run for prompt (control tokens parsed unless
+ * as_text). Release with smol_tokens_free. NULL on failure. */
+SMOL_API int32_t* smol_tokenize(const smol_generator* generator, const char* prompt, int as_text,
+                                size_t* n_tokens) SMOL_NOEXCEPT;
+SMOL_API void smol_tokens_free(int32_t* tokens) SMOL_NOEXCEPT;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SMOL_H */

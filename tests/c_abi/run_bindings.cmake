@@ -1,0 +1,87 @@
+# cmake -DKIND=python|csharp -DSOURCE_DIR= -DWORK_DIR= -DLIBRARY= -DFIXTURES_DIR=
+#       -DGREEDY= -P run_bindings.cmake
+# Runs the Python tests (pytest) or compiles and runs the C# sample (mcs, mono)
+# against the shared library. A missing tool is a skip ("skipping: ..."), or a
+# failure when SMOL_REQUIRE_BINDINGS=1.
+function(need_tool var)
+  find_program(${var} NAMES ${ARGN})
+  if(NOT ${var})
+    if("$ENV{SMOL_REQUIRE_BINDINGS}" STREQUAL "1")
+      message(FATAL_ERROR "${ARGV1} not found and SMOL_REQUIRE_BINDINGS=1 "
+                          "(apt-get install python3-pytest mono-mcs mono-runtime)")
+    endif()
+    message("skipping: ${ARGV1} not found (apt-get install python3-pytest mono-mcs mono-runtime)")
+    set(skip TRUE PARENT_SCOPE)
+  endif()
+  set(${var} ${${var}} PARENT_SCOPE)
+endfunction()
+
+if(DEFINED ENV{SMOL_FIXTURES} AND NOT "$ENV{SMOL_FIXTURES}" STREQUAL "")
+  set(FIXTURES_DIR "$ENV{SMOL_FIXTURES}")
+endif()
+set(model "${FIXTURES_DIR}/tiny-q4km.gguf")
+set(skip FALSE)
+get_filename_component(library_dir "${LIBRARY}" DIRECTORY)
+
+if(KIND STREQUAL "python")
+  # The first python3 that has pytest: the one on PATH, then the system's
+  # (python3-pytest installs it there, while PATH may hold another python3).
+  find_program(path_python python3)
+  set(PYTHON "")
+  foreach(candidate ${path_python} /usr/bin/python3)
+    if(NOT PYTHON AND EXISTS "${candidate}")
+      execute_process(COMMAND ${candidate} -c "import pytest" RESULT_VARIABLE rc
+                      OUTPUT_QUIET ERROR_QUIET)
+      if(rc EQUAL 0)
+        set(PYTHON ${candidate})
+      endif()
+    endif()
+  endforeach()
+  if(NOT PYTHON)
+    if("$ENV{SMOL_REQUIRE_BINDINGS}" STREQUAL "1")
+      message(FATAL_ERROR "pytest not found and SMOL_REQUIRE_BINDINGS=1 (apt-get install python3-pytest)")
+    endif()
+    message("skipping: pytest not found (apt-get install python3-pytest)")
+    return()
+  endif()
+  set(ENV{PYTHONPATH} "${SOURCE_DIR}/bindings/python")
+  set(ENV{SMOL_LIBRARY} "${LIBRARY}")
+  set(ENV{SMOL_FIXTURES} "${FIXTURES_DIR}")
+  set(ENV{SMOL_EXPECTED_GREEDY} "${GREEDY}")
+  file(MAKE_DIRECTORY "${WORK_DIR}")
+  execute_process(COMMAND ${PYTHON} -m pytest -q -p no:cacheprovider
+                          "${SOURCE_DIR}/bindings/python/tests"
+                  WORKING_DIRECTORY "${WORK_DIR}" RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "pytest failed (${rc})")
+  endif()
+elseif(KIND STREQUAL "csharp")
+  need_tool(MCS mcs)
+  need_tool(MONO mono)
+  if(skip)
+    return()
+  endif()
+  if(NOT EXISTS "${model}")
+    if("$ENV{SMOL_REQUIRE_FIXTURES}" STREQUAL "1")
+      message(FATAL_ERROR "fixture '${model}' is missing and SMOL_REQUIRE_FIXTURES=1")
+    endif()
+    message("skipping: fixture '${model}' not found (set SMOL_FIXTURES)")
+    return()
+  endif()
+  file(MAKE_DIRECTORY "${WORK_DIR}")
+  execute_process(COMMAND ${MCS} -warnaserror+ -unsafe- -out:${WORK_DIR}/Sample.exe
+                          ${SOURCE_DIR}/bindings/csharp/Smol.cs ${SOURCE_DIR}/bindings/csharp/Sample.cs
+                  RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "mcs failed (${rc})")
+  endif()
+  # DllImport("smol") finds libsmol.so through the library path.
+  set(ENV{LD_LIBRARY_PATH} "${library_dir}:$ENV{LD_LIBRARY_PATH}")
+  execute_process(COMMAND ${MONO} ${WORK_DIR}/Sample.exe "${model}" --check "${GREEDY}"
+                  RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "the C# sample failed (${rc})")
+  endif()
+else()
+  message(FATAL_ERROR "KIND must be python or csharp")
+endif()

@@ -1,0 +1,617 @@
+/* The C ABI from C99: every entry point, every error path, on the tiny fixture.
+ * Usage: test_c_abi FIXTURES_DIR ($SMOL_FIXTURES wins). Exit 77 (a ctest skip)
+ * when the fixture is missing, unless SMOL_REQUIRE_FIXTURES=1. */
+#include <smol/smol.h>
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures = 0;
+#define CHECK(cond)                                                                             \
+    do {                                                                                        \
+        if (!(cond)) {                                                                          \
+            fprintf(stderr, "%s:%d: CHECK(%s) failed; last error %s: %s\n", __FILE__, __LINE__, \
+                    #cond, smol_status_name(smol_last_error()), smol_last_error_message());     \
+            ++failures;                                                                         \
+        }                                                                                       \
+    } while (0)
+/* A call that must fail with `code` and say something. */
+#define CHECK_FAILS(call, code)                                                        \
+    do {                                                                               \
+        CHECK((call) == 0);                                                            \
+        CHECK(smol_last_error() == (code));                                            \
+        CHECK(strlen(smol_last_error_message()) > 0);                                  \
+        if (smol_last_error() != (code))                                               \
+            fprintf(stderr, "  expected %s from %s\n", smol_status_name(code), #call); \
+    } while (0)
+
+/* Piece callback: appends to a buffer, counts the calls; stops after
+ * stop_after pieces when that is positive. */
+typedef struct {
+    char text[65536];
+    size_t length;
+    int calls;
+    int stop_after;
+    smol_generator* reenter; /* run on this generator from inside the callback */
+    int reentry_status;
+} Pieces;
+
+static int on_piece(const char* piece, size_t length, void* user_data) {
+    Pieces* p = (Pieces*)user_data;
+    CHECK(piece[length] == '\0');
+    if (p->length + length < sizeof p->text) {
+        memcpy(p->text + p->length, piece, length);
+        p->length += length;
+        p->text[p->length] = '\0';
+    }
+    ++p->calls;
+    if (p->reenter) {
+        smol_result* inner = smol_generate(p->reenter, "again", NULL, NULL, NULL);
+        p->reentry_status = inner ? SMOL_OK : (int)smol_last_error();
+        smol_result_free(inner);
+        p->reenter = NULL;
+    }
+    return p->stop_after <= 0 || p->calls < p->stop_after;
+}
+
+static int progress_calls = 0;
+static int on_progress(float progress, void* user_data) {
+    int cancel_at = *(int*)user_data;
+    CHECK(progress >= 0.0f && progress <= 1.0f);
+    ++progress_calls;
+    return !(cancel_at >= 0 && progress_calls > cancel_at);
+}
+
+static int log_lines = 0;
+static void on_log(int level, const char* message, void* user_data) {
+    (void)level;
+    (void)user_data;
+    CHECK(message != NULL);
+    ++log_lines;
+}
+
+static int hook_calls = 0;
+static void on_logits(float* logits, size_t n_vocab, void* user_data) {
+    CHECK(n_vocab == *(size_t*)user_data);
+    CHECK(logits != NULL);
+    ++hook_calls;
+}
+
+static int same_tokens(const smol_result* a, const smol_result* b) {
+    return a->n_tokens == b->n_tokens &&
+           memcmp(a->tokens, b->tokens, sizeof(int32_t) * (size_t)a->n_tokens) == 0;
+}
+
+static unsigned char* read_all(const char* path, size_t* size) {
+    FILE* f = fopen(path, "rb");
+    unsigned char* data;
+    long n;
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    data = (unsigned char*)malloc((size_t)n);
+    if (data && fread(data, 1, (size_t)n, f) != (size_t)n) {
+        free(data);
+        data = NULL;
+    }
+    fclose(f);
+    *size = (size_t)n;
+    return data;
+}
+
+static smol_params greedy(int max_tokens) {
+    smol_params p;
+    smol_params_init(&p);
+    p.temperature = 0;
+    p.max_tokens = max_tokens;
+    return p;
+}
+
+static void test_errors_without_model(const char* path) {
+    smol_load_options o;
+    int never = -1, at_once = 0;
+    CHECK(strcmp(smol_version(), "0.1.0") == 0 || strlen(smol_version()) > 0);
+    CHECK(strstr(smol_build_info(), smol_version()) != NULL);
+    CHECK(strcmp(smol_status_name(SMOL_OK), "ok") == 0);
+    CHECK(strcmp(smol_status_name(SMOL_ERR_RESOURCE), "resource") == 0);
+    CHECK(strcmp(smol_status_name((smol_status)99), "unknown") == 0);
+
+    CHECK_FAILS(smol_model_load(NULL, NULL), SMOL_ERR_INVALID_ARGUMENT);
+    CHECK_FAILS(smol_model_load("/nonexistent/model.gguf", NULL), SMOL_ERR_IO);
+    CHECK_FAILS(smol_model_load_memory(NULL, 10, NULL), SMOL_ERR_INVALID_ARGUMENT);
+    CHECK_FAILS(smol_model_load_memory("GGUF", 4, NULL), SMOL_ERR_FORMAT);
+
+    smol_load_options_init(&o);
+    o.size = 0; /* never initialized */
+    CHECK_FAILS(smol_model_load(path, &o), SMOL_ERR_INVALID_ARGUMENT);
+    smol_load_options_init(&o);
+    o.device = 7;
+    CHECK_FAILS(smol_model_load(path, &o), SMOL_ERR_INVALID_ARGUMENT);
+    smol_load_options_init(&o);
+    o.device = SMOL_DEVICE_CUDA; /* the shared library is a CPU build */
+    CHECK_FAILS(smol_model_load(path, &o), SMOL_ERR_UNSUPPORTED);
+    smol_load_options_init(&o);
+    o.cpu = "pentium";
+    CHECK_FAILS(smol_model_load(path, &o), SMOL_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(smol_last_error_message(), "pentium") != NULL);
+    smol_load_options_init(&o);
+    o.n_threads = -2;
+    CHECK_FAILS(smol_model_load(path, &o), SMOL_ERR_INVALID_ARGUMENT);
+    /* Out of the memory budget: a KV cache larger than it. */
+    smol_load_options_init(&o);
+    o.memory_budget = 1000;
+    {
+        smol_model* m = smol_model_load(path, &o);
+        CHECK(m != NULL);
+        CHECK_FAILS(smol_generator_new(m, NULL), SMOL_ERR_RESOURCE);
+        smol_model_free(m);
+    }
+    smol_load_options_init(&o);
+    o.progress = on_progress;
+    o.progress_user_data = &at_once;
+    CHECK_FAILS(smol_model_load(path, &o), SMOL_ERR_CANCELLED);
+    /* An older caller whose struct ends before memory_budget: the default (no
+     * budget) applies, whatever lies past its size, so a cache fits. */
+    smol_load_options_init(&o);
+    o.memory_budget = 1000;
+    o.size = offsetof(smol_load_options, memory_budget);
+    o.progress = on_progress;
+    o.progress_user_data = &never;
+    {
+        smol_model* m = smol_model_load(path, &o);
+        smol_generator* g;
+        CHECK(m != NULL);
+        CHECK(smol_last_error() == SMOL_OK && smol_last_error_message()[0] == '\0');
+        g = smol_generator_new(m, NULL);
+        CHECK(g != NULL);
+        smol_generator_free(g);
+        smol_model_free(m);
+    }
+    smol_model_free(NULL);
+}
+
+static void test_generate(smol_model* model) {
+    smol_generator_options go;
+    smol_generator* gen;
+    smol_generator* other;
+    smol_result* r;
+    smol_result* again;
+    smol_params p = greedy(16);
+    Pieces* pieces = (Pieces*)calloc(1, sizeof(Pieces));
+    size_t n_vocab = smol_model_n_vocab(model);
+
+    /* Generator options and their errors. */
+    CHECK_FAILS(smol_generator_new(NULL, NULL), SMOL_ERR_INVALID_ARGUMENT);
+    smol_generator_options_init(&go);
+    go.n_ctx = -1;
+    CHECK_FAILS(smol_generator_new(model, &go), SMOL_ERR_INVALID_ARGUMENT);
+    go.n_ctx = (int64_t)smol_model_n_ctx_train(model) + 1;
+    CHECK_FAILS(smol_generator_new(model, &go), SMOL_ERR_INVALID_ARGUMENT);
+    smol_generator_options_init(&go);
+    go.kv_type = 9;
+    CHECK_FAILS(smol_generator_new(model, &go), SMOL_ERR_INVALID_ARGUMENT);
+    smol_generator_options_init(&go);
+    go.size = 3;
+    CHECK_FAILS(smol_generator_new(model, &go), SMOL_ERR_INVALID_ARGUMENT);
+
+    smol_generator_options_init(&go);
+    go.n_ctx = 256;
+    go.log = on_log;
+    gen = smol_generator_new(model, &go);
+    CHECK(gen != NULL);
+    if (!gen) return;
+    CHECK(smol_generator_n_ctx(gen) == 256);
+    CHECK(smol_generator_n_cached(gen) == 0);
+
+    /* Greedy, streamed: the pieces are the text. */
+    r = smol_generate(gen, "Once upon a time", &p, on_piece, pieces);
+    CHECK(r != NULL);
+    if (!r) return;
+    CHECK(r->size == sizeof(smol_result));
+    CHECK(r->n_tokens > 0 && r->n_tokens <= 16);
+    CHECK(r->stop_reason == SMOL_STOP_MAX_TOKENS || r->stop_reason == SMOL_STOP_EOS);
+    CHECK(r->text_length == pieces->length && strcmp(r->text, pieces->text) == 0);
+    CHECK(r->n_prompt_tokens > 0 && r->n_reused_tokens == 0);
+    CHECK(r->prefill_ms >= 0 && r->decode_ms >= 0);
+    CHECK(strcmp(r->tool_calls_json, "[]") == 0);
+    CHECK(r->matched_stop[0] == '\0');
+    CHECK(smol_generator_n_cached(gen) > 0);
+
+    /* The same run on another generator: the same tokens; with the defaults
+     * (params NULL) it samples, so only check it runs. */
+    other = smol_generator_new(model, NULL);
+    again = smol_generate(other, "Once upon a time", &p, NULL, NULL);
+    CHECK(again && same_tokens(r, again));
+    smol_result_free(again);
+    again = smol_generate(other, "Once upon a time", NULL, NULL, NULL);
+    CHECK(again && again->n_reused_tokens > 0);
+    smol_result_free(again);
+
+    /* Fork and reset. */
+    {
+        smol_generator* fork = smol_generator_fork(gen);
+        CHECK(fork && smol_generator_n_cached(fork) == smol_generator_n_cached(gen));
+        CHECK(smol_reset(fork) == SMOL_OK);
+        CHECK(smol_generator_n_cached(fork) == 0);
+        again = smol_generate(fork, "Once upon a time", &p, NULL, NULL);
+        CHECK(again && same_tokens(r, again));
+        smol_result_free(again);
+        smol_generator_free(fork);
+        CHECK_FAILS(smol_generator_fork(NULL), SMOL_ERR_INVALID_ARGUMENT);
+        CHECK(smol_reset(NULL) == SMOL_ERR_INVALID_ARGUMENT);
+    }
+
+    /* Sessions: restore into a fresh generator, then the next run reuses the cache. */
+    {
+        size_t size = 0;
+        uint8_t* bytes = smol_session_save(gen, &size);
+        smol_generator* restored = smol_generator_new(model, &go);
+        CHECK(bytes && size > 0);
+        CHECK(smol_session_restore(restored, bytes, size) == SMOL_OK);
+        CHECK(smol_generator_n_cached(restored) == smol_generator_n_cached(gen));
+        again = smol_generate(restored, "Once upon a time", &p, NULL, NULL);
+        CHECK(again && again->n_reused_tokens == again->n_prompt_tokens - 1 &&
+              same_tokens(r, again));
+        smol_result_free(again);
+        CHECK(smol_session_restore(restored, bytes, size / 2) == SMOL_ERR_FORMAT);
+        bytes[size - 1] ^= 0x55;
+        CHECK(smol_session_restore(restored, bytes, size) == SMOL_ERR_FORMAT);
+        CHECK(smol_session_restore(restored, NULL, 0) == SMOL_ERR_FORMAT);
+        CHECK(smol_session_restore(restored, NULL, 5) == SMOL_ERR_INVALID_ARGUMENT);
+        CHECK(smol_session_restore(NULL, bytes, size) == SMOL_ERR_INVALID_ARGUMENT);
+        CHECK_FAILS(smol_session_save(NULL, &size), SMOL_ERR_INVALID_ARGUMENT);
+        CHECK_FAILS(smol_session_save(gen, NULL), SMOL_ERR_INVALID_ARGUMENT);
+        smol_bytes_free(bytes);
+        smol_bytes_free(NULL);
+        smol_generator_free(restored);
+    }
+
+    /* Input errors: each a code and a message, the generator still usable. */
+    CHECK_FAILS(smol_generate(NULL, "x", &p, NULL, NULL), SMOL_ERR_INVALID_ARGUMENT);
+    CHECK_FAILS(smol_generate(gen, NULL, &p, NULL, NULL), SMOL_ERR_INVALID_ARGUMENT);
+    CHECK_FAILS(smol_generate(gen, "bad \xff utf-8", &p, NULL, NULL), SMOL_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(smol_last_error_message(), "UTF-8") != NULL);
+    CHECK_FAILS(smol_generate(gen, "", &p, NULL, NULL), SMOL_ERR_INVALID_ARGUMENT);
+    {
+        char long_prompt[4000];
+        memset(long_prompt, 'a', sizeof long_prompt - 1);
+        long_prompt[sizeof long_prompt - 1] = '\0';
+        CHECK_FAILS(smol_generate(gen, long_prompt, &p, NULL, NULL), SMOL_ERR_OUT_OF_RANGE);
+    }
+    {
+        smol_params bad = greedy(4);
+        bad.size = 0;
+        CHECK_FAILS(smol_generate(gen, "x", &bad, NULL, NULL), SMOL_ERR_INVALID_ARGUMENT);
+        bad = greedy(4);
+        bad.n_stop = -1;
+        CHECK_FAILS(smol_generate(gen, "x", &bad, NULL, NULL), SMOL_ERR_INVALID_ARGUMENT);
+        bad = greedy(4);
+        bad.n_stop = 2;
+        CHECK_FAILS(smol_generate(gen, "x", &bad, NULL, NULL), SMOL_ERR_INVALID_ARGUMENT);
+        bad = greedy(4);
+        bad.top_k = (int64_t)1 << 40;
+        CHECK_FAILS(smol_generate(gen, "x", &bad, NULL, NULL), SMOL_ERR_INVALID_ARGUMENT);
+        bad = greedy(4);
+        bad.repeat_penalty = 0;
+        CHECK_FAILS(smol_generate(gen, "x", &bad, NULL, NULL), SMOL_ERR_INVALID_ARGUMENT);
+        bad = greedy(4);
+        bad.grammar = "root ::= \"a\"";
+        bad.json_schema = "{\"type\": \"string\"}";
+        CHECK_FAILS(smol_generate(gen, "x", &bad, NULL, NULL), SMOL_ERR_INVALID_ARGUMENT);
+        bad = greedy(4);
+        bad.grammar = "root ::= (";
+        CHECK_FAILS(smol_generate(gen, "x", &bad, NULL, NULL), SMOL_ERR_INVALID_ARGUMENT);
+        /* An older caller's struct that ends before grammar: the bad grammar
+         * past its size is never read. */
+        bad.size = offsetof(smol_params, grammar);
+        again = smol_generate(gen, "x", &bad, NULL, NULL);
+        CHECK(again != NULL && smol_last_error() == SMOL_OK);
+        smol_result_free(again);
+    }
+
+    /* The callback stops the run; a run started inside it is refused. */
+    memset(pieces, 0, sizeof *pieces);
+    pieces->stop_after = 2;
+    pieces->reenter = gen;
+    again = smol_generate(gen, "Once upon a time", &p, on_piece, pieces);
+    CHECK(again && again->stop_reason == SMOL_STOP_CANCELLED && pieces->calls == 2);
+    CHECK(pieces->reentry_status == SMOL_ERR_INVALID_ARGUMENT);
+    smol_result_free(again);
+    smol_cancel(gen); /* nothing runs: no effect */
+    smol_cancel(NULL);
+
+    /* Stop strings: the first piece of the greedy text stops the next run. */
+    {
+        smol_params s = greedy(16);
+        const char* stops[1];
+        char stop[2] = {0, 0};
+        size_t i;
+        for (i = 0; i < r->text_length && !stop[0]; ++i)
+            if ((unsigned char)r->text[i] < 0x80 && r->text[i] > ' ') stop[0] = r->text[i];
+        if (!stop[0]) stop[0] = 'e'; /* no ASCII letter: the run then ends otherwise */
+        stops[0] = stop;
+        s.stop = stops;
+        s.n_stop = 1;
+        again = smol_generate(gen, "Once upon a time", &s, NULL, NULL);
+        CHECK(again &&
+              (again->stop_reason == SMOL_STOP_STRING) == (strchr(r->text, stop[0]) != NULL));
+        CHECK(again &&
+              (again->stop_reason != SMOL_STOP_STRING || strcmp(again->matched_stop, stop) == 0));
+        smol_result_free(again);
+    }
+
+    /* Logit bias and the logits hook: +100 on one token makes greedy pick it. */
+    {
+        smol_params b = greedy(3);
+        smol_logit_bias bias = {42, 100.0f};
+        b.logit_bias = &bias;
+        b.n_logit_bias = 1;
+        b.logits_hook = on_logits;
+        b.logits_hook_user_data = &n_vocab;
+        b.ignore_eos = 1;
+        hook_calls = 0;
+        again = smol_generate(gen, "Once upon a time", &b, NULL, NULL);
+        CHECK(again && again->n_tokens == 3);
+        CHECK(again && again->tokens[0] == 42 && again->tokens[1] == 42 && again->tokens[2] == 42);
+        CHECK(hook_calls == 3);
+        smol_result_free(again);
+    }
+
+    /* A grammar: the whole text follows it, and eos ends it. */
+    {
+        smol_params g = greedy(8);
+        g.grammar = "root ::= \"yes\" | \"no\"";
+        again = smol_generate(gen, "Answer:", &g, NULL, NULL);
+        CHECK(again && (strcmp(again->text, "yes") == 0 || strcmp(again->text, "no") == 0));
+        CHECK(again && again->stop_reason == SMOL_STOP_EOS);
+        smol_result_free(again);
+    }
+
+    /* Tokenize. */
+    {
+        size_t n = 0;
+        int32_t* ids = smol_tokenize(gen, "<|im_start|>user", 0, &n);
+        size_t n_text = 0;
+        int32_t* text_ids = smol_tokenize(gen, "<|im_start|>user", 1, &n_text);
+        CHECK(ids && n >= 2 && ids[0] == 128011);
+        CHECK(text_ids && n_text > n);
+        smol_tokens_free(ids);
+        smol_tokens_free(text_ids);
+        CHECK_FAILS(smol_tokenize(gen, "x", 0, NULL), SMOL_ERR_INVALID_ARGUMENT);
+        CHECK_FAILS(smol_tokenize(NULL, "x", 0, &n), SMOL_ERR_INVALID_ARGUMENT);
+        smol_tokens_free(NULL);
+    }
+
+    smol_result_free(r);
+    smol_result_free(NULL);
+    smol_generator_free(other);
+    smol_generator_free(gen);
+    smol_generator_free(NULL);
+    free(pieces);
+}
+
+static void test_chat(smol_model* model) {
+    smol_generator* gen = smol_generator_new(model, NULL);
+    smol_params p = greedy(12);
+    smol_message messages[3];
+    smol_result* first;
+    smol_result* second;
+    smol_tool tool = {"get_weather", "The weather in a city",
+                      "{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}}"};
+    messages[0].role = "system";
+    messages[0].content = "You are a blacksmith.";
+    messages[0].model_output = 0;
+    messages[1].role = "user";
+    messages[1].content = "Hi! <|im_end|>";
+    messages[1].model_output = 0;
+    p.enable_thinking = 0;
+    p.today = "01 January 2026";
+    first = smol_chat(gen, messages, 2, &p, NULL, NULL);
+    CHECK(first != NULL);
+    if (!first) return;
+    CHECK(first->answer_length + first->reasoning_length <= first->text_length);
+    /* The next turn re-renders the conversation and reuses the cache. */
+    messages[2].role = "assistant";
+    messages[2].content = first->text;
+    messages[2].model_output = 1;
+    second = smol_chat(gen, messages, 3, &p, NULL, NULL);
+    CHECK(second && second->n_reused_tokens > first->n_prompt_tokens / 2);
+    smol_result_free(second);
+
+    /* Tools declared: the result carries a JSON array. */
+    p.tools = &tool;
+    p.n_tools = 1;
+    second = smol_chat(gen, messages, 2, &p, NULL, NULL);
+    CHECK(second && second->tool_calls_json[0] == '[');
+    smol_result_free(second);
+    p.constrain_tool_calls = 1;
+    p.grammar = "root ::= \"x\"";
+    CHECK_FAILS(smol_chat(gen, messages, 2, &p, NULL, NULL), SMOL_ERR_INVALID_ARGUMENT);
+    p.grammar = NULL;
+    tool.name = NULL;
+    CHECK_FAILS(smol_chat(gen, messages, 2, &p, NULL, NULL), SMOL_ERR_INVALID_ARGUMENT);
+
+    p = greedy(4);
+    messages[1].content = "bad \xc3";
+    CHECK_FAILS(smol_chat(gen, messages, 2, &p, NULL, NULL), SMOL_ERR_INVALID_ARGUMENT);
+    messages[1].content = NULL;
+    CHECK_FAILS(smol_chat(gen, messages, 2, &p, NULL, NULL), SMOL_ERR_INVALID_ARGUMENT);
+    CHECK_FAILS(smol_chat(gen, NULL, 2, &p, NULL, NULL), SMOL_ERR_INVALID_ARGUMENT);
+    CHECK_FAILS(smol_chat(NULL, messages, 2, &p, NULL, NULL), SMOL_ERR_INVALID_ARGUMENT);
+    smol_result_free(first);
+    smol_generator_free(gen);
+}
+
+static void test_async(smol_model* model) {
+    smol_generator* gen = smol_generator_new(model, NULL);
+    smol_params p = greedy(16);
+    smol_async* run;
+    smol_result* sync;
+    smol_result* done;
+    smol_message user = {"user", "Hello", 0};
+    char text[65536];
+    size_t length = 0;
+
+    sync = smol_generate(gen, "Once upon a time", &p, NULL, NULL);
+    CHECK(smol_reset(gen) == SMOL_OK);
+    /* Polled to completion: the polled text is the result's text. */
+    run = smol_generate_async(gen, "Once upon a time", &p);
+    CHECK(run != NULL);
+    for (;;) {
+        size_t n = 0;
+        const int finished = smol_async_done(run);
+        const char* piece = smol_async_poll(run, &n);
+        CHECK(piece != NULL && piece[n] == '\0');
+        if (length + n < sizeof text) {
+            memcpy(text + length, piece, n);
+            length += n;
+        }
+        if (finished) break;
+    }
+    text[length] = '\0';
+    done = smol_async_wait(run);
+    CHECK(done && sync && same_tokens(done, sync) && strcmp(done->text, text) == 0);
+    smol_result_free(done);
+    smol_async_free(run);
+
+    /* Cancelled at once: a run that would fill the context stops early. */
+    p.max_tokens = -1;
+    p.ignore_eos = 1;
+    run = smol_generate_async(gen, "Once upon a time", &p);
+    smol_async_cancel(run);
+    done = smol_async_wait(run);
+    CHECK(done && done->stop_reason == SMOL_STOP_CANCELLED);
+    smol_result_free(done);
+    smol_async_free(run);
+
+    /* smol_cancel on the generator stops its async run too. */
+    run = smol_chat_async(gen, &user, 1, &p);
+    smol_cancel(gen);
+    done = smol_async_wait(run);
+    CHECK(done && done->stop_reason == SMOL_STOP_CANCELLED);
+    smol_result_free(done);
+    smol_async_free(run);
+
+    /* An error on the worker comes back from wait. */
+    run = smol_generate_async(gen, "bad \xff", &p);
+    CHECK(run != NULL);
+    CHECK_FAILS(smol_async_wait(run), SMOL_ERR_INVALID_ARGUMENT);
+    smol_async_free(run);
+    /* Freed while running: cancels it; the generator's next run waits for it. */
+    run = smol_generate_async(gen, "Once upon a time", &p);
+    smol_async_free(run);
+
+    CHECK_FAILS(smol_generate_async(NULL, "x", &p), SMOL_ERR_INVALID_ARGUMENT);
+    CHECK_FAILS(smol_chat_async(gen, NULL, 1, &p), SMOL_ERR_INVALID_ARGUMENT);
+    CHECK_FAILS(smol_async_wait(NULL), SMOL_ERR_INVALID_ARGUMENT);
+    CHECK(smol_async_done(NULL) == 1);
+    smol_async_cancel(NULL);
+    smol_async_free(NULL);
+    smol_result_free(sync);
+    smol_generator_free(gen);
+}
+
+static void test_batcher(smol_model* model) {
+    smol_batcher* batcher = smol_batcher_new(model);
+    smol_generator_options go;
+    smol_generator* a;
+    smol_generator* b;
+    smol_params p = greedy(8);
+    smol_result* ra;
+    smol_result* rb;
+    CHECK(batcher != NULL);
+    smol_generator_options_init(&go);
+    go.batcher = batcher;
+    a = smol_generator_new(model, &go);
+    b = smol_generator_new(model, &go);
+    smol_batcher_free(batcher); /* the generators keep it */
+    ra = smol_generate(a, "Once upon a time", &p, NULL, NULL);
+    rb = smol_generate(b, "Once upon a time", &p, NULL, NULL);
+    CHECK(ra && rb && same_tokens(ra, rb));
+    smol_result_free(ra);
+    smol_result_free(rb);
+    smol_generator_free(a);
+    smol_generator_free(b);
+    CHECK_FAILS(smol_batcher_new(NULL), SMOL_ERR_INVALID_ARGUMENT);
+    smol_batcher_free(NULL);
+}
+
+int main(int argc, char** argv) {
+    const char* dir = getenv("SMOL_FIXTURES");
+    const char* required = getenv("SMOL_REQUIRE_FIXTURES");
+    char path[4096];
+    smol_load_options o;
+    smol_model* model;
+    smol_model* from_memory;
+    unsigned char* bytes;
+    size_t size = 0;
+    int never = -1;
+    FILE* probe;
+
+    if (!dir || !*dir) dir = argc > 1 ? argv[1] : "../shared/fixtures";
+    snprintf(path, sizeof path, "%s/tiny-q4km.gguf", dir);
+    probe = fopen(path, "rb");
+    if (!probe) {
+        if (required && strcmp(required, "1") == 0) {
+            fprintf(stderr, "fixture '%s' is missing and SMOL_REQUIRE_FIXTURES=1\n", path);
+            return 1;
+        }
+        printf("skipping: fixture '%s' not found (set SMOL_FIXTURES)\n", path);
+        return 77;
+    }
+    fclose(probe);
+    printf("%s\n", smol_build_info());
+
+    test_errors_without_model(path);
+
+    smol_load_options_init(&o);
+    o.n_threads = 2;
+    o.progress = on_progress;
+    o.progress_user_data = &never;
+    o.log = on_log;
+    progress_calls = 0;
+    model = smol_model_load(path, &o);
+    CHECK(model != NULL);
+    if (!model) return 1;
+    CHECK(progress_calls > 1);
+    CHECK(smol_model_n_vocab(model) == 128256);
+    CHECK(smol_model_n_ctx_train(model) == 4096);
+    CHECK(smol_model_device(model) == SMOL_DEVICE_CPU);
+    CHECK(strncmp(smol_model_identity(model), "smollm3-", 8) == 0);
+    CHECK(strlen(smol_model_cpu_level(model)) > 0);
+    CHECK(smol_model_n_vocab(NULL) == 0 && smol_model_identity(NULL)[0] == '\0');
+
+    bytes = read_all(path, &size);
+    CHECK(bytes != NULL);
+    from_memory = smol_model_load_memory(bytes, size, NULL);
+    CHECK(from_memory && strcmp(smol_model_identity(from_memory), smol_model_identity(model)) == 0);
+
+    test_generate(model);
+    test_chat(model);
+    test_async(model);
+    test_batcher(model);
+
+    /* A generator outlives the handle of its model. */
+    {
+        smol_generator* gen = smol_generator_new(from_memory, NULL);
+        smol_params p = greedy(4);
+        smol_result* r;
+        smol_model_free(from_memory);
+        r = smol_generate(gen, "Once upon a time", &p, NULL, NULL);
+        CHECK(r && r->n_tokens > 0);
+        smol_result_free(r);
+        smol_generator_free(gen);
+    }
+    free(bytes);
+    smol_model_free(model);
+
+    if (failures) {
+        fprintf(stderr, "%d check(s) failed\n", failures);
+        return 1;
+    }
+    printf("all C ABI checks passed\n");
+    return 0;
+}
