@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
     int n_threads = 0;
     smol::Device device = smol::Device::cpu;
     size_t n_ctx = smol::KVCache::kDefaultSize;  // -c: default min(4096, model max)
+    bool shift = true;
     smol::GenerateParams params;
     params.max_tokens = 512;
     params.temperature = 0.7f;
@@ -39,6 +40,10 @@ int main(int argc, char** argv) {
     cli.option("-t, --threads", n_threads, "N", "threads (default: physical cores)").at_least(0);
     cli.option("-c, --ctx", n_ctx, "CTX",
                "KV cache positions (default: min(4096, the model's context))");
+    cli.flag(
+        "--no-shift", [&] { shift = false; },
+        "stop at a full context instead of leaving out the oldest turns\n"
+        "(ContextPolicy::stop; the system message is always kept with shift)");
     cli.option("--today", params.chat.today, "DATE", "the date the chat template shows");
     smol_examples::add_device_option(cli, device);
     cli.epilog("Commands: /reset forgets the conversation; /exit (or the end of input) quits.");
@@ -60,8 +65,13 @@ int main(int argc, char** argv) {
         auto model = smol::Model::load(model_path, load_options);
         smol::GeneratorOptions options;
         options.n_ctx = n_ctx;
+        options.context_policy = shift ? smol::ContextPolicy::shift : smol::ContextPolicy::stop;
+        // Warnings, and the one line a shift writes; errors are printed once,
+        // where they are caught below.
         options.log = [](int level, const std::string& message) {
-            if (level >= smol::log_warning) std::fprintf(stderr, "smol: %s\n", message.c_str());
+            if (level == smol::log_warning ||
+                (level == smol::log_info && message.rfind("context shift", 0) == 0))
+                std::fprintf(stderr, "\nsmol: %s\n", message.c_str());
         };
         smol::Generator gen(model, options);
 
@@ -95,9 +105,9 @@ int main(int argc, char** argv) {
             } catch (const smol::Error& e) {
                 std::fprintf(stderr, "\nsmol-chat: %s\n", e.what());
                 conversation.pop_back();
-                if (e.kind() == smol::ErrorKind::out_of_range) {
-                    std::fprintf(stderr, "smol-chat: the conversation no longer fits: /reset\n");
-                }
+                if (e.kind() == smol::ErrorKind::out_of_range)
+                    std::fprintf(stderr, "smol-chat: /reset to start over%s\n",
+                                 shift ? "" : ", or run without --no-shift");
                 continue;
             }
             std::printf("\n");

@@ -7,6 +7,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <sstream>
@@ -43,6 +45,87 @@ std::set<std::string> listing_words(const std::string& text) {
         }
     }
     return words;
+}
+
+// The words of the index block of the top comment (after its "by header:"
+// line), header paths left out.
+std::vector<std::string> index_words(const std::string& text) {
+    std::vector<std::string> words;
+    std::istringstream lines(text);
+    std::string line;
+    bool in_index = false;
+    while (std::getline(lines, line) && line.rfind("#pragma once", 0) != 0) {
+        if (line.rfind("//", 0) != 0) continue;
+        if (!in_index) {
+            in_index = line.find("by header:") != std::string::npos;
+            continue;
+        }
+        if (line.find(".hpp") != std::string::npos) continue;  // a header's path
+        std::string word;
+        for (const char c : line.substr(2) + " ") {
+            if (std::isalnum(static_cast<unsigned char>(c)) || c == '_') {
+                word += c;
+            } else if (!word.empty()) {
+                if (!std::isdigit(static_cast<unsigned char>(word[0]))) words.push_back(word);
+                word.clear();
+            }
+        }
+    }
+    return words;
+}
+
+// The index block for `names`, in the order of their headers: each header's
+// namespace-scope names, then each class with its members.
+std::string render_index(const std::vector<Name>& names) {
+    std::vector<std::string> files;
+    std::map<std::string, std::vector<std::string>> free_names;
+    std::map<std::string, std::vector<std::pair<std::string, std::vector<std::string>>>> classes;
+    for (const Name& n : names) {
+        if (std::find(files.begin(), files.end(), n.file) == files.end()) files.push_back(n.file);
+        const size_t colon = n.what.rfind("::");
+        if (colon == std::string::npos) {
+            auto& list = free_names[n.file];
+            if (std::find(list.begin(), list.end(), n.what) == list.end()) list.push_back(n.what);
+            continue;
+        }
+        const std::string owner = n.what.substr(0, colon), member = n.what.substr(colon + 2);
+        auto& owners = classes[n.file];
+        auto it = std::find_if(owners.begin(), owners.end(),
+                               [&](const auto& o) { return o.first == owner; });
+        if (it == owners.end()) it = owners.insert(owners.end(), {owner, {}});
+        if (std::find(it->second.begin(), it->second.end(), member) == it->second.end())
+            it->second.push_back(member);
+    }
+    std::string out;
+    auto emit = [&out](const std::string& first, const std::vector<std::string>& words,
+                       const char* separator) {
+        std::string line = first;
+        for (size_t i = 0; i < words.size(); ++i) {
+            const std::string word = words[i] + (i + 1 < words.size() ? separator : "");
+            if (line.size() + 1 + word.size() > 100) {
+                out += line + "\n";
+                line = "//      ";
+            }
+            line += " " + word;
+        }
+        out += line + "\n";
+    };
+    for (const std::string& file : files) {
+        out += "//   " + file + "\n";
+        // Classes are listed by their members; a class name alone (no members)
+        // stays among the free names.
+        std::vector<std::string> plain;
+        for (const std::string& name : free_names[file]) {
+            const auto& owners = classes[file];
+            if (std::none_of(owners.begin(), owners.end(),
+                             [&](const auto& o) { return o.first == name; }))
+                plain.push_back(name);
+        }
+        if (!plain.empty()) emit("//    ", plain, ",");
+        for (const auto& owner : classes[file])
+            emit("//     " + owner.first + ":", owner.second, "");
+    }
+    return out;
 }
 
 }  // namespace
@@ -153,4 +236,21 @@ TEST_CASE("smol.hpp lists every public name a program reaches through it") {
                   "smol.hpp's listing does not name (add them to the list at the "
                   "top of include/smol/smol.hpp, or move them into detail):"
                       << report.str());
+
+    // The index block names nothing that no longer exists (a renamed or
+    // removed function must leave the listing too).
+    std::set<std::string> found;
+    for (const Name& n : names) found.insert(n.word);
+    std::set<std::string> stale;
+    for (const std::string& word : index_words(top))
+        if (!found.count(word)) stale.insert(word);
+    std::ostringstream stale_report;
+    for (const std::string& word : stale) stale_report << " " << word;
+    CHECK_MESSAGE(stale.empty(),
+                  "smol.hpp's index names what no header declares:" << stale_report.str());
+
+    // SMOL_SURFACE_PRINT=1 prints the index as the headers have it, to paste
+    // over the block in smol.hpp.
+    if (const char* print = std::getenv("SMOL_SURFACE_PRINT"); print && *print == '1')
+        std::printf("%s", render_index(names).c_str());
 }
