@@ -259,8 +259,7 @@ SMOL_API int32_t* smol_generator_history(const smol_generator* generator,
  * callbacks): SMOL_ERR_INVALID_ARGUMENT; an async run still going is waited
  * for first; count 0: no effect. From the generator's one thread, like every
  * generator call but smol_cancel; on failure the generator keeps its state.
- * The next run's prompt should be the erased history's text, or the call
- * reuses only the prefix the two share. */
+ * The next call reuses the cache as far as its prompt matches what is left. */
 SMOL_API smol_status smol_erase(smol_generator* generator, size_t first,
                                 size_t count) SMOL_NOEXCEPT;
 
