@@ -38,14 +38,15 @@ namespace {
 // padding, so a field is covered by a caller's size or not at all.
 #if UINTPTR_MAX == UINT64_MAX
 static_assert(sizeof(smol_load_options) == 11 * 8, "smol_load_options has padding");
-static_assert(sizeof(smol_generator_options) == 9 * 8, "smol_generator_options has padding");
+static_assert(sizeof(smol_generator_options) == 11 * 8, "smol_generator_options has padding");
 static_assert(sizeof(smol_params) == 33 * 8, "smol_params has padding");
-static_assert(sizeof(smol_result) == 16 * 8, "smol_result has padding");
+static_assert(sizeof(smol_result) == 18 * 8, "smol_result has padding");
 #endif
 static_assert(int(SMOL_STOP_CONTEXT_FULL) == int(smol::StopReason::context_full), "stop reasons");
 static_assert(int(SMOL_ERR_RESOURCE) == int(smol::ErrorKind::resource) + 1, "error kinds");
 static_assert(int(SMOL_DEVICE_AUTO) == int(smol::Device::automatic), "devices");
 static_assert(int(SMOL_KV_F16) == int(smol::KVType::f16), "kv types");
+static_assert(int(SMOL_CONTEXT_SHIFT) == int(smol::ContextPolicy::shift), "context policies");
 
 struct LastError {
     smol_status code = SMOL_OK;
@@ -77,12 +78,15 @@ void set_error(smol_status code, const char* message) noexcept {
 }
 
 // Runs f(); on any exception records it and returns
-// `failed`. Every fallible entry point goes through here.
+// `failed`. Every fallible entry point goes through here. The record is
+// cleared again after a success: a callback of f may have made a failing call.
 template <class R, class F>
 R guarded(R failed, F&& f) noexcept {
     set_ok();
     try {
-        return f();
+        R result = f();
+        set_ok();
+        return result;
     } catch (const smol::Error& e) {
         set_error(smol_status(int(e.kind()) + 1), e.what());
     } catch (const std::bad_alloc&) {
@@ -189,6 +193,12 @@ smol::GeneratorOptions to_generator_options(const smol_generator_options* user) 
         void* user_data = o.worker_start_user_data;
         out.on_worker_start = [fn, user_data] { fn(user_data); };
     }
+    if (o.context_policy != SMOL_CONTEXT_STOP && o.context_policy != SMOL_CONTEXT_SHIFT)
+        invalid("smol_generator_options.context_policy = " + std::to_string(o.context_policy) +
+                " is not a smol_context_policy");
+    out.context_policy = smol::ContextPolicy(uint32_t(o.context_policy));
+    if (o.n_keep < 0) invalid("smol_generator_options.n_keep is negative");
+    out.n_keep = size_t(o.n_keep);
     return out;
 }
 
@@ -346,6 +356,8 @@ smol_result* to_result(smol::GenerateResult result) {
     c.n_reused_tokens = r.n_reused_tokens;
     c.prefill_ms = r.prefill_ms;
     c.decode_ms = r.decode_ms;
+    c.n_discarded_tokens = r.n_discarded_tokens;
+    c.n_prompt_discarded_tokens = r.n_prompt_discarded_tokens;
     box->data = data.release();
     return &box.release()->c;
 }
@@ -478,7 +490,11 @@ void smol_generator_options_init(smol_generator_options* options) noexcept {
     if (!options) return;
     *options = smol_generator_options{};
     options->size = sizeof(smol_generator_options);
-    options->kv_type = SMOL_KV_F16;
+    // The defaults from the C++ struct, so the two never disagree.
+    const smol::GeneratorOptions d;
+    options->kv_type = int64_t(d.kv_type);
+    options->context_policy = int64_t(d.context_policy);
+    options->n_keep = int64_t(d.n_keep);
 }
 
 smol_generator* smol_generator_new(const smol_model* model,
@@ -522,6 +538,31 @@ size_t smol_generator_n_ctx(const smol_generator* generator) noexcept {
 
 size_t smol_generator_n_cached(const smol_generator* generator) noexcept {
     return generator ? generator->generator->n_cached() : 0;
+}
+
+size_t smol_generator_n_history(const smol_generator* generator) noexcept {
+    return generator ? generator->generator->history().size() : 0;
+}
+
+int32_t* smol_generator_history(const smol_generator* generator, size_t* n_tokens) noexcept {
+    if (n_tokens) *n_tokens = 0;
+    return guarded<int32_t*>(nullptr, [&] {
+        const smol::Generator& g = *need(generator, "smol_generator_history: generator").generator;
+        if (!n_tokens) invalid("smol_generator_history: n_tokens is NULL");
+        const std::vector<int32_t>& ids = g.history();
+        int32_t* out = copy_out(ids);
+        *n_tokens = ids.size();
+        return out;
+    });
+}
+
+smol_status smol_erase(smol_generator* generator, size_t first, size_t count) noexcept {
+    const bool ok = guarded<bool>(false, [&] {
+        smol::Generator& g = *need(generator, "smol_erase: generator").generator;
+        smol::detail::ok_or_fail(g.try_erase(first, count));
+        return true;
+    });
+    return ok ? SMOL_OK : smol_last_error();
 }
 
 void smol_params_init(smol_params* params) noexcept {

@@ -1,5 +1,6 @@
 // The C# sample: streams a greedy completion, chats, cancels from another
-// thread, and polls an async run the way a game's frame loop would.
+// thread, polls an async run the way a game's frame loop would, erases part
+// of a conversation and generates through a small context with Shift.
 //   mcs -out:Sample.exe Smol.cs Sample.cs && mono Sample.exe model.gguf
 //   mono Sample.exe model.gguf --check greedy.txt   (CI: the text must equal
 //   the C++ API's, which tests/c_abi/test_c_abi_parity writes there)
@@ -83,6 +84,46 @@ static class Sample {
             using (var other = new Smol.Generator(model)) {
                 other.RestoreSession(session);
                 Check(other.CachedTokens == gen.CachedTokens, "session restored");
+            }
+
+            // Erase: dropping the generated tail rewinds, so the prompt again
+            // reuses the cache and gives the same tokens.
+            using (var rewind = new Smol.Generator(model, new Smol.GeneratorOptions { NCtx = 256 })) {
+                Smol.Result first = rewind.Generate(Prompt, greedy);
+                int[] before = rewind.History();
+                Check(before.Length == first.PromptTokens + first.Tokens.Length, "history: prompt + output");
+                rewind.Erase(first.PromptTokens, first.Tokens.Length);
+                Check(rewind.HistoryLength == first.PromptTokens && rewind.CachedTokens == first.PromptTokens,
+                      "erase shrinks history and cache");
+                Smol.Result again = rewind.Generate(Prompt, greedy);
+                Check(again.Text == first.Text && again.ReusedTokens == again.PromptTokens - 1,
+                      "after an erase the prompt reuses the cache");
+                long cached = rewind.CachedTokens;
+                rewind.Erase(2, 3);
+                int[] after = rewind.History();
+                Check(after.Length == before.Length - 3 && after[2] == before[5] &&
+                      rewind.CachedTokens == cached - 3, "erase in the middle");
+                try {
+                    rewind.Erase(1, rewind.HistoryLength);
+                    Check(false, "erase past the history throws");
+                } catch (Smol.SmolException e) {
+                    Check(e.Code == Smol.Status.OutOfRange, "erase past the history is out_of_range");
+                }
+            }
+
+            // Shift: a run longer than the context goes on, dropping the oldest tokens.
+            var shiftOptions = new Smol.GeneratorOptions {
+                NCtx = 64, ContextPolicy = Smol.ContextPolicy.Shift, NKeep = 4 };
+            using (var shifting = new Smol.Generator(model, shiftOptions)) {
+                var p = new Smol.GenerateParams { Temperature = 0, MaxTokens = 150, IgnoreEos = true };
+                Smol.Result longRun = shifting.Generate(Prompt, p);
+                Check(longRun.StopReason == Smol.StopReason.MaxTokens && longRun.Tokens.Length == 150 &&
+                      longRun.DiscardedTokens > 0 && shifting.HistoryLength <= 64,
+                      "a shift run goes past the context");
+                using (var stopping = new Smol.Generator(model, new Smol.GeneratorOptions { NCtx = 64 })) {
+                    Check(stopping.Generate(Prompt, p).StopReason == Smol.StopReason.ContextFull,
+                          "without shift the run ends at the context");
+                }
             }
 
             // Errors: a code and a message.

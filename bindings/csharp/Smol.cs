@@ -39,6 +39,10 @@ public enum Status {
 }
 public enum Device { Cpu = 0, Cuda = 1, Auto = 2 }
 public enum KVType { F32 = 0, F16 = 1 }
+// Stop: a prompt longer than the context throws and a full context ends the run;
+// Shift: the oldest tokens after the first NKeep (Chat: the oldest turns after the
+// system message) leave the context instead.
+public enum ContextPolicy { Stop = 0, Shift = 1 }
 public enum StopReason { Eos = 0, MaxTokens = 1, StopString = 2, Cancelled = 3, ContextFull = 4 }
 
 public sealed class SmolException : Exception {
@@ -73,6 +77,8 @@ public sealed class GeneratorOptions {
     public KVType KVType = KVType.F16;
     public long PrefillChunk = 0;
     public Batcher Batcher;
+    public ContextPolicy ContextPolicy = ContextPolicy.Stop;
+    public long NKeep = 0;  // with Shift: leading tokens never dropped
 }
 
 // Unset fields keep the library's defaults (smol_params_init).
@@ -94,6 +100,11 @@ public sealed class Result {
     public StopReason StopReason;
     public long PromptTokens, ReusedTokens;
     public double PrefillMs, DecodeMs;
+    // ContextPolicy.Shift: tokens this call left out of the context or erased
+    // from it, and the prompt's share of them.
+    public long DiscardedTokens, PromptDiscardedTokens;
+    // The prompt tokens actually run: less what the cache held and what a shift left out.
+    public long PrefilledTokens { get { return PromptTokens - ReusedTokens - PromptDiscardedTokens; } }
 }
 
 internal static class Native {
@@ -114,6 +125,7 @@ internal static class Native {
     internal struct GeneratorOptions {
         public ulong size; public long n_ctx, kv_type, prefill_chunk;
         public IntPtr batcher, log, log_user_data, on_worker_start, worker_start_user_data;
+        public long context_policy, n_keep;
     }
     [StructLayout(LayoutKind.Sequential)]
     internal struct Params {
@@ -136,6 +148,7 @@ internal static class Native {
         public ulong answer_length; public IntPtr tool_calls_json, matched_stop, tokens;
         public ulong n_tokens; public long stop_reason; public ulong n_prompt_tokens,
             n_reused_tokens; public double prefill_ms, decode_ms;
+        public ulong n_discarded_tokens, n_prompt_discarded_tokens;
     }
 
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int smol_last_error();
@@ -156,6 +169,10 @@ internal static class Native {
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int smol_reset(IntPtr gen);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern void smol_cancel(IntPtr gen);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern UIntPtr smol_generator_n_cached(IntPtr gen);
+    [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern UIntPtr smol_generator_n_history(IntPtr gen);
+    [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_generator_history(IntPtr gen, out UIntPtr n);
+    [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int smol_erase(IntPtr gen, UIntPtr first, UIntPtr count);
+    [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern void smol_tokens_free(IntPtr tokens);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern void smol_params_init(ref Params p);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern void smol_result_free(IntPtr result);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_generate(IntPtr gen, byte[] prompt, ref Params p, PieceFn onPiece, IntPtr userData);
@@ -238,6 +255,8 @@ internal static class Native {
                 ReusedTokens = (long)r.n_reused_tokens,
                 PrefillMs = r.prefill_ms,
                 DecodeMs = r.decode_ms,
+                DiscardedTokens = (long)r.n_discarded_tokens,
+                PromptDiscardedTokens = (long)r.n_prompt_discarded_tokens,
             };
         } finally {
             smol_result_free(pointer);
@@ -385,6 +404,8 @@ public sealed class Generator : IDisposable {
         o.kv_type = (long)options.KVType;
         o.prefill_chunk = options.PrefillChunk;
         if (options.Batcher != null) o.batcher = options.Batcher.Handle;
+        o.context_policy = (long)options.ContextPolicy;
+        o.n_keep = options.NKeep;
         handle = Native.Check(Native.smol_generator_new(model.Handle, ref o));
     }
 
@@ -439,6 +460,27 @@ public sealed class Generator : IDisposable {
     public void Reset() { if (Native.smol_reset(handle) != 0) throw Native.LastError(); }
     public Generator Fork() { return new Generator(Native.Check(Native.smol_generator_fork(handle))); }
     public long CachedTokens { get { return (long)Native.smol_generator_n_cached(handle).ToUInt64(); } }
+    public long HistoryLength { get { return (long)Native.smol_generator_n_history(handle).ToUInt64(); } }
+    // The ids of the last run's prompt and generated tokens, as the cache holds them.
+    public int[] History() {
+        UIntPtr n;
+        IntPtr ids = Native.Check(Native.smol_generator_history(handle, out n));
+        try {
+            var history = new int[(long)n.ToUInt64()];
+            if (history.Length > 0) Marshal.Copy(ids, history, 0, history.Length);
+            return history;
+        } finally {
+            Native.smol_tokens_free(ids);
+        }
+    }
+    // Removes history tokens [first, first + count) and their cache entries (the
+    // later ones move down; nothing is prefilled again). Past the history:
+    // Status.OutOfRange; from inside a run's callback: Status.InvalidArgument.
+    public void Erase(long first, long count) {
+        if (first < 0 || count < 0) throw new ArgumentOutOfRangeException("first and count must not be negative");
+        if (Native.smol_erase(handle, (UIntPtr)(ulong)first, (UIntPtr)(ulong)count) != 0)
+            throw Native.LastError();
+    }
 
     public byte[] SaveSession() {
         UIntPtr size;

@@ -51,10 +51,16 @@
  * fields are appended. Fields are only ever appended, never reordered or
  * removed; every field is 64 bits wide on 64-bit targets (integers are
  * int64_t, reals double), so no struct has padding a later field could fall
- * into. Fields planned next (appended at the end of their struct when the C++
- * API has them): the context policy (what happens when the KV cache is full)
- * and its parameters in smol_generator_options; more KV cache types
- * (smol_kv_type gains values); erasing a range of the session (a new function).
+ * into. Planned next: more KV cache types (smol_kv_type gains values).
+ *
+ * Long conversations (C++: "Long conversations" in generation/generator.hpp).
+ * With SMOL_CONTEXT_SHIFT in smol_generator_options.context_policy, a prompt
+ * longer than the context, or a run that fills it, drops the oldest tokens
+ * after the first n_keep (smol_chat: the oldest whole turns after the system
+ * message) instead of failing or stopping; the caller keeps passing the whole
+ * prompt or conversation, and the cache follows without a new prefill.
+ * smol_result.n_discarded_tokens says how many tokens a call dropped.
+ * smol_erase removes a range of the history by hand, the same way.
  */
 #ifndef SMOL_H
 #define SMOL_H
@@ -128,6 +134,14 @@ typedef enum smol_device {
 } smol_device;
 
 typedef enum smol_kv_type { SMOL_KV_F32 = 0, SMOL_KV_F16 = 1 } smol_kv_type;
+
+/* What a generator does when a conversation outgrows its context (C++
+ * ContextPolicy). */
+typedef enum smol_context_policy {
+    SMOL_CONTEXT_STOP = 0, /* a prompt longer than n_ctx is SMOL_ERR_OUT_OF_RANGE;
+                            * a full context ends the run (SMOL_STOP_CONTEXT_FULL) */
+    SMOL_CONTEXT_SHIFT = 1 /* the oldest tokens after n_keep leave the context */
+} smol_context_policy;
 
 typedef enum smol_stop_reason {
     SMOL_STOP_EOS = 0,
@@ -209,7 +223,9 @@ typedef struct smol_generator_options {
     void* log_user_data;
     smol_worker_start_fn on_worker_start; /* may be NULL */
     void* worker_start_user_data;
-    /* Appended here later: the context policy (what a full cache does). */
+    int64_t context_policy; /* smol_context_policy; default SMOL_CONTEXT_STOP */
+    int64_t n_keep; /* with SMOL_CONTEXT_SHIFT: leading tokens never dropped (a text's fixed
+                     * preamble; smol_chat keeps the system message anyway); default 0 */
 } smol_generator_options;
 
 SMOL_API void smol_generator_options_init(smol_generator_options* options) SMOL_NOEXCEPT;
@@ -227,8 +243,25 @@ SMOL_API smol_status smol_reset(smol_generator* generator) SMOL_NOEXCEPT;
  * effect when nothing runs. */
 SMOL_API void smol_cancel(smol_generator* generator) SMOL_NOEXCEPT;
 SMOL_API size_t smol_generator_n_ctx(const smol_generator* generator) SMOL_NOEXCEPT;
-/* Tokens whose keys and values the cache holds. */
+/* Tokens whose keys and values the cache holds (a prefix of the history). */
 SMOL_API size_t smol_generator_n_cached(const smol_generator* generator) SMOL_NOEXCEPT;
+/* The history: the ids of the last run's prompt and generated tokens, as the
+ * cache holds them (after any shift or erase). Its length (0 for NULL): */
+SMOL_API size_t smol_generator_n_history(const smol_generator* generator) SMOL_NOEXCEPT;
+/* A copy of the history (*n_tokens ids); release with smol_tokens_free. NULL
+ * on failure. */
+SMOL_API int32_t* smol_generator_history(const smol_generator* generator,
+                                         size_t* n_tokens) SMOL_NOEXCEPT;
+/* Removes history tokens [first, first + count) and their cache entries; the
+ * later tokens move down (their keys re-rotated), so nothing is prefilled
+ * again and the next run reuses what is left. first + count past the history:
+ * SMOL_ERR_OUT_OF_RANGE; while a run is going on (from inside one of its
+ * callbacks): SMOL_ERR_INVALID_ARGUMENT; an async run still going is waited
+ * for first; count 0: no effect. From the generator's one thread, like every
+ * generator call but smol_cancel; on failure the generator keeps its state.
+ * The next call reuses the cache as far as its prompt matches what is left. */
+SMOL_API smol_status smol_erase(smol_generator* generator, size_t first,
+                                size_t count) SMOL_NOEXCEPT;
 
 /* ------------------------------------------------------------ parameters */
 
@@ -316,8 +349,13 @@ typedef struct smol_result {
     int64_t stop_reason;      /* smol_stop_reason */
     uint64_t n_prompt_tokens; /* tokens of the prompt or rendered conversation */
     uint64_t n_reused_tokens; /* of those, already in the KV cache */
-    double prefill_ms;
+    double prefill_ms;        /* prefilled: n_prompt - n_reused - n_prompt_discarded tokens */
     double decode_ms;
+    /* SMOL_CONTEXT_SHIFT: tokens this call left out of the context or erased
+     * from it, from the prompt or mid-run; and the prompt's share of them
+     * (prompt tokens the model never saw in this call). 0 otherwise. */
+    uint64_t n_discarded_tokens;
+    uint64_t n_prompt_discarded_tokens;
 } smol_result;
 
 SMOL_API void smol_result_free(smol_result* result) SMOL_NOEXCEPT;

@@ -196,6 +196,13 @@ static void test_generate(smol_model* model) {
     smol_generator_options_init(&go);
     go.size = 3;
     CHECK_FAILS(smol_generator_new(model, &go), SMOL_ERR_INVALID_ARGUMENT);
+    smol_generator_options_init(&go);
+    CHECK(go.context_policy == SMOL_CONTEXT_STOP && go.n_keep == 0);
+    go.context_policy = 2;
+    CHECK_FAILS(smol_generator_new(model, &go), SMOL_ERR_INVALID_ARGUMENT);
+    smol_generator_options_init(&go);
+    go.n_keep = -1;
+    CHECK_FAILS(smol_generator_new(model, &go), SMOL_ERR_INVALID_ARGUMENT);
 
     smol_generator_options_init(&go);
     go.n_ctx = 256;
@@ -215,6 +222,7 @@ static void test_generate(smol_model* model) {
     CHECK(r->stop_reason == SMOL_STOP_MAX_TOKENS || r->stop_reason == SMOL_STOP_EOS);
     CHECK(r->text_length == pieces->length && strcmp(r->text, pieces->text) == 0);
     CHECK(r->n_prompt_tokens > 0 && r->n_reused_tokens == 0);
+    CHECK(r->n_discarded_tokens == 0 && r->n_prompt_discarded_tokens == 0);
     CHECK(r->prefill_ms >= 0 && r->decode_ms >= 0);
     CHECK(strcmp(r->tool_calls_json, "[]") == 0);
     CHECK(r->matched_stop[0] == '\0');
@@ -319,6 +327,8 @@ static void test_generate(smol_model* model) {
     again = smol_generate(gen, "Once upon a time", &p, on_piece, pieces);
     CHECK(again && again->stop_reason == SMOL_STOP_CANCELLED && pieces->calls == 2);
     CHECK(pieces->reentry_status == SMOL_ERR_INVALID_ARGUMENT);
+    /* The refused inner call's error does not outlive the outer success. */
+    CHECK(smol_last_error() == SMOL_OK && smol_last_error_message()[0] == '\0');
     smol_result_free(again);
     smol_cancel(gen); /* nothing runs: no effect */
     smol_cancel(NULL);
@@ -514,6 +524,201 @@ static void test_async(smol_model* model) {
     smol_generator_free(gen);
 }
 
+/* Piece callback that erases from its own generator (refused: a run is going). */
+typedef struct {
+    smol_generator* gen;
+    smol_status status;
+} EraseInside;
+
+static int on_piece_erase(const char* piece, size_t length, void* user_data) {
+    EraseInside* e = (EraseInside*)user_data;
+    (void)piece;
+    (void)length;
+    e->status = smol_erase(e->gen, 0, 1);
+    return 1;
+}
+
+static int history_is(smol_generator* gen, const int32_t* want, size_t n) {
+    size_t n_history = 0;
+    int32_t* history = smol_generator_history(gen, &n_history);
+    const int same = history && n_history == n && n_history == smol_generator_n_history(gen) &&
+                     memcmp(history, want, n * sizeof(int32_t)) == 0;
+    smol_tokens_free(history);
+    return same;
+}
+
+static int history_is_prefix(smol_generator* gen, const int32_t* want, size_t n) {
+    size_t n_history = 0;
+    int32_t* history = smol_generator_history(gen, &n_history);
+    const int same = history && n_history >= n && memcmp(history, want, n * sizeof(int32_t)) == 0;
+    smol_tokens_free(history);
+    return same;
+}
+
+static void test_erase(smol_model* model) {
+    const char* prompt = "The blacksmith said hello to the traveller.";
+    smol_generator_options go;
+    smol_generator* gen;
+    smol_params p = greedy(8);
+    smol_result* r;
+    smol_result* again;
+    int32_t* before;
+    int32_t* expected;
+    size_t n = 0, cached, i;
+    EraseInside inside;
+
+    smol_generator_options_init(&go);
+    go.n_ctx = 256;
+    gen = smol_generator_new(model, &go);
+    CHECK(gen != NULL);
+    if (!gen) return;
+    CHECK(smol_generator_n_history(gen) == 0);
+    r = smol_generate(gen, prompt, &p, NULL, NULL);
+    CHECK(r != NULL);
+    if (!r) return;
+    /* The history is the prompt and the generated ids; the cache all but
+     * possibly the last. */
+    before = smol_generator_history(gen, &n);
+    CHECK(before && n == r->n_prompt_tokens + r->n_tokens && n == smol_generator_n_history(gen));
+    if (!before) return;
+    CHECK(memcmp(before + r->n_prompt_tokens, r->tokens, r->n_tokens * sizeof(int32_t)) == 0);
+    cached = smol_generator_n_cached(gen);
+    CHECK(cached + 1 >= n && cached <= n);
+
+    /* Erasing the generated tail rewinds: the same prompt then reuses all but
+     * its last token and generates the same ids again. */
+    CHECK(smol_erase(gen, (size_t)r->n_prompt_tokens, (size_t)r->n_tokens) == SMOL_OK);
+    CHECK(smol_last_error() == SMOL_OK);
+    CHECK(history_is(gen, before, (size_t)r->n_prompt_tokens));
+    CHECK(smol_generator_n_cached(gen) == r->n_prompt_tokens);
+    again = smol_generate(gen, prompt, &p, NULL, NULL);
+    CHECK(again && again->n_reused_tokens == again->n_prompt_tokens - 1 && same_tokens(r, again));
+    smol_result_free(again);
+
+    /* A middle range: history and cache shrink together. */
+    CHECK(history_is(gen, before, n));
+    cached = smol_generator_n_cached(gen);
+    CHECK(smol_erase(gen, 3, 5) == SMOL_OK);
+    expected = (int32_t*)malloc(n * sizeof(int32_t));
+    memcpy(expected, before, 3 * sizeof(int32_t));
+    memcpy(expected + 3, before + 8, (n - 8) * sizeof(int32_t));
+    CHECK(history_is(gen, expected, n - 5));
+    CHECK(smol_generator_n_cached(gen) == cached - 5);
+    /* The last token, which the cache may not hold: only the history shrinks. */
+    CHECK(smol_erase(gen, n - 6, 1) == SMOL_OK);
+    CHECK(smol_generator_n_history(gen) == n - 6);
+    CHECK(smol_generator_n_cached(gen) == n - 6);
+    CHECK(smol_erase(gen, 2, 0) == SMOL_OK);
+    CHECK(smol_generator_n_history(gen) == n - 6);
+
+    /* Errors: past the history, no generator, inside a run; nothing changes. */
+    CHECK(smol_erase(gen, 2, n) == SMOL_ERR_OUT_OF_RANGE);
+    CHECK(strlen(smol_last_error_message()) > 0);
+    CHECK(smol_erase(gen, n - 5, 0) == SMOL_ERR_OUT_OF_RANGE);
+    CHECK(smol_erase(gen, (size_t)-1, 2) == SMOL_ERR_OUT_OF_RANGE);
+    CHECK(history_is(gen, expected, n - 6));
+    CHECK(smol_erase(NULL, 0, 0) == SMOL_ERR_INVALID_ARGUMENT);
+    inside.gen = gen;
+    inside.status = SMOL_OK;
+    again = smol_generate(gen, prompt, &p, on_piece_erase, &inside);
+    CHECK(again != NULL && inside.status == SMOL_ERR_INVALID_ARGUMENT);
+    CHECK(smol_last_error() == SMOL_OK);
+    smol_result_free(again);
+    CHECK(smol_erase(gen, 0, smol_generator_n_history(gen)) == SMOL_OK);
+    CHECK(smol_generator_n_history(gen) == 0 && smol_generator_n_cached(gen) == 0);
+    CHECK_FAILS(smol_generator_history(gen, NULL), SMOL_ERR_INVALID_ARGUMENT);
+    CHECK_FAILS(smol_generator_history(NULL, &n), SMOL_ERR_INVALID_ARGUMENT);
+    CHECK(n == 0 && smol_generator_n_history(NULL) == 0);
+    for (i = 0; i < 2; ++i) { /* an empty history is still a pointer to free */
+        int32_t* empty = smol_generator_history(gen, &n);
+        CHECK(empty != NULL && n == 0);
+        smol_tokens_free(empty);
+    }
+
+    free(expected);
+    smol_tokens_free(before);
+    smol_result_free(r);
+    smol_generator_free(gen);
+}
+
+/* A generator of n_ctx 64 with the given policy; size: the caller's struct
+ * size (0: the whole struct). */
+static smol_generator* small_generator(smol_model* model, int64_t policy, uint64_t size) {
+    smol_generator_options go;
+    smol_generator_options_init(&go);
+    go.n_ctx = 64;
+    go.context_policy = policy;
+    go.n_keep = 4;
+    if (size) go.size = size;
+    return smol_generator_new(model, &go);
+}
+
+static void test_shift(smol_model* model) {
+    const char* prompt = "Once upon a time, in a village by the sea, there lived";
+    const char* sentence = "The smith hammered the red iron until it rang. ";
+    char long_prompt[2048];
+    smol_generator* gen = small_generator(model, SMOL_CONTEXT_SHIFT, 0);
+    smol_generator* stop = small_generator(model, SMOL_CONTEXT_STOP, 0);
+    smol_generator* older;
+    smol_params p = greedy(150);
+    smol_result* r;
+    int32_t* head;
+    size_t n_head = 0, i;
+    CHECK(gen && stop);
+    if (!gen || !stop) return;
+    p.ignore_eos = 1;
+
+    /* Generating past n_ctx: the oldest tokens after n_keep go, the run goes on. */
+    r = smol_generate(gen, prompt, &p, NULL, NULL);
+    CHECK(r && r->stop_reason == SMOL_STOP_MAX_TOKENS && r->n_tokens == 150);
+    CHECK(r && r->n_discarded_tokens > 0 && r->n_prompt_discarded_tokens == 0);
+    CHECK(r && r->n_prompt_tokens + r->n_tokens - r->n_discarded_tokens ==
+                   smol_generator_n_history(gen));
+    CHECK(smol_generator_n_history(gen) <= 64 && smol_generator_n_cached(gen) <= 64);
+    head = smol_tokenize(gen, prompt, 0, &n_head);
+    CHECK(head && n_head > 4 && history_is_prefix(gen, head, 4));
+    smol_tokens_free(head);
+    smol_result_free(r);
+
+    /* With SMOL_CONTEXT_STOP the same run ends at the context. */
+    r = smol_generate(stop, prompt, &p, NULL, NULL);
+    CHECK(r && r->stop_reason == SMOL_STOP_CONTEXT_FULL && r->n_discarded_tokens == 0);
+    smol_result_free(r);
+
+    /* A prompt longer than the context: shown without its oldest part. */
+    long_prompt[0] = '\0';
+    for (i = 0; i < 12; ++i) strcat(long_prompt, sentence);
+    p = greedy(4);
+    CHECK_FAILS(smol_generate(stop, long_prompt, &p, NULL, NULL), SMOL_ERR_OUT_OF_RANGE);
+    CHECK(smol_reset(gen) == SMOL_OK);
+    r = smol_generate(gen, long_prompt, &p, NULL, NULL);
+    CHECK(r && r->n_prompt_tokens > 64 && r->n_prompt_discarded_tokens > 0);
+    CHECK(r && r->n_discarded_tokens >= r->n_prompt_discarded_tokens);
+    CHECK(r && r->n_prompt_tokens - r->n_reused_tokens - r->n_prompt_discarded_tokens <= 64);
+    smol_result_free(r);
+
+    /* An older caller's struct, which ends before context_policy: the default
+     * (stop) applies, whatever lies past its size. */
+    older = small_generator(model, SMOL_CONTEXT_SHIFT,
+                            offsetof(smol_generator_options, context_policy));
+    CHECK(older != NULL && smol_last_error() == SMOL_OK);
+    p = greedy(150);
+    p.ignore_eos = 1;
+    r = older ? smol_generate(older, prompt, &p, NULL, NULL) : NULL;
+    CHECK(r && r->stop_reason == SMOL_STOP_CONTEXT_FULL && r->n_discarded_tokens == 0);
+    smol_result_free(r);
+    smol_generator_free(older);
+    /* ... and one whose struct ends before n_keep gets n_keep 0: shift works. */
+    older = small_generator(model, SMOL_CONTEXT_SHIFT, offsetof(smol_generator_options, n_keep));
+    r = older ? smol_generate(older, prompt, &p, NULL, NULL) : NULL;
+    CHECK(r && r->stop_reason == SMOL_STOP_MAX_TOKENS && r->n_discarded_tokens > 0);
+    smol_result_free(r);
+    smol_generator_free(older);
+
+    smol_generator_free(gen);
+    smol_generator_free(stop);
+}
+
 static void test_batcher(smol_model* model) {
     smol_batcher* batcher = smol_batcher_new(model);
     smol_generator_options go;
@@ -593,6 +798,8 @@ int main(int argc, char** argv) {
     test_chat(model);
     test_async(model);
     test_batcher(model);
+    test_erase(model);
+    test_shift(model);
 
     /* A generator outlives the handle of its model. */
     {

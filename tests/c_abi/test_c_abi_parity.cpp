@@ -4,6 +4,7 @@
 //     tools/ci-sanitize.sh), each getting the single-thread tokens, and the
 //     last error staying per thread;
 //   - smol_cancel from another thread stops a run;
+//   - context shift and erase: the same tokens, counts and history;
 //   - writes the reference greedy text for the Python and C# tests.
 // Usage: test_c_abi_parity FIXTURES_DIR [GREEDY_OUT] ($SMOL_FIXTURES wins)
 //        test_c_abi_parity FIXTURES_DIR --bench [RUNS]: microseconds per token
@@ -98,6 +99,65 @@ void check_parity(const std::shared_ptr<const smol::Model>& cpp_model, smol_mode
     CResult got(smol_chat(c, c_messages, 2, &p, nullptr, nullptr));
     EXPECT(got && tokens_of(*got) == want.tokens);
     EXPECT(got && std::string(got->answer, got->answer_length) == want.answer);
+    smol_generator_free(c);
+}
+
+std::vector<int32_t> history_of(smol_generator* gen) {
+    size_t n = 0;
+    int32_t* ids = smol_generator_history(gen, &n);
+    std::vector<int32_t> out(ids, ids + (ids ? n : 0));
+    smol_tokens_free(ids);
+    return out;
+}
+
+void check_context_parity(const std::shared_ptr<const smol::Model>& cpp_model,
+                          smol_model* c_model) {
+    smol::GeneratorOptions cpp_options;
+    cpp_options.n_ctx = 64;
+    cpp_options.context_policy = smol::ContextPolicy::shift;
+    cpp_options.n_keep = 4;
+    smol::Generator cpp(cpp_model, cpp_options);
+    smol_generator_options c_options;
+    smol_generator_options_init(&c_options);
+    c_options.n_ctx = 64;
+    c_options.context_policy = SMOL_CONTEXT_SHIFT;
+    c_options.n_keep = 4;
+    smol_generator* c = smol_generator_new(c_model, &c_options);
+    EXPECT(c != nullptr);
+    if (!c) return;
+    auto same = [&](const smol::GenerateResult& want, const smol_result* got) {
+        EXPECT(got != nullptr);
+        if (!got) return;
+        EXPECT(tokens_of(*got) == want.tokens);
+        EXPECT(got->n_prompt_tokens == want.n_prompt_tokens);
+        EXPECT(got->n_reused_tokens == want.n_reused_tokens);
+        EXPECT(got->n_discarded_tokens == want.n_discarded_tokens);
+        EXPECT(got->n_prompt_discarded_tokens == want.n_prompt_discarded_tokens);
+        EXPECT(history_of(c) == cpp.history());
+        EXPECT(smol_generator_n_cached(c) == cpp.n_cached());
+    };
+    // A run through the context, then a prompt longer than it.
+    smol::GenerateParams cpp_params = greedy_cpp(150);
+    cpp_params.ignore_eos = true;
+    smol_params p = greedy_c(150);
+    p.ignore_eos = 1;
+    const smol::GenerateResult shifted = cpp.generate(kPrompt, cpp_params);
+    EXPECT(shifted.n_discarded_tokens > 0);
+    same(shifted, CResult(smol_generate(c, kPrompt, &p, nullptr, nullptr)).get());
+    std::string long_prompt;
+    for (int i = 0; i < 12; ++i) long_prompt += "The smith hammered the red iron until it rang. ";
+    const smol::GenerateResult cut = cpp.generate(long_prompt, greedy_cpp(4));
+    EXPECT(cut.n_prompt_discarded_tokens > 0);
+    p = greedy_c(4);
+    same(cut, CResult(smol_generate(c, long_prompt.c_str(), &p, nullptr, nullptr)).get());
+    // An erase in the middle, then the same prompt again.
+    cpp.erase(6, 10);
+    EXPECT(smol_erase(c, 6, 10) == SMOL_OK);
+    EXPECT(history_of(c) == cpp.history());
+    EXPECT(smol_generator_n_cached(c) == cpp.n_cached());
+    p = greedy_c(8);
+    same(cpp.generate(long_prompt, greedy_cpp(8)),
+         CResult(smol_generate(c, long_prompt.c_str(), &p, nullptr, nullptr)).get());
     smol_generator_free(c);
 }
 
@@ -235,6 +295,7 @@ int main(int argc, char** argv) {
     }
 
     check_parity(cpp_model, c_model);
+    check_context_parity(cpp_model, c_model);
     smol::Generator reference(cpp_model);
     const smol::GenerateResult want = reference.generate(kPrompt, greedy_cpp(kTokens));
     check_threads(c_model, want.tokens);

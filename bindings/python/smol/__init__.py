@@ -34,6 +34,7 @@ __all__ = ["Error", "Model", "Generator", "Batcher", "AsyncGeneration", "Result"
 STOP_REASONS = ["eos", "max_tokens", "stop_string", "cancelled", "context_full"]
 DEVICES = {"cpu": 0, "cuda": 1, "auto": 2}
 KV_TYPES = {"f32": 0, "f16": 1}
+CONTEXT_POLICIES = {"stop": 0, "shift": 1}
 
 
 class Error(Exception):
@@ -83,6 +84,15 @@ class Result:
     n_reused_tokens: int
     prefill_ms: float
     decode_ms: float
+    # context_policy="shift": tokens this call left out of the context or
+    # erased from it, and the prompt's share of them.
+    n_discarded_tokens: int = 0
+    n_prompt_discarded_tokens: int = 0
+
+    @property
+    def n_prefilled_tokens(self) -> int:
+        """The prompt tokens actually run: less what the cache held and what a shift left out."""
+        return self.n_prompt_tokens - self.n_reused_tokens - self.n_prompt_discarded_tokens
 
 
 def _string(pointer, length) -> str:
@@ -106,6 +116,8 @@ def _take_result(pointer) -> Result:
             n_reused_tokens=r.n_reused_tokens,
             prefill_ms=r.prefill_ms,
             decode_ms=r.decode_ms,
+            n_discarded_tokens=r.n_discarded_tokens,
+            n_prompt_discarded_tokens=r.n_prompt_discarded_tokens,
         )
     finally:
         lib.smol_result_free(pointer)
@@ -319,14 +331,18 @@ class Generator:
     """One conversation: a KV cache and its history (the C++ smol::Generator).
 
     Options: n_ctx (0: min(4096, the model's)), kv_type ("f16", "f32"),
-    prefill_chunk, batcher, log(level, message). Generation parameters are
+    prefill_chunk, batcher, log(level, message), context_policy ("stop": a
+    prompt longer than n_ctx is an error and a full context ends the run;
+    "shift": the oldest tokens after the first n_keep, in chat() the oldest
+    turns after the system message, leave the context instead), n_keep.
+    Generation parameters are
     keyword arguments named as the C++ GenerateParams / smol_params fields
     (temperature, top_k, max_tokens, stop, seed, grammar, json_schema, tools,
     enable_thinking, ...)."""
 
     def __init__(self, model: Model, *, n_ctx: int = 0, kv_type: str = "f16",
                  prefill_chunk: int = 0, batcher: Optional[Batcher] = None, log=None,
-                 _handle=None):
+                 context_policy: str = "stop", n_keep: int = 0, _handle=None):
         self._handle = None
         self._keep = []
         self.model = model
@@ -340,6 +356,11 @@ class Generator:
             raise ValueError(f"kv_type must be one of {sorted(KV_TYPES)}, not {kv_type!r}")
         o.kv_type = KV_TYPES[kv_type]
         o.prefill_chunk = prefill_chunk
+        if context_policy not in CONTEXT_POLICIES:
+            raise ValueError(f"context_policy must be one of {sorted(CONTEXT_POLICIES)}, "
+                             f"not {context_policy!r}")
+        o.context_policy = CONTEXT_POLICIES[context_policy]
+        o.n_keep = n_keep
         if batcher is not None:
             o.batcher = batcher._handle
             self._keep.append(batcher)
@@ -427,6 +448,25 @@ class Generator:
     @property
     def n_cached(self) -> int:
         return lib.smol_generator_n_cached(self._handle)
+
+    @property
+    def history(self) -> List[int]:
+        """The ids of the last run's prompt and generated tokens, as the cache holds them."""
+        n = ctypes.c_size_t(0)
+        ids = _check(lib.smol_generator_history(self._handle, ctypes.byref(n)))
+        try:
+            return ids[:n.value]
+        finally:
+            lib.smol_tokens_free(ids)
+
+    def erase(self, first: int, count: int):
+        """Removes history tokens [first, first + count) and their cache entries (the
+        later ones move down, nothing is prefilled again). Past the history: Error
+        "out_of_range"; from inside a run's callback: "invalid_argument"."""
+        if first < 0 or count < 0:
+            raise ValueError("erase: first and count must not be negative")
+        if lib.smol_erase(self._handle, first, count) != 0:
+            _raise_last()
 
     def close(self):
         if self._handle:

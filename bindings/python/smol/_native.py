@@ -72,7 +72,8 @@ class GeneratorOptions(Structure):
     _fields_ = [("size", c_uint64), ("n_ctx", c_int64), ("kv_type", c_int64),
                 ("prefill_chunk", c_int64), ("batcher", c_void_p), ("log", LOG_FN),
                 ("log_user_data", c_void_p), ("on_worker_start", WORKER_START_FN),
-                ("worker_start_user_data", c_void_p)]
+                ("worker_start_user_data", c_void_p), ("context_policy", c_int64),
+                ("n_keep", c_int64)]
 
 
 class LogitBias(Structure):
@@ -111,7 +112,8 @@ class CResult(Structure):
                 ("answer_length", c_uint64), ("tool_calls_json", c_char_p),
                 ("matched_stop", c_char_p), ("tokens", POINTER(c_int32)), ("n_tokens", c_uint64),
                 ("stop_reason", c_int64), ("n_prompt_tokens", c_uint64),
-                ("n_reused_tokens", c_uint64), ("prefill_ms", c_double), ("decode_ms", c_double)]
+                ("n_reused_tokens", c_uint64), ("prefill_ms", c_double), ("decode_ms", c_double),
+                ("n_discarded_tokens", c_uint64), ("n_prompt_discarded_tokens", c_uint64)]
 
 
 def declare(lib):
@@ -142,6 +144,9 @@ def declare(lib):
         "smol_cancel": (None, [h]),
         "smol_generator_n_ctx": (c_size_t, [h]),
         "smol_generator_n_cached": (c_size_t, [h]),
+        "smol_generator_n_history": (c_size_t, [h]),
+        "smol_generator_history": (POINTER(c_int32), [h, POINTER(c_size_t)]),
+        "smol_erase": (c_int, [h, c_size_t, c_size_t]),
         "smol_params_init": (None, [POINTER(Params)]),
         "smol_result_free": (None, [POINTER(CResult)]),
         "smol_generate": (POINTER(CResult), [h, c_char_p, POINTER(Params), PIECE_FN, c_void_p]),

@@ -1,6 +1,6 @@
 """The Python binding on the tiny fixture: the C++ API's greedy text, streaming,
 chat, cancel from another thread, an async run polled to completion, sessions,
-errors. Run: PYTHONPATH=bindings/python SMOL_FIXTURES=... python3 -m pytest
+erase and context shift, errors. Run: PYTHONPATH=bindings/python SMOL_FIXTURES=... python3 -m pytest
 bindings/python/tests (ctest does, with SMOL_LIBRARY and SMOL_EXPECTED_GREEDY)."""
 
 import os
@@ -153,6 +153,69 @@ def test_sessions_fork_tokenize(model):
     assert error.value.kind == "format"
     assert gen.tokenize("<|im_start|>")[0] == 128011
     assert len(gen.tokenize("<|im_start|>", as_text=True)) > 1
+
+
+def test_erase_and_history(model):
+    gen = model.generator(n_ctx=256)
+    prompt = "The blacksmith said hello to the traveller."
+    first = gen.generate(prompt, max_tokens=8, temperature=0)
+    before = gen.history
+    assert len(before) == first.n_prompt_tokens + len(first.tokens)
+    assert before[first.n_prompt_tokens:] == first.tokens
+    # Erasing the generated tail rewinds: the prompt again reuses the cache.
+    gen.erase(first.n_prompt_tokens, len(first.tokens))
+    assert gen.history == before[:first.n_prompt_tokens]
+    assert gen.n_cached == first.n_prompt_tokens
+    again = gen.generate(prompt, max_tokens=8, temperature=0)
+    assert again.tokens == first.tokens
+    assert again.n_reused_tokens == again.n_prompt_tokens - 1
+    cached = gen.n_cached
+    gen.erase(3, 5)
+    assert gen.history == before[:3] + before[8:]
+    assert gen.n_cached == cached - 5
+    with pytest.raises(smol.Error) as error:
+        gen.erase(2, len(gen.history))
+    assert error.value.kind == "out_of_range"
+    assert gen.history == before[:3] + before[8:]
+    # From inside a run: refused, the run goes on.
+    kinds = []
+
+    def erase_inside(_piece):
+        try:
+            gen.erase(0, 1)
+        except smol.Error as e:
+            kinds.append(e.kind)
+
+    gen.generate(prompt, max_tokens=2, temperature=0, on_text=erase_inside)
+    assert kinds and set(kinds) == {"invalid_argument"}
+    with pytest.raises(ValueError):
+        gen.erase(-1, 1)
+
+
+def test_context_shift(model):
+    prompt = "Once upon a time, in a village by the sea, there lived"
+    gen = model.generator(n_ctx=64, context_policy="shift", n_keep=4)
+    r = gen.generate(prompt, max_tokens=150, ignore_eos=True, temperature=0)
+    assert r.stop_reason == "max_tokens" and len(r.tokens) == 150
+    assert r.n_discarded_tokens > 0 and r.n_prompt_discarded_tokens == 0
+    assert len(gen.history) <= 64
+    assert gen.history[:4] == gen.tokenize(prompt)[:4]
+    stop = model.generator(n_ctx=64)
+    r = stop.generate(prompt, max_tokens=150, ignore_eos=True, temperature=0)
+    assert r.stop_reason == "context_full" and r.n_discarded_tokens == 0
+    # A prompt longer than the context: an error with stop, cut with shift.
+    long_prompt = "The smith hammered the red iron until it rang. " * 12
+    with pytest.raises(smol.Error) as error:
+        stop.generate(long_prompt, max_tokens=4, temperature=0)
+    assert error.value.kind == "out_of_range"
+    r = gen.generate(long_prompt, max_tokens=4, temperature=0)
+    assert r.n_prompt_tokens > 64 and r.n_prompt_discarded_tokens > 0
+    assert 0 < r.n_prefilled_tokens <= 64
+    with pytest.raises(ValueError):
+        model.generator(context_policy="wrap")
+    with pytest.raises(smol.Error) as error:
+        model.generator(n_keep=-1)
+    assert error.value.kind == "invalid_argument"
 
 
 def test_errors(model):
