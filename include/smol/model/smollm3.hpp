@@ -259,8 +259,8 @@ private:
         std::vector<float> gate, up;  // [m][ffn]; gate then holds silu(gate) * up
         std::vector<float> rope_cos;  // [m][rope_dims / 2]: cos(pos_r * frequency_i)
         std::vector<float> rope_sin;  // [m][rope_dims / 2]
-        std::vector<float> scores;    // [threads][heads_per_kv][positions]: one
-                                      // softmax row per query head of a GQA group
+        std::vector<float> scores;    // [threads][heads_per_kv][positions]: one softmax row
+                                      // per query head of a GQA group (sized for n_ctx)
         std::vector<float> logits;    // [wanted][vocab]: the head's rows when several
                                       // chunks want logits (one chunk: its own buffer)
         std::vector<size_t> sequence_sizes;  // [chunks]: rows per chunk of the pass (or per
@@ -270,8 +270,8 @@ private:
         ForwardZoneTimes* zones = nullptr;  // where this pass's zones add up (null: untimed)
 
         // Bytes of the buffers that grow with the rows of a pass (all but the
-        // scores, which grow with the context instead, and the quantized input,
-        // about a quarter of gate/up).
+        // scores, which follow the caches' context instead, and the quantized
+        // input, about a quarter of gate/up).
         size_t row_bytes_held() const noexcept {
             size_t bytes =
                 rows.capacity() * sizeof(Row) + sequence_sizes.capacity() * sizeof(size_t);
@@ -282,6 +282,13 @@ private:
         }
     };
 
+    // What one row of a pass takes in a workspace's row buffers (the logits aside).
+    size_t workspace_bytes_per_row() const noexcept {
+        const Config& c = config_;
+        return sizeof(Row) + sizeof(float) * (3 * c.hidden + 2 * c.q_dim() + 2 * c.kv_dim() +
+                                              2 * c.ffn + 2 * inverse_frequency_.size());
+    }
+
     // v holds at least n elements afterwards; never shrinks (see Workspace).
     template <class T>
     static T* grow(std::vector<T>& v, size_t n) {
@@ -289,21 +296,23 @@ private:
         return v.data();
     }
 
-    // The workspaces of the passes, shared by every thread that runs one:
-    // a pass takes one (or makes one when none is idle: the first pass, or
-    // more passes at once than ever before) and gives it back when done, so a
-    // warm decode step allocates nothing, while the buffers of a long prefill
-    // (a 512-row pass of the 3B file needs ~67 MB) are not held after it.
+    // The workspaces of the passes, shared by every thread that runs one: a
+    // step takes one (or makes one when none is idle: the first step, or more
+    // steps at once than ever before) and gives it back when done, so a warm
+    // decode step allocates nothing, while the buffers of a long prefill (a
+    // 512-row pass of the 3B file needs ~67 MB) are not held after it.
     // Rule: at most kIdle workspaces wait here, and one whose row buffers
     // exceed kKeepBytes is freed instead of kept (a decode step of 8 sequences
-    // of the 3B file uses ~5 MB, a prefill chunk of 256 rows ~34 MB).
+    // of the 3B file uses ~5 MB, a prefill chunk of 256 rows ~34 MB); a step
+    // expected to exceed it gets a new workspace, so the idle ones stay as
+    // small as the decode steps that use them.
     class WorkspacePool {
     public:
         static constexpr size_t kIdle = 4;
         static constexpr size_t kKeepBytes = size_t(32) << 20;
 
-        std::unique_ptr<Workspace> take(const kernels::KernelSet& kernel_set) {
-            {
+        std::unique_ptr<Workspace> take(const kernels::KernelSet& kernel_set, size_t bytes) {
+            if (bytes <= kKeepBytes) {
                 std::lock_guard<std::mutex> lock(mutex_);
                 if (n_idle_ > 0) return std::move(idle_[--n_idle_]);
             }
@@ -323,11 +332,12 @@ private:
         size_t n_idle_ = 0;
     };
 
-    // A workspace from the pool for one scope (a backend step).
+    // A workspace from the pool for one scope (a backend step of `rows` rows).
     class WorkspaceLease {
     public:
-        explicit WorkspaceLease(const SmolLM3& net)
-            : pool_(*net.workspaces_), workspace_(pool_.take(*net.kernels_)) {}
+        WorkspaceLease(const SmolLM3& net, size_t rows)
+            : pool_(*net.workspaces_),
+              workspace_(pool_.take(*net.kernels_, rows * net.workspace_bytes_per_row())) {}
         ~WorkspaceLease() { pool_.give_back(std::move(workspace_)); }
         WorkspaceLease(const WorkspaceLease&) = delete;
         WorkspaceLease& operator=(const WorkspaceLease&) = delete;
@@ -577,14 +587,18 @@ private:
         const detail::ZoneTimer zone(s.zones, ForwardZone::attention);
         const Config& c = config_;
         const size_t hd = c.head_dim, q_dim = c.q_dim(), group = c.heads_per_kv();
-        size_t max_positions = 0, total_positions = 0;
+        size_t max_positions = 0, total_positions = 0, max_ctx = 0;
         for (size_t r = 0; r < m; ++r) {
             max_positions = std::max(max_positions, rows[r].pos + 1);
             total_positions += rows[r].pos + 1;
+            max_ctx = std::max(max_ctx, rows[r].kv->n_ctx());
         }
         const float scale = 1.0f / std::sqrt(float(hd));
         const size_t per_thread = group * max_positions;  // scores [group][positions]
-        float* scores = grow(s.scores, size_t(pool.size()) * per_thread);
+        // Sized for the caches' whole context at once, so that the decode
+        // steps that follow, one position longer each, never grow them (a few
+        // hundredths of the size of one cache).
+        float* scores = grow(s.scores, size_t(pool.size()) * group * max_ctx);
         auto work = [&](size_t begin, size_t end, int thread) {
             kernels::AttentionHead head;
             head.group = group;
@@ -663,7 +677,9 @@ protected:
     // The step's passes share one workspace from the network's pool.
     Status forward_step(const Segment* chunks, size_t n_chunks,
                         const std::atomic<bool>* cancel) const override {
-        const SmolLM3::WorkspaceLease workspace(*net_);
+        size_t rows = 0;
+        for (size_t i = 0; i < n_chunks; ++i) rows += chunks[i].n_tokens;
+        const SmolLM3::WorkspaceLease workspace(*net_, rows);
         for (size_t first = 0; first < n_chunks;) {
             size_t end = first + 1, rows = chunks[first].n_tokens;
             while (end < n_chunks && rows + chunks[end].n_tokens <= kMaxPassRows)
