@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI stage: the optional CUDA backend. If nvcc exists, configures build-cuda
 # with -DSMOL_CUDA=ON (CUDA architectures 80 and 90), builds only smol::cuda,
-# test_cuda and the examples that take --device (linked with smol::cuda), and
+# test_cuda and the programs that take --device (smol-generate, smol-chat,
+# benchmarks/smol-bench; linked with smol::cuda), and
 # runs test_cuda: on a machine without a GPU it checks the host emulation of the
 # kernels' block code, that the backend reports "unsupported" and that
 # LoadOptions::device auto falls back to the CPU, and skips the GPU cases with a
@@ -41,7 +42,7 @@ unset SMOL_GOLDEN_LOG
 say "configure build-cuda ($("$NVCC" --version | tail -n 2 | head -n 1), architectures $ARCHS)"
 cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DSMOL_CUDA=ON \
   -DCMAKE_CUDA_COMPILER="$NVCC" "-DCMAKE_CUDA_ARCHITECTURES=$ARCHS" \
-  -DSMOL_BUILD_TESTS=ON -DSMOL_BUILD_EXAMPLES=ON -DSMOL_BUILD_BENCHMARKS=OFF \
+  -DSMOL_BUILD_TESTS=ON -DSMOL_BUILD_EXAMPLES=ON -DSMOL_BUILD_BENCHMARKS=ON \
   -DSMOL_BUILD_TOOLS=OFF >/dev/null
 
 say "build smol::cuda, test_cuda and the --device examples"
