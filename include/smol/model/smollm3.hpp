@@ -93,7 +93,7 @@ SMOL_NAMESPACE_BEGIN
 enum class ForwardZone : uint32_t {
     embed,        // token rows and the RoPE table of the pass
     rmsnorm,      // 2 per layer + the head's
-    quantize,     // activations into the matrices' format: 4 per layer + the head's
+    quantize,     // a matrix input into its activation format, once per format of each y = Wx
     attn_qkv,     // q, k, v as one matmul_batch
     rope,         // rotating q and k
     kv_store,     // k, v into each row's cache
