@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI stage: the optional CUDA backend. If nvcc exists, configures build-cuda
 # with -DSMOL_CUDA=ON (CUDA architectures 80 and 90), builds only smol::cuda,
-# test_cuda and the examples that take --device (linked with smol::cuda), and
+# test_cuda and the programs that take --device (smol-generate, smol-chat,
+# benchmarks/smol-bench; linked with smol::cuda), and
 # runs test_cuda: on a machine without a GPU it checks the host emulation of the
 # kernels' block code, that the backend reports "unsupported" and that
 # LoadOptions::device auto falls back to the CPU, and skips the GPU cases with a

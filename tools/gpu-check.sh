@@ -76,7 +76,7 @@ build() {  # build DIR: configure + build the GPU targets, log to build.log
     echo "nvcc: $("$NVCC" --version | tail -n 2 | head -n 1); architectures $archs; jobs $JOBS"
     cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DSMOL_CUDA=ON \
       -DCMAKE_CUDA_COMPILER="$NVCC" "-DCMAKE_CUDA_ARCHITECTURES=$archs" $prefix \
-      -DSMOL_BUILD_TESTS=ON -DSMOL_BUILD_EXAMPLES=ON -DSMOL_BUILD_BENCHMARKS=OFF \
+      -DSMOL_BUILD_TESTS=ON -DSMOL_BUILD_EXAMPLES=ON -DSMOL_BUILD_BENCHMARKS=ON \
       -DSMOL_BUILD_TOOLS=ON &&
       cmake --build "$dir" -j"$JOBS" --target test_cuda smol-generate smol-bench smol-make-model
   } >"$LOGS/build.log" 2>&1

@@ -112,17 +112,22 @@ public:
         return size_;
     }
 
-    // Full barrier: every thread index runs job exactly once.
-    void run(const Job& job) {
-        run_job(job, /*dynamic=*/false);
+    // Full barrier: every thread index runs job exactly once. A job is any
+    // callable with that signature; it is called through a reference (the
+    // call returns when every thread is done with it), so making it a Job
+    // never allocates, whatever the callable captures.
+    template <class F>
+    void run(F&& job) {
+        run_job(Job(std::ref(job)), /*dynamic=*/false);
     }
 
     // Shared-counter jobs: the caller's job(0, n) must leave no work behind
     // (it keeps taking items until none are left); workers join if they are in
     // time. Thread indices of the calls are distinct, so per-thread scratch
     // indexed by `thread` stays private.
-    void run_dynamic(const Job& job) {
-        run_job(job, /*dynamic=*/true);
+    template <class F>
+    void run_dynamic(F&& job) {
+        run_job(Job(std::ref(job)), /*dynamic=*/true);
     }
 
     // Splits [0, n) into contiguous pieces (sizes differ by at most one; up to

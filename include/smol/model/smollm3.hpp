@@ -4,17 +4,22 @@
 // (m = 1 is the decode mat-vec); each row is one token of some sequence, with
 // its own position and its own KVCache (the caller owns the caches).
 //
+// clang-format off
 // Per pass (x: residual stream [m][hidden]; row r: position pos_r, cache kv_r;
-// the rows of one chunk are consecutive positions of one sequence):
-//   x = token_embd rows
+// the rows of one chunk are consecutive positions of one sequence); on the
+// right, the step of run_pass that computes the lines:
+//   x = token_embd rows                                                       embed
 //   for each layer l:
-//     a = rmsnorm(x) * attn_norm                       [m][hidden]
-//     q = Wq a [m][heads][head_dim], k = Wk a, v = Wv a [m][kv_heads][head_dim]
+//     a = rmsnorm(x) * attn_norm                         [m][hidden]          attention_block
+//     q = Wq a [m][heads][head_dim], k = Wk a, v = Wv a  [m][kv_heads][head_dim]
 //     RoPE(q, k) at pos_r on adjacent pairs, unless l is a NoPE layer ((l + 1) % 4 == 0)
 //     kv_r[l][pos_r] = (k_r, v_r)
-//     o[r][h] = sum_{p <= pos_r} softmax_p(q[r][h] . K_r[h / group][p] / sqrt(head_dim)) V_r[h /
-//     group][p] x += Wo o f = rmsnorm(x) * ffn_norm;  x += Wdown (silu(Wgate f) * Wup f)
-//   logits = lm_head (rmsnorm(x) * output_norm)  for each chunk's last row (or all its rows)
+//     o[r][h] = sum_{p <= pos_r} softmax_p(q[r][h] . K_r[h / group][p] / sqrt(head_dim)) V_r[h / group][p]
+//     x += Wo o
+//     f = rmsnorm(x) * ffn_norm;  x += Wdown (silu(Wgate f) * Wup f)         mlp_block
+//   logits = Wlm_head (rmsnorm(x) * output_norm)                              lm_head
+//            for each chunk's last row (or all its rows)
+// clang-format on
 // The matrices are read once per pass whatever the number of sequences in it;
 // decode is bound by reading them (and by unpacking them: the multi-row tiles
 // unpack each weight block once for all rows), so a pass over N sequences costs
@@ -22,6 +27,8 @@
 // Each matrix input is quantized once (Q8_K32 for the K-quants, see
 // kernels/activations.hpp); q/k/v and gate/up, which read the same input, each
 // run as one matmul_batch.
+// The work buffers of a pass (Workspace) come from a small pool the SmolLM3
+// keeps (WorkspacePool): once warm, a decode step allocates nothing.
 //
 // CpuBackend (end of file) puts this forward pass behind the backend seam of
 // model/backend.hpp; forward() below is that seam over one segment, so the
@@ -47,11 +54,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -67,6 +76,92 @@
 #include "weights.hpp"
 
 SMOL_NAMESPACE_BEGIN
+
+// ---- Timing zones ------------------------------------------------------------------
+// Where a pass's time goes, op by op, measured inside the pass itself (smol-bench
+// --ops), so the profile follows the forward order by construction. A thread opts
+// in with a ForwardZoneRecorder; every pass it then runs (Model::forward, a step
+// of the CPU backend) adds each zone's wall time, pool barriers included, and the
+// weight bytes its matrices read.
+//
+// A run-time switch rather than a compile-time one: a unit that compiled the
+// zones in would need its own copy of every smol type (its own ABI tag,
+// detail/abi.hpp, as ISA flags get) to keep one definition per name, and such a
+// unit could not link the prebuilt smol::cuda library, which smol-bench needs.
+// Switched off, a zone costs a test of a pointer the pass read once (about ten
+// zones per layer): no clock is read, no result changes.
+enum class ForwardZone : uint32_t {
+    embed,        // token rows and the RoPE table of the pass
+    rmsnorm,      // 2 per layer + the head's
+    quantize,     // a matrix input into its activation format, once per format of each y = Wx
+    attn_qkv,     // q, k, v as one matmul_batch
+    rope,         // rotating q and k
+    kv_store,     // k, v into each row's cache
+    attention,    // scores, softmax, weighted values
+    attn_output,  // Wo
+    residual,     // x += Wo o, x += Wdown h
+    ffn_gate_up,  // gate, up as one matmul_batch
+    swiglu,
+    ffn_down,
+    lm_head,  // the head's matrix (and the copy into several chunks' logits)
+};
+constexpr size_t kForwardZones = size_t(ForwardZone::lm_head) + 1;
+
+inline const char* forward_zone_name(ForwardZone zone) noexcept {
+    static constexpr const char* kNames[kForwardZones] = {
+        "embed",       "rmsnorm",  "quantize",    "attn_q+k+v", "rope",     "kv_store", "attention",
+        "attn_output", "residual", "ffn_gate+up", "swiglu",     "ffn_down", "lm_head"};
+    return size_t(zone) < kForwardZones ? kNames[size_t(zone)] : "?";
+}
+
+// Totals over the passes a ForwardZoneRecorder saw.
+struct ForwardZoneTimes {
+    double ms[kForwardZones] = {};            // wall time inside each zone
+    double weight_bytes[kForwardZones] = {};  // bytes of the matrices each zone multiplied
+    uint64_t passes = 0;
+};
+
+namespace detail {
+// The totals the current thread's passes add to; null: not timed.
+inline thread_local ForwardZoneTimes* forward_zone_times = nullptr;
+
+// Adds the time from its construction to its end to zone `zone` of *times (if any).
+class ZoneTimer {
+public:
+    ZoneTimer(ForwardZoneTimes* times, ForwardZone zone) noexcept : times_(times), zone_(zone) {
+        if (times_) start_ = std::chrono::steady_clock::now();
+    }
+    ~ZoneTimer() {
+        if (times_)
+            times_->ms[size_t(zone_)] +=
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_)
+                    .count();
+    }
+    ZoneTimer(const ZoneTimer&) = delete;
+    ZoneTimer& operator=(const ZoneTimer&) = delete;
+
+private:
+    ForwardZoneTimes* times_;
+    ForwardZone zone_;
+    std::chrono::steady_clock::time_point start_{};
+};
+}  // namespace detail
+
+// While it lives, the passes this thread runs add their zones to `times`
+// (nested recorders: the innermost wins, the outer one resumes after it).
+class ForwardZoneRecorder {
+public:
+    explicit ForwardZoneRecorder(ForwardZoneTimes& times) noexcept
+        : previous_(detail::forward_zone_times) {
+        detail::forward_zone_times = &times;
+    }
+    ~ForwardZoneRecorder() { detail::forward_zone_times = previous_; }
+    ForwardZoneRecorder(const ForwardZoneRecorder&) = delete;
+    ForwardZoneRecorder& operator=(const ForwardZoneRecorder&) = delete;
+
+private:
+    ForwardZoneTimes* previous_;
+};
 
 class SmolLM3 {
 public:
@@ -142,37 +237,257 @@ public:
 private:
     friend class CpuBackend;
 
-    // One row of a step: a token at position `pos` of the sequence whose keys
+    // One row of a pass: a token at position `pos` of the sequence whose keys
     // and values live in *kv.
     struct Row {
         KVCache* kv;
         size_t pos;
     };
 
-    // Work buffers of one forward_step, sized for its largest pass.
-    struct Scratch {
-        explicit Scratch(const kernels::KernelSet& k) : input(k) {}
-        // [m] rows; a decode step of up to kInlineRows sequences takes no allocation for them.
-        Row* rows(size_t m) {
-            if (m <= kInlineRows) return inline_rows;
-            heap_rows.resize(m);
-            return heap_rows.data();
+    // The work buffers of a pass over m rows. They only grow (grow() below),
+    // so a workspace that served a pass serves any smaller one without
+    // allocating; stale contents are never read (each step writes what it
+    // reads next).
+    struct Workspace {
+        explicit Workspace(const kernels::KernelSet& k) : input(k) {}
+        std::vector<Row> rows;        // [m]: each row's cache and position
+        std::vector<float> x;         // [m][hidden]: the residual stream
+        std::vector<float> normed;    // [m][hidden]: rmsnorm(x) * weight, the next
+                                      // matrices' input (the head's: [wanted][hidden])
+        std::vector<float> q;         // [m][n_heads][head_dim]
+        std::vector<float> k, v;      // [m][n_kv_heads][head_dim]
+        std::vector<float> attn;      // [m][n_heads][head_dim]: attention's output, Wo's input
+        std::vector<float> out;       // [m][hidden]: Wo attn or Wdown h, added to x
+        std::vector<float> gate, up;  // [m][ffn]; gate then holds silu(gate) * up
+        std::vector<float> rope_cos;  // [m][rope_dims / 2]: cos(pos_r * frequency_i)
+        std::vector<float> rope_sin;  // [m][rope_dims / 2]
+        std::vector<float> scores;    // [threads][heads_per_kv][positions]: one softmax row
+                                      // per query head of a GQA group (sized for n_ctx)
+        std::vector<float> logits;    // [wanted][vocab]: the head's rows when several
+                                      // chunks want logits (one chunk: its own buffer)
+        std::vector<size_t> sequence_sizes;  // [chunks]: rows per chunk of the pass (or per
+                                             // chunk's logits)
+        QuantizedInput input;  // the current matrix input [m][cols], quantized to the format
+                               // the matrix's type reads
+        ForwardZoneTimes* zones = nullptr;  // where this pass's zones add up (null: untimed)
+
+        // Bytes of the buffers that grow with the rows of a pass (all but the
+        // scores, which follow the caches' context instead, and the quantized
+        // input, about a quarter of gate/up).
+        size_t row_bytes_held() const noexcept {
+            size_t bytes =
+                rows.capacity() * sizeof(Row) + sequence_sizes.capacity() * sizeof(size_t);
+            for (const std::vector<float>* b :
+                 {&x, &normed, &q, &k, &v, &attn, &out, &gate, &up, &rope_cos, &rope_sin, &logits})
+                bytes += b->capacity() * sizeof(float);
+            return bytes;
         }
-        static constexpr size_t kInlineRows = 16;
-        Row inline_rows[kInlineRows];
-        std::vector<Row> heap_rows;
-        std::vector<float> x, normed, q, k, v, attn, out, gate, up, scores, rope_cos, rope_sin,
-            logits;
-        std::vector<size_t> sequence_sizes;  // rows per chunk of the pass (or per chunk's logits)
-        QuantizedInput input;
     };
 
-    // y_j = W_j x for matrices that read the same input x [m][cols] (q/k/v, gate/up):
-    // x is quantized once per activation format and the matrices wanting that format
-    // run as one matmul_batch (one pool wake-up and barrier for all of them). With
-    // the K-quants sharing Q8_K32, a Q4_K_M layer's q, k and v are one batch.
-    static void matmul_shared_input(const MatmulJob* jobs, size_t n_jobs, const float* x, size_t m,
-                                    size_t cols, QuantizedInput& input, ThreadPool& pool) {
+    // What one row of a pass takes in a workspace's row buffers (the logits aside).
+    size_t workspace_bytes_per_row() const noexcept {
+        const Config& c = config_;
+        return sizeof(Row) + sizeof(float) * (3 * c.hidden + 2 * c.q_dim() + 2 * c.kv_dim() +
+                                              2 * c.ffn + 2 * rope_.pairs());
+    }
+
+    // v holds at least n elements afterwards; never shrinks (see Workspace).
+    template <class T>
+    static T* grow(std::vector<T>& v, size_t n) {
+        if (v.size() < n) v.resize(n);
+        return v.data();
+    }
+
+    // The workspaces of the passes, shared by every thread that runs one: a
+    // step takes one (or makes one when none is idle: the first step, or more
+    // steps at once than ever before) and gives it back when done, so a warm
+    // decode step allocates nothing, while the buffers of a long prefill (a
+    // 512-row pass of the 3B file needs ~67 MB) are not held after it.
+    // Rule: at most kIdle workspaces wait here, and one whose row buffers
+    // exceed kKeepBytes is freed instead of kept (a decode step of 8 sequences
+    // of the 3B file uses ~5 MB, a prefill chunk of 256 rows ~34 MB); a step
+    // expected to exceed it gets a new workspace, so the idle ones stay as
+    // small as the decode steps that use them.
+    class WorkspacePool {
+    public:
+        static constexpr size_t kIdle = 4;
+        static constexpr size_t kKeepBytes = size_t(32) << 20;
+
+        std::unique_ptr<Workspace> take(const kernels::KernelSet& kernel_set, size_t bytes) {
+            if (bytes <= kKeepBytes) {
+                std::lock_guard<std::mutex> lock(mutex_);
+                if (n_idle_ > 0) return std::move(idle_[--n_idle_]);
+            }
+            return std::unique_ptr<Workspace>(new Workspace(kernel_set));
+        }
+
+        void give_back(std::unique_ptr<Workspace> workspace) noexcept {
+            if (workspace->row_bytes_held() > kKeepBytes) return;  // freed here, outside the lock
+            workspace->zones = nullptr;
+            std::lock_guard<std::mutex> lock(mutex_);
+            if (n_idle_ < kIdle) idle_[n_idle_++] = std::move(workspace);
+        }
+
+    private:
+        std::mutex mutex_;
+        std::unique_ptr<Workspace> idle_[kIdle];
+        size_t n_idle_ = 0;
+    };
+
+    // A workspace from the pool for one scope (a backend step of `rows` rows).
+    class WorkspaceLease {
+    public:
+        WorkspaceLease(const SmolLM3& net, size_t rows)
+            : pool_(*net.workspaces_),
+              workspace_(pool_.take(*net.kernels_, rows * net.workspace_bytes_per_row())) {}
+        ~WorkspaceLease() { pool_.give_back(std::move(workspace_)); }
+        WorkspaceLease(const WorkspaceLease&) = delete;
+        WorkspaceLease& operator=(const WorkspaceLease&) = delete;
+        Workspace& operator*() const noexcept { return *workspace_; }
+
+    private:
+        WorkspacePool& pool_;
+        std::unique_ptr<Workspace> workspace_;
+    };
+
+    SmolLM3(std::shared_ptr<const gguf::File> file, Config config, Weights weights,
+            const kernels::KernelSet& kernel_set)
+        : file_(std::move(file)),
+          config_(std::move(config)),
+          weights_(std::move(weights)),
+          kernels_(&kernel_set),
+          rope_(config_),
+          workspaces_(std::make_shared<WorkspacePool>()) {}
+
+    // One pass over every row of `chunks` (distinct caches, as the seam checked):
+    // the matrices read once for all of them. Error(cancelled) when *cancel is
+    // set between layers (the chunks' K/V are then partly written: the seam
+    // does not count them).
+    Status run_pass(const Segment* chunks, size_t n_chunks, ThreadPool& pool,
+                    const std::atomic<bool>* cancel, Workspace& s) const {
+        s.zones = detail::forward_zone_times;
+        if (s.zones) ++s.zones->passes;
+        size_t m = 0;
+        for (size_t i = 0; i < n_chunks; ++i) m += chunks[i].n_tokens;
+
+        // Each chunk's rows are one sequence; batching leaves a sequence's
+        // numbers as they are alone (QuantizedInput::set_sequences).
+        s.sequence_sizes.resize(n_chunks);
+        for (size_t i = 0; i < n_chunks; ++i) s.sequence_sizes[i] = chunks[i].n_tokens;
+        s.input.set_sequences(s.sequence_sizes.data(), n_chunks);
+
+        embed(chunks, n_chunks, m, s);
+        for (size_t li = 0; li < config_.n_layers; ++li) {
+            if (cancel && cancel->load(std::memory_order_relaxed))
+                return Status(ErrorKind::cancelled, "forward: cancelled");
+            attention_block(li, m, pool, s);
+            mlp_block(li, m, pool, s);
+        }
+        if (cancel && cancel->load(std::memory_order_relaxed))
+            return Status(ErrorKind::cancelled, "forward: cancelled");
+        lm_head(chunks, n_chunks, pool, s);
+        return {};
+    }
+
+    // x = the token embedding rows; each row's cache and position; the RoPE
+    // table of their positions. Sizes the row buffers for m rows.
+    void embed(const Segment* chunks, size_t n_chunks, size_t m, Workspace& s) const {
+        const detail::ZoneTimer zone(s.zones, ForwardZone::embed);
+        const Config& c = config_;
+        Row* rows = grow(s.rows, m);
+        grow(s.x, m * c.hidden);
+        grow(s.normed, m * c.hidden);
+        grow(s.q, m * c.q_dim());
+        grow(s.k, m * c.kv_dim());
+        grow(s.v, m * c.kv_dim());
+        grow(s.attn, m * c.q_dim());
+        grow(s.out, m * c.hidden);
+        grow(s.gate, m * c.ffn);
+        grow(s.up, m * c.ffn);
+        for (size_t i = 0, r = 0; i < n_chunks; ++i) {
+            const Segment& chunk = chunks[i];
+            // The seam checked that every cache is a KVCache (device cpu, the CPU owner tag).
+            KVCache* kv = static_cast<KVCache*>(chunk.cache);
+            for (size_t t = 0; t < chunk.n_tokens; ++t, ++r) {
+                rows[r] = Row{kv, chunk.start + t};
+                weights_.embed(chunk.tokens[t], &s.x[r * c.hidden]);
+            }
+        }
+        rope_table(rows, m, s);
+    }
+
+    // x += Wo attention(q, k, v), from a = rmsnorm(x) * attn_norm (top of this file).
+    void attention_block(size_t li, size_t m, ThreadPool& pool, Workspace& s) const {
+        const Config& c = config_;
+        const LayerWeights& lw = weights_.layers[li];
+        const size_t q_dim = c.q_dim(), kv_dim = c.kv_dim();
+        rmsnorm_rows(s.x.data(), lw.attn_norm.data(), s.normed.data(), m, s);
+        const MatmulJob qkv[3] = {{lw.attn_q, s.q.data(), q_dim},
+                                  {lw.attn_k, s.k.data(), kv_dim},
+                                  {lw.attn_v, s.v.data(), kv_dim}};
+        linear(ForwardZone::attn_qkv, qkv, 3, s.normed.data(), m, c.hidden, pool, s);
+        if (c.layer_uses_rope(li)) {
+            const detail::ZoneTimer zone(s.zones, ForwardZone::rope);
+            for (size_t r = 0; r < m; ++r) {
+                for (size_t h = 0; h < c.n_heads; ++h) rope(&s.q[r * q_dim + h * c.head_dim], r, s);
+                for (size_t h = 0; h < c.n_kv_heads; ++h)
+                    rope(&s.k[r * kv_dim + h * c.head_dim], r, s);
+            }
+        }
+        {
+            const detail::ZoneTimer zone(s.zones, ForwardZone::kv_store);
+            for (size_t r = 0; r < m; ++r)
+                s.rows[r].kv->store(li, s.rows[r].pos, &s.k[r * kv_dim], &s.v[r * kv_dim]);
+        }
+        attention(li, s.rows.data(), m, pool, s);
+        const MatmulJob o{lw.attn_output, s.out.data(), c.hidden};
+        linear(ForwardZone::attn_output, &o, 1, s.attn.data(), m, q_dim, pool, s);
+        add_residual(m, s);
+    }
+
+    // x += Wdown (silu(Wgate f) * Wup f), f = rmsnorm(x) * ffn_norm: the SwiGLU MLP.
+    void mlp_block(size_t li, size_t m, ThreadPool& pool, Workspace& s) const {
+        const Config& c = config_;
+        const LayerWeights& lw = weights_.layers[li];
+        rmsnorm_rows(s.x.data(), lw.ffn_norm.data(), s.normed.data(), m, s);
+        const MatmulJob gate_up[2] = {{lw.ffn_gate, s.gate.data(), c.ffn},
+                                      {lw.ffn_up, s.up.data(), c.ffn}};
+        linear(ForwardZone::ffn_gate_up, gate_up, 2, s.normed.data(), m, c.hidden, pool, s);
+        {
+            const detail::ZoneTimer zone(s.zones, ForwardZone::swiglu);
+            kernels_->swiglu(s.gate.data(), s.up.data(), s.gate.data(), m * c.ffn);
+        }
+        const MatmulJob down{lw.ffn_down, s.out.data(), c.hidden};
+        linear(ForwardZone::ffn_down, &down, 1, s.gate.data(), m, c.ffn, pool, s);
+        add_residual(m, s);
+    }
+
+    // out[r] = rmsnorm(x[r]) * weight for m rows of [hidden].
+    void rmsnorm_rows(const float* x, const float* weight, float* out, size_t m,
+                      Workspace& s) const {
+        const detail::ZoneTimer zone(s.zones, ForwardZone::rmsnorm);
+        const size_t hidden = config_.hidden;
+        for (size_t r = 0; r < m; ++r)
+            kernels_->rmsnorm(x + r * hidden, weight, out + r * hidden, hidden, config_.rms_eps);
+    }
+
+    // x += out over the pass's m rows.
+    void add_residual(size_t m, Workspace& s) const {
+        const detail::ZoneTimer zone(s.zones, ForwardZone::residual);
+        float* x = s.x.data();
+        const float* out = s.out.data();
+        for (size_t i = 0; i < m * config_.hidden; ++i) x[i] += out[i];
+    }
+
+    // y_j = W_j x for matrices that read the same input x [m][cols] (q/k/v,
+    // gate/up, or one matrix): the one way the pass multiplies by a weight
+    // matrix. x is quantized once per activation format and the matrices
+    // wanting that format run as one matmul_batch (one pool wake-up and barrier
+    // for all of them). With the K-quants sharing Q8_K32, a Q4_K_M layer's q, k
+    // and v are one batch. The quantization counts in zone `quantize`, the
+    // products in `zone`.
+    static void linear(ForwardZone zone, const MatmulJob* jobs, size_t n_jobs, const float* x,
+                       size_t m, size_t cols, ThreadPool& pool, Workspace& s) {
         constexpr size_t kMaxJobs = 4;
         bool done[kMaxJobs] = {};
         for (size_t i = 0; i < n_jobs; ++i) {
@@ -185,106 +500,23 @@ private:
                 batch[n_batch++] = jobs[j];
                 done[j] = true;
             }
-            input.quantize(jobs[i].w.type, x, m, cols, &pool);
-            matmul_batch(batch, n_batch, input, pool);
-        }
-    }
-
-    SmolLM3(std::shared_ptr<const gguf::File> file, Config config, Weights weights,
-            const kernels::KernelSet& kernel_set)
-        : file_(std::move(file)),
-          config_(std::move(config)),
-          weights_(std::move(weights)),
-          kernels_(&kernel_set),
-          rope_(config_) {}
-
-    // One pass over every row of `chunks` (distinct caches, as the seam checked):
-    // the matrices read once for all of them. Error(cancelled) when *cancel is
-    // set between layers (the chunks' K/V are then partly written: the seam
-    // does not count them).
-    Status run_pass(const Segment* chunks, size_t n_chunks, ThreadPool& pool,
-                    const std::atomic<bool>* cancel, Scratch& s) const {
-        const Config& c = config_;
-        const size_t hidden = c.hidden, q_dim = c.q_dim(), kv_dim = c.kv_dim(), ffn = c.ffn;
-        size_t m = 0;
-        for (size_t i = 0; i < n_chunks; ++i) m += chunks[i].n_tokens;
-        Row* rows = s.rows(m);
-        s.x.resize(m * hidden);
-        s.normed.resize(m * hidden);
-        s.q.resize(m * q_dim);
-        s.k.resize(m * kv_dim);
-        s.v.resize(m * kv_dim);
-        s.attn.resize(m * q_dim);
-        s.out.resize(m * hidden);
-        s.gate.resize(m * ffn);
-        s.up.resize(m * ffn);
-
-        // Each chunk's rows are one sequence; batching leaves a sequence's
-        // numbers as they are alone (QuantizedInput::set_sequences).
-        s.sequence_sizes.resize(n_chunks);
-        for (size_t i = 0; i < n_chunks; ++i) s.sequence_sizes[i] = chunks[i].n_tokens;
-        s.input.set_sequences(s.sequence_sizes.data(), n_chunks);
-        for (size_t i = 0, r = 0; i < n_chunks; ++i) {
-            const Segment& chunk = chunks[i];
-            // The seam checked that every cache is a KVCache (device cpu, the CPU owner tag).
-            KVCache* kv = static_cast<KVCache*>(chunk.cache);
-            for (size_t t = 0; t < chunk.n_tokens; ++t, ++r) {
-                rows[r] = Row{kv, chunk.start + t};
-                weights_.embed(chunk.tokens[t], &s.x[r * hidden]);
+            {
+                const detail::ZoneTimer timer(s.zones, ForwardZone::quantize);
+                s.input.quantize(jobs[i].w.type, x, m, cols, &pool);
             }
+            const detail::ZoneTimer timer(s.zones, zone);
+            matmul_batch(batch, n_batch, s.input, pool);
+            if (s.zones)
+                for (size_t j = 0; j < n_batch; ++j)
+                    s.zones->weight_bytes[size_t(zone)] +=
+                        double(batch[j].w.rows) * double(batch[j].w.row_bytes);
         }
-        rope_table(rows, m, s);
-
-        for (size_t li = 0; li < c.n_layers; ++li) {
-            if (cancel && cancel->load(std::memory_order_relaxed))
-                return Status(ErrorKind::cancelled, "forward: cancelled");
-            const LayerWeights& lw = weights_.layers[li];
-
-            // --- attention block ---
-            for (size_t r = 0; r < m; ++r)
-                kernels_->rmsnorm(&s.x[r * hidden], lw.attn_norm.data(), &s.normed[r * hidden],
-                                  hidden, c.rms_eps);
-            const MatmulJob qkv[3] = {{lw.attn_q, s.q.data(), q_dim},
-                                      {lw.attn_k, s.k.data(), kv_dim},
-                                      {lw.attn_v, s.v.data(), kv_dim}};
-            matmul_shared_input(qkv, 3, s.normed.data(), m, hidden, s.input, pool);
-            if (c.layer_uses_rope(li)) {
-                for (size_t r = 0; r < m; ++r) {
-                    for (size_t h = 0; h < c.n_heads; ++h)
-                        rope(&s.q[r * q_dim + h * c.head_dim], r, s);
-                    for (size_t h = 0; h < c.n_kv_heads; ++h)
-                        rope(&s.k[r * kv_dim + h * c.head_dim], r, s);
-                }
-            }
-            for (size_t r = 0; r < m; ++r)
-                rows[r].kv->store(li, rows[r].pos, &s.k[r * kv_dim], &s.v[r * kv_dim]);
-            attention(li, rows, m, pool, s);
-            s.input.quantize(lw.attn_output.type, s.attn.data(), m, q_dim, &pool);
-            matmul(lw.attn_output, s.input, s.out.data(), hidden, pool);
-            for (size_t i = 0; i < m * hidden; ++i) s.x[i] += s.out[i];
-
-            // --- SwiGLU MLP ---
-            for (size_t r = 0; r < m; ++r)
-                kernels_->rmsnorm(&s.x[r * hidden], lw.ffn_norm.data(), &s.normed[r * hidden],
-                                  hidden, c.rms_eps);
-            const MatmulJob gate_up[2] = {{lw.ffn_gate, s.gate.data(), ffn},
-                                          {lw.ffn_up, s.up.data(), ffn}};
-            matmul_shared_input(gate_up, 2, s.normed.data(), m, hidden, s.input, pool);
-            kernels_->swiglu(s.gate.data(), s.up.data(), s.gate.data(), m * ffn);
-            s.input.quantize(lw.ffn_down.type, s.gate.data(), m, ffn, &pool);
-            matmul(lw.ffn_down, s.input, s.out.data(), hidden, pool);
-            for (size_t i = 0; i < m * hidden; ++i) s.x[i] += s.out[i];
-        }
-        if (cancel && cancel->load(std::memory_order_relaxed))
-            return Status(ErrorKind::cancelled, "forward: cancelled");
-        lm_head(chunks, n_chunks, pool, s);
-        return {};
     }
 
     // The LM head over the rows whose logits were asked for (a chunk's last
     // row, or all of them with all_logits), as one mat-mat: the head is the
     // largest matrix, read once per pass however many chunks want logits.
-    void lm_head(const Segment* chunks, size_t n_chunks, ThreadPool& pool, Scratch& s) const {
+    void lm_head(const Segment* chunks, size_t n_chunks, ThreadPool& pool, Workspace& s) const {
         const size_t hidden = config_.hidden, vocab = config_.vocab_size;
         size_t wanted = 0, n_wanting = 0;
         float* only = nullptr;  // the logits of the one chunk that wants them
@@ -293,25 +525,26 @@ private:
             const Segment& chunk = chunks[i];
             if (!chunk.logits) continue;
             s.sequence_sizes.push_back(chunk.all_logits ? chunk.n_tokens : 1);
-            for (size_t t = chunk.all_logits ? 0 : chunk.n_tokens - 1; t < chunk.n_tokens;
-                 ++t, ++wanted)
-                kernels_->rmsnorm(&s.x[(first + t) * hidden], weights_.output_norm.data(),
-                                  &s.normed[wanted * hidden], hidden, config_.rms_eps);
+            const size_t from = chunk.all_logits ? 0 : chunk.n_tokens - 1;
+            rmsnorm_rows(&s.x[(first + from) * hidden], weights_.output_norm.data(),
+                         &s.normed[wanted * hidden], chunk.n_tokens - from, s);
+            wanted += chunk.n_tokens - from;
             ++n_wanting;
             only = chunk.logits;
         }
         if (wanted == 0) return;
         s.input.set_sequences(s.sequence_sizes.data(), s.sequence_sizes.size());
-        s.input.quantize(weights_.lm_head.type, s.normed.data(), wanted, hidden, &pool);
         if (n_wanting == 1) {  // rows [wanted][vocab] are that chunk's buffer: no copy (every
                                // decode of one sequence)
-            matmul(weights_.lm_head, s.input, only, vocab, pool);
+            const MatmulJob head{weights_.lm_head, only, vocab};
+            linear(ForwardZone::lm_head, &head, 1, s.normed.data(), wanted, hidden, pool, s);
             return;
         }
         // Each chunk's logits live in its own buffer, and a tile writes its
         // columns at one stride: [wanted][vocab] here, then copied out.
-        s.logits.resize(wanted * vocab);
-        matmul(weights_.lm_head, s.input, s.logits.data(), vocab, pool);
+        const MatmulJob head{weights_.lm_head, grow(s.logits, wanted * vocab), vocab};
+        linear(ForwardZone::lm_head, &head, 1, s.normed.data(), wanted, hidden, pool, s);
+        const detail::ZoneTimer zone(s.zones, ForwardZone::lm_head);
         const float* from = s.logits.data();
         for (size_t i = 0; i < n_chunks; ++i) {
             const Segment& chunk = chunks[i];
@@ -324,16 +557,16 @@ private:
 
     // The rotation encoding each row's position (model/rope.hpp: RoPE, or
     // YaRN's): [m][rope_dims / 2].
-    void rope_table(const Row* rows, size_t m, Scratch& s) const {
+    void rope_table(const Row* rows, size_t m, Workspace& s) const {
         const size_t pairs = rope_.pairs();
-        s.rope_cos.resize(m * pairs);
-        s.rope_sin.resize(m * pairs);
+        grow(s.rope_cos, m * pairs);
+        grow(s.rope_sin, m * pairs);
         for (size_t r = 0; r < m; ++r)
             rope_.encode(rows[r].pos, &s.rope_cos[r * pairs], &s.rope_sin[r * pairs]);
     }
 
     // Rotates the pairs (v[2i], v[2i+1]), i < rope_dims / 2, of one head of row r.
-    void rope(float* v, size_t r, const Scratch& s) const noexcept {
+    void rope(float* v, size_t r, const Workspace& s) const noexcept {
         const size_t pairs = rope_.pairs();
         kernels_->rope(v, &s.rope_cos[r * pairs], &s.rope_sin[r * pairs], pairs);
     }
@@ -342,23 +575,28 @@ private:
     // own position (causal). Work items are (row, kv head): the `group` query
     // heads that share a KV head are scored together, so each key and value row
     // is read once per group (GQA), not once per query head.
-    void attention(size_t layer, const Row* rows, size_t m, ThreadPool& pool, Scratch& s) const {
+    void attention(size_t layer, const Row* rows, size_t m, ThreadPool& pool, Workspace& s) const {
+        const detail::ZoneTimer zone(s.zones, ForwardZone::attention);
         const Config& c = config_;
         const size_t hd = c.head_dim, q_dim = c.q_dim(), group = c.heads_per_kv();
-        size_t max_positions = 0, total_positions = 0;
+        size_t max_positions = 0, total_positions = 0, max_ctx = 0;
         for (size_t r = 0; r < m; ++r) {
             max_positions = std::max(max_positions, rows[r].pos + 1);
             total_positions += rows[r].pos + 1;
+            max_ctx = std::max(max_ctx, rows[r].kv->n_ctx());
         }
         const float scale = 1.0f / std::sqrt(float(hd));
         const size_t per_thread = group * max_positions;  // scores [group][positions]
-        s.scores.resize(size_t(pool.size()) * per_thread);
+        // Sized for the caches' whole context at once, so that the decode
+        // steps that follow, one position longer each, never grow them (a few
+        // hundredths of the size of one cache).
+        float* scores = grow(s.scores, size_t(pool.size()) * group * max_ctx);
         auto work = [&](size_t begin, size_t end, int thread) {
             kernels::AttentionHead head;
             head.group = group;
             head.head_dim = hd;
             head.scale = scale;
-            head.scores = &s.scores[size_t(thread) * per_thread];
+            head.scores = scores + size_t(thread) * per_thread;
             for (size_t item = begin; item < end; ++item) {
                 const size_t r = item / c.n_kv_heads, kv_head = item % c.n_kv_heads;
                 const KVCache& kv = *rows[r].kv;  // the rows of one pass may mix F16 and F32 caches
@@ -385,6 +623,9 @@ private:
     std::shared_ptr<uint8_t> interleaved_;  // interleave_weights' buffer, if it ran
     const kernels::KernelSet* kernels_;     // static storage (kernels/dispatch.hpp)
     RopeRule rope_;                         // position encoding (model/rope.hpp)
+    // The passes' work buffers; shared by copies of this SmolLM3 (the pool is
+    // thread-safe and its workspaces hold nothing but scratch).
+    std::shared_ptr<WorkspacePool> workspaces_;
 };
 
 // The CPU backend: SmolLM3 on a thread pool behind the Backend seam. Both are
@@ -430,14 +671,17 @@ protected:
     // another pass costs little.
     static constexpr size_t kMaxPassRows = 2 * ForwardOptions::kDefaultChunk;
 
+    // The step's passes share one workspace from the network's pool.
     Status forward_step(const Segment* chunks, size_t n_chunks,
                         const std::atomic<bool>* cancel) const override {
-        SmolLM3::Scratch scratch(net_->kernels());
+        size_t rows = 0;
+        for (size_t i = 0; i < n_chunks; ++i) rows += chunks[i].n_tokens;
+        const SmolLM3::WorkspaceLease workspace(*net_, rows);
         for (size_t first = 0; first < n_chunks;) {
             size_t end = first + 1, rows = chunks[first].n_tokens;
             while (end < n_chunks && rows + chunks[end].n_tokens <= kMaxPassRows)
                 rows += chunks[end++].n_tokens;
-            SMOL_TRY(net_->run_pass(chunks + first, end - first, *pool_, cancel, scratch));
+            SMOL_TRY(net_->run_pass(chunks + first, end - first, *pool_, cancel, *workspace));
             first = end;
         }
         return {};

@@ -1,0 +1,266 @@
+// smol-bench: end-to-end speed of a GGUF model, in the spirit of llama-bench.
+// This file: the command line and the order of the tests; each test lives in
+// its own file (speed.cpp: load, ttft, pp, tg, memory, roofline; ops.cpp;
+// parallel.cpp; json_schema.cpp; step_rows.cpp; check_prompt.cpp).
+//
+//   smol-bench [-m MODEL] [-p 512] [-n 128] [-d DEPTH] [-t THREADS] [-r 3] [-c CTX]
+//              [--chunk N] [--ttft-tokens 16] [--no-bandwidth] [--ops STEPS] [--cpu LEVEL]
+//              [--device cpu|cuda|auto] [--parallel N[,N...]] [--parallel-arrival
+//              [--arrival-tokens 512]] [--json-schema FILE] [--json]
+//   smol-bench -m MODEL --check-prompt TEXT [-n N] [-t THREADS] [--json]
+//
+// What it measures (each test repeated -r times: mean and standard deviation):
+//   pp<P>  prefill of P random token ids (fixed seed) from an empty cache, one
+//          forward call with the default chunking: P / seconds.
+//   tg<N>  N tokens generated one at a time, greedy argmax over the full
+//          vocabulary logits each step, after a 1-token prompt or after DEPTH
+//          tokens of context (-d; that prefill is done once and not timed):
+//          N / seconds.
+// Also: load time (Model::load), time to first token for a 16-token prompt in
+// a fresh process (load + prefill + argmax; the first forward pass also pages
+// the mapped weights in), peak RSS (VmHWM, read before the bandwidth test,
+// which allocates 1 GiB of its own), file and KV cache sizes, and the
+// roofline: a memory-read bandwidth test (1 GiB, the same thread count, best
+// of 3) against the bytes one decode step must read (weights + KV cache).
+//
+// --check-prompt TEXT runs TEXT (special tokens parsed; BOS only when the file
+// asks, like smol-generate) through the model, then greedy decoding for -n
+// tokens (stopping after an end-of-generation token, like smol-generate), and
+// prints the prompt and generated ids; with --json one line
+// {"prompt_ids": [...], "generated_ids": [...]}, comparable with
+// `smol-generate -m MODEL -p TEXT -n N --temp 0 --json`.
+//
+// Without -m it runs the demo model the build makes (random weights).
+//
+// --parallel N[,N...] ("many NPCs at the speed of one"), after the tests above:
+// for each N, N smol::Generators sharing one smol::Batcher (max_batch at least
+// N), each with its own 24-token prompt (random ids), generate -n tokens
+// (greedy, ignore_eos) at once, one thread each, released together. Per run:
+//   aggregate t/s  tokens stamped by all generators while all N were decoding
+//                  (from the moment the last one got its first token, i.e. all
+//                  prefills are over, to the moment the first one got its last)
+//                  / the length of that window;
+//   token gap      every generator's time between consecutive tokens (stamped
+//                  by GenerateParams::logits_hook, which runs right after the
+//                  forward pass that made the token's logits), pooled: p50, p99;
+//   rows/step      the batcher's rows per forward pass after every prefill.
+// Each figure: median of -r runs, with min and max. tg1 is one generator
+// without a batcher, measured the same way; the target for N is
+// 0.8 x min(N x tg1, pp) (pp: the pp test's mean, when it ran: -p > 0).
+//
+// --parallel-arrival: 3 generators share a batcher and decode; once each has
+// 16 tokens, a 4th gets a --arrival-tokens prompt (default 512). Reports the
+// decoders' median token gap before it arrived, their worst gap that overlaps
+// its prefill (target: worst <= 2 x median) and its time to first token.
+//
+// --step-rows N[,N...]: one batched decode step straight on the backend, N
+// sequences (each after its own 64-token prompt) of one token each: the step's
+// time (median of -r x 8 steps, with min) and rows per second. Shows what a
+// step of N rows costs against one of fewer: the batcher's fuel, and the stair
+// past each multiple of Backend::batch_rows() (printed).
+//
+// --json-schema FILE: the end-to-end cost of structured output. One
+// smol::Generator, greedy, -n tokens: a free run (ignore_eos) and a run with
+// the schema (GenerateParams::json_schema; it ends when the document is
+// complete), alternating -r times; decode t/s of each and their ratio
+// (target: >= 0.95). The masks start cold in the first run.
+//
+// --ops N adds an op-by-op profile of N decode steps (CPU only): the timing
+// zones inside the forward pass (ForwardZone, model/smollm3.hpp), per step: ms,
+// share of the step, and GB/s of weights for the zones that multiply.
+//
+// --device picks the backend (LoadOptions::device): every timed forward runs
+// through the model's backend (model/backend.hpp), so `--device cuda` times the
+// GPU with the same tests; the memory roofline is the CPU's and is skipped there.
+//
+// --json (benchmark mode) prints one JSON object on the last line:
+// pp_tokens_per_s, pp_stddev, tg_tokens_per_s, tg_stddev, load_ms, peak_rss_mb,
+// ttft_ms, threads, n_prompt, n_gen, depth (and a few more fields); with
+// --parallel a "parallel" object (tg1_tokens_per_s, and per N in "results":
+// aggregate_tokens_per_s, token_gap_p50_ms, token_gap_p99_ms, rows_per_step as
+// {median, min, max, runs}, target_tokens_per_s, target_met), with
+// --parallel-arrival a "parallel_arrival" object, with --step-rows a "step_rows" array
+// ({rows, step_ms {median, min, max, runs}, rows_per_s}).
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <optional>
+#include <string>
+
+#include "bench.hpp"
+#include "common/cli.hpp"
+#include "common/smol_options.hpp"
+
+using namespace smol_bench;
+
+namespace {
+
+// The command line into `args`; an exit code when the program should stop
+// there (--help, a bad value).
+std::optional<int> parse_command_line(int argc, char** argv, Options& args) {
+    smol_cli::Parser cli(
+        "smol-bench",
+        "End-to-end speed of a GGUF model: prefill (pp) and generation (tg) tokens/s, load time,\n"
+        "time to first token, memory and the memory-bandwidth roofline.");
+    cli.option("-m, --model", args.model_path, "MODEL",
+               "GGUF file (default: the demo model the build makes)");
+    cli.option("-p, --n-prompt", args.n_prompt, "N",
+               "prompt tokens for the prefill test (default 512; 0: skip)")
+        .at_least(0);
+    cli.option("-n, --n-gen", args.n_gen, "N",
+               "tokens for the generation test (default 128; 0: skip)")
+        .at_least(0);
+    cli.option("-d, --depth", args.depth, "N",
+               "context depth before the generation test (prefilled once, not timed)")
+        .at_least(0);
+    cli.option("-t, --threads", args.n_threads, "N", "threads (default: physical cores)")
+        .at_least(0);
+    cli.option("-r, --repetitions", args.repeats, "N", "repetitions of each test (default 3)")
+        .at_least(1);
+    cli.option("-c, --ctx", args.n_ctx, "N",
+               "KV cache positions (default: enough for the tests, at least 4096)")
+        .at_least(0);
+    cli.option("--chunk", args.chunk, "N", "prefill tokens per pass (default: the model's)")
+        .at_least(0);
+    cli.option("--ttft-tokens", args.ttft_tokens, "N",
+               "prompt tokens of the time-to-first-token test (default 16)")
+        .at_least(1);
+    cli.flag("--no-bandwidth", args.bandwidth, "skip the memory-bandwidth roofline", false);
+    cli.flag("--no-interleave", args.interleave,
+             "keep the weights as stored (LoadOptions::interleave_weights = false)", false);
+    smol_examples::add_cpu_option(cli, args.cpu);
+    smol_examples::add_device_option(cli, args.device);
+    cli.option("--ops", args.op_steps, "N",
+               "also: N decode steps timed op by op, by the forward pass's timing zones (CPU only)")
+        .at_least(0);
+    cli.option("--check-prompt", args.check_prompt, "TEXT",
+               "instead of the benchmark: greedy ids for TEXT (prompt, then -n tokens),\n"
+               "comparable with smol-generate -p TEXT --temp 0 --json");
+    // "N[,N...]": counts from 1 to 256.
+    auto counts = [](std::vector<long>& into) {
+        return [&into](const std::string& list) {
+            into.clear();
+            size_t start = 0;
+            while (start <= list.size()) {
+                const size_t comma = std::min(list.find(',', start), list.size());
+                const std::string item = list.substr(start, comma - start);
+                char* end = nullptr;
+                const long n = std::strtol(item.c_str(), &end, 10);
+                if (item.empty() || *end != '\0' || n < 1 || n > 256)
+                    throw smol_cli::BadValue(
+                        "expects counts from 1 to 256 separated by commas, not '" + list + "'");
+                into.push_back(n);
+                start = comma + 1;
+            }
+        };
+    };
+    cli.option("--parallel", counts(args.parallel), "N[,N...]",
+               "also: N generators sharing one smol::Batcher, each a 24-token prompt then -n\n"
+               "tokens at once: aggregate decode t/s, token gap p50/p99, rows per step,\n"
+               "against tg1 (one generator, no batcher) and the target 0.8 x min(N x tg1, pp)");
+    cli.flag("--parallel-arrival", args.arrival,
+             "also: 3 generators decode and a 4th gets a long prompt: their worst token gap\n"
+             "during its prefill against their median gap (target <= 2x), its first token");
+    cli.option("--arrival-tokens", args.arrival_tokens, "N",
+               "prompt tokens of the 4th generator (default 512)")
+        .at_least(1);
+    cli.option("--step-rows", counts(args.step_rows), "N[,N...]",
+               "also: one batched decode step of N one-token sequences, timed on the backend:\n"
+               "ms per step and rows/s (the cost of a step's width)");
+    cli.option("--json-schema", args.json_schema_path, "FILE",
+               "also: -n-token greedy decodes through smol::Generator with this JSON Schema\n"
+               "and without, interleaved -r times: decode t/s of each and their ratio");
+    cli.flag("--json", args.json, "also print the results as one JSON line");
+    if (const auto exit_code = cli.parse(argc, argv)) return *exit_code;
+    if (args.model_path.empty()) {
+        args.model_path = smol_examples::demo_model_path();
+        std::fprintf(stderr, "smol-bench: using the demo model %s (random weights)\n",
+                     args.model_path.c_str());
+    }
+    if ((!args.parallel.empty() || args.arrival) && args.n_gen < 2) {
+        std::fprintf(
+            stderr,
+            "smol-bench: --parallel and --parallel-arrival need -n 2 or more (token gaps)\n");
+        return 2;
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options args;
+    if (const auto exit_code = parse_command_line(argc, argv, args)) return *exit_code;
+    try {
+        smol::LoadOptions load_options;
+        load_options.n_threads = args.n_threads;
+        load_options.cpu = args.cpu;
+        load_options.device = args.device;
+        load_options.interleave_weights = args.interleave;
+        smol_examples::log_device_choice(load_options);
+        smol::ForwardOptions forward_options;
+        forward_options.chunk_size = size_t(args.chunk);
+
+        if (args.check_prompt) return smol_bench::check_prompt(args, load_options, forward_options);
+
+        SpeedResults speed = measure_speed(args, load_options, forward_options);
+        const std::shared_ptr<const smol::Model>& model = speed.model;
+        if (args.op_steps > 0 && model->device() == smol::Device::cpu)
+            profile_ops(*model, static_cast<smol::KVCache&>(*speed.cache), speed.context,
+                        int(args.op_steps), forward_options);
+        else if (args.op_steps > 0)
+            std::printf("--ops: the op profile times the CPU kernels; skipped on %s\n",
+                        model->backend().name().c_str());
+        std::fflush(stdout);
+
+        const double pp_rate = speed.pp_rates.empty() ? 0 : speed.pp.mean;
+        nlohmann::json parallel_json, arrival_json, schema_json, step_rows_json;
+        if (!args.parallel.empty()) parallel_json = parallel_decode(args, model, pp_rate);
+        if (args.arrival) arrival_json = prompt_arrival(args, model, pp_rate, *speed.ids);
+        if (!args.json_schema_path.empty() && args.n_gen > 0)
+            schema_json = json_schema_cost(args, model);
+        if (!args.step_rows.empty())
+            step_rows_json = smol_bench::step_rows(args, model, forward_options, *speed.ids);
+
+        if (args.json) {
+            nlohmann::json out;
+            out["pp_tokens_per_s"] = speed.pp.mean;
+            out["pp_stddev"] = speed.pp.stddev;
+            out["tg_tokens_per_s"] = speed.tg.mean;
+            out["tg_stddev"] = speed.tg.stddev;
+            out["load_ms"] = speed.load_ms;
+            out["peak_rss_mb"] = speed.peak_mib;
+            out["ttft_ms"] = speed.ttft_ms;
+            out["threads"] = model->thread_pool().size();
+            out["kernels"] = smol::cpu_level_name(model->cpu_level());
+            out["device"] = smol::device_name(model->device());
+            out["backend"] = model->backend().name();
+            out["n_prompt"] = args.n_prompt;
+            out["n_gen"] = args.n_gen;
+            out["depth"] = args.depth;
+            out["repetitions"] = args.repeats;
+            out["file_mb"] = speed.file_bytes / 1048576.0;
+            out["kv_cache_mb"] = speed.kv_bytes / 1048576.0;
+            out["bandwidth_gb_per_s"] = speed.bandwidth_gbs;
+            out["bytes_per_token"] = speed.bytes_per_token;
+            out["roofline_tokens_per_s"] = speed.roofline_tps;
+            out["pp_cpu_share"] = speed.pp_cpu_share / 100.0;
+            out["tg_cpu_share"] = speed.tg_cpu_share / 100.0;
+            out["pp_runs"] = speed.pp_rates;
+            out["tg_runs"] = speed.tg_rates;
+            if (!parallel_json.is_null()) out["parallel"] = parallel_json;
+            if (!arrival_json.is_null()) out["parallel_arrival"] = arrival_json;
+            if (!schema_json.is_null()) out["json_schema"] = schema_json;
+            if (!step_rows_json.is_null()) out["step_rows"] = step_rows_json;
+            std::printf("%s\n", out.dump().c_str());
+        }
+        return 0;
+    } catch (const smol::Error& e) {
+        std::fprintf(stderr, "smol-bench: error (%s): %s\n", smol::to_string(e.kind()), e.what());
+        return 1;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "smol-bench: %s\n", e.what());
+        return 1;
+    }
+}
