@@ -90,6 +90,7 @@ struct Options {
     bool arrival = false;
     long arrival_tokens = 512;
     std::string json_schema_path;
+    long shift_positions = 0, chat_turns = 0;
 };
 
 // Random token ids from one fixed-seed stream: the tests draw their prompts
@@ -167,5 +168,11 @@ nlohmann::json json_schema_cost(const Options& options,
 // step_rows.cpp: --step-rows N[,N...], one batched decode step of N rows on the backend.
 nlohmann::json step_rows(const Options& options, const std::shared_ptr<const smol::Model>& model,
                          const smol::ForwardOptions& forward_options, RandomIds& ids);
+
+// context.cpp: --shift N (erase half of N cached positions vs a prefill of as
+// many) and --chat-turns T (a long chat with ContextPolicy::shift).
+nlohmann::json shift_cost(const Options& options, const std::shared_ptr<const smol::Model>& model,
+                          const smol::ForwardOptions& forward_options, RandomIds& ids);
+nlohmann::json chat_turns(const Options& options, const std::shared_ptr<const smol::Model>& model);
 
 }  // namespace smol_bench

@@ -1,7 +1,7 @@
 // smol-bench: end-to-end speed of a GGUF model, in the spirit of llama-bench.
 // This file: the command line and the order of the tests; each test lives in
 // its own file (speed.cpp: load, ttft, pp, tg, memory, roofline; ops.cpp;
-// parallel.cpp; json_schema.cpp; step_rows.cpp; check_prompt.cpp).
+// parallel.cpp; json_schema.cpp; step_rows.cpp; check_prompt.cpp; context.cpp).
 //
 //   smol-bench [-m MODEL] [-p 512] [-n 128] [-d DEPTH] [-t THREADS] [-r 3] [-c CTX]
 //              [--chunk N] [--ttft-tokens 16] [--no-bandwidth] [--ops STEPS] [--cpu LEVEL]
@@ -171,6 +171,14 @@ std::optional<int> parse_command_line(int argc, char** argv, Options& args) {
     cli.option("--json-schema", args.json_schema_path, "FILE",
                "also: -n-token greedy decodes through smol::Generator with this JSON Schema\n"
                "and without, interleaved -r times: decode t/s of each and their ratio");
+    cli.option("--shift", args.shift_positions, "N",
+               "also: erase the oldest N/2 of N cached positions (ContextPolicy::shift's\n"
+               "operation) against a prefill of N/2 tokens, alternated -r times")
+        .at_least(0);
+    cli.option("--chat-turns", args.chat_turns, "T",
+               "also: a T-turn chat with ContextPolicy::shift at -c (default context),\n"
+               "replies of -n tokens: mean prefill per turn before and after the first shift")
+        .at_least(0);
     cli.flag("--json", args.json, "also print the results as one JSON line");
     if (const auto exit_code = cli.parse(argc, argv)) return *exit_code;
     if (args.model_path.empty()) {
@@ -215,13 +223,17 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
 
         const double pp_rate = speed.pp_rates.empty() ? 0 : speed.pp.mean;
-        nlohmann::json parallel_json, arrival_json, schema_json, step_rows_json;
+        nlohmann::json parallel_json, arrival_json, schema_json, step_rows_json, shift_json,
+            chat_json;
         if (!args.parallel.empty()) parallel_json = parallel_decode(args, model, pp_rate);
         if (args.arrival) arrival_json = prompt_arrival(args, model, pp_rate, *speed.ids);
         if (!args.json_schema_path.empty() && args.n_gen > 0)
             schema_json = json_schema_cost(args, model);
         if (!args.step_rows.empty())
             step_rows_json = smol_bench::step_rows(args, model, forward_options, *speed.ids);
+        if (args.shift_positions > 0)
+            shift_json = smol_bench::shift_cost(args, model, forward_options, *speed.ids);
+        if (args.chat_turns > 0) chat_json = smol_bench::chat_turns(args, model);
 
         if (args.json) {
             nlohmann::json out;
@@ -253,6 +265,8 @@ int main(int argc, char** argv) {
             if (!arrival_json.is_null()) out["parallel_arrival"] = arrival_json;
             if (!schema_json.is_null()) out["json_schema"] = schema_json;
             if (!step_rows_json.is_null()) out["step_rows"] = step_rows_json;
+            if (!shift_json.is_null()) out["shift"] = shift_json;
+            if (!chat_json.is_null()) out["chat_turns"] = chat_json;
             std::printf("%s\n", out.dump().c_str());
         }
         return 0;
