@@ -18,10 +18,9 @@
 // breaker is never penalized. Breakers are strings, tokens are ids: a
 // DryBreakers table, built once from the vocabulary, maps them. A token whose
 // text contains a breaker string is a breaker on its own; a token whose text
-// ends with a proper prefix of a breaker (the "\"" of "Ġ\"" or half of a
-// two-character breaker) is the head of one when it is followed by the
-// encoding of the breaker's rest (cut to kMaxTailTokens tokens). Both as in
-// llama.cpp.
+// ends with a proper prefix of a breaker (" <" or "<|" for the breaker "<|>")
+// is the head of one when the encoding of the breaker's rest ("|>" or ">",
+// cut to kMaxTailTokens tokens) follows it. Both as in llama.cpp.
 //
 // Cost per sampled token: O(W) (a Z-function over the reversed window) plus a
 // binary search per window token while looking for the last breaker.
