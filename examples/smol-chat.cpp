@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/cli.hpp"
+#include "common/sampling_options.hpp"
 #include "common/smol_options.hpp"
 
 int main(int argc, char** argv) {
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
     cli.option("-n", params.max_tokens, "N", "most tokens per reply (default 512)");
     cli.option("--temp", params.temperature, "T", "temperature (default 0.7; <= 0: greedy)");
     cli.option("--seed", params.seed, "S", "sampling seed (default 0)");
+    smol_examples::add_dry_xtc_options(cli, params);
     cli.option("-t, --threads", n_threads, "N", "threads (default: physical cores)").at_least(0);
     cli.option("-c, --ctx", n_ctx, "CTX",
                "KV cache positions (default: min(4096, the model's context))");

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "common/cli.hpp"
+#include "common/sampling_options.hpp"
 #include "common/smol_options.hpp"
 
 namespace {
@@ -119,6 +120,7 @@ int main(int argc, char** argv) {
     cli.option("--repeat-penalty", params.repeat_penalty, "R",
                "penalty for the last 64 tokens (default 1: none)");
     cli.option("--seed", params.seed, "S", "sampling seed (default 0)");
+    smol_examples::add_dry_xtc_options(cli, params);
     cli.option("-t, --threads", n_threads, "N", "threads (default: physical cores)").at_least(0);
     smol_examples::add_cpu_option(cli, cpu);
     smol_examples::add_device_option(cli, device);

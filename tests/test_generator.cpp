@@ -283,6 +283,66 @@ TEST_CASE("generate: same seed gives the same tokens with 1 and 2 threads") {
     CHECK(c.tokens == a.tokens);
 }
 
+// True when some token at or after `from` ends a sequence of three that
+// already ended earlier in `h`.
+bool repeats_a_trigram(const std::vector<int32_t>& h, size_t from) {
+    for (size_t j = std::max<size_t>(from, 2); j < h.size(); ++j)
+        for (size_t i = 2; i < j; ++i)
+            if (h[i - 2] == h[j - 2] && h[i - 1] == h[j - 1] && h[i] == h[j]) return true;
+    return false;
+}
+
+TEST_CASE("generate: DRY and XTC, seeded runs are reproducible and DRY stops repeats") {
+    auto model = made_model();
+    smol::GenerateParams p;
+    p.max_tokens = 48;
+    p.temperature = 0.9f;
+    p.seed = 42;
+    p.ignore_eos = true;
+    p.dry_multiplier = 0.8f;  // default breakers: the generator maps them to tokens
+    p.xtc_probability = 0.5f;
+    p.xtc_threshold = 0.05f;
+    const auto a = smol::Generator(model).generate("The dragon said", p);
+    const auto b = smol::Generator(model).generate("The dragon said", p);
+    CHECK(a.tokens.size() == 48);
+    CHECK(a.tokens == b.tokens);
+    smol::Generator again(model);  // and a second run on one generator (table kept)
+    again.generate("The dragon said", p);
+    again.reset();
+    CHECK(again.generate("The dragon said", p).tokens == a.tokens);
+    smol::GenerateParams off = p;
+    off.dry_multiplier = 0.0f;
+    off.xtc_probability = 0.0f;
+    CHECK(smol::Generator(model).generate("The dragon said", off).tokens != a.tokens);
+    // The default breakers through a real tokenizer: "\n" is a token of its own.
+    const smol::Tokenizer& tokenizer = model->tokenizer();
+    const auto table =
+        smol::DryBreakers::build(
+            tokenizer.vocab_size(),
+            [&](int32_t id, std::string& out) { out = tokenizer.token_to_piece(id); },
+            [&](std::string_view text, std::vector<int32_t>& out) {
+                return tokenizer.try_encode(text, false, out);
+            },
+            p.dry_sequence_breakers)
+            .value();
+    const auto newline = tokenizer.encode("\n", false);
+    REQUIRE(newline.size() == 1);
+    CHECK(table.is_single_token(newline[0]));
+    CHECK(table.is_single_token(tokenizer.encode(":", false).at(0)));
+
+    // Greedy with an overwhelming DRY penalty and no breakers: no generated
+    // token extends a repeat of two tokens into one of three.
+    smol::GenerateParams g = smol_test::greedy(64);
+    smol::Generator plain(model);
+    plain.generate("the the the the", g);
+    REQUIRE(repeats_a_trigram(plain.history(), plain.history().size() - 64));  // it loops
+    g.dry_multiplier = 1e4f;
+    g.dry_sequence_breakers.clear();
+    smol::Generator dry(model);
+    dry.generate("the the the the", g);
+    CHECK_FALSE(repeats_a_trigram(dry.history(), dry.history().size() - 64));
+}
+
 TEST_CASE("stop strings: scripted tokens split a stop string across tokens") {
     auto model = made_model();
     smol::Generator gen(model);

@@ -449,3 +449,303 @@ TEST_CASE("sampler: invalid parameters") {
     Sampler s(plain());
     CHECK_THROWS_AS(s.sample(nullptr, 0, {}), smol::Error);
 }
+
+// ---- DRY and XTC ----
+
+namespace {
+
+// A hand-made vocabulary for DRY's breakers: each id's text, and an encoder
+// that takes the longest matching piece at each step.
+struct HandVocabulary {
+    std::vector<std::string> pieces;
+
+    smol::DryBreakers breakers(const std::vector<std::string>& strings) const {
+        auto piece = [&](int32_t id, std::string& out) { out = pieces[size_t(id)]; };
+        auto encode = [&](std::string_view text, std::vector<int32_t>& out) -> smol::Status {
+            for (size_t pos = 0; pos < text.size();) {
+                int32_t best = -1;
+                size_t best_length = 0;
+                for (size_t id = 0; id < pieces.size(); ++id) {
+                    const std::string& p = pieces[id];
+                    if (p.size() > best_length && text.compare(pos, p.size(), p) == 0) {
+                        best = int32_t(id);
+                        best_length = p.size();
+                    }
+                }
+                if (best < 0) return smol::Status(smol::ErrorKind::format, "no piece");
+                out.push_back(best);
+                pos += best_length;
+            }
+            return {};
+        };
+        return smol::DryBreakers::build(int32_t(pieces.size()), piece, encode, strings).value();
+    }
+};
+
+SamplingParams dry(float multiplier, float base, int allowed_length, int last_n = -1) {
+    SamplingParams p = plain();
+    p.dry_multiplier = multiplier;
+    p.dry_base = base;
+    p.dry_allowed_length = allowed_length;
+    p.dry_penalty_last_n = last_n;
+    return p;
+}
+
+std::vector<float> dry_logits(const SamplingParams& p, size_t n_vocab,
+                              const std::vector<int32_t>& history,
+                              const smol::DryBreakers* breakers = nullptr) {
+    std::vector<float> logits(n_vocab, 0.0f);
+    smol::apply_dry(logits.data(), n_vocab, history, p, breakers);
+    return logits;
+}
+
+}  // namespace
+
+TEST_CASE("dry: repeats, the allowed length, the base and the multiplier by hand") {
+    // a b c c b c y a b c (a=0 b=1 c=2 y=3). The end "a b c" also ends at
+    // position 2 (length 3: c would extend it), "b c" at position 5 (length
+    // 2: y would), "c" at position 3 (length 1: b would).
+    const std::vector<int32_t> h = {0, 1, 2, 2, 1, 2, 3, 0, 1, 2};
+    CHECK(dry_logits(dry(1.0f, 2.0f, 2), 5, h) == std::vector<float>{0, 0, -2, -1, 0});
+    CHECK(dry_logits(dry(1.0f, 2.0f, 1), 5, h) == std::vector<float>{0, -1, -4, -2, 0});
+    CHECK(dry_logits(dry(1.0f, 2.0f, 3), 5, h) == std::vector<float>{0, 0, -1, 0, 0});
+    CHECK(dry_logits(dry(1.0f, 2.0f, 4), 5, h) == std::vector<float>(5, 0.0f));
+    // The defaults' base: 0.5 * 1.75^1 and 0.5 * 1.75^0.
+    CHECK(dry_logits(dry(0.5f, 1.75f, 2), 5, h) == std::vector<float>{0, 0, -0.875f, -0.5f, 0});
+    // A logit loses the penalty whatever its sign.
+    std::vector<float> logits = {1.0f, 1.0f, 3.0f, -1.0f, 1.0f};
+    smol::apply_dry(logits.data(), 5, h, dry(1.0f, 2.0f, 2));
+    CHECK(logits == std::vector<float>{1, 1, 1, -2, 1});
+    // Off: multiplier 0, base below 1, last_n 0; and a history no longer
+    // than the allowed length.
+    CHECK(dry_logits(dry(0.0f, 2.0f, 2), 5, h) == std::vector<float>(5, 0.0f));
+    CHECK(dry_logits(dry(1.0f, 0.5f, 2), 5, h) == std::vector<float>(5, 0.0f));
+    CHECK(dry_logits(dry(1.0f, 2.0f, 2, 0), 5, h) == std::vector<float>(5, 0.0f));
+    CHECK(dry_logits(dry(1.0f, 2.0f, 2), 5, {0, 0}) == std::vector<float>(5, 0.0f));
+    // Ids outside the vocabulary take part in matching, are never penalized.
+    CHECK(dry_logits(dry(1.0f, 2.0f, 1), 5, {7, 9, 7, 9, 7}) == std::vector<float>(5, 0.0f));
+    CHECK(dry_logits(dry(1.0f, 2.0f, 1), 5, {7, 1, 7, 1, 7}) == std::vector<float>{0, -4, 0, 0, 0});
+}
+
+TEST_CASE("dry: penalty_last_n limits the window, the exponent is capped") {
+    const std::vector<int32_t> h = {0, 1, 2, 2, 1, 2, 3, 0, 1, 2};
+    // The last 7: c b c y a b c. "b c" ends at position 2 of the window
+    // (y would extend it); the "a b c" before the window is not seen.
+    CHECK(dry_logits(dry(1.0f, 2.0f, 2, 7), 5, h) == std::vector<float>{0, 0, 0, -1, 0});
+    CHECK(dry_logits(dry(1.0f, 2.0f, 2, 3), 5, h) == std::vector<float>(5, 0.0f));
+    CHECK(dry_logits(dry(1.0f, 2.0f, 2, 100), 5, h) == dry_logits(dry(1.0f, 2.0f, 2, -1), 5, h));
+    // 30 times the same token: the longest repeat is 29, the exponent 27,
+    // capped at int(88.7228391 / ln 1000) = 12 so the penalty stays finite.
+    const std::vector<int32_t> same(30, 4);
+    const std::vector<float> capped = dry_logits(dry(1.0f, 1000.0f, 2), 5, same);
+    CHECK(capped[4] == -static_cast<float>(std::pow(1000.0, 12)));
+    CHECK(std::isfinite(capped[4]));
+    CHECK(capped[0] == 0.0f);
+    // Base 1: every repeat loses the multiplier alone, no cap needed.
+    CHECK(dry_logits(dry(0.25f, 1.0f, 2), 5, same)[4] == -0.25f);
+}
+
+TEST_CASE("dry: breaker table from token texts") {
+    // 0 a, 1 b, 2 c, 3 "<", 4 "|", 5 ">", 6 "<|", 7 "x:y", 8 ":", 9 "|>"
+    const HandVocabulary vocab{{"a", "b", "c", "<", "|", ">", "<|", "x:y", ":", "|>"}};
+    const smol::DryBreakers colon = vocab.breakers({":"});
+    CHECK(colon.size() == 2);  // the tokens that contain it
+    CHECK(colon.is_single_token(7));
+    CHECK(colon.is_single_token(8));
+    CHECK_FALSE(colon.is_single_token(0));
+    // "<|>": no token holds it whole. "<" ends with its prefix "<" (then
+    // "|>" must follow, encoded as the one token 9), "<|" with "<|" (then ">").
+    const smol::DryBreakers arrow = vocab.breakers({"<|>"});
+    CHECK(arrow.size() == 2);
+    CHECK(arrow.tails(3) == std::vector<std::vector<int32_t>>{{9}});
+    CHECK(arrow.tails(6) == std::vector<std::vector<int32_t>>{{5}});
+    CHECK(arrow.tails(4).empty());
+    CHECK_FALSE(arrow.is_single_token(3));
+    // Empty breakers are skipped; one longer than 40 bytes is cut to 40 (here
+    // "a" x 40, which token "a" heads with the encoding of 39 more "a", cut
+    // to 20 tokens).
+    CHECK(vocab.breakers({""}).size() == 0);
+    const smol::DryBreakers long_one = vocab.breakers({std::string(1000, 'a')});
+    CHECK(long_one.tails(0) == std::vector<std::vector<int32_t>>{std::vector<int32_t>(20, 0)});
+    // More than 64 breakers is an error, as a value.
+    const auto too_many = smol::DryBreakers::build(
+        1, [](int32_t, std::string& out) { out = "a"; },
+        [](std::string_view, std::vector<int32_t>&) { return smol::Status(); },
+        std::vector<std::string>(65, "x"));
+    REQUIRE_FALSE(too_many.ok());
+    CHECK(too_many.error().kind == smol::ErrorKind::invalid_argument);
+    CHECK(too_many.error().message.find("dry_sequence_breakers") != std::string::npos);
+}
+
+TEST_CASE("dry: sequence breakers cut repeats and are never penalized") {
+    // 0 a, 1 b, 2 c, 3 "\n"
+    const HandVocabulary vocab{{"a", "b", "c", "\n"}};
+    const smol::DryBreakers newline = vocab.breakers({"\n"});
+    const SamplingParams p = dry(1.0f, 2.0f, 2);
+    // c \n a b c \n a b: the end "c \n a b" also ends at position 3 (length
+    // 4, c would extend it: -2^2). The newest "\n" limits repeats to the 2
+    // tokens after it: -2^0.
+    const std::vector<int32_t> h = {2, 3, 0, 1, 2, 3, 0, 1};
+    CHECK(dry_logits(p, 4, h) == std::vector<float>{0, 0, -4, 0});
+    CHECK(dry_logits(p, 4, h, &newline) == std::vector<float>{0, 0, -1, 0});
+    // a b \n a b: "\n" would extend "a b" but is a breaker: no penalty.
+    CHECK(dry_logits(p, 4, {0, 1, 3, 0, 1}) == std::vector<float>{0, 0, 0, -1});
+    CHECK(dry_logits(p, 4, {0, 1, 3, 0, 1}, &newline) == std::vector<float>(4, 0.0f));
+    // A breaker closer to the end than the allowed length: nothing at all.
+    CHECK(dry_logits(p, 4, {0, 1, 3, 0, 1, 3, 0}, &newline) == std::vector<float>(4, 0.0f));
+}
+
+TEST_CASE("dry: a breaker spread over several tokens") {
+    // 0 a, 1 b, 2 c, 3 "<", 4 "|", 5 ">", 6 "<|"; the breaker "<|>" is
+    // "<" followed by "|" ">" (the encoding of "|>"), or "<|" then ">".
+    const HandVocabulary vocab{{"a", "b", "c", "<", "|", ">", "<|"}};
+    const smol::DryBreakers arrow = vocab.breakers({"<|>"});
+    CHECK(arrow.tails(3) == std::vector<std::vector<int32_t>>{{4, 5}});
+    CHECK(arrow.tails(6) == std::vector<std::vector<int32_t>>{{5}});
+    const SamplingParams p = dry(1.0f, 2.0f, 2);
+    // < | > a b < | > a b: "< | > a b" repeats (length 5: "<" loses 2^3);
+    // the newest complete breaker leaves 2 tokens: 2^0. "<" heads a
+    // breaker but is not one by itself, so it is penalized.
+    const std::vector<int32_t> h = {3, 4, 5, 0, 1, 3, 4, 5, 0, 1};
+    CHECK(dry_logits(p, 7, h) == std::vector<float>{0, 0, 0, -8, 0, 0, 0});
+    CHECK(dry_logits(p, 7, h, &arrow) == std::vector<float>{0, 0, 0, -1, 0, 0, 0});
+    // The same with the two-token spelling "<|" ">".
+    const std::vector<int32_t> h2 = {6, 5, 0, 1, 6, 5, 0, 1};
+    CHECK(dry_logits(p, 7, h2) == std::vector<float>{0, 0, 0, 0, 0, 0, -4});
+    CHECK(dry_logits(p, 7, h2, &arrow) == std::vector<float>{0, 0, 0, 0, 0, 0, -1});
+    // "<" followed by "|" "a" is no breaker: the repeat counts in full.
+    const std::vector<int32_t> h3 = {3, 4, 0, 1, 3, 4, 0, 1};
+    CHECK(dry_logits(p, 7, h3, &arrow) == dry_logits(p, 7, h3));
+    CHECK(dry_logits(p, 7, h3)[3] == -4.0f);
+}
+
+TEST_CASE("dry: the sampler applies it before the filters, with its breaker table") {
+    const HandVocabulary vocab{{"a", "b", "c", "\n"}};
+    SamplingParams p = dry(1.0f, 2.0f, 2);
+    p.temperature = 0.0f;  // greedy still sees DRY, like the other penalties
+    const std::vector<int32_t> h = {2, 3, 0, 1, 2, 3, 0, 1};
+    Sampler s(p);
+    std::vector<float> logits = {0.0f, 0.0f, 3.5f, 0.0f};
+    CHECK(s.sample(logits.data(), 4, h) == 0);  // c: 3.5 - 4 < 0
+    CHECK(logits[2] == -0.5f);
+    s.set_dry_breakers(std::make_shared<const smol::DryBreakers>(vocab.breakers({"\n"})));
+    logits = {0.0f, 0.0f, 3.5f, 0.0f};
+    CHECK(s.sample(logits.data(), 4, h) == 2);  // c: 3.5 - 1
+    CHECK(logits[2] == 2.5f);
+    CHECK(Sampler::dry_active(p));
+    CHECK_FALSE(Sampler::dry_active(SamplingParams()));
+}
+
+TEST_CASE("xtc: the threshold, the kept least probable top token, min-p before it") {
+    SamplingParams p = plain();
+    p.xtc_probability = 1.0f;  // always, no draw
+    p.xtc_threshold = 0.1f;
+    // 0.5, 0.3 and 0.15 reach 0.1: all go but 0.15, the least probable of them.
+    Sampler s(p);
+    CHECK(survivors(s, logits_of({0.5, 0.3, 0.15, 0.05})) == std::vector<int32_t>{2, 3});
+    auto logits = logits_of({0.5, 0.3, 0.15, 0.05});
+    const auto d = s.distribution(logits.data(), logits.size(), {});
+    REQUIRE(d.size() == 2);
+    CHECK(d[0].probability == doctest::Approx(0.75));
+    // Only one token reaches the threshold: nothing is removed.
+    CHECK(survivors(s, logits_of({0.55, 0.09, 0.09, 0.09, 0.09, 0.09})).size() == 6);
+    // Ties at the bottom of the top tokens: the last in (probability, then
+    // lower id) order is kept, the higher id.
+    CHECK(survivors(s, logits_of({0.4, 0.2, 0.2, 0.2})) == std::vector<int32_t>{3});
+    CHECK(survivors(s, logits_of({0.2, 0.2, 0.4, 0.2})) == std::vector<int32_t>{3});
+    // Probabilities are renormalized over what top-k left: 0.625 and 0.375.
+    p.top_k = 2;
+    s.set_params(p);
+    CHECK(survivors(s, logits_of({0.5, 0.3, 0.15, 0.05})) == std::vector<int32_t>{1});
+    // Off: a threshold above 0.5, a probability of 0; and greedy skips it.
+    p.top_k = 0;
+    p.xtc_threshold = 0.51f;
+    s.set_params(p);
+    CHECK(survivors(s, logits_of({0.5, 0.3, 0.15, 0.05})).size() == 4);
+    p.xtc_threshold = 0.1f;
+    p.xtc_probability = 0.0f;
+    s.set_params(p);
+    CHECK(survivors(s, logits_of({0.5, 0.3, 0.15, 0.05})).size() == 4);
+    p.xtc_probability = 1.0f;
+    p.temperature = 0.0f;
+    s.set_params(p);
+    auto greedy_logits = logits_of({0.5, 0.3, 0.15, 0.05});
+    CHECK(s.sample(greedy_logits.data(), 4, {}) == 0);
+}
+
+TEST_CASE("xtc: applied with its probability, reproducibly for a seed") {
+    SamplingParams p = plain();
+    p.xtc_probability = 0.5f;
+    p.xtc_threshold = 0.1f;
+    p.seed = 7;
+    // 0.6 / 0.4: with XTC token 1 for sure, without it token 0 at 0.6, so
+    // P(0) = 0.5 * 0.6 = 0.3.
+    const auto base_logits = logits_of({0.6, 0.4});
+    Sampler a(p), b(p);
+    const int n = 20000;
+    int zeros = 0;
+    std::vector<int32_t> first, second;
+    for (int i = 0; i < n; ++i) {
+        auto la = base_logits, lb = base_logits;
+        first.push_back(a.sample(la.data(), 2, {}));
+        second.push_back(b.sample(lb.data(), 2, {}));
+        zeros += first.back() == 0;
+    }
+    CHECK(first == second);
+    CHECK(double(zeros) / n == doctest::Approx(0.3).epsilon(0.05));
+    // Another seed: another sequence.
+    p.seed = 8;
+    Sampler c(p);
+    std::vector<int32_t> third;
+    for (int i = 0; i < n; ++i) {
+        auto l = base_logits;
+        third.push_back(c.sample(l.data(), 2, {}));
+    }
+    CHECK(third != first);
+}
+
+TEST_CASE("dry / xtc: defaults are off, bad values name the field") {
+    const SamplingParams d;
+    CHECK(d.dry_multiplier == 0.0f);
+    CHECK(d.dry_base == 1.75f);
+    CHECK(d.dry_allowed_length == 2);
+    CHECK(d.dry_penalty_last_n == -1);
+    CHECK(d.dry_sequence_breakers == std::vector<std::string>{"\n", ":", "\"", "*"});
+    CHECK(d.xtc_probability == 0.0f);
+    CHECK(d.xtc_threshold == 0.1f);
+    auto expect_bad = [](SamplingParams p, const char* field) {
+        const smol::Status status = Sampler::validate(p);
+        REQUIRE_FALSE(status.ok());
+        CHECK(status.error().kind == smol::ErrorKind::invalid_argument);
+        CHECK(status.error().message.find(field) != std::string::npos);
+    };
+    SamplingParams p = plain();
+    p.dry_multiplier = -1.0f;
+    expect_bad(p, "dry_multiplier");
+    p.dry_multiplier = NAN;
+    expect_bad(p, "dry_multiplier");
+    p = plain();
+    p.dry_base = INFINITY;
+    expect_bad(p, "dry_base");
+    p = plain();
+    p.dry_allowed_length = 0;
+    expect_bad(p, "dry_allowed_length");
+    p = plain();
+    p.dry_penalty_last_n = -2;
+    expect_bad(p, "dry_penalty_last_n");
+    p = plain();
+    p.dry_sequence_breakers.assign(65, "x");
+    expect_bad(p, "dry_sequence_breakers");
+    p.dry_sequence_breakers.assign(64, std::string(1 << 20, 'x'));  // long ones are cut, fine
+    CHECK(Sampler::validate(p).ok());
+    p = plain();
+    p.xtc_probability = 1.5f;
+    expect_bad(p, "xtc_probability");
+    p.xtc_probability = NAN;
+    expect_bad(p, "xtc_probability");
+    p = plain();
+    p.xtc_threshold = -0.1f;
+    expect_bad(p, "xtc_threshold");
+    p.xtc_threshold = NAN;
+    expect_bad(p, "xtc_threshold");
+}

@@ -24,9 +24,9 @@
 //     generate_async / chat_async -> AsyncGeneration: poll(), done(), wait(), cancel()
 //                                                                        generation/async.hpp
 //     cancel(), reset(), fork(), save_session(), restore_session(), try_create()
-//     GenerateParams        SamplingParams (temperature, top_k, top_p, min_p, penalties, seed,
-//                           logit_bias, logits_hook) + max_tokens, stop, ignore_eos, chat,
-//                           prompt_as_text
+//     GenerateParams        SamplingParams (temperature, top_k, top_p, min_p, penalties, DRY,
+//                           XTC, seed, logit_bias, logits_hook) + max_tokens, stop,
+//                           ignore_eos, chat, prompt_as_text
 //       structured output   grammar (GBNF, constrain/grammar.hpp), json_schema (JSON Schema,
 //                           constrain/json_schema.hpp) + json_schema_options, or
 //                           constrain_tool_calls (the declared tools' call shapes)
@@ -173,13 +173,15 @@
 //     codepoint_flags, is_letter, is_number, is_whitespace, Utf8Char, decode_utf8, is_valid_utf8,
 //       append_valid_utf8, split_llama3
 //     SplitScratch: Char
+//   sampling/dry.hpp
+//     DryBreakers: build size is_single_token tails longest_match_at
 //   sampling/rng.hpp
 //     Rng: reseed next_u64 next_unit
 //   sampling/sampler.hpp
-//     SamplingParams, TokenProbability, apply_penalties, check_logit_bias, apply_logit_bias,
-//       try_greedy_token, greedy_token
-//     Sampler: create validate params set_params reseed set_constraint try_sample sample
-//       distribution
+//     SamplingParams, TokenProbability, apply_penalties, apply_dry, check_logit_bias,
+//       apply_logit_bias, try_greedy_token, greedy_token
+//     Sampler: create validate params set_params reseed dry_active set_dry_breakers
+//       set_constraint try_sample sample distribution
 //   constrain/constraint.hpp
 //     try_tool_call_grammar
 //     TokenConstraint: reset whole_text active finished apply accept overflow_error

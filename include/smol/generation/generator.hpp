@@ -359,6 +359,10 @@ private:
         std::string constraint_key;
         std::shared_ptr<TokenMasker> masker;
         int32_t constraint_trigger = -1, constraint_end = -1;
+        // DRY's sequence breakers mapped to token sequences, kept for the next
+        // run with the same breaker strings.
+        std::vector<std::string> dry_breaker_strings;
+        std::shared_ptr<const DryBreakers> dry_breakers;
 
         // One run at a time, cancel, the async worker (generation/run_gate.hpp).
         // Declared last: its worker stops before the rest of the state goes.
@@ -569,6 +573,11 @@ private:
             return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
         };
         Sampler sampler(params);  // run_inputs_status checked the parameters
+        if (Sampler::dry_active(params) && !params.dry_sequence_breakers.empty()) {
+            SMOL_TRY_ASSIGN(std::shared_ptr<const DryBreakers> breakers,
+                            dry_breakers(params.dry_sequence_breakers));
+            sampler.set_dry_breakers(std::move(breakers));
+        }
         SMOL_TRY_ASSIGN(const std::unique_ptr<TokenConstraint> constraint, make_constraint(params));
         if (constraint) {
             sampler.set_constraint([c = constraint.get()](float* logits, size_t n_vocab) {
@@ -610,6 +619,29 @@ private:
         if (!params.chat.tools.empty() || !params.chat.xml_tools.empty())
             result.tool_calls = parse_tool_calls(result.text);
         return finish(std::move(result), reason);
+    }
+
+    // The token table of DRY's breaker strings, built on the vocabulary once
+    // per distinct list (a pass over every token's text).
+    Expected<std::shared_ptr<const DryBreakers>> dry_breakers(
+        const std::vector<std::string>& strings) {
+        if (!state_->dry_breakers || state_->dry_breaker_strings != strings) {
+            const Tokenizer& tokenizer = state_->model->tokenizer();
+            SMOL_TRY_ASSIGN(DryBreakers table,
+                            DryBreakers::build(
+                                tokenizer.vocab_size(),
+                                [&](int32_t id, std::string& out) {
+                                    out.clear();
+                                    tokenizer.append_piece(id, out);
+                                },
+                                [&](std::string_view text, std::vector<int32_t>& out) {
+                                    return tokenizer.try_encode(text, /*parse_special=*/false, out);
+                                },
+                                strings));
+            state_->dry_breakers = std::make_shared<const DryBreakers>(std::move(table));
+            state_->dry_breaker_strings = strings;
+        }
+        return state_->dry_breakers;
     }
 
     // The run's structured-output constraint (GenerateParams::grammar,

@@ -100,10 +100,10 @@ using ChatOptions = ChatTemplateOptions;
 
 // One call's parameters. The sampling fields are SamplingParams' own
 // (sampling/sampler.hpp has the exact order: penalties over the last
-// penalty_last_n tokens (prompt included), logit bias, logits hook, top-k,
-// top-p, min-p, temperature (<= 0: greedy), a draw from a PRNG seeded with
-// `seed` at the start of every call); the rest says when to stop and how
-// chat() renders.
+// penalty_last_n tokens (prompt included), DRY, logit bias, logits hook,
+// top-k, top-p, min-p, XTC, temperature (<= 0: greedy), a draw from a PRNG
+// seeded with `seed` at the start of every call); the rest says when to stop
+// and how chat() renders.
 struct GenerateParams : SamplingParams {
     int max_tokens = 256;  // < 0: until end-of-generation or a full context; 0: prefill only
     std::vector<std::string> stop;  // stop strings (valid UTF-8; empty ones ignored)

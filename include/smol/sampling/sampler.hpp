@@ -6,6 +6,10 @@
 //      included): repeat_penalty divides a positive logit and multiplies a
 //      negative one (once per distinct token); then each token loses
 //      frequency_penalty * count + presence_penalty;
+//   1b. DRY (dry_multiplier 0: off) over the last dry_penalty_last_n tokens:
+//      each token that would extend a repeat of at least dry_allowed_length
+//      tokens loses dry_multiplier * dry_base^(length - dry_allowed_length);
+//      sequence breakers cut repeats (sampling/dry.hpp has the definition);
 //   2. logit_bias: logits[id] += bias;
 //   3. logits_hook(logits, n_vocab): the caller's last word;
 //   3b. the generator's constraint (GenerateParams::grammar / json_schema):
@@ -15,8 +19,19 @@
 //   5. top_p (>= 1 off): keep the shortest prefix, by descending probability,
 //      whose mass reaches top_p (probabilities renormalized after top-k);
 //   6. min_p (<= 0 off): keep tokens with p >= min_p * p_max;
+//   6b. XTC ("exclude top choices"; xtc_probability <= 0 or xtc_threshold >
+//      0.5: off): with probability xtc_probability (one draw from the stream
+//      below, made only when 0 < xtc_probability < 1 and two or more tokens
+//      survive), the tokens whose probability (temperature 1, renormalized
+//      over the survivors) is >= xtc_threshold are removed except the least
+//      probable of them (the last in the filters' order); with fewer than two
+//      such tokens nothing is removed;
 //   7. temperature: p ~ exp(logit / temperature) over the survivors;
 //   8. one draw from our own xoshiro256** stream (see rng.hpp).
+// DRY and XTC follow llama.cpp's definitions and defaults; llama.cpp's chain
+// runs them at the same places (penalties, dry, top_k, top_p, min_p, xtc,
+// temperature). Greedy (temperature <= 0) skips XTC: it makes no draw and
+// takes the top token, as before.
 // Steps 1-3 modify the caller's logits in place. Top-p and min-p commute when
 // top-p normalizes over the post-top-k set (min-p is a ratio to the maximum,
 // both keep a prefix of the sorted order), so both cuts are found on the
@@ -37,11 +52,13 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "../error.hpp"
+#include "dry.hpp"
 #include "rng.hpp"
 
 SMOL_NAMESPACE_BEGIN
@@ -55,6 +72,18 @@ struct SamplingParams {
     float presence_penalty = 0.0f;
     float frequency_penalty = 0.0f;
     int penalty_last_n = 64;  // 0: no penalties; < 0: the whole history
+    // DRY (step 1b). The breakers need token text: the Generator maps them
+    // through its vocabulary; a Sampler used alone knows them only through
+    // Sampler::set_dry_breakers. At most DryBreakers::kMaxBreakers breakers,
+    // each cut to its first DryBreakers::kMaxBreakerBytes bytes.
+    float dry_multiplier = 0.0f;  // 0: off; must be >= 0
+    float dry_base = 1.75f;       // < 1: off
+    int dry_allowed_length = 2;   // repeats this long go unpenalized; must be >= 1
+    int dry_penalty_last_n = -1;  // 0: off; -1: the whole history (at most the context)
+    std::vector<std::string> dry_sequence_breakers = {"\n", ":", "\"", "*"};
+    // XTC (step 6b).
+    float xtc_probability = 0.0f;  // 0: off; in [0, 1]
+    float xtc_threshold = 0.1f;    // > 0.5: off; must be >= 0
     uint64_t seed = 0;
     std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, added to its logit)
     std::function<void(float* logits, size_t n_vocab)> logits_hook;
@@ -111,6 +140,16 @@ inline Status check_logit_bias(const SamplingParams& params, size_t n_vocab) {
     return {};
 }
 
+// Step 1b on its own: DRY from the history's last dry_penalty_last_n tokens,
+// with the breakers of `breakers` (null: none; see DryBreakers::build).
+inline void apply_dry(float* logits, size_t n_vocab, const std::vector<int32_t>& history,
+                      const SamplingParams& params, const DryBreakers* breakers = nullptr) {
+    detail::DryScratch scratch;
+    detail::apply_dry(logits, n_vocab, history.data(), history.size(), params.dry_multiplier,
+                      params.dry_base, params.dry_allowed_length, params.dry_penalty_last_n,
+                      breakers, scratch);
+}
+
 // Step 2 on its own (check_logit_bias's error is thrown; nothing is changed then).
 inline void apply_logit_bias(float* logits, size_t n_vocab, const SamplingParams& params) {
     detail::ok_or_fail(check_logit_bias(params, n_vocab));
@@ -155,8 +194,12 @@ public:
 
     // Error(invalid_argument) for parameters no sampler takes: a NaN
     // temperature, top_p or min_p, a repeat_penalty that is not a positive
-    // finite number, non-finite presence or frequency penalties. (logit_bias
-    // ids are checked against the vocabulary when sampling: check_logit_bias.)
+    // finite number, non-finite presence or frequency penalties, a negative
+    // or non-finite dry_multiplier, a non-finite dry_base, a
+    // dry_allowed_length below 1, a dry_penalty_last_n below -1, more than
+    // DryBreakers::kMaxBreakers dry_sequence_breakers, an xtc_probability
+    // outside [0, 1], a NaN or negative xtc_threshold. (logit_bias ids are
+    // checked against the vocabulary when sampling: check_logit_bias.)
     static Status validate(const SamplingParams& p) {
         auto bad = [](const std::string& what) {
             return Status(ErrorKind::invalid_argument, "SamplingParams: " + what);
@@ -169,18 +212,53 @@ public:
                        std::to_string(p.repeat_penalty));
         if (!std::isfinite(p.presence_penalty) || !std::isfinite(p.frequency_penalty))
             return bad("presence_penalty and frequency_penalty must be finite");
+        if (!(p.dry_multiplier >= 0.0f) || !std::isfinite(p.dry_multiplier))
+            return bad("dry_multiplier must be a finite number >= 0 (0 = off), got " +
+                       std::to_string(p.dry_multiplier));
+        if (!std::isfinite(p.dry_base))
+            return bad("dry_base must be finite (< 1 = off), got " + std::to_string(p.dry_base));
+        if (p.dry_allowed_length < 1)
+            return bad("dry_allowed_length must be >= 1, got " +
+                       std::to_string(p.dry_allowed_length));
+        if (p.dry_penalty_last_n < -1)
+            return bad("dry_penalty_last_n must be >= -1 (0 = off, -1 = the whole history), got " +
+                       std::to_string(p.dry_penalty_last_n));
+        if (p.dry_sequence_breakers.size() > DryBreakers::kMaxBreakers)
+            return bad("dry_sequence_breakers has " +
+                       std::to_string(p.dry_sequence_breakers.size()) + " entries, more than " +
+                       std::to_string(DryBreakers::kMaxBreakers));
+        if (!(p.xtc_probability >= 0.0f && p.xtc_probability <= 1.0f))
+            return bad("xtc_probability must be in [0, 1] (0 = off), got " +
+                       std::to_string(p.xtc_probability));
+        if (!(p.xtc_threshold >= 0.0f))
+            return bad("xtc_threshold must be >= 0 (> 0.5 = off), got " +
+                       std::to_string(p.xtc_threshold));
         return {};
     }
 
     const SamplingParams& params() const { return params_; }
 
-    // Replaces the parameters; the random stream continues (reseed to restart it).
+    // Replaces the parameters; the random stream continues (reseed to restart
+    // it). The DRY breaker table stays: set it again for new breakers.
     void set_params(const SamplingParams& params) {
         detail::ok_or_fail(validate(params));
         params_ = params;
     }
 
     void reseed(uint64_t seed) { rng_.reseed(seed); }
+
+    // True when DRY can change a logit with these parameters (its breakers
+    // then matter; see set_dry_breakers).
+    static bool dry_active(const SamplingParams& p) {
+        return p.dry_multiplier != 0.0f && p.dry_base >= 1.0f && p.dry_penalty_last_n != 0;
+    }
+
+    // The token sequences that break DRY repeats, built from
+    // params().dry_sequence_breakers and the vocabulary (DryBreakers::build;
+    // the Generator does it). Null, the default: no breakers.
+    void set_dry_breakers(std::shared_ptr<const DryBreakers> breakers) {
+        dry_breakers_ = std::move(breakers);
+    }
 
     // Step 3b, after logits_hook: the generator's structured-output mask
     // (constrain/constraint.hpp), which sets forbidden tokens to -inf.
@@ -211,8 +289,10 @@ public:
     }
 
     // The distribution sample() would draw from (same steps, same in-place
-    // logit changes, no draw), sorted by probability descending then id.
-    // Greedy gives one token with probability 1. Throws sample()'s errors.
+    // logit changes, no token drawn), sorted by probability descending then
+    // id. With XTC on, its coin is drawn as sample() would (the stream
+    // advances), so the result is one of XTC's two outcomes. Greedy gives one
+    // token with probability 1. Throws sample()'s errors.
     std::vector<TokenProbability> distribution(float* logits, size_t n_vocab,
                                                const std::vector<int32_t>& history) {
         detail::ok_or_fail(prepare(logits, n_vocab, history));
@@ -249,6 +329,9 @@ private:
             return Status(ErrorKind::invalid_argument, "Sampler: vocabulary larger than int32");
         SMOL_TRY(check_logit_bias(params_, n_vocab));
         apply_penalties(logits, n_vocab, history, params_);
+        detail::apply_dry(logits, n_vocab, history.data(), history.size(), params_.dry_multiplier,
+                          params_.dry_base, params_.dry_allowed_length, params_.dry_penalty_last_n,
+                          dry_breakers_.get(), dry_scratch_);
         apply_logit_bias(logits, n_vocab, params_);
         if (params_.logits_hook) params_.logits_hook(logits, n_vocab);
         if (constraint_) SMOL_TRY(constraint_(logits, n_vocab));
@@ -328,6 +411,8 @@ private:
                 candidates_.end());
         }
 
+        apply_xtc();
+
         // Temperature, on the survivors only.
         const double inverse_temperature = 1.0 / double(params_.temperature);
         weights_.resize(candidates_.size());
@@ -349,6 +434,30 @@ private:
             total_weight_ = 1.0;
         }
         return {};
+    }
+
+    // Step 6b on candidates_ (weights at temperature 1 set, in id order).
+    void apply_xtc() {
+        const double probability = params_.xtc_probability;
+        if (!(probability > 0.0) || params_.xtc_threshold > 0.5f || candidates_.size() < 2) return;
+        if (probability < 1.0 && !(rng_.next_unit() < probability)) return;
+        double mass = 0.0;
+        for (const Candidate& c : candidates_) mass += c.weight;
+        const double cut =
+            double(params_.xtc_threshold) * mass;  // p >= threshold <=> weight >= cut
+        const Candidate* keep = nullptr;           // the last of the tokens over the threshold
+        size_t over = 0;
+        for (const Candidate& c : candidates_) {
+            if (c.weight < cut) continue;
+            ++over;
+            if (keep == nullptr || ranks_before(*keep, c)) keep = &c;
+        }
+        if (over < 2) return;
+        const Candidate kept = *keep;
+        candidates_.erase(
+            std::remove_if(candidates_.begin(), candidates_.end(),
+                           [&](const Candidate& c) { return c.weight >= cut && c.id != kept.id; }),
+            candidates_.end());
     }
 
     // Top-p over the candidates left by min-p (which all rank before the
@@ -413,6 +522,8 @@ private:
     SamplingParams params_;
     Rng rng_;
     Constraint constraint_;
+    std::shared_ptr<const DryBreakers> dry_breakers_;
+    detail::DryScratch dry_scratch_;
     std::vector<Candidate> candidates_;  // survivors, ascending id; reused between calls
     std::vector<Candidate> scratch_;     // top-p's working copy
     std::vector<double> weights_;        // temperature weight per candidate
