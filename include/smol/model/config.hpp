@@ -44,6 +44,11 @@
 
 SMOL_NAMESPACE_BEGIN
 
+struct Config;
+namespace detail {
+inline Status read_rope_scaling(const gguf::File& file, const std::string& p, Config& c);
+}  // namespace detail
+
 struct Config {
     std::string architecture = "smollm3";
     size_t n_layers = 0;    // transformer blocks
@@ -150,54 +155,10 @@ struct Config {
         }
 
         c.trained_context_length = c.context_length;
-        SMOL_TRY(read_rope_scaling(file, p, c));
+        SMOL_TRY(detail::read_rope_scaling(file, p, c));
         SMOL_TRY(c.try_validate(source));
         return c;
     }
-    // rope.scaling.* (top of this file), into c; context_length grows to
-    // what YaRN runs.
-    static Status read_rope_scaling(const gguf::File& file, const std::string& p, Config& c) {
-        const std::string& source = file.source();
-        SMOL_TRY_ASSIGN(const auto scaling, file.try_find<std::string>(p + "rope.scaling.type"));
-        if (!scaling || *scaling == "none") return {};
-        if (*scaling != "yarn")
-            return Status(ErrorKind::unsupported, "model: " + source + ": key '" + p +
-                                                      "rope.scaling.type' = '" + *scaling +
-                                                      "' (smol implements none and yarn)");
-        c.rope_yarn = true;
-        auto float_key = [&](const std::string& key, float fallback) -> Expected<float> {
-            SMOL_TRY_ASSIGN(const auto value, file.try_find<float>(p + key));
-            return value ? *value : fallback;
-        };
-        SMOL_TRY_ASSIGN(c.rope_scaling_factor, float_key("rope.scaling.factor", 1.0f));
-        SMOL_TRY_ASSIGN(c.rope_attn_factor, float_key("rope.scaling.attn_factor", 1.0f));
-        c.rope_original_context = c.context_length;
-        const std::string original = p + "rope.scaling.original_context_length";
-        if (file.has(original)) {
-            SMOL_TRY_ASSIGN(const uint64_t v, file.try_get<uint64_t>(original));
-            if (v == 0 || v > (uint64_t(1) << 31))
-                return Status(ErrorKind::format, "model: " + source + ": key '" + original +
-                                                     "' = " + std::to_string(v) +
-                                                     " is out of range");
-            c.rope_original_context = size_t(v);
-        }
-        const float f = c.rope_scaling_factor;
-        if (!std::isfinite(f) || f < 1.0f || f > 1024.0f)
-            return Status(ErrorKind::format, "model: " + source + ": key '" + p +
-                                                 "rope.scaling.factor' = " + std::to_string(f) +
-                                                 " must be a number in [1, 1024]");
-        if (!std::isfinite(c.rope_attn_factor) || !(c.rope_attn_factor > 0.0f))
-            return Status(ErrorKind::format, "model: " + source + ": key '" + p +
-                                                 "rope.scaling.attn_factor' must be positive");
-        const double stretched = double(c.rope_original_context) * double(f);
-        if (stretched > double(uint64_t(1) << 31))
-            return Status(ErrorKind::format,
-                          "model: " + source + ": YaRN context " + std::to_string(stretched) +
-                              " (original_context_length x factor) is out of range");
-        c.context_length = std::max(c.context_length, size_t(stretched));
-        return {};
-    }
-
     // Checks the relations between the fields; `source` names the file in messages.
     Status try_validate(const std::string& source = "<config>") const {
         auto bad = [&](const std::string& what) {
@@ -227,5 +188,52 @@ struct Config {
         return {};
     }
 };
+
+namespace detail {
+
+// rope.scaling.* (top of this file), into c; context_length grows to
+// what YaRN runs.
+inline Status read_rope_scaling(const gguf::File& file, const std::string& p, Config& c) {
+    const std::string& source = file.source();
+    SMOL_TRY_ASSIGN(const auto scaling, file.try_find<std::string>(p + "rope.scaling.type"));
+    if (!scaling || *scaling == "none") return {};
+    if (*scaling != "yarn")
+        return Status(ErrorKind::unsupported, "model: " + source + ": key '" + p +
+                                                  "rope.scaling.type' = '" + *scaling +
+                                                  "' (smol implements none and yarn)");
+    c.rope_yarn = true;
+    auto float_key = [&](const std::string& key, float fallback) -> Expected<float> {
+        SMOL_TRY_ASSIGN(const auto value, file.try_find<float>(p + key));
+        return value ? *value : fallback;
+    };
+    SMOL_TRY_ASSIGN(c.rope_scaling_factor, float_key("rope.scaling.factor", 1.0f));
+    SMOL_TRY_ASSIGN(c.rope_attn_factor, float_key("rope.scaling.attn_factor", 1.0f));
+    c.rope_original_context = c.context_length;
+    const std::string original = p + "rope.scaling.original_context_length";
+    if (file.has(original)) {
+        SMOL_TRY_ASSIGN(const uint64_t v, file.try_get<uint64_t>(original));
+        if (v == 0 || v > (uint64_t(1) << 31))
+            return Status(ErrorKind::format, "model: " + source + ": key '" + original +
+                                                 "' = " + std::to_string(v) + " is out of range");
+        c.rope_original_context = size_t(v);
+    }
+    const float f = c.rope_scaling_factor;
+    if (!std::isfinite(f) || f < 1.0f || f > 1024.0f)
+        return Status(ErrorKind::format, "model: " + source + ": key '" + p +
+                                             "rope.scaling.factor' = " + std::to_string(f) +
+                                             " must be a number in [1, 1024]");
+    if (!std::isfinite(c.rope_attn_factor) || !(c.rope_attn_factor > 0.0f))
+        return Status(ErrorKind::format, "model: " + source + ": key '" + p +
+                                             "rope.scaling.attn_factor' must be positive");
+    const double stretched = double(c.rope_original_context) * double(f);
+    if (stretched > double(uint64_t(1) << 31))
+        return Status(ErrorKind::format, "model: " + source + ": YaRN context " +
+                                             std::to_string(stretched) +
+                                             " (original_context_length x factor) is out of range");
+    c.context_length = std::max(c.context_length, size_t(stretched));
+    return {};
+}
+
+}  // namespace detail
 
 SMOL_NAMESPACE_END
