@@ -817,9 +817,9 @@ TEST_CASE("matmul of a long batch: every level gives the converted reference's b
                     size_t mismatches = 0;
                     for (size_t t = 0; t < n_tokens; ++t)
                         for (size_t r = 0; r < rows; ++r)
-                            mismatches += y[t * rows + r] !=
-                                          converted_dot(w_bytes.data() + r * w.row_bytes,
-                                                        input.row(t), cols);
+                            mismatches +=
+                                y[t * rows + r] !=
+                                converted_dot(w_bytes.data() + r * w.row_bytes, input.row(t), cols);
                     CHECK(mismatches == 0);
                 }
         }

@@ -48,9 +48,9 @@
 // The amx level's kernels need a compiler that knows the AMX targets and
 // intrinsics (GCC 11, LLVM 12); the level is offered on Linux only, where the
 // process must ask for the tile state before its first tile instruction.
-#if defined(__linux__) &&                                                          \
-    ((defined(__clang__) && ((!defined(__apple_build_version__) && __clang_major__ >= 12) || \
-                             __clang_major__ >= 14)) ||                            \
+#if defined(__linux__) &&                                                                         \
+    ((defined(__clang__) &&                                                                       \
+      ((!defined(__apple_build_version__) && __clang_major__ >= 12) || __clang_major__ >= 14)) || \
      (defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11))
 #define SMOL_HAS_AMX_KERNELS 1
 #include <sys/syscall.h>
@@ -190,8 +190,8 @@ inline CpuFeatures detect_cpu_features() noexcept {
     // holds for every thread of the process, the pool's workers included.
     const bool amx_tile = (leaf7.edx >> 24) & 1, amx_int8 = (leaf7.edx >> 25) & 1;
     const bool os_tiles = (xcr0 & (uint64_t(3) << 17)) == (uint64_t(3) << 17);
-    f.amx = f.avx512 && amx_tile && amx_int8 && os_tiles &&
-            syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+    f.amx =
+        f.avx512 && amx_tile && amx_int8 && os_tiles && syscall(SYS_arch_prctl, 0x1023, 18) == 0;
 #endif
 #elif defined(SMOL_ARCH_AARCH64)
 #if defined(__linux__)
