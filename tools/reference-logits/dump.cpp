@@ -47,11 +47,21 @@ std::string json_string(const std::string& s) {
     std::string out = "\"";
     for (unsigned char c : s) {
         switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\n': out += "\\n"; break;
-            case '\r': out += "\\r"; break;
-            case '\t': out += "\\t"; break;
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
             default:
                 if (c < 0x20) {
                     char buf[8];
@@ -67,7 +77,7 @@ std::string json_string(const std::string& s) {
 
 // Top-k of `logits` as [[id, logit], ...], best first (ties: lower id first).
 std::string top_json(const float* logits, int n_vocab, int k) {
-    std::vector<int> order(size_t(n_vocab));
+    std::vector<int> order(static_cast<size_t>(n_vocab));
     std::iota(order.begin(), order.end(), 0);
     std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) {
         return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
@@ -115,16 +125,26 @@ int main(int argc, char** argv) {
             if (i + 1 >= argc) die("missing value after " + a);
             return argv[++i];
         };
-        if (a == "-m") model_path = value();
-        else if (a == "-o") out_path = value();
-        else if (a == "-c") n_ctx = std::atoi(value().c_str());
-        else if (a == "-t") threads = std::atoi(value().c_str());
-        else if (a == "-k") top = std::atoi(value().c_str());
-        else if (a == "-g") greedy = std::atoi(value().c_str());
-        else if (a == "--ubatch") ubatch = std::atoi(value().c_str());
-        else if (a == "--text") inputs.emplace_back(true, value());
-        else if (a == "--ids") inputs.emplace_back(false, value());
-        else die("unknown argument " + a);
+        if (a == "-m")
+            model_path = value();
+        else if (a == "-o")
+            out_path = value();
+        else if (a == "-c")
+            n_ctx = std::atoi(value().c_str());
+        else if (a == "-t")
+            threads = std::atoi(value().c_str());
+        else if (a == "-k")
+            top = std::atoi(value().c_str());
+        else if (a == "-g")
+            greedy = std::atoi(value().c_str());
+        else if (a == "--ubatch")
+            ubatch = std::atoi(value().c_str());
+        else if (a == "--text")
+            inputs.emplace_back(true, value());
+        else if (a == "--ids")
+            inputs.emplace_back(false, value());
+        else
+            die("unknown argument " + a);
     }
     if (model_path.empty() || out_path.empty() || inputs.empty())
         die("usage: dump -m MODEL -o OUT [-c N_CTX] [-t THREADS] [-k TOP] [-g STEPS] "
@@ -184,7 +204,7 @@ int main(int argc, char** argv) {
         if (!ctx) die("cannot create a context");
         const int n = int(p.ids.size());
         std::string tops;
-        std::vector<float> last(size_t(n_vocab));
+        std::vector<float> last(static_cast<size_t>(n_vocab));
         for (int done = 0; done < n; done += ubatch) {
             const int m = std::min(ubatch, n - done);
             decode(ctx, p.ids.data() + done, m, done, true);
@@ -217,8 +237,7 @@ int main(int argc, char** argv) {
         llama_free(ctx);
 
         std::string ids;
-        for (size_t i = 0; i < p.ids.size(); ++i)
-            ids += (i ? ", " : "") + std::to_string(p.ids[i]);
+        for (size_t i = 0; i < p.ids.size(); ++i) ids += (i ? ", " : "") + std::to_string(p.ids[i]);
         std::fprintf(out,
                      "  {\"prompt\": %s, \"prompt_ids\": [%s],\n   \"prompt_logits_top\": [%s],\n"
                      "   \"greedy\": [%s]}%s\n",
