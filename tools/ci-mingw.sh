@@ -4,7 +4,8 @@
 # and links it, then compiles and links every example that exists, against an
 # include directory that holds only xsimd and nlohmann-json (not /usr/include
 # whole), so a stray POSIX header in the library fails here; then the C ABI's
-# smol.dll and its C test, run under wine64 (below). Prints its time.
+# smol.dll and its C test, and the kernel tests, run under wine64 (below).
+# Prints its time.
 # Installs g++-mingw-w64-x86-64-posix when missing (needs root and apt).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -90,6 +91,18 @@ else
   stray=$(printf '%s\n' "$exported" | grep -v '^smol_' || true)
   echo "=== [mingw] smol.dll exports $(printf '%s\n' "$exported" | grep -c '^smol_') smol_* symbols"
   if [ -n "$stray" ]; then echo "FAILED: smol.dll exports more than smol_*: $stray" >&2; fail=1; fi
+  # The kernel tests (every level this CPU runs against the scalar spec, bit
+  # for bit) as a Windows program, run under wine64 below.
+  ln -sfn /usr/include/doctest "$OUT/include/doctest"
+  say "compile test_kernels.exe"
+  if ! $SMOL_LAUNCHER "$CXX" "${COMMON[@]}" -I"$ROOT/tests" -c "$ROOT/tests/test_kernels.cpp" \
+      -o "$OUT/test_kernels.o" 2> "$OUT/test_kernels.log" ||
+     ! $SMOL_LAUNCHER "$CXX" "${COMMON[@]}" -I"$ROOT/tests" -c "$ROOT/tests/test_main.cpp" \
+      -o "$OUT/test_main.o" 2>> "$OUT/test_kernels.log" ||
+     ! "$CXX" "$OUT/test_kernels.o" "$OUT/test_main.o" -o "$OUT/test_kernels.exe" -static \
+      -static-libgcc -static-libstdc++ 2>> "$OUT/test_kernels.log"; then
+    cat "$OUT/test_kernels.log" >&2; echo "FAILED: test_kernels.exe" >&2; fail=1
+  fi
   for c in "$ROOT/tests/c_abi/test_c_abi.c" "$ROOT/examples/c-chat.c"; do
     name=$(basename "$c" .c)
     say "compile $name.exe (C99, against smol.dll)"
@@ -117,6 +130,10 @@ if [ "$fail" = 0 ] && [ "${SMOL_MINGW_RUN:-1}" = 1 ]; then
     # Unix paths reach the program as paths on wine's Z: drive.
     if ! (cd "$OUT" && "$WINE" ./test_c_abi.exe "$fixtures"); then
       echo "FAILED: test_c_abi.exe under wine64" >&2; fail=1
+    fi
+    say "run test_kernels.exe under wine64 (every kernel level this CPU has)"
+    if ! (cd "$OUT" && SMOL_FIXTURES="$fixtures" "$WINE" ./test_kernels.exe); then
+      echo "FAILED: test_kernels.exe under wine64" >&2; fail=1
     fi
   elif [ "${SMOL_REQUIRE_WINE:-0}" = 1 ]; then
     echo "FAILED: wine64 not found and SMOL_REQUIRE_WINE=1" >&2; fail=1

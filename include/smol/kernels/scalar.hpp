@@ -44,6 +44,7 @@
 #include <cstring>
 
 #include "../core/fp16.hpp"
+#include "../detail/fma.hpp"
 #include "../quant/blocks.hpp"
 #include "activations.hpp"
 
@@ -151,8 +152,8 @@ inline float dot_k4_q8k32(const uint8_t* w, const BlockQ8K32* x, size_t n_blocks
             }
             const int32_t min_term = min * (x[b].bsums[2 * s] + x[b].bsums[2 * s + 1]);
             // lane += (d * d_s) * (scale * dot) - (dmin * d_s) * min_term, one rounding per step
-            lane[s] = std::fma(d * x[b].d[s], float(scale * dot), lane[s]);
-            lane[s] = std::fma(-(dmin * x[b].d[s]), float(min_term), lane[s]);
+            lane[s] = smol::detail::fma(d * x[b].d[s], float(scale * dot), lane[s]);
+            lane[s] = smol::detail::fma(-(dmin * x[b].d[s]), float(min_term), lane[s]);
         }
     }
     return sum_lanes(lane);
@@ -193,7 +194,7 @@ inline float dot_q6k_q8k32(const uint8_t* w, const BlockQ8K32* x, size_t n_block
                     group_dot += q6k_value(block, i) * x[b].qs[i];
                 dot += scales[g] * (group_dot - 32 * x[b].bsums[g]);
             }
-            lane[s] = std::fma(d * x[b].d[s], float(dot), lane[s]);
+            lane[s] = smol::detail::fma(d * x[b].d[s], float(dot), lane[s]);
         }
     }
     return sum_lanes(lane);
@@ -282,9 +283,9 @@ inline float converted_block_dot(const ConvertedBlock& w, const BlockQ8K32& x, f
         int32_t dot = 0;
         for (int i = 32 * s; i < 32 * s + 32; ++i) dot += w.q[i] * x.qs[i];
         const int32_t sum8 = x.bsums[2 * s] + x.bsums[2 * s + 1];
-        acc = std::fma(w.scale[s] * x.d[s], float(dot), acc);
+        acc = smol::detail::fma(w.scale[s] * x.d[s], float(dot), acc);
         // Q6_K's offset is 0: kernels may skip this step (it changes at most a zero's sign).
-        acc = std::fma(w.offset[s], x.d[s] * float(sum8), acc);
+        acc = smol::detail::fma(w.offset[s], x.d[s] * float(sum8), acc);
     }
     return acc;
 }
@@ -313,7 +314,7 @@ inline float dot_q8_0_q8_0(const uint8_t* w, const BlockQ8_0* x, size_t n_blocks
         for (int k = 0; k < 8; ++k) {
             int32_t dot = 0;
             for (int i = 4 * k; i < 4 * k + 4; ++i) dot += int32_t(q[i]) * x[b].qs[i];
-            lane[k] = std::fma(scale, float(dot), lane[k]);
+            lane[k] = smol::detail::fma(scale, float(dot), lane[k]);
         }
     }
     return sum_lanes(lane);
@@ -340,11 +341,12 @@ template <class Weight>
 inline float dot_in_lanes(Weight w, const float* x, size_t n) noexcept {
     float lane[8] = {};
     const size_t vector_end = n / 8 * 8;
-    for (size_t i = 0; i < vector_end; ++i) lane[i % 8] = std::fma(w(i), x[i], lane[i % 8]);
+    for (size_t i = 0; i < vector_end; ++i)
+        lane[i % 8] = smol::detail::fma(w(i), x[i], lane[i % 8]);
     float sum = sum_lanes(lane);
     // std::fma, not a * b + c: whether the compiler contracts that is its choice,
     // and it chose differently for two copies of the same loop.
-    for (size_t i = vector_end; i < n; ++i) sum = std::fma(w(i), x[i], sum);
+    for (size_t i = vector_end; i < n; ++i) sum = smol::detail::fma(w(i), x[i], sum);
     return sum;
 }
 
@@ -403,8 +405,8 @@ inline void softmax(float* x, size_t n) noexcept {
 inline void rope(float* v, const float* cos, const float* sin, size_t pairs) noexcept {
     for (size_t i = 0; i < pairs; ++i) {
         const float x0 = v[2 * i], x1 = v[2 * i + 1];
-        v[2 * i] = std::fma(x0, cos[i], -(x1 * sin[i]));
-        v[2 * i + 1] = std::fma(x1, cos[i], x0 * sin[i]);
+        v[2 * i] = smol::detail::fma(x0, cos[i], -(x1 * sin[i]));
+        v[2 * i + 1] = smol::detail::fma(x1, cos[i], x0 * sin[i]);
     }
 }
 
@@ -438,7 +440,7 @@ inline void attend(const AttentionHead& a) noexcept {
             const float weight = a.scores[g * a.n_positions + p];
             float* out = a.out + g * a.head_dim;
             for (size_t i = 0; i < a.head_dim; ++i)
-                out[i] = std::fma(weight, cache_value(value, i, a.f16), out[i]);
+                out[i] = smol::detail::fma(weight, cache_value(value, i, a.f16), out[i]);
         }
     }
 }

@@ -40,6 +40,7 @@
 #include "../core/fp16.hpp"
 #include "../detail/aligned.hpp"
 #include "../detail/checked.hpp"
+#include "../detail/fma.hpp"
 #include "../error.hpp"
 #include "backend.hpp"
 #include "config.hpp"
@@ -172,8 +173,8 @@ public:
                         load_row(l, part, h, p + count, key.data());
                         for (size_t i = 0; i < pairs; ++i) {  // kernels/scalar.hpp's rope
                             const float x0 = key[2 * i], x1 = key[2 * i + 1];
-                            key[2 * i] = std::fma(x0, cos[i], -(x1 * sin[i]));
-                            key[2 * i + 1] = std::fma(x1, cos[i], x0 * sin[i]);
+                            key[2 * i] = smol::detail::fma(x0, cos[i], -(x1 * sin[i]));
+                            key[2 * i + 1] = smol::detail::fma(x1, cos[i], x0 * sin[i]);
                         }
                         store_row(base, p, key.data());
                     }

@@ -22,6 +22,7 @@
 #include "../../quant/types.hpp"
 #include "../cpu.hpp"
 #include "../scalar.hpp"
+#include "../../detail/fma.hpp"
 
 #if defined(SMOL_ARCH_AARCH64)
 #include <arm_neon.h>
@@ -73,7 +74,8 @@ void tile_float(const uint8_t* w, size_t w_row_bytes, size_t n_rows, const uint8
             const float* xc = reinterpret_cast<const float*>(x + size_t(c) * x_row_bytes);
             float sum = xsimd::hadd(acc[c]);
             for (size_t i = vector_end; i < cols; ++i)
-                sum = std::fma(scalar::widen_one<type>(row + i * element_bytes), xc[i], sum);
+                sum =
+                    smol::detail::fma(scalar::widen_one<type>(row + i * element_bytes), xc[i], sum);
             y[size_t(c) * y_stride + r] = sum;
         }
     }
