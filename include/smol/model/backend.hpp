@@ -101,6 +101,25 @@ inline std::optional<Device> parse_device(std::string_view name) noexcept {
 // head_dim must be a multiple of 32; 34/64 of F16's bytes.
 enum class KVType : uint32_t { f32 = 0, f16 = 1, q8_0 = 2 };
 
+inline const char* kv_type_name(KVType type) noexcept {
+    switch (type) {
+        case KVType::f32:
+            return "f32";
+        case KVType::f16:
+            return "f16";
+        case KVType::q8_0:
+            return "q8_0";
+    }
+    return "unknown";
+}
+
+// "f32", "f16" or "q8_0" (what --kv-type takes in the tools); nullopt otherwise.
+inline std::optional<KVType> parse_kv_type(std::string_view name) noexcept {
+    for (const KVType t : {KVType::f32, KVType::f16, KVType::q8_0})
+        if (name == kv_type_name(t)) return t;
+    return std::nullopt;
+}
+
 // Bytes of one cached row of head_dim values of `type` (head_dim a multiple of
 // 32 for q8_0); 0 for a type that is none of the above.
 constexpr size_t kv_row_bytes(KVType type, size_t head_dim) noexcept {
@@ -560,9 +579,10 @@ inline Expected<KVImage> try_parse_kv_image(const void* data, size_t bytes, size
                          "KVCache: serialized cache holds " + std::to_string(size) +
                              " positions, more than n_ctx " + std::to_string(n_ctx)};
     if (type == uint32_t(KVType::q8_0) && dim % 32 != 0)
-        return ErrorInfo{ErrorKind::format, "KVCache: a q8_0 cache needs head_dim a multiple of "
-                                            "32, the serialized one has " +
-                                                std::to_string(dim)};
+        return ErrorInfo{ErrorKind::format,
+                         "KVCache: a q8_0 cache needs head_dim a multiple of "
+                         "32, the serialized one has " +
+                             std::to_string(dim)};
     KVImage image;
     image.type = KVType(type);
     image.size = size_t(size);

@@ -10,7 +10,8 @@
 // rounded once more than F16's).
 //
 // Layout, one block per (layer, K or V, kv head), each [n_ctx] rows of row_bytes():
-//   block(layer, part, head) starts at ((layer * 2 + part) * n_kv_heads + head) * n_ctx * row_bytes()
+//   block(layer, part, head) starts at ((layer * 2 + part) * n_kv_heads + head) * n_ctx *
+//   row_bytes()
 // (part: 0 keys, 1 values)
 // so attention for one head walks contiguous positions. Keys are stored after
 // RoPE (for NoPE layers, as projected).
@@ -79,9 +80,10 @@ public:
         if (config.n_layers == 0 || config.n_kv_heads == 0 || config.head_dim == 0)
             return ErrorInfo{ErrorKind::invalid_argument, "KVCache: empty model geometry"};
         if (type == KVType::q8_0 && config.head_dim % QK8_0 != 0)
-            return ErrorInfo{ErrorKind::unsupported,
-                             "KVCache: a q8_0 cache needs head_dim a multiple of 32, the model has " +
-                                 std::to_string(config.head_dim)};
+            return ErrorInfo{
+                ErrorKind::unsupported,
+                "KVCache: a q8_0 cache needs head_dim a multiple of 32, the model has " +
+                    std::to_string(config.head_dim)};
         KVCache cache(config.n_layers, config.n_kv_heads, config.head_dim, n_ctx, type,
                       memory_budget);
         SMOL_TRY(cache.check_size());
@@ -275,10 +277,9 @@ private:
 
     // The geometry comes from a file: each factor is bounded, their product is not.
     Status check_size() const {
-        SMOL_TRY_ASSIGN(
-            const size_t total,
-            detail::checked_product("KVCache",
-                                    {uint64_t(n_ctx_), row_bytes(), 2, n_layers_, n_kv_heads_}));
+        SMOL_TRY_ASSIGN(const size_t total,
+                        detail::checked_product(
+                            "KVCache", {uint64_t(n_ctx_), row_bytes(), 2, n_layers_, n_kv_heads_}));
         return detail::check_budget("KVCache of " + std::to_string(n_ctx_) + " positions", total,
                                     memory_budget_);
     }
