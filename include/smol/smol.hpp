@@ -92,8 +92,8 @@
 //       end_of_generation_ids is_end_of_generation token_id token_text token_type is_control
 //       is_special file detail_table_stats
 //   model/backend.hpp
-//     Device, device_name, parse_device, KVType, kv_type_name, parse_kv_type, kv_row_bytes,
-//       KVPart, ForwardOptions, Segment, DeviceBackendFactory
+//     Device, device_name, parse_device, KVType, kv_type_name, parse_kv_type, kv_row_bytes, KVPart,
+//       ForwardOptions, Segment, DeviceBackendFactory
 //     BackendCache: size n_ctx n_layers n_kv_heads head_dim device truncate clear serialize restore
 //       try_restore clone
 //     Backend: device name vocab_size context_length max_chunk default_chunk batch_rows
