@@ -19,6 +19,9 @@
 //       stored Q6_K tiles' rate with the matrix in L3 (a step's Q6_K part, hot).
 //   MatMatStreamed/<type>/<rows>x<cols>/tokens/threads   a batched decode step: 2-8 tokens
 //       against weights cycled from DRAM as in MatVec; GB/s and GOPS.
+//   MatMatLevel/<type>/<rows>x<cols>/level/tokens/threads   a prompt's mat-mat at the
+//       avx512 level (level:4) and the amx level (level:7: AMX tiles on the converted
+//       rows), side by side; the label names the level. Skipped where the CPU lacks it.
 //   Quantize/<cols>                      activation quantization to Q8_K32 (with the permuted
 //   copy).
 //
@@ -35,6 +38,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace {
@@ -272,6 +276,35 @@ void BM_MatMat(benchmark::State& state, GGMLType type, size_t rows, size_t cols,
     if (interleaved) state.SetLabel(set.interleaved ? "interleaved" : "stored (no tiles)");
 }
 
+// A prompt's mat-mat at one kernel level (argument: smol::CpuLevel as an
+// integer), so that two levels run side by side in one process; skipped where
+// the CPU cannot run the level.
+void BM_MatMatLevel(benchmark::State& state, GGMLType type, size_t rows, size_t cols) {
+    const auto level = smol::CpuLevel(state.range(0));
+    const size_t n_tokens = size_t(state.range(1));
+    if (!smol::cpu_supports(level)) {
+        state.SkipWithError(
+            (std::string("this CPU cannot run ") + smol::cpu_level_name(level)).c_str());
+        for (auto _ : state) {
+        }
+        return;
+    }
+    smol::ThreadPool& pool = pool_of(int(state.range(2)));
+    const WeightSet set = make_weight_set(type, rows, cols, 0);
+    const std::vector<float> x = random_activations(n_tokens * cols);
+    smol::QuantizedInput input(smol::kernels::kernel_set(level));
+    input.quantize(type, x.data(), n_tokens, cols, &pool);
+    std::vector<float> y(n_tokens * rows);
+    for (auto _ : state) {
+        smol::matmul(set.copies[0], input, y.data(), rows, pool);
+        benchmark::DoNotOptimize(y.data());
+    }
+    state.counters["GOPS"] = benchmark::Counter(
+        2.0 * double(rows) * double(cols) * double(n_tokens) * double(state.iterations()) / 1e9,
+        benchmark::Counter::kIsRate);
+    state.SetLabel(smol::cpu_level_name(level));
+}
+
 void BM_Quantize(benchmark::State& state) {
     const size_t cols = size_t(state.range(0));
     const std::vector<float> x = random_activations(cols);
@@ -357,6 +390,21 @@ BENCHMARK_CAPTURE(BM_MatMat, q6k_2048x11008, GGMLType::Q6_K, 2048, 11008)
     ->ArgNames({"tokens", "threads"})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+
+// avx512 against amx (AMX tiles on the converted rows) in one run: the ratio
+// is what to read where other jobs share the machine.
+void level_pair_args(benchmark::internal::Benchmark* b) {
+    b->ArgsProduct({{int64_t(smol::CpuLevel::avx512), int64_t(smol::CpuLevel::amx)}, {512}, {2}})
+        ->ArgNames({"level", "tokens", "threads"})
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+}
+BENCHMARK_CAPTURE(BM_MatMatLevel, q4k_2048x11008, GGMLType::Q4_K, 2048, 11008)
+    ->Apply(level_pair_args);
+BENCHMARK_CAPTURE(BM_MatMatLevel, q4k_11008x2048, GGMLType::Q4_K, 11008, 2048)
+    ->Apply(level_pair_args);
+BENCHMARK_CAPTURE(BM_MatMatLevel, q6k_2048x11008, GGMLType::Q6_K, 2048, 11008)
+    ->Apply(level_pair_args);
 
 BENCHMARK(BM_Quantize)->Arg(2048)->Arg(11008);
 

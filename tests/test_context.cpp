@@ -8,12 +8,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "support/expect_error.hpp"
 #include "support/fixtures.hpp"
 #include "support/generator_testutil.hpp"
+#include "support/model_testutil.hpp"
+#include "support/yarn_fixture.hpp"
 
 namespace {
 
@@ -441,4 +447,219 @@ TEST_CASE("shift: a current turn longer than the context is out_of_range; bad po
     options.context_policy = smol::ContextPolicy(9);
     CHECK(smol_test::error_kind_of([&] { smol::Generator bad(model, options); }) ==
           smol::ErrorKind::invalid_argument);
+}
+
+// ---------------------------------------------------------------------------
+// YaRN (model/rope.hpp): the reference engine's outputs on the YaRN fixture,
+// the loader's errors, the longer context and erase's rotation without mscale.
+
+namespace {
+
+// tests/data/ next to this file. __FILE__ may be relative to the build
+// folder of the tests (where the executable lies), not to the working directory.
+std::string data_path(const std::string& relative) {
+    std::string here = __FILE__;
+    const size_t slash = here.find_last_of("/\\");
+    here = slash == std::string::npos ? std::string(".") : here.substr(0, slash);
+    const std::string path = here + "/data/" + relative;
+    if (path.front() == '/' || smol_test::path_exists(path)) return path;
+    char exe[4096];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return path;
+    std::string dir(exe, size_t(n));
+    return dir.substr(0, dir.find_last_of('/')) + "/" + path;
+}
+
+// A model loaded from memory with the bytes it needs kept alive.
+struct MemoryModel {
+    std::vector<uint8_t> bytes;
+    std::shared_ptr<const smol::Model> model;
+};
+
+// The made model's file (demo shape, byte vocabulary), made once.
+const std::vector<uint8_t>& made_bytes() {
+    static const std::vector<uint8_t> bytes = [] {
+        smol_tools::MakeOptions options;
+        options.shape = smol_tools::preset_shape("demo");
+        options.effort = smol_tools::MakeOptions::Effort::fast;
+        return smol_tools::make_model_bytes(options);
+    }();
+    return bytes;
+}
+
+smol::Expected<std::shared_ptr<const smol::Model>> try_load_with(
+    const std::vector<uint8_t>& source, const smol_test::RopeScalingKeys& keys,
+    std::vector<uint8_t>& bytes) {
+    const auto file = smol::gguf::File::from_bytes(source, "made-model");
+    bytes = smol_test::with_rope_scaling(*file, keys);
+    smol::LoadOptions load;
+    load.n_threads = 2;
+    return smol::Model::try_load_from_memory(bytes.data(), bytes.size(), load);
+}
+
+MemoryModel load_with(const std::vector<uint8_t>& source, const smol_test::RopeScalingKeys& keys) {
+    MemoryModel m;
+    auto loaded = try_load_with(source, keys, m.bytes);
+    REQUIRE_MESSAGE(loaded.ok(), (loaded.ok() ? "" : loaded.error().message));
+    m.model = loaded.value();
+    return m;
+}
+
+}  // namespace
+
+TEST_CASE("YaRN: the reference's logits and greedy path past the original context") {
+    const auto path = smol_test::fixture("tiny-q4km.gguf");
+    if (!path) return;
+    const auto golden = smol_test::load_golden_file(data_path("yarn/tiny-q4km-yarn.json"));
+    const smol_test::RopeScalingKeys keys = smol_test::golden_yarn_keys();
+    const auto fixture = smol::gguf::File::open(*path);
+    std::vector<uint8_t> bytes = smol_test::with_rope_scaling(*fixture, keys);
+    smol::LoadOptions load;
+    load.n_threads = 2;
+    const auto model = smol::Model::load_from_memory(bytes.data(), bytes.size(), load);
+    const smol::Config& c = model->config();
+    REQUIRE(c.rope_yarn);
+    CHECK(c.rope_original_context == *keys.original_context_length);
+    CHECK(c.context_length == size_t(*keys.original_context_length * *keys.factor));
+    const size_t vocab = c.vocab_size;
+
+    REQUIRE(!golden.empty());
+    for (size_t pi = 0; pi < golden.size(); ++pi) {
+        const smol_test::GoldenPrompt& g = golden[pi];
+        const std::string where = "YaRN prompt " + std::to_string(pi);
+        // The point of the fixture: most of the prompt lies past the original context.
+        REQUIRE(g.ids.size() >= 3 * c.rope_original_context);
+        REQUIRE(g.ids.size() + g.greedy_ids.size() <= c.context_length);
+        smol::KVCache kv = model->make_cache(c.context_length);
+
+        // Every position's top-8, in passes of 512 as the goldens were taken.
+        constexpr size_t kSegment = 512;
+        smol::ForwardOptions all;
+        all.all_logits = true;
+        all.chunk_size = kSegment;
+        std::vector<float> logits(std::min(kSegment, g.ids.size()) * vocab), last(vocab);
+        size_t bad_positions = 0;
+        for (size_t done = 0; done < g.ids.size(); done += kSegment) {
+            const size_t m = std::min(kSegment, g.ids.size() - done);
+            model->forward(g.ids.data() + done, m, done, kv, logits.data(), all);
+            for (size_t t = 0; t < m; ++t)
+                if (!smol_test::top8_matches(&logits[t * vocab], vocab, g.prompt_top[done + t],
+                                             where + " position " + std::to_string(done + t)))
+                    ++bad_positions;
+            if (done + m == g.ids.size())
+                std::copy(&logits[(m - 1) * vocab], &logits[m * vocab], last.begin());
+        }
+        CHECK_MESSAGE(bad_positions == 0, where << ": positions with top-8 mismatches");
+        smol_test::count_golden();
+
+        const auto expected = smol_test::read_f32(g.logits_path);
+        REQUIRE(expected.size() == vocab);
+        const auto cmp = smol_test::compare_logits(last.data(), expected.data(), vocab);
+        MESSAGE(where << " (" << g.ids.size() << " tokens, original context "
+                      << c.rope_original_context << "): cosine " << cmp.cosine << " max abs error "
+                      << cmp.max_abs_error << " range " << cmp.range);
+        CHECK(cmp.cosine >= 0.999);
+        CHECK(cmp.max_abs_error <= 0.02f * cmp.range);
+        smol_test::count_golden();
+
+        std::vector<float> step_logits(vocab);
+        size_t pos = g.ids.size();
+        const size_t same = smol_test::check_greedy(
+            g, last.data(), vocab,
+            [&](int32_t id) {
+                model->forward(&id, 1, pos++, kv, step_logits.data());
+                return step_logits.data();
+            },
+            where);
+        MESSAGE(where << ": greedy identical for " << same << " of " << g.greedy_ids.size()
+                      << " steps");
+        smol_test::count_golden();
+    }
+}
+
+TEST_CASE("YaRN: bad keys are typed errors naming the key or the type") {
+    const auto& source = made_bytes();
+    std::vector<uint8_t> bytes;
+    auto error_of = [&](const smol_test::RopeScalingKeys& keys) {
+        auto loaded = try_load_with(source, keys, bytes);
+        REQUIRE_FALSE(loaded.ok());
+        return loaded.error();
+    };
+    for (const float factor : {0.0f, -2.0f, std::nanf(""), INFINITY, 0.5f, 1025.0f}) {
+        smol_test::RopeScalingKeys keys;
+        keys.factor = factor;
+        const smol::ErrorInfo e = error_of(keys);
+        INFO("factor " << factor << ": " << e.message);
+        CHECK(e.kind == smol::ErrorKind::format);
+        CHECK(e.message.find("smollm3.rope.scaling.factor") != std::string::npos);
+    }
+    {
+        smol_test::RopeScalingKeys keys;
+        keys.original_context_length = 0;
+        const smol::ErrorInfo e = error_of(keys);
+        INFO(e.message);
+        CHECK(e.kind == smol::ErrorKind::format);
+        CHECK(e.message.find("smollm3.rope.scaling.original_context_length") != std::string::npos);
+    }
+    for (const char* type : {"linear", "longrope", "Yarn"}) {
+        smol_test::RopeScalingKeys keys;
+        keys.type = type;
+        const smol::ErrorInfo e = error_of(keys);
+        INFO(e.message);
+        CHECK(e.kind == smol::ErrorKind::unsupported);
+        CHECK(e.message.find(std::string("'") + type + "'") != std::string::npos);
+    }
+    // "none", or no type at all, is plain RoPE whatever the other keys say.
+    smol_test::RopeScalingKeys none;
+    none.type = "none";
+    CHECK_FALSE(load_with(source, none).model->config().rope_yarn);
+    none.type.reset();
+    CHECK_FALSE(load_with(source, none).model->config().rope_yarn);
+}
+
+TEST_CASE("YaRN: n_ctx goes up to original x factor; erase rotates without mscale") {
+    smol_test::RopeScalingKeys keys;
+    keys.context_length = 64;
+    keys.original_context_length = 64;
+    keys.factor = 4.0f;
+    const MemoryModel m = load_with(made_bytes(), keys);
+    const auto& model = m.model;
+    const smol::Config& c = model->config();
+    REQUIRE(c.rope_yarn);
+    CHECK(c.trained_context_length == 64);
+    CHECK(c.context_length == 256);
+    const smol::RopeRule rule(c);
+    CHECK(rule.mscale() == doctest::Approx(1.0 + 0.1 * std::log(4.0)));
+
+    smol::GeneratorOptions options;
+    options.n_ctx = 256;
+    smol::Generator gen(model, options);
+    CHECK(gen.n_ctx() == 256);
+    options.n_ctx = 257;
+    CHECK(smol_test::error_kind_of([&] { smol::Generator too_long(model, options); }) ==
+          smol::ErrorKind::invalid_argument);
+
+    // Past the original context: layer 0's keys after an erase equal a fresh
+    // prefill's, so the move rotated them by the YaRN frequencies and did not
+    // scale them again (mscale would be a 14% error).
+    const size_t vocab = c.vocab_size, n = 200, first = 20, count = 90;
+    const std::vector<int32_t> tokens = ramp_tokens(n, vocab, 3);
+    std::vector<float> logits(vocab);
+    smol::KVCache erased = model->make_cache(256);
+    model->forward(tokens.data(), n, 0, erased, logits.data());
+    model->backend().erase(erased, first, count);
+    std::vector<int32_t> kept(tokens.begin(), tokens.begin() + first);
+    kept.insert(kept.end(), tokens.begin() + first + count, tokens.end());
+    smol::KVCache fresh = model->make_cache(256);
+    model->forward(kept.data(), kept.size(), 0, fresh, logits.data());
+    std::vector<float> got(c.head_dim), want(c.head_dim);
+    double worst = 0;
+    for (size_t h = 0; h < c.n_kv_heads; ++h)
+        for (size_t p = first; p < erased.size(); ++p) {
+            erased.load_row(0, KVPart::keys, h, p, got.data());
+            fresh.load_row(0, KVPart::keys, h, p, want.data());
+            worst = std::max(worst, row_error(got, want));
+        }
+    MESSAGE("YaRN layer 0 keys after erase vs a fresh prefill: worst relative error " << worst);
+    CHECK(worst < 1.0 / 256);
 }

@@ -221,6 +221,7 @@ TEST_CASE("kernel sets: each level has the packed, converted and interleaved row
         {smol::CpuLevel::avx2, {T::Q4_K}, {T::Q4_K, T::Q5_K}, {}},
         {smol::CpuLevel::avxvnni, {}, {T::Q4_K, T::Q5_K, T::Q6_K}, {}},
         {smol::CpuLevel::avx512, {T::Q4_K}, {T::Q4_K, T::Q5_K, T::Q6_K}, {T::Q4_K, T::Q5_K}},
+        {smol::CpuLevel::amx, {T::Q4_K}, {T::Q4_K, T::Q5_K, T::Q6_K}, {T::Q4_K, T::Q5_K}},
         {smol::CpuLevel::neon, {}, {}, {}},
         {smol::CpuLevel::dotprod, {}, {}, {}},
     };
@@ -783,6 +784,44 @@ TEST_CASE("matmul of a long batch: converted rows from the weight table's thresh
                                                 cols));
                     }
             }
+        }
+}
+
+// The tile test above calls the converted tiles directly; here the executor
+// runs them (packing per chunk, token groups, threads) over whole long
+// batches, row counts that end on a short group, every level that converts.
+TEST_CASE("matmul of a long batch: every level gives the converted reference's bits") {
+    smol::ThreadPool pool(2);
+    for (const kernels::KernelSet* set : runnable_sets())
+        for (GGMLType type : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K}) {
+            if (!set->of(type).converted.pack) continue;
+            const smol::ReferenceDot converted_dot =
+                smol::weight_type_info(type)->converted_dot_reference;
+            const size_t cols = 512;
+            for (size_t rows : {size_t(16), size_t(45), size_t(130)})
+                for (size_t n_tokens : {size_t(64), size_t(77)}) {
+                    const std::string level_name = set->name();
+                    CAPTURE(level_name);
+                    CAPTURE(smol::type_name(type));
+                    CAPTURE(rows);
+                    CAPTURE(n_tokens);
+                    REQUIRE(set->converts(type, n_tokens));
+                    const std::vector<uint8_t> w_bytes = random_weights(type, rows, cols);
+                    const smol::WeightMatrix w =
+                        smol::make_weight_matrix(type, w_bytes.data(), rows, cols, "test");
+                    const std::vector<float> x = random_floats(n_tokens * cols);
+                    smol::QuantizedInput input(*set);
+                    input.quantize(type, x.data(), n_tokens, cols, &pool);
+                    std::vector<float> y(n_tokens * rows, -1.0f);
+                    smol::matmul(w, input, y.data(), rows, pool);
+                    size_t mismatches = 0;
+                    for (size_t t = 0; t < n_tokens; ++t)
+                        for (size_t r = 0; r < rows; ++r)
+                            mismatches +=
+                                y[t * rows + r] !=
+                                converted_dot(w_bytes.data() + r * w.row_bytes, input.row(t), cols);
+                    CHECK(mismatches == 0);
+                }
         }
 }
 

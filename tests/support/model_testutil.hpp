@@ -46,11 +46,11 @@ inline TopList parse_top(const nlohmann::json& j) {
     return out;
 }
 
-// The goldens of fixture model `model` (e.g. "tiny-q4km.gguf"), or nullopt (skip).
-inline std::optional<std::vector<GoldenPrompt>> load_golden(const std::string& model) {
-    const auto path = fixture("golden/" + model + ".json");
-    if (!path) return std::nullopt;
-    std::ifstream in(*path);
+// The goldens in file `path` (the fixtures' golden format; the full logits of
+// prompt i in `path`.<i>.logits.f32).
+inline std::vector<GoldenPrompt> load_golden_file(const std::string& path) {
+    std::ifstream in(path);
+    REQUIRE_MESSAGE(in.good(), "cannot open " << path);
     const nlohmann::json doc = nlohmann::json::parse(in);
     std::vector<GoldenPrompt> out;
     for (size_t i = 0; i < doc.size(); ++i) {
@@ -63,10 +63,17 @@ inline std::optional<std::vector<GoldenPrompt>> load_golden(const std::string& m
             g.greedy_ids.push_back(s["id"].get<int32_t>());
             g.greedy_top.push_back(parse_top(s["top"]));
         }
-        g.logits_path = *path + "." + std::to_string(i) + ".logits.f32";
+        g.logits_path = path + "." + std::to_string(i) + ".logits.f32";
         out.push_back(std::move(g));
     }
     return out;
+}
+
+// The goldens of fixture model `model` (e.g. "tiny-q4km.gguf"), or nullopt (skip).
+inline std::optional<std::vector<GoldenPrompt>> load_golden(const std::string& model) {
+    const auto path = fixture("golden/" + model + ".json");
+    if (!path) return std::nullopt;
+    return load_golden_file(*path);
 }
 
 inline std::pair<float, float> min_max(const float* v, size_t n) {

@@ -4,13 +4,18 @@
 //                   within an architecture from the portable baseline up:
 //                     x86-64:  scalar < avx2 (AVX2+FMA+F16C) < avxvnni (AVX-VNNI,
 //                              256-bit, Intel client) < avx512 (F+BW+VL+VNNI)
+//                              < amx (avx512 + AMX-TILE/AMX-INT8: the long
+//                              batches' converted rows on tiles; Linux only)
 //                     aarch64: neon (baseline) < dotprod (SDOT/UDOT)
 //                   scalar is the readable spec and runs anywhere.
 //   cpu_supports(level)   true when this CPU (and its OS, for the AVX/AVX-512
 //                   register state) can run the level, judged from cpuid +
-//                   XGETBV on x86-64, HWCAP / sysctl on aarch64.
+//                   XGETBV on x86-64, HWCAP / sysctl on aarch64. For amx
+//                   it also asks Linux for the tile data state, once per
+//                   process (arch_prctl ARCH_REQ_XCOMP_PERM); the answer
+//                   covers every thread of the process.
 //   best_cpu_level()      the highest supported level.
-//   parse_cpu_level(text) "scalar", "avx2", "avxvnni", "avx512", "neon", "dotprod"
+//   parse_cpu_level(text) "scalar", "avx2", "avxvnni", "avx512", "amx", "neon", "dotprod"
 //                   (also "auto" = best); std::nullopt for anything else.
 //   requested_cpu_level() the level named by the SMOL_CPU environment variable,
 //                   or best; Error(invalid_argument) if SMOL_CPU names a level this
@@ -40,6 +45,17 @@
 #else
 #include <cpuid.h>
 #endif
+// The amx level's kernels need a compiler that knows the AMX targets and
+// intrinsics (GCC 11, LLVM 12); the level is offered on Linux only, where the
+// process must ask for the tile state before its first tile instruction.
+#if defined(__linux__) &&                                                                         \
+    ((defined(__clang__) &&                                                                       \
+      ((!defined(__apple_build_version__) && __clang_major__ >= 12) || __clang_major__ >= 14)) || \
+     (defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11))
+#define SMOL_HAS_AMX_KERNELS 1
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #elif defined(__aarch64__) || defined(_M_ARM64)
 #define SMOL_ARCH_AARCH64 1
 #if defined(__linux__)
@@ -51,7 +67,9 @@
 
 SMOL_NAMESPACE_BEGIN
 
-enum class CpuLevel : uint8_t { automatic, scalar, avx2, avxvnni, avx512, neon, dotprod };
+// amx comes last so that the other levels keep their values; the order of
+// the levels is compiled_cpu_levels'.
+enum class CpuLevel : uint8_t { automatic, scalar, avx2, avxvnni, avx512, neon, dotprod, amx };
 
 inline const char* cpu_level_name(CpuLevel level) noexcept {
     switch (level) {
@@ -69,13 +87,15 @@ inline const char* cpu_level_name(CpuLevel level) noexcept {
             return "neon";
         case CpuLevel::dotprod:
             return "dotprod";
+        case CpuLevel::amx:
+            return "amx";
     }
     return "?";
 }
 
 inline std::optional<CpuLevel> parse_cpu_level(std::string_view text) noexcept {
     for (CpuLevel level : {CpuLevel::automatic, CpuLevel::scalar, CpuLevel::avx2, CpuLevel::avxvnni,
-                           CpuLevel::avx512, CpuLevel::neon, CpuLevel::dotprod}) {
+                           CpuLevel::avx512, CpuLevel::amx, CpuLevel::neon, CpuLevel::dotprod}) {
         if (text == cpu_level_name(level)) return level;
     }
     return std::nullopt;
@@ -84,8 +104,13 @@ inline std::optional<CpuLevel> parse_cpu_level(std::string_view text) noexcept {
 // The levels compiled for this architecture, lowest first.
 inline const CpuLevel* compiled_cpu_levels(size_t& count) noexcept {
 #if defined(SMOL_ARCH_X86_64)
+#if defined(SMOL_HAS_AMX_KERNELS)
+    static constexpr CpuLevel levels[] = {CpuLevel::scalar, CpuLevel::avx2, CpuLevel::avxvnni,
+                                          CpuLevel::avx512, CpuLevel::amx};
+#else
     static constexpr CpuLevel levels[] = {CpuLevel::scalar, CpuLevel::avx2, CpuLevel::avxvnni,
                                           CpuLevel::avx512};
+#endif
 #elif defined(SMOL_ARCH_AARCH64)
     static constexpr CpuLevel levels[] = {CpuLevel::scalar, CpuLevel::neon, CpuLevel::dotprod};
 #else
@@ -102,6 +127,7 @@ struct CpuFeatures {
     bool avx2 = false;     // AVX2 + FMA + F16C, with the OS saving the YMM state
     bool avxvnni = false;  // AVX-VNNI (VEX-encoded vpdpbusd)
     bool avx512 = false;   // AVX-512 F, BW, VL, VNNI, with the OS saving the ZMM state
+    bool amx = false;      // avx512 + AMX-TILE + AMX-INT8, the tile state granted to the process
     bool dotprod = false;  // AArch64 SDOT/UDOT
 };
 
@@ -156,6 +182,17 @@ inline CpuFeatures detect_cpu_features() noexcept {
     const bool avx512f = (leaf7.ebx >> 16) & 1, avx512bw = (leaf7.ebx >> 30) & 1;
     const bool avx512vl = (leaf7.ebx >> 31) & 1, avx512vnni = (leaf7.ecx >> 11) & 1;
     f.avx512 = f.avx2 && os_zmm && avx512f && avx512bw && avx512vl && avx512vnni;
+#if defined(SMOL_HAS_AMX_KERNELS)
+    // AMX-TILE and AMX-INT8: leaf 7 EDX bits 24 and 25; the OS saves the tile
+    // configuration and data: XCR0 bits 17 and 18. Linux still faults the first
+    // tile instruction of a process that has not asked for the data state
+    // (ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18); granted once, it
+    // holds for every thread of the process, the pool's workers included.
+    const bool amx_tile = (leaf7.edx >> 24) & 1, amx_int8 = (leaf7.edx >> 25) & 1;
+    const bool os_tiles = (xcr0 & (uint64_t(3) << 17)) == (uint64_t(3) << 17);
+    f.amx =
+        f.avx512 && amx_tile && amx_int8 && os_tiles && syscall(SYS_arch_prctl, 0x1023, 18) == 0;
+#endif
 #elif defined(SMOL_ARCH_AARCH64)
 #if defined(__linux__)
     f.dotprod = (getauxval(AT_HWCAP) >> 20) & 1;  // HWCAP_ASIMDDP
@@ -189,6 +226,8 @@ inline bool cpu_supports(CpuLevel level) noexcept {
             return f.avxvnni;
         case CpuLevel::avx512:
             return f.avx512;
+        case CpuLevel::amx:
+            return f.amx;
 #elif defined(SMOL_ARCH_AARCH64)
         case CpuLevel::neon:
             return true;
@@ -250,7 +289,7 @@ inline Expected<CpuLevel> try_requested_cpu_level() {
         return ErrorInfo{ErrorKind::invalid_argument,
                          std::string("SMOL_CPU=") + env +
                              " is not a kernel level (known: auto, scalar, avx2, avxvnni, avx512, "
-                             "neon, dotprod)"};
+                             "amx, neon, dotprod)"};
     return try_resolve_cpu_level(*level, std::string("SMOL_CPU=") + env);
 }
 inline CpuLevel requested_cpu_level() {

@@ -9,7 +9,7 @@
 //       free functions in kernels.hpp (smol::rmsnorm, QuantizedInput, ...) use.
 //
 // Each set is a function-local static, built on first use (thread-safe) by its
-// level's make_kernel_set (scalar: kernel_set.hpp; avx2, avxvnni, avx512:
+// level's make_kernel_set (scalar: kernel_set.hpp; avx2, avxvnni, avx512, amx:
 // x86.hpp; neon, dotprod: arm.hpp) and never changed, so a pointer to it stays
 // valid for the whole program.
 #pragma once
@@ -43,6 +43,12 @@ inline const KernelSet& kernel_set(CpuLevel level) {
             static const KernelSet set = avx512::make_kernel_set();
             return set;
         }
+#if defined(SMOL_HAS_AMX_KERNELS)
+        case CpuLevel::amx: {
+            static const KernelSet set = amx::make_kernel_set();
+            return set;
+        }
+#endif
 #endif
 #if defined(SMOL_HAS_ARM_KERNELS)
         case CpuLevel::neon: {

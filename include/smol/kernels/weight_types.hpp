@@ -28,6 +28,7 @@
 //   avx2      Q4_K               Q4_K Q5_K                  -
 //   avxvnni   -                  Q4_K Q5_K Q6_K             -
 //   avx512    Q4_K               Q4_K Q5_K Q6_K             Q4_K Q5_K
+//   amx       Q4_K               Q4_K Q5_K Q6_K (AMX)       Q4_K Q5_K
 //   neon      -                  -                          -
 //   dotprod   -                  -                          -
 // A level without converted rows for a type multiplies it as stored at every

@@ -14,6 +14,9 @@
 //                     (detail/x86_avx512_tiles.inc), Q8_0 at 256; attention at
 //                     512 bits (detail/x86_avx512_attention.inc); everything
 //                     else is avx2's.
+//   kernels::amx      avx512 with the long batches' converted rows multiplied by
+//                     AMX tiles (detail/x86_amx_tiles.inc); compiled where the
+//                     compiler knows AMX (SMOL_HAS_AMX_KERNELS, kernels/cpu.hpp).
 //
 // A function defined in a target region may only be called where the CPU has
 // that target; the dispatcher (kernels/dispatch.hpp) guarantees it by handing
@@ -318,6 +321,17 @@ namespace kernels {
 SMOL_NAMESPACE_END
 SMOL_TARGET_END
 
+#if defined(SMOL_HAS_AMX_KERNELS)
+SMOL_TARGET_BEGIN(
+    "avx2,fma,f16c,bmi,bmi2,popcnt,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,amx-tile,amx-int8")
+SMOL_NAMESPACE_BEGIN
+namespace kernels {
+#include "detail/x86_amx_tiles.inc"
+}  // namespace kernels
+SMOL_NAMESPACE_END
+SMOL_TARGET_END
+#endif
+
 // ---- the x86 kernel sets: one function per level builds all of it ------------------
 //
 // Every level has, for every weight type, tiles over the rows as stored; the
@@ -445,6 +459,23 @@ inline KernelSet make_kernel_set() noexcept {
 }
 
 }  // namespace avx512
+
+#if defined(SMOL_HAS_AMX_KERNELS)
+namespace amx {
+
+// The avx512 level with the long batches' converted rows on AMX tiles
+// (detail/x86_amx_tiles.inc): the same bits, TMUL doing the integer dots.
+inline KernelSet make_kernel_set() noexcept {
+    KernelSet set = avx512::make_kernel_set();
+    set.level = CpuLevel::amx;
+    set.of(GGMLType::Q4_K).converted = converted<GGMLType::Q4_K>();
+    set.of(GGMLType::Q5_K).converted = converted<GGMLType::Q5_K>();
+    set.of(GGMLType::Q6_K).converted = converted<GGMLType::Q6_K>();
+    return set;
+}
+
+}  // namespace amx
+#endif
 }  // namespace kernels
 SMOL_NAMESPACE_END
 

@@ -34,6 +34,12 @@
 // with its own position and cache). Neither the interface nor the generator
 // changes when a backend starts batching.
 //
+// Erase. Backend::erase(cache, first, count) removes positions from a cache
+// (ContextPolicy::shift, Generator::erase): the later ones move down and their
+// stored keys are re-rotated by the backend, which knows the RoPE rule
+// (model/rope.hpp); like forward, the checks live here and each backend
+// implements one virtual, do_erase.
+//
 // Caches. BackendCache is the per-sequence KV cache behind one interface: size()
 // (leading positions that hold valid entries), n_ctx(), truncate(), clear() are
 // plain fields (no virtual call on the decode path); serialize(), restore() and
