@@ -166,9 +166,9 @@ public:
     // rounded back to the element type; NoPE layers' keys ((l + 1) % 4 == 0:
     // nothing encodes their position) and all values move bit for bit. The
     // caller sets size() afterwards. A Q8_0 key is dequantized, rotated and
-    // quantized again: unlike F16 (whose rounding of a rotated key is that of
-    // a fresh prefill, up to the rotation's own), this rounds the key a second
-    // time, with a new scale per 32 values.
+    // quantized again: like F16's it is rounded a second time, but to Q8_0's
+    // coarser steps, with a new scale per 32 values (tests/test_context.cpp
+    // bounds the drift against a fresh prefill).
     void erase_positions(size_t first, size_t count, const Config& config, const RopeRule& rule) {
         const size_t moved = size_ - first - count;
         const size_t row = row_bytes();
