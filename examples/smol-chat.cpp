@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
     int n_threads = 0;
     smol::Device device = smol::Device::cpu;
     size_t n_ctx = smol::KVCache::kDefaultSize;  // -c: default min(4096, model max)
+    smol::KVType kv_type = smol::KVType::f16;
     bool shift = true;
     smol::GenerateParams params;
     params.max_tokens = 512;
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
     cli.option("-t, --threads", n_threads, "N", "threads (default: physical cores)").at_least(0);
     cli.option("-c, --ctx", n_ctx, "CTX",
                "KV cache positions (default: min(4096, the model's context))");
+    smol_examples::add_kv_type_option(cli, kv_type);
     cli.flag(
         "--no-shift", [&] { shift = false; },
         "stop at a full context instead of leaving out the oldest turns\n"
@@ -67,6 +69,7 @@ int main(int argc, char** argv) {
         auto model = smol::Model::load(model_path, load_options);
         smol::GeneratorOptions options;
         options.n_ctx = n_ctx;
+        options.kv_type = kv_type;
         options.context_policy = shift ? smol::ContextPolicy::shift : smol::ContextPolicy::stop;
         // Warnings, and the one line a shift writes; errors are printed once,
         // where they are caught below.

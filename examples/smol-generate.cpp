@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
     smol::CpuLevel cpu = smol::CpuLevel::automatic;
     smol::Device device = smol::Device::cpu;
     size_t n_ctx = smol::KVCache::kDefaultSize;  // -c: default min(4096, model max)
+    smol::KVType kv_type = smol::KVType::f16;
     smol::GenerateParams params;
     params.max_tokens = 128;
 
@@ -126,6 +127,7 @@ int main(int argc, char** argv) {
     smol_examples::add_device_option(cli, device);
     cli.option("-c, --ctx", n_ctx, "CTX",
                "KV cache positions (default: min(4096, the model's context))");
+    smol_examples::add_kv_type_option(cli, kv_type);
     cli.option("--stop", params.stop, "S", "stop when the text contains S");
     cli.flag("--chat", chat_mode,
              "chat: the prompt is a user message in the model's chat template");
@@ -227,6 +229,7 @@ int main(int argc, char** argv) {
 
         smol::GeneratorOptions options;
         options.n_ctx = n_ctx;
+        options.kv_type = kv_type;
         options.log = [](int level, const std::string& message) {
             if (level >= smol::log_warning) std::fprintf(stderr, "smol: %s\n", message.c_str());
         };

@@ -113,6 +113,52 @@ TEST_CASE("erase: the tail is truncate, a middle erase re-rotates RoPE keys only
     CHECK(erased.size() == n - count);
 }
 
+TEST_CASE("erase on a q8_0 cache: RoPE keys dequantized, rotated, quantized again") {
+    const auto model = smol_test::made_model();
+    const smol::Config& c = model->config();
+    REQUIRE(c.n_layers >= 4);  // layer 3 is a NoPE layer
+    const size_t vocab = c.vocab_size, n = 48, first = 10, count = 13;
+    const std::vector<int32_t> tokens = ramp_tokens(n, vocab, 2);
+    std::vector<float> logits(vocab);
+
+    smol::KVCache original = model->make_cache(128, smol::KVType::q8_0);
+    model->forward(tokens.data(), n, 0, original, logits.data());
+    smol::KVCache erased = original.fork();
+    model->backend().erase(erased, first, count);
+    REQUIRE(erased.size() == n - count);
+    CHECK(erased.type() == smol::KVType::q8_0);
+
+    std::vector<int32_t> kept(tokens.begin(), tokens.begin() + first);
+    kept.insert(kept.end(), tokens.begin() + first + count, tokens.end());
+    smol::KVCache fresh = model->make_cache(128, smol::KVType::q8_0);
+    model->forward(kept.data(), kept.size(), 0, fresh, logits.data());
+
+    std::vector<float> got(c.head_dim), want(c.head_dim), moved_from(c.head_dim);
+    double layer0_error = 0;
+    for (size_t h = 0; h < c.n_kv_heads; ++h)
+        for (size_t p = 0; p < erased.size(); ++p) {
+            const size_t source = p < first ? p : p + count;
+            erased.load_row(0, KVPart::keys, h, p, got.data());
+            fresh.load_row(0, KVPart::keys, h, p, want.data());
+            layer0_error = std::max(layer0_error, row_error(got, want));
+            for (const auto& [layer, part] : {std::pair<size_t, KVPart>{3, KVPart::keys},
+                                              {0, KVPart::values},
+                                              {3, KVPart::values}}) {
+                erased.load_row(layer, part, h, p, got.data());
+                original.load_row(layer, part, h, source, moved_from.data());
+                CHECK_MESSAGE(got == moved_from, "layer " << layer << " pos " << p);
+            }
+        }
+    // A Q8_0 rounding is at most half a step of its block's max / 127: the
+    // original store, the re-quantized rotation and the fresh prefill's own
+    // store (the rotation can grow a block's max by sqrt 2) stay under 4 / 254
+    // of the row's max, against 2^-8 for F16.
+    MESSAGE("q8_0 layer 0 keys after erase vs a fresh prefill: worst relative error "
+            << layer0_error);
+    CHECK(layer0_error < 4.0 / 254);
+    CHECK(layer0_error > 0);
+}
+
 TEST_CASE("erase: keys moved by many small shifts drift by about one F16 rounding per shift") {
     const auto model = smol_test::made_model();
     const smol::Config& c = model->config();

@@ -1181,6 +1181,40 @@ TEST_CASE("float ops of every level match their scalar references") {
     CHECK(out[1] == doctest::Approx(40.0).epsilon(1e-6));
 }
 
+// Writes head_dim random values in [-1, 1] as one cache row of `format`
+// (F16, F32, or Q8_0 blocks through the reference quantizer) and returns the
+// values the row holds, as the kernels must read them.
+std::vector<float> write_cache_row(uint8_t* row, size_t head_dim, kernels::CacheFormat format) {
+    std::vector<float> x(head_dim);
+    for (float& f : x) f = uniform(-1.0f, 1.0f);
+    if (format == kernels::CacheFormat::q8_0) {
+        std::vector<smol::BlockQ8_0> blocks(head_dim / smol::QK8_0);
+        smol::quantize_row_q8_0(x.data(), blocks.data(), head_dim);
+        std::memcpy(row, blocks.data(), blocks.size() * sizeof(smol::BlockQ8_0));
+        smol::dequantize_row_q8_0(blocks.data(), x.data(), head_dim);
+        return x;
+    }
+    for (size_t i = 0; i < head_dim; ++i) {
+        if (format == kernels::CacheFormat::f16) {
+            const uint16_t h = smol::fp32_to_fp16(x[i]);
+            std::memcpy(row + 2 * i, &h, 2);
+            x[i] = smol::fp16_to_fp32(h);
+        } else {
+            std::memcpy(row + 4 * i, &x[i], 4);
+        }
+    }
+    return x;
+}
+
+size_t cache_row_bytes(size_t head_dim, kernels::CacheFormat format) {
+    return format == kernels::CacheFormat::q8_0  ? head_dim / 32 * 34
+           : format == kernels::CacheFormat::f16 ? head_dim * 2
+                                                 : head_dim * 4;
+}
+
+constexpr kernels::CacheFormat kCacheFormats[] = {
+    kernels::CacheFormat::f16, kernels::CacheFormat::f32, kernels::CacheFormat::q8_0};
+
 TEST_CASE(
     "attention: the avx512 level computes avx2's bits (same operations per element, 16 lanes)") {
     const kernels::KernelSet* avx2_set = nullptr;
@@ -1193,29 +1227,21 @@ TEST_CASE(
         MESSAGE("skipped: this CPU cannot run both the avx2 and avx512 levels");
         return;
     }
-    for (bool f16 : {true, false})
-        for (size_t head_dim : {size_t(8), size_t(20), size_t(72), size_t(128)})
+    for (const kernels::CacheFormat format : kCacheFormats)
+        for (size_t head_dim : {size_t(8), size_t(20), size_t(32), size_t(72), size_t(128)})
             for (size_t group : {size_t(1), size_t(3), size_t(4), size_t(6)})
                 for (size_t n_positions :
                      {size_t(1), size_t(2), size_t(7), size_t(17), size_t(70)}) {
-                    CAPTURE(f16);
+                    if (format == kernels::CacheFormat::q8_0 && head_dim % 32 != 0) continue;
+                    CAPTURE(int(format));
                     CAPTURE(head_dim);
                     CAPTURE(group);
                     CAPTURE(n_positions);
-                    const size_t row_bytes = head_dim * (f16 ? 2 : 4) + 2;
+                    const size_t row_bytes = cache_row_bytes(head_dim, format) + 2;
                     std::vector<uint8_t> storage(2 * n_positions * row_bytes + 1);
                     uint8_t* keys = storage.data() + 1;
-                    for (size_t row = 0; row < 2 * n_positions; ++row) {  // keys, then values
-                        for (size_t i = 0; i < head_dim; ++i) {
-                            const float f = uniform(-1.0f, 1.0f);
-                            if (f16) {
-                                const uint16_t h = smol::fp32_to_fp16(f);
-                                std::memcpy(keys + row * row_bytes + 2 * i, &h, 2);
-                            } else {
-                                std::memcpy(keys + row * row_bytes + 4 * i, &f, 4);
-                            }
-                        }
-                    }
+                    for (size_t row = 0; row < 2 * n_positions; ++row)  // keys, then values
+                        write_cache_row(keys + row * row_bytes, head_dim, format);
                     const std::vector<float> q = random_floats(group * head_dim, 2.0f);
                     std::vector<float> scores(group * n_positions), out_avx2(group * head_dim),
                         out_avx512(group * head_dim);
@@ -1224,7 +1250,7 @@ TEST_CASE(
                     head.keys = keys;
                     head.values = keys + n_positions * row_bytes;
                     head.row_bytes = row_bytes;
-                    head.f16 = f16;
+                    head.format = format;
                     head.group = group;
                     head.head_dim = head_dim;
                     head.n_positions = n_positions;
@@ -1241,40 +1267,31 @@ TEST_CASE(
 
 TEST_CASE("attention of every level matches the scalar reference and a float64 softmax(qK)V") {
     for (const kernels::KernelSet* set : runnable_sets())
-        for (bool f16 : {true, false})
-            for (size_t head_dim : {size_t(8), size_t(20), size_t(128)})
+        for (const kernels::CacheFormat format : kCacheFormats)
+            for (size_t head_dim : {size_t(8), size_t(20), size_t(64), size_t(128)})
                 for (size_t group : {size_t(1), size_t(4)})
                     for (size_t n_positions : {size_t(1), size_t(3), size_t(70)}) {
+                        if (format == kernels::CacheFormat::q8_0 && head_dim % 32 != 0) continue;
                         const std::string level_name = set->name();
                         CAPTURE(level_name);
-                        CAPTURE(f16);
+                        CAPTURE(int(format));
                         CAPTURE(head_dim);
                         CAPTURE(group);
                         CAPTURE(n_positions);
-                        const size_t element = f16 ? 2 : 4,
-                                     row_bytes = head_dim * element + 6;  // padded rows
+                        const size_t row_bytes =
+                            cache_row_bytes(head_dim, format) + 6;  // padded rows
                         // Cache rows at an odd address: the kernels must not assume alignment.
                         std::vector<uint8_t> storage(2 * n_positions * row_bytes + 1);
                         uint8_t* keys = storage.data() + 1;
                         uint8_t* values = keys + n_positions * row_bytes;
                         std::vector<double> k(n_positions * head_dim), v(n_positions * head_dim);
                         for (size_t p = 0; p < n_positions; ++p) {
-                            for (size_t i = 0; i < head_dim; ++i) {
-                                float kf = uniform(-1.0f, 1.0f), vf = uniform(-1.0f, 1.0f);
-                                if (f16) {
-                                    const uint16_t kh = smol::fp32_to_fp16(kf),
-                                                   vh = smol::fp32_to_fp16(vf);
-                                    std::memcpy(keys + p * row_bytes + 2 * i, &kh, 2);
-                                    std::memcpy(values + p * row_bytes + 2 * i, &vh, 2);
-                                    kf = smol::fp16_to_fp32(kh);
-                                    vf = smol::fp16_to_fp32(vh);
-                                } else {
-                                    std::memcpy(keys + p * row_bytes + 4 * i, &kf, 4);
-                                    std::memcpy(values + p * row_bytes + 4 * i, &vf, 4);
-                                }
-                                k[p * head_dim + i] = kf;
-                                v[p * head_dim + i] = vf;
-                            }
+                            const std::vector<float> kf =
+                                write_cache_row(keys + p * row_bytes, head_dim, format);
+                            const std::vector<float> vf =
+                                write_cache_row(values + p * row_bytes, head_dim, format);
+                            std::copy(kf.begin(), kf.end(), k.begin() + p * head_dim);
+                            std::copy(vf.begin(), vf.end(), v.begin() + p * head_dim);
                         }
                         const std::vector<float> q = random_floats(group * head_dim, 2.0f);
                         std::vector<float> scores(group * n_positions), out(group * head_dim, 7.0f),
@@ -1284,7 +1301,7 @@ TEST_CASE("attention of every level matches the scalar reference and a float64 s
                         head.keys = keys;
                         head.values = values;
                         head.row_bytes = row_bytes;
-                        head.f16 = f16;
+                        head.format = format;
                         head.group = group;
                         head.head_dim = head_dim;
                         head.n_positions = n_positions;

@@ -297,6 +297,21 @@ TEST_CASE("fast forward with an F32 KV cache matches the goldens") {
                       tolerance);
 }
 
+TEST_CASE("fast forward with a q8_0 KV cache matches the goldens") {
+    // Keys and values rounded to Q8_0 (a scale per 32 values) instead of F16:
+    // every prompt, short and long, through the goldens' logit tolerances per
+    // position and the greedy rule, with the F32 cache's ambiguity gap.
+    Tolerance tolerance;
+    tolerance.ambiguous_gap = 0.5f;
+    for (const char* model : kGoldenModels) {
+        SUBCASE(model) {
+            FastRun run;
+            run.kv_type = smol::KVType::q8_0;
+            check_fast_golden(model, run, true, true, 99, tolerance);
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Generated models: the fast path against the Eigen reference.
 

@@ -450,3 +450,141 @@ TEST_CASE("sessions are portable across generators and instances of the same mod
         CHECK(again.n_cached() == gen->n_cached());
     }
 }
+
+namespace {
+
+smol::GeneratorOptions q8_0_options() {
+    smol::GeneratorOptions options;
+    options.kv_type = smol::KVType::q8_0;
+    return options;
+}
+
+// Offset of the serialized cache (its "SMKV" header) in a session's bytes.
+size_t kv_offset(const std::vector<uint8_t>& session) {
+    size_t pos = 16;
+    pos += 8 + size_t(smol::detail::read_le<uint64_t>(session.data(), pos));
+    pos += 8 + 4 * size_t(smol::detail::read_le<uint64_t>(session.data(), pos));
+    return pos + 8;
+}
+
+void reseal(std::vector<uint8_t>& session) {
+    smol::detail::write_le<uint32_t>(
+        session.data(), 12, smol::detail::session_checksum(session.data(), session.size()));
+}
+
+}  // namespace
+
+TEST_CASE("a q8_0 cache holds 34/64 of F16's bytes; other head dims are unsupported") {
+    auto model = made_model();
+    const smol::KVCache f16 = model->make_cache(256);
+    const smol::KVCache q8 = model->make_cache(256, smol::KVType::q8_0);
+    CHECK(q8.type() == smol::KVType::q8_0);
+    CHECK(q8.row_bytes() == model->config().head_dim / 32 * 34);
+    CHECK(q8.bytes() * 64 == f16.bytes() * 34);
+    smol::Config odd = model->config();
+    odd.head_dim = 48;
+    const auto refused = smol::KVCache::try_create(odd, 256, smol::KVType::q8_0);
+    REQUIRE(!refused);
+    CHECK(refused.error().kind == smol::ErrorKind::unsupported);
+    CHECK(smol::KVCache::try_create(odd, 256, smol::KVType::f16));
+    CHECK(smol::parse_kv_type("q8_0") == smol::KVType::q8_0);
+    CHECK(!smol::parse_kv_type("q4_0"));
+}
+
+TEST_CASE("q8_0 sessions: save and restore round trip, the restoring cache takes the type") {
+    auto model = made_model();
+    smol::Generator original(model, q8_0_options());
+    original.generate("The blacksmith looked up and said", sampled(16, 7));
+    const std::vector<uint8_t> bytes = original.save_session();
+    const size_t kv = kv_offset(bytes);
+    REQUIRE(kv + 32 <= bytes.size());
+    CHECK(smol::detail::read_le<uint32_t>(bytes.data(), kv + 8) == 2);  // the type code
+    const size_t rows = 2 * model->config().n_layers * model->config().n_kv_heads;
+    CHECK(bytes.size() - kv - 32 ==
+          rows * original.n_cached() * (model->config().head_dim / 32 * 34));
+
+    // An F16 generator restores it as q8_0 (the saved type), bit for bit.
+    smol::Generator restored(model);
+    restored.restore_session(bytes);
+    CHECK(restored.history() == original.history());
+    CHECK(restored.save_session() == bytes);
+    std::vector<int32_t> next = original.history();
+    const auto more = model->tokenizer().encode("\nThe baker replied", false);
+    next.insert(next.end(), more.begin(), more.end());
+    const auto a = original.generate_tokens(next, sampled(24, 99));
+    const auto b = restored.generate_tokens(next, sampled(24, 99));
+    CHECK(a.n_reused_tokens == b.n_reused_tokens);
+    CHECK(a.tokens == b.tokens);
+
+    // And a q8_0 generator restores an F16 session as F16.
+    smol::Generator f16(model);
+    f16.generate("Hello there", sampled(4, 1));
+    const auto f16_bytes = f16.save_session();
+    smol::Generator q8(model, q8_0_options());
+    q8.restore_session(f16_bytes);
+    CHECK(q8.save_session() == f16_bytes);
+}
+
+TEST_CASE("a fork of a q8_0 generator continues identically") {
+    auto model = made_model();
+    smol::Generator base(model, q8_0_options());
+    const size_t prefilled = base.prefill_chat(kSystem, no_generation_prompt());
+    smol::Generator branch = base.fork();
+    CHECK(branch.save_session() == base.save_session());
+    smol::GenerateParams p = sampled(20, 5);
+    p.chat = no_generation_prompt();
+    p.chat.add_generation_prompt = true;
+    std::vector<smol::ChatMessage> conversation = kSystem;
+    conversation.push_back({"user", "Good morning!"});
+    const auto from_branch = branch.chat(conversation, p);
+    const auto from_base = base.chat(conversation, p);
+    CHECK(from_branch.tokens == from_base.tokens);
+    CHECK(from_branch.n_reused_tokens == prefilled);
+    CHECK(branch.save_session() == base.save_session());
+}
+
+TEST_CASE("hostile q8_0 sessions: type codes and row sizes that disagree are rejected") {
+    auto model = made_model();
+    smol::Generator q8(model, q8_0_options());
+    q8.generate("The miller counted his sacks", sampled(6, 3));
+    const auto q8_bytes = q8.save_session();
+    smol::Generator f16(model);
+    f16.generate("The miller counted his sacks", sampled(6, 3));
+    const auto f16_bytes = f16.save_session();
+    Bystander target(model);
+    auto rejected = [&](std::vector<uint8_t> session) {
+        reseal(session);
+        smol::ErrorInfo error;
+        const bool restored =
+            target.gen.try_restore_session(session.data(), session.size(), &error);
+        CHECK_FALSE(restored);
+        CHECK(error.kind == smol::ErrorKind::format);
+        CHECK(target.unchanged());
+    };
+    const size_t q8_kv = kv_offset(q8_bytes), f16_kv = kv_offset(f16_bytes);
+    // Q8_0 rows read as F16 or F32, and F16 rows read as Q8_0: the payload's
+    // size is checked against the type's row size before anything is copied.
+    for (const uint32_t type : {0u, 1u, 3u, 0xFFFFFFFFu}) {
+        auto relabeled = q8_bytes;
+        smol::detail::write_le<uint32_t>(relabeled.data(), q8_kv + 8, type);
+        rejected(relabeled);
+    }
+    auto as_q8 = f16_bytes;
+    smol::detail::write_le<uint32_t>(as_q8.data(), f16_kv + 8, 2);
+    rejected(as_q8);
+    // A q8_0 payload one block short, one byte short, one byte long (the kv
+    // length field kept consistent with the bytes).
+    for (const long delta : {-34L, -1L, 1L}) {
+        auto resized = q8_bytes;
+        resized.resize(size_t(long(resized.size()) + delta));
+        smol::detail::write_le<uint64_t>(resized.data(), q8_kv - 8, resized.size() - q8_kv);
+        rejected(resized);
+    }
+    // A size field claiming more positions than the payload holds.
+    auto longer = q8_bytes;
+    smol::detail::write_le<uint64_t>(longer.data(), q8_kv + 24, q8.n_cached() + 1);
+    rejected(longer);
+    // The untouched bytes still restore.
+    target.gen.restore_session(q8_bytes);
+    CHECK(target.gen.save_session() == q8_bytes);
+}

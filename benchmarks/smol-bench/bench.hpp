@@ -86,6 +86,7 @@ struct Options {
     int n_threads = 0;
     smol::CpuLevel cpu = smol::CpuLevel::automatic;
     smol::Device device = smol::Device::cpu;
+    smol::KVType kv_type = smol::KVType::f16;  // the speed test's cache
     std::vector<long> parallel, step_rows;
     bool arrival = false;
     long arrival_tokens = 512;

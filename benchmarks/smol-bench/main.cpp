@@ -5,8 +5,8 @@
 //
 //   smol-bench [-m MODEL] [-p 512] [-n 128] [-d DEPTH] [-t THREADS] [-r 3] [-c CTX]
 //              [--chunk N] [--ttft-tokens 16] [--no-bandwidth] [--ops STEPS] [--cpu LEVEL]
-//              [--device cpu|cuda|auto] [--parallel N[,N...]] [--parallel-arrival
-//              [--arrival-tokens 512]] [--json-schema FILE] [--json]
+//              [--device cpu|cuda|auto] [--kv-type f16|f32|q8_0] [--parallel N[,N...]]
+//              [--parallel-arrival [--arrival-tokens 512]] [--json-schema FILE] [--json]
 //   smol-bench -m MODEL --check-prompt TEXT [-n N] [-t THREADS] [--json]
 //
 // What it measures (each test repeated -r times: mean and standard deviation):
@@ -131,6 +131,7 @@ std::optional<int> parse_command_line(int argc, char** argv, Options& args) {
              "keep the weights as stored (LoadOptions::interleave_weights = false)", false);
     smol_examples::add_cpu_option(cli, args.cpu);
     smol_examples::add_device_option(cli, args.device);
+    smol_examples::add_kv_type_option(cli, args.kv_type);
     cli.option("--ops", args.op_steps, "N",
                "also: N decode steps timed op by op, by the forward pass's timing zones (CPU only)")
         .at_least(0);
@@ -254,6 +255,7 @@ int main(int argc, char** argv) {
             out["repetitions"] = args.repeats;
             out["file_mb"] = speed.file_bytes / 1048576.0;
             out["kv_cache_mb"] = speed.kv_bytes / 1048576.0;
+            out["kv_type"] = smol::kv_type_name(args.kv_type);
             out["bandwidth_gb_per_s"] = speed.bandwidth_gbs;
             out["bytes_per_token"] = speed.bytes_per_token;
             out["roofline_tokens_per_s"] = speed.roofline_tps;

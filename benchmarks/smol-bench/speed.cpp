@@ -141,7 +141,7 @@ SpeedResults measure_speed(const Options& options, const smol::LoadOptions& load
                                     " positions, the cache has " + std::to_string(n_ctx) +
                                     " (model context " + std::to_string(config.context_length) +
                                     ")");
-    auto cache = model->backend().make_cache(n_ctx);
+    auto cache = model->backend().make_cache(n_ctx, options.kv_type);
     smol::BackendCache& kv = *cache;
     const bool on_cpu = model->device() == smol::Device::cpu;
     std::vector<float> logits(vocab);
@@ -210,9 +210,9 @@ SpeedResults measure_speed(const Options& options, const smol::LoadOptions& load
 
     const Stats pp = stats_of(pp_rates), tg = stats_of(tg_rates);
     const double file_bytes = double(model->file().size());
-    // F16 everywhere (the default of both backends' caches).
     const double kv_bytes = double(kv.n_ctx()) * 2.0 * double(config.n_layers) *
-                            double(config.n_kv_heads) * double(config.head_dim) * 2.0;
+                            double(config.n_kv_heads) *
+                            double(smol::kv_row_bytes(options.kv_type, config.head_dim));
     const double kv_bytes_per_position = kv_bytes / double(kv.n_ctx());
     const double weight_bytes = weight_bytes_per_token(model->file());
     // KV read per step at the middle of the generation test.
@@ -234,10 +234,11 @@ SpeedResults measure_speed(const Options& options, const smol::LoadOptions& load
     std::printf(
         "backend: %s | threads: %d | kernels: %s (best %s) | repetitions: %ld | KV cache: %zu "
         "positions "
-        "F16, %s | load average %s -> %s\n",
+        "%s, %s | load average %s -> %s\n",
         model->backend().name().c_str(), threads, smol::cpu_level_name(model->cpu_level()),
         smol::cpu_level_name(smol::best_cpu_level()), repeats, kv.n_ctx(),
-        human_bytes(kv_bytes).c_str(), load_before.c_str(), load_after.c_str());
+        smol::kv_type_name(options.kv_type), human_bytes(kv_bytes).c_str(), load_before.c_str(),
+        load_after.c_str());
     auto cpu_share = [&](double cpu, double wall) {
         return wall > 0 ? 100.0 * cpu / (wall * threads) : 0.0;
     };

@@ -45,6 +45,18 @@ inline smol_cli::Option& add_device_option(smol_cli::Parser& cli, smol::Device& 
         "auto (cuda when possible, else cpu)");
 }
 
+// --kv-type TYPE into GeneratorOptions::kv_type (or a cache's type).
+inline smol_cli::Option& add_kv_type_option(smol_cli::Parser& cli, smol::KVType& target) {
+    return cli.option(
+        "--kv-type",
+        [&target](const std::string& name) {
+            const auto type = smol::parse_kv_type(name);
+            if (!type) throw smol_cli::BadValue("expected f16, f32 or q8_0, not '" + name + "'");
+            target = *type;
+        },
+        "TYPE", "KV cache element type: f16 (default), f32, q8_0 (53 % of F16's bytes; CPU only)");
+}
+
 // The device backends this build has, for --device cuda|auto, and with a
 // device other than the CPU a load log whose device line says which one ran
 // and why (everything else in that log stays quiet).

@@ -92,8 +92,8 @@
 //       end_of_generation_ids is_end_of_generation token_id token_text token_type is_control
 //       is_special file detail_table_stats
 //   model/backend.hpp
-//     Device, device_name, parse_device, KVType, KVPart, ForwardOptions, Segment,
-//       DeviceBackendFactory
+//     Device, device_name, parse_device, KVType, kv_type_name, parse_kv_type, kv_row_bytes, KVPart,
+//       ForwardOptions, Segment, DeviceBackendFactory
 //     BackendCache: size n_ctx n_layers n_kv_heads head_dim device truncate clear serialize restore
 //       try_restore clone
 //     Backend: device name vocab_size context_length max_chunk default_chunk batch_rows
@@ -101,7 +101,7 @@
 //   model/config.hpp
 //     Config: q_dim kv_dim heads_per_kv layer_uses_rope try_from_gguf try_validate
 //   model/kv_cache.hpp
-//     KVCache: try_create fork clone type element_bytes bytes compatible set_size block keys values
+//     KVCache: try_create fork clone type row_bytes bytes compatible set_size block keys values
 //       store erase_positions load_row serialize deserialize try_deserialize restore try_restore
 //   model/smollm3.hpp
 //     ForwardZone, forward_zone_name, ForwardZoneTimes, ForwardZoneRecorder
@@ -190,7 +190,7 @@
 //     TokenRange, RowLayout, MatmulRun, MatrixShape, MatmulPlan, plan_runs, chunk_rows,
 //       plan_matmul, token_groups, token_group_size
 //   kernels/scalar.hpp
-//     AttentionHead, quantize_row_q8_k32, quantize_row_q8_0, sum_lanes, dot_k4_q8k32,
+//     CacheFormat, AttentionHead, quantize_row_q8_k32, quantize_row_q8_0, sum_lanes, dot_k4_q8k32,
 //       dot_q4k_q8k32, dot_q5k_q8k32, q6k_value, dot_q6k_q8k32, ConvertedBlock, fp16_round,
 //       convert_k4_block, convert_q6k_block, converted_block_dot, dot_converted_q8k32,
 //       dot_q8_0_q8_0, widen_one, dot_in_lanes, dot_f32, dot_f16_f32, dot_bf16_f32,

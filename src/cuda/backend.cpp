@@ -618,8 +618,9 @@ Expected<std::unique_ptr<BackendCache>> CudaBackend::do_make_cache(size_t n_ctx,
         return ErrorInfo{ErrorKind::invalid_argument,
                          "CudaKVCache: the CudaBackend is empty (moved from)"};
     if (type != KVType::f16)
-        return ErrorInfo{ErrorKind::unsupported,
-                         "CudaKVCache: the GPU cache stores F16 only (KVType::f32 is CPU-only)"};
+        return ErrorInfo{
+            ErrorKind::unsupported,
+            "CudaKVCache: the GPU cache stores F16 only (KVType::f32 and q8_0 are CPU-only)"};
     const ModelState& m = *state_;
     SMOL_TRY_ASSIGN(const size_t positions,
                     detail::resolve_n_ctx(n_ctx, m.context_length, "CudaKVCache"));
@@ -748,6 +749,10 @@ void CudaKVCache::restore(const void* data, size_t bytes) {
     const ModelState& m = *state_->model;
     const detail::KVImage image = detail::value_or_fail(detail::try_parse_kv_image(
         data, bytes, m.n_layers, m.n_kv_heads, m.head_dim, state_->n_ctx));
+    if (image.type == KVType::q8_0)
+        detail::fail(
+            ErrorKind::unsupported,
+            "CudaKVCache: a q8_0 session restores on the CPU only (the GPU cache stores F16)");
     const size_t row = m.head_dim * sizeof(__half), blocks = 2 * m.n_layers * m.n_kv_heads;
     const void* src = image.payload;
     std::vector<uint16_t> converted;

@@ -191,8 +191,8 @@ public:
                  float* logits_host, bool all_logits = false) const;
 
 protected:
-    // The seam's make_cache / try_make_cache: F16 only (KVType::f32 is
-    // Error(unsupported)); n_ctx kDefaultSize is the default, 0
+    // The seam's make_cache / try_make_cache: F16 only (KVType::f32 and q8_0
+    // are Error(unsupported)); n_ctx kDefaultSize is the default, 0
     // Error(invalid_argument); the device bytes are held against
     // memory_budget like a CPU cache's.
     Expected<std::unique_ptr<BackendCache>> do_make_cache(size_t n_ctx, KVType type,

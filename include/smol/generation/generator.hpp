@@ -411,7 +411,8 @@ private:
             return Status(ErrorKind::invalid_argument,
                           "Generator: n_ctx " + std::to_string(options.n_ctx) +
                               " exceeds the model's context length " + std::to_string(limit));
-        if (options.kv_type != KVType::f16 && options.kv_type != KVType::f32)
+        if (options.kv_type != KVType::f16 && options.kv_type != KVType::f32 &&
+            options.kv_type != KVType::q8_0)
             return Status(ErrorKind::invalid_argument, "Generator: unknown kv_type");
         if (options.context_policy != ContextPolicy::stop &&
             options.context_policy != ContextPolicy::shift)

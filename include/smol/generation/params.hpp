@@ -75,6 +75,8 @@ struct GeneratorOptions {
     // KV cache positions. Default (KVCache::kDefaultSize): min(4096, the model's
     // context length); 0 or more than the context length: Error(invalid_argument).
     size_t n_ctx = KVCache::kDefaultSize;
+    // f16 (the goldens' own), f32, or q8_0 (53 % of F16's bytes, CPU only; the
+    // model's head_dim a multiple of 32). A restored session brings its own type.
     KVType kv_type = KVType::f16;
     size_t prefill_chunk = 0;  // tokens per prefill forward call; 0 = the model's default
     // Silent by default. Called on the generating thread.

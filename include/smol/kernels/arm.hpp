@@ -109,25 +109,34 @@ inline void rope(float* v, const float* cos, const float* sin, size_t pairs) noe
     }
 }
 
-// 4 cached elements (F16 or F32) at any byte address, as floats.
-inline float32x4_t load_cache4(const uint8_t* p, bool f16) noexcept {
-    if (f16) return vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(p)));
-    return vreinterpretq_f32_u8(vld1q_u8(p));
+// Elements i .. i + 3 of a cached row (i a multiple of 4, so 4 Q8_0 values
+// never straddle two blocks), as floats: scalar::cache_value's values.
+inline float32x4_t load_cache4(const uint8_t* row, size_t i, CacheFormat format) noexcept {
+    if (format == CacheFormat::f16) return vcvt_f32_f16(vreinterpret_f16_u8(vld1_u8(row + 2 * i)));
+    if (format == CacheFormat::q8_0) {
+        const uint8_t* block = row + i / 32 * 34;
+        int32_t four;  // exactly 4 bytes: the last 4 of a row end its buffer
+        std::memcpy(&four, block + 2 + i % 32, sizeof four);
+        const int16x8_t q16 = vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(four)));
+        const float32x4_t q = vcvtq_f32_s32(vmovl_s16(vget_low_s16(q16)));
+        return vmulq_n_f32(q, fp16_to_fp32(load_u16(block)));
+    }
+    return vreinterpretq_f32_u8(vld1q_u8(row + 4 * i));
 }
 
 // See kernels::scalar::attend.
 inline void attend(const AttentionHead& a) noexcept {
-    const size_t hd = a.head_dim, vector_end = hd / 4 * 4, element = a.f16 ? 2 : 4;
+    const size_t hd = a.head_dim, vector_end = hd / 4 * 4;
     for (size_t p = 0; p < a.n_positions; ++p) {
         const uint8_t* key = a.keys + p * a.row_bytes;
         for (size_t g = 0; g < a.group; ++g) {
             const float* q = a.q + g * hd;
             float32x4_t acc = vdupq_n_f32(0.0f);
             for (size_t i = 0; i < vector_end; i += 4)
-                acc = vfmaq_f32(acc, vld1q_f32(q + i), load_cache4(key + i * element, a.f16));
+                acc = vfmaq_f32(acc, vld1q_f32(q + i), load_cache4(key, i, a.format));
             float dot = vaddvq_f32(acc);
             for (size_t i = vector_end; i < hd; ++i)
-                dot = std::fma(q[i], scalar::cache_value(key, i, a.f16), dot);
+                dot = std::fma(q[i], scalar::cache_value(key, i, a.format), dot);
             a.scores[g * a.n_positions + p] = dot * a.scale;
         }
     }
@@ -136,14 +145,14 @@ inline void attend(const AttentionHead& a) noexcept {
     for (size_t p = 0; p < a.n_positions; ++p) {
         const uint8_t* value = a.values + p * a.row_bytes;
         for (size_t i = 0; i < vector_end; i += 4) {
-            const float32x4_t v = load_cache4(value + i * element, a.f16);
+            const float32x4_t v = load_cache4(value, i, a.format);
             for (size_t g = 0; g < a.group; ++g) {
                 float* out = a.out + g * hd + i;
                 vst1q_f32(out, vfmaq_n_f32(vld1q_f32(out), v, a.scores[g * a.n_positions + p]));
             }
         }
         for (size_t i = vector_end; i < hd; ++i) {
-            const float v = scalar::cache_value(value, i, a.f16);
+            const float v = scalar::cache_value(value, i, a.format);
             for (size_t g = 0; g < a.group; ++g)
                 a.out[g * hd + i] += a.scores[g * a.n_positions + p] * v;
         }

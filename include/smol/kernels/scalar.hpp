@@ -60,14 +60,19 @@ inline int round_even(float v) noexcept {
 
 }  // namespace detail
 
+// How the cached rows store their head_dim values: F32, F16, or GGUF Q8_0
+// blocks (per 32 values an fp16 scale d and 32 int8 q, value = d * q; head_dim
+// a multiple of 32).
+enum class CacheFormat : uint8_t { f32, f16, q8_0 };
+
 // The work of one attend() call: the `group` query heads of one token that
 // share a KV head, against that head's cached positions 0 .. n_positions - 1.
 struct AttentionHead {
     const float* q = nullptr;       // [group][head_dim]
-    const uint8_t* keys = nullptr;  // n_positions rows of head_dim elements, row_bytes apart
+    const uint8_t* keys = nullptr;  // n_positions rows of head_dim values, row_bytes apart
     const uint8_t* values = nullptr;
     size_t row_bytes = 0;
-    bool f16 = true;  // cache elements are F16 (else F32)
+    CacheFormat format = CacheFormat::f16;
     size_t group = 1, head_dim = 0, n_positions = 0;
     float scale = 1.0f;       // 1 / sqrt(head_dim)
     float* scores = nullptr;  // scratch [group][n_positions]
@@ -410,9 +415,15 @@ inline void rope(float* v, const float* cos, const float* sin, size_t pairs) noe
     }
 }
 
-// One cached key or value element, F16 or F32 (see AttentionHead::f16).
-inline float cache_value(const uint8_t* row, size_t i, bool f16) noexcept {
-    if (f16) return fp16_to_fp32(load_u16(row + 2 * i));
+// Element i of a cached key or value row (see CacheFormat). A Q8_0 value
+// d * q is exact in float (an 11-bit d times an 8-bit q), so every level that
+// widens the same d and q gets the same bits whatever its instructions.
+inline float cache_value(const uint8_t* row, size_t i, CacheFormat format) noexcept {
+    if (format == CacheFormat::f16) return fp16_to_fp32(load_u16(row + 2 * i));
+    if (format == CacheFormat::q8_0) {
+        const uint8_t* block = row + i / 32 * 34;
+        return fp16_to_fp32(load_u16(block)) * float(int8_t(block[2 + i % 32]));
+    }
     float v;
     std::memcpy(&v, row + 4 * i, sizeof v);
     return v;
@@ -427,7 +438,7 @@ inline void attend(const AttentionHead& a) noexcept {
         const uint8_t* key = a.keys + p * a.row_bytes;
         for (size_t g = 0; g < a.group; ++g) {
             const float dot =
-                dot_in_lanes([key, &a](size_t i) { return cache_value(key, i, a.f16); },
+                dot_in_lanes([key, &a](size_t i) { return cache_value(key, i, a.format); },
                              a.q + g * a.head_dim, a.head_dim);
             a.scores[g * a.n_positions + p] = dot * a.scale;
         }
@@ -440,7 +451,7 @@ inline void attend(const AttentionHead& a) noexcept {
             const float weight = a.scores[g * a.n_positions + p];
             float* out = a.out + g * a.head_dim;
             for (size_t i = 0; i < a.head_dim; ++i)
-                out[i] = smol::detail::fma(weight, cache_value(value, i, a.f16), out[i]);
+                out[i] = smol::detail::fma(weight, cache_value(value, i, a.format), out[i]);
         }
     }
 }

@@ -45,13 +45,15 @@
 // plain fields (no virtual call on the decode path); serialize(), restore() and
 // clone() are virtual. The serialized form is portable between backends of the
 // same model (a session saved on the GPU restores on the CPU and back):
-//   offset 0  u32 magic "SMKV", u32 version 1, u32 element type (0 F32, 1 F16),
-//             u32 n_layers, u32 n_kv_heads, u32 head_dim, u64 size (positions)
+//   offset 0  u32 magic "SMKV", u32 version 1, u32 element type (0 F32, 1 F16,
+//             2 Q8_0), u32 n_layers, u32 n_kv_heads, u32 head_dim, u64 size (positions)
 //   offset 32 for each layer, for K then V, for each kv head: size rows of
-//             head_dim elements (keys after RoPE), little-endian
+//             kv_row_bytes(type, head_dim) bytes (head_dim elements, or head_dim / 32
+//             Q8_0 blocks; keys after RoPE), little-endian
 // (the CPU KVCache's format, byte for byte; detail::parse_kv_image below is its
-// one reader). restore() takes either element type and converts if the cache
-// stores another one (the CPU cache adopts the saved type instead).
+// one reader). restore() takes an element type it can store and converts if the
+// cache stores another one (the CPU cache adopts the saved type instead; the GPU
+// cache refuses Q8_0 as ErrorKind::unsupported).
 //
 // Errors: each fallible call has a try_* form that returns the error as a
 // Status / Expected (error.hpp) and a plain form that throws it as
@@ -100,8 +102,38 @@ inline std::optional<Device> parse_device(std::string_view name) noexcept {
     return std::nullopt;
 }
 
-// Element type of a KV cache.
-enum class KVType : uint32_t { f32 = 0, f16 = 1 };
+// Element type of a KV cache. q8_0: each row of head_dim values is stored as
+// GGUF Q8_0 blocks (32 values: an fp16 scale and 32 int8, 34 bytes), so
+// head_dim must be a multiple of 32; 34/64 of F16's bytes.
+enum class KVType : uint32_t { f32 = 0, f16 = 1, q8_0 = 2 };
+
+inline const char* kv_type_name(KVType type) noexcept {
+    switch (type) {
+        case KVType::f32:
+            return "f32";
+        case KVType::f16:
+            return "f16";
+        case KVType::q8_0:
+            return "q8_0";
+    }
+    return "unknown";
+}
+
+// "f32", "f16" or "q8_0" (what --kv-type takes in the tools); nullopt otherwise.
+inline std::optional<KVType> parse_kv_type(std::string_view name) noexcept {
+    for (const KVType t : {KVType::f32, KVType::f16, KVType::q8_0})
+        if (name == kv_type_name(t)) return t;
+    return std::nullopt;
+}
+
+// Bytes of one cached row of head_dim values of `type` (head_dim a multiple of
+// 32 for q8_0); 0 for a type that is none of the above.
+constexpr size_t kv_row_bytes(KVType type, size_t head_dim) noexcept {
+    return type == KVType::f32    ? head_dim * 4
+           : type == KVType::f16  ? head_dim * 2
+           : type == KVType::q8_0 ? head_dim / 32 * 34
+                                  : 0;
+}
 
 // The two halves of a cache entry (keys are stored after RoPE).
 enum class KVPart : int { keys = 0, values = 1 };
@@ -535,7 +567,8 @@ inline Expected<KVImage> try_parse_kv_image(const void* data, size_t bytes, size
         return ErrorInfo{ErrorKind::unsupported, "KVCache: unsupported serialization version " +
                                                      std::to_string(read_le<uint32_t>(p, 4))};
     const uint32_t type = read_le<uint32_t>(p, 8);
-    if (type != uint32_t(KVType::f16) && type != uint32_t(KVType::f32))
+    if (type != uint32_t(KVType::f16) && type != uint32_t(KVType::f32) &&
+        type != uint32_t(KVType::q8_0))
         return ErrorInfo{ErrorKind::format,
                          "KVCache: unknown element type " + std::to_string(type)};
     const size_t layers = read_le<uint32_t>(p, 12), heads = read_le<uint32_t>(p, 16),
@@ -551,10 +584,15 @@ inline Expected<KVImage> try_parse_kv_image(const void* data, size_t bytes, size
         return ErrorInfo{ErrorKind::out_of_range,
                          "KVCache: serialized cache holds " + std::to_string(size) +
                              " positions, more than n_ctx " + std::to_string(n_ctx)};
+    if (type == uint32_t(KVType::q8_0) && dim % 32 != 0)
+        return ErrorInfo{ErrorKind::format,
+                         "KVCache: a q8_0 cache needs head_dim a multiple of "
+                         "32, the serialized one has " +
+                             std::to_string(dim)};
     KVImage image;
     image.type = KVType(type);
     image.size = size_t(size);
-    image.row_bytes = dim * (image.type == KVType::f16 ? 2 : 4);
+    image.row_bytes = kv_row_bytes(image.type, dim);
     // size comes from the bytes: a product that wrapped could match a short
     // buffer and send a copy past its end.
     size_t payload = 2;

@@ -4,10 +4,14 @@
 // Preallocated for n_ctx positions (KVCache::kDefaultSize picks min(4096, the
 // model's context length); 0 or more than the context length is an error); memory is reserved up
 // front but pages are only touched as positions fill. Elements are F16 by default (half the memory
-// and bandwidth of F32; the reference engine the goldens come from also keeps F16) or F32.
+// and bandwidth of F32; the reference engine the goldens come from also keeps F16), F32, or Q8_0
+// (each row is head_dim / 32 GGUF Q8_0 blocks, 34 bytes per 32 values: 53 % of F16's bytes; a
+// row is quantized once, when its position is written, so the values attention reads are
+// rounded once more than F16's).
 //
-// Layout, one block per (layer, K or V, kv head), each [n_ctx][head_dim]:
-//   block(layer, part, head) starts at ((layer * 2 + part) * n_kv_heads + head) * n_ctx * head_dim
+// Layout, one block per (layer, K or V, kv head), each [n_ctx] rows of row_bytes():
+//   block(layer, part, head) starts at ((layer * 2 + part) * n_kv_heads + head) * n_ctx *
+//   row_bytes()
 // (part: 0 keys, 1 values)
 // so attention for one head walks contiguous positions. Keys are stored after
 // RoPE (for NoPE layers, as projected).
@@ -42,6 +46,9 @@
 #include "../detail/checked.hpp"
 #include "../detail/fma.hpp"
 #include "../error.hpp"
+#include "../quant/blocks.hpp"
+#include "../quant/dequantize.hpp"
+#include "../quant/quantize.hpp"
 #include "backend.hpp"
 #include "config.hpp"
 #include "rope.hpp"
@@ -62,16 +69,22 @@ public:
     // LoadOptions::memory_budget) before anything is allocated: a geometry
     // whose size overflows or exceeds it is ErrorKind::resource. try_create
     // returns these errors (and, with exceptions, a failed allocation) as a value.
+    // KVType::q8_0 needs head_dim a multiple of 32 (ErrorKind::unsupported otherwise).
     explicit KVCache(const Config& config, size_t n_ctx = kDefaultSize, KVType type = KVType::f16,
                      uint64_t memory_budget = 0)
         : KVCache(detail::value_or_fail(try_create(config, n_ctx, type, memory_budget))) {}
     static Expected<KVCache> try_create(const Config& config, size_t n_ctx = kDefaultSize,
                                         KVType type = KVType::f16, uint64_t memory_budget = 0) {
         SMOL_TRY_ASSIGN(n_ctx, resolve_n_ctx(config, n_ctx));
-        if (type != KVType::f16 && type != KVType::f32)
+        if (type != KVType::f16 && type != KVType::f32 && type != KVType::q8_0)
             return ErrorInfo{ErrorKind::invalid_argument, "KVCache: unknown element type"};
         if (config.n_layers == 0 || config.n_kv_heads == 0 || config.head_dim == 0)
             return ErrorInfo{ErrorKind::invalid_argument, "KVCache: empty model geometry"};
+        if (type == KVType::q8_0 && config.head_dim % QK8_0 != 0)
+            return ErrorInfo{
+                ErrorKind::unsupported,
+                "KVCache: a q8_0 cache needs head_dim a multiple of 32, the model has " +
+                    std::to_string(config.head_dim)};
         KVCache cache(config.n_layers, config.n_kv_heads, config.head_dim, n_ctx, type,
                       memory_budget);
         SMOL_TRY(cache.check_size());
@@ -102,10 +115,9 @@ public:
     }
 
     KVType type() const noexcept { return type_; }
-    size_t element_bytes() const noexcept { return type_ == KVType::f16 ? 2 : 4; }
-    size_t bytes() const noexcept {
-        return block_elements() * 2 * n_layers_ * n_kv_heads_ * element_bytes();
-    }
+    // Bytes of one cached row (head_dim values): kv_row_bytes(type(), head_dim).
+    size_t row_bytes() const noexcept { return kv_row_bytes(type_, head_dim_); }
+    size_t bytes() const noexcept { return block_bytes() * 2 * n_layers_ * n_kv_heads_; }
 
     // True when the geometry matches `config` (same layers, kv heads, head dim).
     bool compatible(const Config& config) const noexcept {
@@ -121,12 +133,12 @@ public:
         size_ = n;
     }
 
-    // Start of the [n_ctx][head_dim] block of the keys or values of one kv head.
+    // Start of the [n_ctx] rows (row_bytes() each) of the keys or values of one kv head.
     void* block(size_t layer, KVPart part, size_t kv_head) noexcept {
-        return data_.get() + block_offset(layer, part, kv_head) * element_bytes();
+        return data_.get() + block_offset(layer, part, kv_head);
     }
     const void* block(size_t layer, KVPart part, size_t kv_head) const noexcept {
-        return data_.get() + block_offset(layer, part, kv_head) * element_bytes();
+        return data_.get() + block_offset(layer, part, kv_head);
     }
     void* keys(size_t layer, size_t kv_head) noexcept {
         return block(layer, KVPart::keys, kv_head);
@@ -154,10 +166,13 @@ public:
     // RoPE layers are rotated by -count positions (`rule`, model/rope.hpp),
     // rounded back to the element type; NoPE layers' keys ((l + 1) % 4 == 0:
     // nothing encodes their position) and all values move bit for bit. The
-    // caller sets size() afterwards.
+    // caller sets size() afterwards. A Q8_0 key is dequantized, rotated and
+    // quantized again: like F16's it is rounded a second time, but to Q8_0's
+    // coarser steps, with a new scale per 32 values (tests/test_context.cpp
+    // bounds the drift against a fresh prefill).
     void erase_positions(size_t first, size_t count, const Config& config, const RopeRule& rule) {
         const size_t moved = size_ - first - count;
-        const size_t row = head_dim_ * element_bytes();
+        const size_t row = row_bytes();
         const size_t pairs = rule.pairs();
         std::vector<float> cos(pairs), sin(pairs), key(head_dim_);
         rule.shift(-int64_t(count), cos.data(), sin.data());
@@ -184,10 +199,12 @@ public:
     // Reads one stored row back as float (tests, the reference).
     void load_row(size_t layer, KVPart part, size_t kv_head, size_t pos,
                   float* out) const noexcept {
-        const uint8_t* base = static_cast<const uint8_t*>(block(layer, part, kv_head)) +
-                              pos * head_dim_ * element_bytes();
+        const uint8_t* base =
+            static_cast<const uint8_t*>(block(layer, part, kv_head)) + pos * row_bytes();
         if (type_ == KVType::f32) {
             std::memcpy(out, base, head_dim_ * 4);
+        } else if (type_ == KVType::q8_0) {
+            dequantize_row_q8_0(reinterpret_cast<const BlockQ8_0*>(base), out, head_dim_);
         } else {
             const uint16_t* h = reinterpret_cast<const uint16_t*>(base);
             for (size_t d = 0; d < head_dim_; ++d) out[d] = fp16_to_fp32(h[d]);
@@ -197,7 +214,7 @@ public:
     // --- serialization of the valid prefix (the portable format, model/backend.hpp) ---
     std::vector<uint8_t> serialize() const override {
         std::vector<uint8_t> out;
-        const size_t row = head_dim_ * element_bytes();
+        const size_t row = row_bytes();
         out.reserve(detail::kKVHeaderBytes + 2 * n_layers_ * n_kv_heads_ * size_ * row);
         detail::append_kv_header(out, type_, n_layers_, n_kv_heads_, head_dim_, size_);
         for (size_t l = 0; l < n_layers_; ++l)
@@ -261,10 +278,9 @@ private:
 
     // The geometry comes from a file: each factor is bounded, their product is not.
     Status check_size() const {
-        SMOL_TRY_ASSIGN(
-            const size_t total,
-            detail::checked_product("KVCache", {uint64_t(n_ctx_), head_dim_, 2, n_layers_,
-                                                n_kv_heads_, element_bytes()}));
+        SMOL_TRY_ASSIGN(const size_t total,
+                        detail::checked_product(
+                            "KVCache", {uint64_t(n_ctx_), row_bytes(), 2, n_layers_, n_kv_heads_}));
         return detail::check_budget("KVCache of " + std::to_string(n_ctx_) + " positions", total,
                                     memory_budget_);
     }
@@ -281,9 +297,9 @@ private:
         size_ = image.size;
     }
 
-    size_t block_elements() const noexcept { return n_ctx_ * head_dim_; }
+    size_t block_bytes() const noexcept { return n_ctx_ * row_bytes(); }
     size_t block_offset(size_t layer, KVPart part, size_t kv_head) const noexcept {
-        return ((layer * 2 + size_t(part)) * n_kv_heads_ + kv_head) * block_elements();
+        return ((layer * 2 + size_t(part)) * n_kv_heads_ + kv_head) * block_bytes();
     }
 
     // Uninitialized on purpose: pages are touched only as positions fill.
@@ -297,7 +313,7 @@ private:
     }
 
     void copy_prefix_from(const KVCache& other, size_t n) {
-        const size_t row = head_dim_ * element_bytes();
+        const size_t row = row_bytes();
         for (size_t l = 0; l < n_layers_; ++l)
             for (const KVPart part : {KVPart::keys, KVPart::values})
                 for (size_t h = 0; h < n_kv_heads_; ++h)
@@ -308,6 +324,10 @@ private:
     void store_row(void* base, size_t pos, const float* src) noexcept {
         if (type_ == KVType::f32) {
             std::memcpy(static_cast<float*>(base) + pos * head_dim_, src, head_dim_ * 4);
+        } else if (type_ == KVType::q8_0) {  // the reference quantizer: what GGUF's Q8_0 rounds
+            quantize_row_q8_0(
+                src, reinterpret_cast<BlockQ8_0*>(static_cast<uint8_t*>(base) + pos * row_bytes()),
+                head_dim_);
         } else {
             uint16_t* dst = static_cast<uint16_t*>(base) + pos * head_dim_;
             for (size_t d = 0; d < head_dim_; ++d) dst[d] = fp32_to_fp16(src[d]);

@@ -599,9 +599,11 @@ private:
             head.scores = scores + size_t(thread) * per_thread;
             for (size_t item = begin; item < end; ++item) {
                 const size_t r = item / c.n_kv_heads, kv_head = item % c.n_kv_heads;
-                const KVCache& kv = *rows[r].kv;  // the rows of one pass may mix F16 and F32 caches
-                head.row_bytes = hd * kv.element_bytes();
-                head.f16 = kv.type() == KVType::f16;
+                const KVCache& kv = *rows[r].kv;  // the rows of one pass may mix element types
+                head.row_bytes = kv.row_bytes();
+                head.format = kv.type() == KVType::f16    ? kernels::CacheFormat::f16
+                              : kv.type() == KVType::q8_0 ? kernels::CacheFormat::q8_0
+                                                          : kernels::CacheFormat::f32;
                 head.n_positions = rows[r].pos + 1;
                 head.q = &s.q[r * q_dim + kv_head * group * hd];       // [group][hd]
                 head.out = &s.attn[r * q_dim + kv_head * group * hd];  // [group][hd]
