@@ -4,6 +4,7 @@
 #define SMOL_BUILDING_SHARED 1
 #include <smol/smol.h>
 #include <smol/smol.hpp>
+#include <smol/detail/json.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -269,38 +270,9 @@ std::vector<smol::ChatMessage> to_messages(const smol_message* messages, size_t 
     return out;
 }
 
+// A JSON string literal (the library's own quoting: detail/json.hpp).
 void append_json_string(std::string& out, const std::string& text) {
-    out += '"';
-    for (const char ch : text) {
-        const unsigned char c = static_cast<unsigned char>(ch);
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            default:
-                if (c < 0x20) {
-                    static const char hex[] = "0123456789abcdef";
-                    out += "\\u00";
-                    out += hex[c >> 4];
-                    out += hex[c & 15];
-                } else {
-                    out += ch;
-                }
-        }
-    }
-    out += '"';
+    out += smol::detail::json::quote(text);
 }
 
 std::string tool_calls_json(const std::vector<smol::ToolCall>& calls) {

@@ -159,7 +159,7 @@ TEST_CASE("a warm decode step through Model::forward allocates nothing") {
     for (const int threads : {1, 2}) {
         CAPTURE(threads);
         const auto model = load(threads);
-        smol::KVCache kv = model->new_cache(64);
+        smol::KVCache kv = model->make_cache(64);
         std::vector<float> logits(model->config().vocab_size);
         model->forward(kPrompt.data(), kPrompt.size(), 0, kv, logits.data());
         int32_t token = 5;
@@ -232,7 +232,7 @@ TEST_CASE("the work buffers of a long prefill are not kept after it") {
     smol::LoadOptions load_options;
     load_options.n_threads = 2;
     const auto model = smol::Model::load_from_memory(bytes.data(), bytes.size(), load_options);
-    smol::KVCache kv = model->new_cache(512);
+    smol::KVCache kv = model->make_cache(512);
     std::vector<float> logits(model->config().vocab_size);
     int32_t token = 9;
     for (int i = 0; i < kWarmSteps; ++i) model->forward(&token, 1, kv.size(), kv, logits.data());

@@ -1148,7 +1148,7 @@ float emulate_dot(GGMLType type, const void* row, size_t cols, const float* x) {
 
 void emulate_quantize_activations(GGMLType weight_type, const float* x, size_t n, int8_t* q,
                                   float* d) {
-    const ActRule rule = weight_act_rule_of(type);
+    const ActRule rule = act_rule_of(weight_type);
     for (size_t b = 0; b < n / kActBlock; ++b) {
         ActBlock block;
         quantize_act_block_host(x + b * kActBlock, block, rule);
