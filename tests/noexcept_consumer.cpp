@@ -263,8 +263,8 @@ void metadata(const File& real) {
                  ErrorKind::shape, "vocab_size 1000", "'smollm3.vocab_size'");
     expect_error(
         config_of(rebuild(real, nullptr, no_tensors,
-                          [](Writer& w) { w.set_string("smollm3.rope.scaling.type", "yarn"); })),
-        ErrorKind::unsupported, "rope scaling yarn", "yarn");
+                          [](Writer& w) { w.set_string("smollm3.rope.scaling.type", "linear"); })),
+        ErrorKind::unsupported, "rope scaling linear", "linear");
 
     // The vocabulary, through the tokenizer.
     auto tokenizer_of = [](const Bytes& bytes) {

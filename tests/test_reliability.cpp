@@ -218,8 +218,8 @@ TEST_CASE("metadata that describes no SmolLM3 model") {
                  ErrorKind::shape, {"'smollm3.vocab_size'", "1000", "128256"});
     expect_error(
         config_of(rebuild(*real, nullptr, no_tensors,
-                          [](Writer& w) { w.set_string("smollm3.rope.scaling.type", "yarn"); })),
-        ErrorKind::unsupported, {"rope.scaling.type", "yarn"});
+                          [](Writer& w) { w.set_string("smollm3.rope.scaling.type", "linear"); })),
+        ErrorKind::unsupported, {"rope.scaling.type", "linear"});
     smol_test::count_golden();
 }
 #endif

@@ -15,6 +15,9 @@ if(MODE STREQUAL "find_package")
   run(${CMAKE_COMMAND} -S ${SMOL_SOURCE_DIR} -B ${WORK_DIR}/smol-build
       -DCMAKE_CXX_COMPILER=${CXX}
       -DSMOL_BUILD_TESTS=OFF -DSMOL_BUILD_EXAMPLES=OFF -DSMOL_BUILD_BENCHMARKS=OFF -DSMOL_BUILD_TOOLS=OFF
+      # The header-only package is what this consumer tests; the shared
+      # library (smol::shared) would need a build before the install.
+      -DSMOL_BUILD_SHARED=OFF
       -DCMAKE_INSTALL_PREFIX=${WORK_DIR}/prefix)
   run(${CMAKE_COMMAND} --install ${WORK_DIR}/smol-build)
   set(extra -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
