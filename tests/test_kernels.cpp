@@ -209,6 +209,13 @@ TEST_CASE("dispatch: the default level is the best this CPU runs, judged indepen
     }
 }
 
+TEST_CASE("weight table: every type's converted rule has its reference dot") {
+    smol::for_each_weight_type<smol::WeightTraits>([](auto traits) {
+        using W = decltype(traits);
+        CHECK((W::convert_min_tokens == 0) == (W::converted_dot_reference == nullptr));
+    });
+}
+
 TEST_CASE("kernel sets: each level has the packed, converted and interleaved rows of its table") {
     // The table in kernels/weight_types.hpp, as it is written there.
     struct Level {
