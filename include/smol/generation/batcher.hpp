@@ -43,9 +43,16 @@
 //     member's cancel never disturbs the others.
 //   - Errors: if a shared step fails, each of its members is run again alone, so
 //     an error belongs to the request that caused it.
-// Results: batched rows go through multi-column kernel tiles that add in a
-// different order than the one-column decode kernels, so logits can differ from
-// an unbatched run in the last bits (the float-rounding rule of the goldens).
+// Results: a token's logits do not depend on how many rows share its step.
+// The multi-column tiles do the same float operations per column as the
+// one-column decode tiles (kernels/detail/x86_tiles.inc), and
+// tests/test_lookup.cpp checks it bit for bit at every x86 level (scalar,
+// avx2, avxvnni, avx512, amx) and KV type. What can differ is the prompt: a
+// prompt split into shares of fewer than the weight table's
+// convert_min_tokens tokens reads exact rows where an unbatched prefill of
+// that length reads converted ones (kernels/matmul_plan.hpp, rule 1), so its
+// logits, and the tokens after it, may part in the last bits (the goldens'
+// float-rounding rule).
 #pragma once
 
 #include "../detail/abi.hpp"
