@@ -81,6 +81,7 @@
 
 #include "../detail/abi.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -104,6 +105,7 @@
 #include "batcher.hpp"
 #include "context_shift.hpp"
 #include "inputs.hpp"
+#include "lookup.hpp"
 #include "params.hpp"
 #include "session_format.hpp"
 #include "run_gate.hpp"
@@ -814,6 +816,10 @@ private:
     }
 
     // Samples and runs one token at a time until a stop condition; returns it.
+    // With params.lookup, a step runs the token with its drafts and every row
+    // the sampler confirms is emitted without another step
+    // (generation/lookup.hpp); the tokens, the history and the cache at the
+    // end are plain decoding's.
     Expected<StopReason> decode(Sampler& sampler, TokenConstraint* constraint,
                                 const GenerateParams& params, detail::TextSink& sink,
                                 const std::atomic<bool>& cancel_flag, detail::ShiftShape* shift,
@@ -822,6 +828,35 @@ private:
         BackendCache& kv = *state_->kv;
         std::vector<int32_t>& history = state_->history;
         const size_t max_tokens = params.max_tokens < 0 ? SIZE_MAX : size_t(params.max_tokens);
+        const size_t n_vocab = state_->logits.size();
+        const LookupParams& lookup = params.lookup;
+        // Lookup decoding: the step's chunk [token, drafts...] and its rows'
+        // logits, [k + 1][vocab]. Allocated only when asked for.
+        std::vector<int32_t> chunk, drafts;
+        std::vector<float> rows;
+        if (lookup.enabled) {
+            chunk.reserve(lookup.k + 1);
+            drafts.reserve(lookup.k);
+            rows.resize((lookup.k + 1) * n_vocab);
+        }
+        float* logits = state_->logits.data();  // the row the next token is sampled from
+        size_t next_draft = 0;                  // drafts[next_draft]: what that row may confirm
+        // The cache never ends past the history: drafts after the last
+        // emitted token go (also on an error), and logits() is the row the
+        // run ended at, as after plain decoding.
+        auto trim = [&kv](size_t n) {
+            if (kv.size() > n) kv.truncate(n);
+        };
+        struct Settle {
+            Generator& generator;
+            float*& logits;
+            ~Settle() {
+                State& st = *generator.state_;
+                if (st.kv->size() > st.history.size()) st.kv->truncate(st.history.size());
+                if (logits != st.logits.data())
+                    std::copy(logits, logits + st.logits.size(), st.logits.begin());
+            }
+        } settle{*this, logits};
         while (true) {
             if (result.tokens.size() >= max_tokens) {
                 sink.flush();
@@ -833,21 +868,40 @@ private:
                 sink.flush();
                 return StopReason::eos;
             }
+            const bool drafted = next_draft < drafts.size();
             SMOL_TRY_ASSIGN(
-                const int32_t token,
-                sampler.try_sample(state_->logits.data(), state_->logits.size(), history));
+                const DraftVerdict verdict,
+                verify_draft(sampler, logits, n_vocab, history, drafted ? drafts[next_draft] : -1));
+            const int32_t token = verdict.token;
+            const bool accepted = drafted && verdict.accepted;
+            if (accepted) ++result.n_accepted_drafts;
             result.tokens.push_back(token);
             history.push_back(token);
             if (constraint) SMOL_TRY(constraint->accept(token));
             const bool grammar_end = constraint && constraint->whole_text();
             if ((!params.ignore_eos || grammar_end) && tokenizer.is_end_of_generation(token)) {
+                trim(history.size() - 1);
                 sink.flush();
                 return StopReason::eos;
             }
             sink.push(token);
-            if (sink.matched()) return StopReason::stop_string;
-            if (sink.callback_stopped()) return StopReason::cancelled;
-            if (result.tokens.size() >= max_tokens) continue;  // reported at the loop top
+            if (sink.matched() || sink.callback_stopped()) {
+                trim(history.size() - 1);
+                return sink.matched() ? StopReason::stop_string : StopReason::cancelled;
+            }
+            if (result.tokens.size() >= max_tokens) {  // reported at the loop top
+                trim(history.size() - 1);
+                continue;
+            }
+            if (accepted) {  // the step ran this token too: its row is next
+                ++next_draft;
+                logits = rows.data() + next_draft * n_vocab;
+                continue;
+            }
+            // The token has not run yet; the cache holds what precedes it.
+            trim(history.size() - 1);
+            drafts.clear();
+            next_draft = 0;
             if (kv.size() >= kv.n_ctx()) {
                 if (shift && shift->any_cut) shift->protect = kv.size();  // text: all may go
                 const size_t drop =
@@ -863,10 +917,50 @@ private:
                                   " tokens after the first " + std::to_string(shift->keep) +
                                   " to keep generating");
             }
-            SMOL_TRY_ASSIGN(const bool ran,
-                            run_forward(&history.back(), 1, kv.size(), cancel_flag));
-            if (!ran) return StopReason::cancelled;
+            if (lookup.enabled)
+                find_drafts(lookup, max_tokens - result.tokens.size() - 1,
+                            kv.n_ctx() - kv.size() - 1, params.ignore_eos, drafts);
+            ++result.n_decode_steps;
+            if (drafts.empty()) {
+                logits = state_->logits.data();
+                SMOL_TRY_ASSIGN(const bool ran,
+                                run_forward(&history.back(), 1, kv.size(), cancel_flag));
+                if (!ran) return StopReason::cancelled;
+            } else {
+                chunk.assign(1, history.back());
+                chunk.insert(chunk.end(), drafts.begin(), drafts.end());
+                result.n_drafted_tokens += drafts.size();
+                logits = rows.data();
+                SMOL_TRY_ASSIGN(const bool ran,
+                                run_forward(chunk.data(), chunk.size(), kv.size(), cancel_flag,
+                                            rows.data(), /*all_logits=*/true));
+                if (!ran) return StopReason::cancelled;
+            }
         }
+    }
+
+    // The drafts for the step that runs history.back(): at most lookup.k, and
+    // no more than `left` (tokens the run may still emit after this one, less
+    // the one the last row picks) and `room` (positions left in the context
+    // after this one); none past an end token, after which nothing would run.
+    void find_drafts(const LookupParams& lookup, size_t left, size_t room, bool ignore_eos,
+                     std::vector<int32_t>& drafts) const {
+        const std::vector<int32_t>& history = state_->history;
+        const size_t cap = std::min({lookup.k, left, room});
+        if (cap == 0) return;
+        if (lookup.draft_hook) {
+            lookup.draft_hook(history, cap, drafts);
+            if (drafts.size() > cap) drafts.resize(cap);
+        } else {
+            find_lookup_drafts(history.data(), history.size(), cap, lookup.max_ngram, drafts);
+        }
+        if (ignore_eos) return;
+        const Tokenizer& tokenizer = state_->model->tokenizer();
+        for (size_t i = 0; i < drafts.size(); ++i)
+            if (tokenizer.is_end_of_generation(drafts[i])) {
+                drafts.resize(i + 1);
+                break;
+            }
     }
 
     static GenerateResult finish(GenerateResult result, StopReason reason) {
@@ -881,11 +975,15 @@ private:
     // cancelled (the backend checks the flag between layers). The backend
     // extends the cache chunk by chunk, so after a cancel it holds [0, start +
     // the chunks that completed): still valid, and kept.
+    // The logits go to logits() (the last position's), or with all_logits to
+    // `rows` ([n][vocab]).
     Expected<bool> run_forward(const int32_t* tokens, size_t n, size_t start,
-                               const std::atomic<bool>& cancel_flag) {
+                               const std::atomic<bool>& cancel_flag, float* rows = nullptr,
+                               bool all_logits = false) {
         if (cancel_flag.load(std::memory_order_relaxed)) return false;
         const Segment segment{
-            tokens, n, start, state_->kv.get(), state_->logits.data(), /*all_logits=*/false};
+            tokens,    n, start, state_->kv.get(), all_logits ? rows : state_->logits.data(),
+            all_logits};
         Status status;
         if (state_->options.batcher) {
             status = state_->options.batcher->run(segment, &cancel_flag);

@@ -67,6 +67,15 @@ inline Status run_inputs_status(const std::vector<int32_t>& prompt, const Genera
                           "GenerateParams: constrain_tool_calls and a grammar or json_schema "
                           "constrain the same text (use one)");
     }
+    if (params.lookup.enabled &&
+        (params.lookup.k == 0 || params.lookup.k > LookupParams::kMaxDrafts ||
+         params.lookup.max_ngram == 0 || params.lookup.max_ngram > LookupParams::kMaxNgram))
+        return Status(
+            ErrorKind::invalid_argument,
+            "GenerateParams: lookup.k must be in [1, " + std::to_string(LookupParams::kMaxDrafts) +
+                "] and lookup.max_ngram in [1, " + std::to_string(LookupParams::kMaxNgram) +
+                "], got " + std::to_string(params.lookup.k) + " and " +
+                std::to_string(params.lookup.max_ngram));
     return Sampler::validate(params);
 }
 

@@ -20,6 +20,7 @@
 #include "../sampling/sampler.hpp"
 #include "../text/chat_template.hpp"
 #include "../text/tool_calls.hpp"
+#include "lookup.hpp"
 
 SMOL_NAMESPACE_BEGIN
 
@@ -131,6 +132,12 @@ struct GenerateParams : SamplingParams {
     // declared tools' {"name", "arguments"} shapes, then </tool_call> closes it.
     // The text outside calls stays free.
     bool constrain_tool_calls = false;
+
+    // Lookup decoding (generation/lookup.hpp): drafts from the context,
+    // verified k at a time in one step. Off by default. Greedy output is
+    // plain decoding's, token for token; sampled output is exact in
+    // distribution (and, seeded, plain decoding's tokens).
+    LookupParams lookup;
 };
 
 struct GenerateResult {
@@ -152,7 +159,13 @@ struct GenerateResult {
     size_t n_prompt_discarded_tokens = 0;
     double prefill_ms = 0;  // prefill of n_prefilled_tokens() tokens
     double decode_ms = 0;   // sampling + decoding of the generated tokens
-    std::string error;      // StopReason::error only (no-exceptions builds)
+    // Decode steps (forward passes after the prefill) and, with lookup
+    // decoding, the drafts they ran and how many of them were accepted: the
+    // tokens per step are tokens.size() / n_decode_steps, about.
+    size_t n_decode_steps = 0;
+    size_t n_drafted_tokens = 0;
+    size_t n_accepted_drafts = 0;
+    std::string error;  // StopReason::error only (no-exceptions builds)
     ErrorKind error_kind = ErrorKind::internal;
 
     // The prompt tokens actually run through the model: the prompt, less what

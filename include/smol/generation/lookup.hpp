@@ -1,0 +1,137 @@
+// Lookup decoding: speculative decoding whose drafts come from the context
+// itself (GenerateParams::lookup, off by default).
+//
+// Decoding one token is bound by reading the weights, and a step over a few
+// rows reads them once for all, so a step that checks k guessed tokens costs
+// little more than a step over one. The guess (find_lookup_drafts): the
+// longest earlier occurrence of the history's last n tokens (n = max_ngram
+// down to 1) proposes the tokens that followed it. Text that repeats its
+// context (code, quoted names, structured output, edits) then comes out
+// several tokens per step.
+//
+// One step (Generator::decode): the last sampled token and its drafts d1..dk
+// run as one chunk with every row's logits (k + 1 rows: below the weight
+// table's convert_min_tokens, so the rows are read exactly as for one token;
+// kernels/matmul_plan.hpp, rule 1). Row i's logits then go through the
+// sampler exactly as plain decoding's would (same history, penalties, hook,
+// constraint mask, random stream): while the token it picks equals d(i+1),
+// that draft is accepted and the next row is already computed; the first
+// token that differs is emitted too and runs in the next step. Each step
+// emits between 1 and k + 1 tokens; the cache is truncated to the accepted
+// ones.
+//
+// Results:
+//   - Bits. A token's logits in a chunk of k + 1 rows are the bits of the
+//     one-token step (the multi-column tiles do the same float operations per
+//     column as the one-column tiles), checked by tests/test_lookup.cpp at
+//     every x86 level: scalar, avx2, avxvnni, avx512, amx; KV f16, f32 and
+//     q8_0; 1 and 2 threads. (The arm levels are not run by that test here:
+//     they would fall under the goldens' greedy rule until it has run there.)
+//   - Greedy: identical to plain decoding, token for token.
+//   - Sampled: the standard acceptance rule for a deterministic draft: accept
+//     d with probability p(d) under the sampler's final distribution p, else
+//     emit a token drawn from p with d removed and renormalized. Drawing t
+//     from p and accepting d exactly when t == d is that rule (P(accept) =
+//     p(d); a rejected step's t has the law of p without d), so the output is
+//     exact in distribution; since it spends the random stream as plain
+//     decoding does and the bits agree, a seeded run also gives plain
+//     decoding's very tokens (verify_draft; tested both ways).
+//   - Stopping, streaming and structured output see each accepted token in
+//     order, as they would see it from plain decoding: an end token, a stop
+//     string, max_tokens (never exceeded: drafts are capped by what is left),
+//     the callback and cancel end the step at that token. With a constraint,
+//     a draft is accepted only as the token the sampler picked through the
+//     constraint's mask, and the constraint then accepts it as any sampled
+//     token: a draft it forbids can never be picked, so it ends the draft
+//     there (the rows after it are wasted work, never output). The drafts
+//     are not checked against the grammar ahead: walking the matcher on a
+//     guess would spend its per-step work budget, which plain decoding does
+//     not. At the end of a run the cache and history are those of plain
+//     decoding (a saved session is the same bytes).
+//   - Context: drafts are capped by the room left in the context; a full
+//     context runs one token as plain decoding does (stop or shift).
+//   - Batcher: a verify chunk is a segment of k + 1 tokens like a prompt's
+//     share; it runs in shared steps as any segment does.
+#pragma once
+
+#include "../detail/abi.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "../error.hpp"
+#include "../sampling/sampler.hpp"
+
+SMOL_NAMESPACE_BEGIN
+
+// GenerateParams::lookup.
+struct LookupParams {
+    bool enabled = false;
+    // Drafted tokens per step, 1 .. kMaxDrafts: the step runs k + 1 rows.
+    size_t k = 4;
+    // The longest suffix of the history looked up (tried from this length down
+    // to 1), 1 .. kMaxNgram.
+    size_t max_ngram = 3;
+    // Test and benchmark use: supplies the drafts instead of the n-gram
+    // lookup. Called once per step with the history (prompt + generated, its
+    // last token the one the step runs) and the most drafts the step takes;
+    // writes the drafts to `drafts` (cleared before the call; extra ones are
+    // dropped). Lets a test force every draft accepted or rejected.
+    std::function<void(const std::vector<int32_t>& history, size_t max_drafts,
+                       std::vector<int32_t>& drafts)>
+        draft_hook;
+
+    static constexpr size_t kMaxDrafts = 16;
+    static constexpr size_t kMaxNgram = 16;
+};
+
+// The drafts for the history's next tokens: the most recent earlier
+// occurrence of its last n tokens (n from max_ngram down to 1, the first n
+// that occurs) proposes the up to k tokens that followed it. Where the
+// continuation runs into the history's end it goes on through the drafts
+// themselves (a repeating span keeps repeating), so a match gives k drafts.
+// No match (or k == 0): no drafts. Pure; O(history x max_ngram).
+inline void find_lookup_drafts(const int32_t* history, size_t n_history, size_t k, size_t max_ngram,
+                               std::vector<int32_t>& drafts) {
+    drafts.clear();
+    if (k == 0 || n_history < 2) return;
+    for (size_t n = std::min(max_ngram, n_history - 1); n >= 1; --n) {
+        const int32_t* suffix = history + n_history - n;
+        // Occurrences starting at j, j + n <= n_history - 1 (not the suffix itself), latest first.
+        for (size_t j = n_history - n; j-- > 0;) {
+            if (!std::equal(suffix, suffix + n, history + j)) continue;
+            // history + drafts, read from j + n on: drafts[i] is element j + n + i.
+            for (size_t i = 0; i < k; ++i) {
+                const size_t at = j + n + i;
+                drafts.push_back(at < n_history ? history[at] : drafts[at - n_history]);
+            }
+            return;
+        }
+    }
+}
+inline std::vector<int32_t> find_lookup_drafts(const std::vector<int32_t>& history, size_t k,
+                                               size_t max_ngram = 3) {
+    std::vector<int32_t> drafts;
+    find_lookup_drafts(history.data(), history.size(), k, max_ngram, drafts);
+    return drafts;
+}
+
+// One row of a verify step: the sampler picks a token from `logits` as plain
+// decoding would (history: prompt + generated, without the draft), and the
+// draft is accepted when it is that token. With a distribution p this
+// accepts with probability p(draft) and otherwise returns a token drawn from
+// p with the draft removed: the standard rule (see the top of this file).
+struct DraftVerdict {
+    int32_t token = -1;  // what the row emits: the draft when accepted
+    bool accepted = false;
+};
+inline Expected<DraftVerdict> verify_draft(Sampler& sampler, float* logits, size_t n_vocab,
+                                           const std::vector<int32_t>& history, int32_t draft) {
+    SMOL_TRY_ASSIGN(const int32_t token, sampler.try_sample(logits, n_vocab, history));
+    return DraftVerdict{token, token == draft};
+}
+
+SMOL_NAMESPACE_END
