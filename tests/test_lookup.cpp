@@ -10,6 +10,7 @@
 
 #include "support/fixtures.hpp"
 #include "support/generator_testutil.hpp"
+#include "support/model_testutil.hpp"
 
 namespace {
 
@@ -177,4 +178,345 @@ TEST_CASE("verify_draft accepts with p(draft), else draws from p without the dra
     const std::vector<double> uniform(4, 0.25);
     CHECK(chi_square(others, uniform, n_rejected) > 30.0);
     CHECK(std::abs(rate - 1.0) > 5 * sd);
+}
+
+// ---------------------------------------------------------------------------
+// The Generator with lookup decoding against plain decoding.
+
+namespace {
+
+using smol_test::greedy;
+using smol_test::made_model;
+
+std::shared_ptr<const smol::Model> fixture_model(const char* name) {
+    const auto path = smol_test::fixture(name);
+    if (!path) return nullptr;
+    smol::LoadOptions options;
+    options.n_threads = 2;
+    return smol::Model::load(*path, options);
+}
+
+smol::GenerateParams with_lookup(smol::GenerateParams p, size_t k = 4) {
+    p.lookup.enabled = true;
+    p.lookup.k = k;
+    return p;
+}
+
+// Drafts from a known continuation of `prompt`: the next `max` tokens of
+// `truth` (all accepted under greedy), or those tokens shifted by one id (all
+// rejected).
+std::function<void(const std::vector<int32_t>&, size_t, std::vector<int32_t>&)> forced_drafts(
+    size_t prompt_size, std::vector<int32_t> truth, bool right, size_t vocab) {
+    return [=](const std::vector<int32_t>& history, size_t max, std::vector<int32_t>& drafts) {
+        const size_t done = history.size() - prompt_size;  // generated so far
+        for (size_t i = 0; i < max && done + i < truth.size(); ++i)
+            drafts.push_back(right ? truth[done + i] : int32_t((truth[done + i] + 1) % vocab));
+    };
+}
+
+struct Streamed {
+    std::vector<std::string> pieces;
+    smol::TokenCallback callback() {
+        return [this](std::string_view piece) {
+            pieces.emplace_back(piece);
+            return true;
+        };
+    }
+};
+
+}  // namespace
+
+TEST_CASE("greedy lookup decoding gives plain decoding's tokens on the fixtures' prompts") {
+    for (const char* name : {"tiny-q4km.gguf", "tiny-q8_0.gguf"}) {
+        const auto model = fixture_model(name);
+        if (!model) continue;
+        const auto golden = smol_test::load_golden(name);
+        if (!golden) continue;
+        size_t tokens = 0, steps = 0, drafted = 0, accepted = 0;
+        for (const smol_test::GoldenPrompt& g : *golden) {
+            CAPTURE(name);
+            CAPTURE(g.prompt);
+            smol::Generator plain_gen(model);
+            const smol::GenerateResult plain = plain_gen.generate_tokens(g.ids, greedy(40));
+            for (const size_t k : {1, 4, 7}) {
+                CAPTURE(k);
+                smol::Generator gen(model);
+                const smol::GenerateResult r =
+                    gen.generate_tokens(g.ids, with_lookup(greedy(40), k));
+                CHECK(r.tokens == plain.tokens);
+                CHECK(r.text == plain.text);
+                CHECK(gen.history() == plain_gen.history());
+                CHECK(gen.n_cached() == plain_gen.n_cached());
+                CHECK(r.n_accepted_drafts <= r.n_drafted_tokens);
+                CHECK(r.n_decode_steps + r.n_accepted_drafts + 1 == r.tokens.size());
+                if (k == 4) {
+                    tokens += r.tokens.size();
+                    steps += r.n_decode_steps;
+                    drafted += r.n_drafted_tokens;
+                    accepted += r.n_accepted_drafts;
+                }
+            }
+            CHECK(plain.n_decode_steps + 1 == plain.tokens.size());
+        }
+        MESSAGE((std::string(name) + " (random weights), k = 4: " + std::to_string(accepted) +
+                 " of " + std::to_string(drafted) + " drafts accepted, " + std::to_string(tokens) +
+                 " tokens in " + std::to_string(steps) + " decode steps"));
+    }
+}
+
+TEST_CASE("forced drafts: all accepted and all rejected give plain decoding's tokens") {
+    const auto model = made_model();
+    const size_t vocab = model->config().vocab_size;
+    smol::Generator plain_gen(model);
+    const smol::GenerateParams p = greedy(30);
+    const smol::GenerateResult plain = plain_gen.generate("The blacksmith said", p);
+    const size_t prompt_size = plain_gen.history().size() - plain.tokens.size();
+    for (const bool right : {true, false}) {
+        for (const size_t k : {1, 4, 8}) {
+            CAPTURE(right);
+            CAPTURE(k);
+            smol::GenerateParams q = with_lookup(p, k);
+            q.lookup.draft_hook = forced_drafts(prompt_size, plain.tokens, right, vocab);
+            smol::Generator gen(model);
+            Streamed streamed;
+            const smol::GenerateResult r =
+                gen.generate("The blacksmith said", q, streamed.callback());
+            CHECK(r.tokens == plain.tokens);
+            CHECK(r.text == plain.text);
+            CHECK(gen.history() == plain_gen.history());
+            CHECK(gen.save_session() == plain_gen.save_session());
+            std::string joined;
+            for (const auto& piece : streamed.pieces) joined += piece;
+            CHECK(joined == plain.text);
+            CHECK(r.n_drafted_tokens > 0);
+            if (right) {
+                CHECK(r.n_accepted_drafts == r.n_drafted_tokens);
+                // Every step emits k + 1 tokens (the last ones capped by max_tokens).
+                CHECK(r.n_decode_steps <= (plain.tokens.size() - 1 + k) / (k + 1));
+            } else {
+                CHECK(r.n_accepted_drafts == 0);
+                CHECK(r.n_decode_steps + 1 == plain.tokens.size());
+            }
+        }
+    }
+}
+
+TEST_CASE("lookup decoding: max_tokens, stop strings, callbacks and end tokens as plain decoding") {
+    const auto model = made_model();
+    const size_t vocab = model->config().vocab_size;
+    const std::string prompt = "Once upon a time in a village by the sea,";
+    smol::Generator plain_gen(model);
+    const smol::GenerateResult full = plain_gen.generate(prompt, greedy(40));
+    const size_t prompt_size = plain_gen.history().size() - full.tokens.size();
+    for (const bool right : {true, false}) {
+        CAPTURE(right);
+        auto hook = forced_drafts(prompt_size, full.tokens, right, vocab);
+        // max_tokens: never more, and plain decoding's first tokens.
+        for (int max = 0; max <= 12; ++max) {
+            CAPTURE(max);
+            smol::GenerateParams q = with_lookup(greedy(max), 4);
+            q.lookup.draft_hook = hook;
+            smol::Generator gen(model), plain(model);
+            const smol::GenerateResult r = gen.generate(prompt, q);
+            const smol::GenerateResult expected = plain.generate(prompt, greedy(max));
+            CHECK(r.tokens == expected.tokens);
+            CHECK(r.stop_reason == expected.stop_reason);
+            CHECK(gen.save_session() == plain.save_session());
+        }
+        // A stop string from the middle of the text.
+        if (full.text.size() > 12) {
+            smol::GenerateParams s = greedy(40);
+            // Two whole characters from the middle (the text may be any UTF-8).
+            auto boundary = [&](size_t i) {
+                while (i < full.text.size() && (uint8_t(full.text[i]) & 0xc0) == 0x80) ++i;
+                return i;
+            };
+            const size_t from = boundary(full.text.size() / 2);
+            const size_t to = boundary(boundary(from + 1) + 1);
+            s.stop = {full.text.substr(from, to - from)};
+            smol::Generator plain(model), gen(model);
+            Streamed a, b;
+            const smol::GenerateResult expected = plain.generate(prompt, s, a.callback());
+            smol::GenerateParams q = with_lookup(s, 4);
+            q.lookup.draft_hook = hook;
+            const smol::GenerateResult r = gen.generate(prompt, q, b.callback());
+            CHECK(expected.stop_reason == smol::StopReason::stop_string);
+            CHECK(r.stop_reason == expected.stop_reason);
+            CHECK(r.text == expected.text);
+            CHECK(r.tokens == expected.tokens);
+            CHECK(b.pieces == a.pieces);
+            CHECK(gen.save_session() == plain.save_session());
+        }
+        // The callback stops the run after the third piece.
+        {
+            smol::Generator plain(model), gen(model);
+            auto stop_after = [](size_t n) {
+                auto count = std::make_shared<size_t>(0);
+                return [count, n](std::string_view) { return ++*count < n; };
+            };
+            const smol::GenerateResult expected = plain.generate(prompt, greedy(40), stop_after(3));
+            smol::GenerateParams q = with_lookup(greedy(40), 4);
+            q.lookup.draft_hook = hook;
+            const smol::GenerateResult r = gen.generate(prompt, q, stop_after(3));
+            CHECK(expected.stop_reason == smol::StopReason::cancelled);
+            CHECK(r.stop_reason == expected.stop_reason);
+            CHECK(r.tokens == expected.tokens);
+            CHECK(gen.history() == plain.history());
+            CHECK(gen.n_cached() == plain.n_cached());
+        }
+    }
+    // An end token drafted and confirmed ends the run there (forced: the
+    // hook drafts it, a logits hook makes greedy pick it at the third token).
+    {
+        const std::vector<int32_t> eog = model->tokenizer().end_of_generation_ids();
+        REQUIRE(!eog.empty());
+        std::vector<int32_t> script(full.tokens.begin(), full.tokens.begin() + 2);
+        script.push_back(eog[0]);
+        smol::GenerateParams s = greedy(20);
+        s.ignore_eos = false;
+        s.logits_hook = smol_test::force_tokens(script);
+        smol::Generator plain(model), gen(model);
+        const smol::GenerateResult expected = plain.generate(prompt, s);
+        smol::GenerateParams q = with_lookup(s, 4);
+        q.logits_hook = smol_test::force_tokens(script);  // a fresh count
+        q.lookup.draft_hook = forced_drafts(prompt_size, script, true, vocab);
+        const smol::GenerateResult r = gen.generate(prompt, q);
+        CHECK(expected.stop_reason == smol::StopReason::eos);
+        CHECK(r.stop_reason == smol::StopReason::eos);
+        CHECK(r.tokens == expected.tokens);
+        CHECK(r.n_accepted_drafts == 2);
+        CHECK(gen.save_session() == plain.save_session());
+    }
+}
+
+TEST_CASE("lookup decoding: a seeded sampled run is reproducible and plain decoding's") {
+    const auto model = made_model();
+    smol::GenerateParams p;
+    p.max_tokens = 48;
+    p.ignore_eos = true;
+    p.temperature = 0.9f;
+    p.top_k = 50;
+    p.repeat_penalty = 1.05f;
+    for (const uint64_t seed : {1u, 2u, 3u}) {
+        CAPTURE(seed);
+        p.seed = seed;
+        smol::Generator plain(model), a(model), b(model);
+        const smol::GenerateResult expected = plain.generate("Rain fell on the roofs of", p);
+        const smol::GenerateResult r1 = a.generate("Rain fell on the roofs of", with_lookup(p));
+        const smol::GenerateResult r2 = b.generate("Rain fell on the roofs of", with_lookup(p));
+        CHECK(r1.tokens == r2.tokens);
+        CHECK(r1.tokens == expected.tokens);
+        CHECK(a.save_session() == plain.save_session());
+        MESSAGE("sampled, seed " << seed << ": " << r1.n_accepted_drafts << " of "
+                                 << r1.n_drafted_tokens << " drafts accepted");
+        CHECK(r1.n_drafted_tokens > 0);
+    }
+}
+
+TEST_CASE("lookup decoding: a JSON-schema constrained run equals plain decoding's") {
+    const auto model = fixture_model("tiny-q4km.gguf");
+    if (!model) return;
+    const std::string schema = R"({"type": "object", "properties": {
+          "name": {"type": "string", "maxLength": 12},
+          "tags": {"type": "array", "items": {"enum": ["a", "bb", "ccc"]}, "maxItems": 4}},
+        "required": ["name", "tags"]})";
+    for (const float temperature : {0.0f, 0.8f}) {
+        CAPTURE(temperature);
+        smol::GenerateParams p;
+        p.max_tokens = 80;
+        p.temperature = temperature;
+        p.seed = 9;
+        p.json_schema = schema;
+        smol::Generator plain(model), gen(model);
+        const smol::GenerateResult expected = plain.generate("Data:", p);
+        const smol::GenerateResult r = gen.generate("Data:", with_lookup(p));
+        CHECK(r.tokens == expected.tokens);
+        CHECK(r.text == expected.text);
+        CHECK(r.stop_reason == expected.stop_reason);
+        // Drafts the grammar forbids are never picked, so never emitted.
+        CHECK(r.n_drafted_tokens > 0);
+        CHECK(r.n_accepted_drafts <= r.n_drafted_tokens);
+    }
+}
+
+TEST_CASE("lookup decoding: sessions and a second turn after rejected drafts") {
+    const auto model = made_model();
+    const size_t vocab = model->config().vocab_size;
+    smol::Generator plain(model), gen(model);
+    const smol::GenerateResult first = plain.generate("Guard: Halt! Who goes", greedy(20));
+    const size_t prompt_size = plain.history().size() - first.tokens.size();
+    smol::GenerateParams q = with_lookup(greedy(20), 4);
+    q.lookup.draft_hook = forced_drafts(prompt_size, first.tokens, false, vocab);
+    CHECK(gen.generate("Guard: Halt! Who goes", q).tokens == first.tokens);
+    const std::vector<uint8_t> saved = gen.save_session();
+    CHECK(saved == plain.save_session());
+    // Restored elsewhere, the next turn (plain n-gram drafts) goes on as plain decoding's.
+    smol::Generator restored(model);
+    restored.restore_session(saved);
+    const std::string next = "Guard: Halt! Who goes" + first.text + " Friend.";
+    const smol::GenerateResult a = plain.generate(next, greedy(24));
+    const smol::GenerateResult b = restored.generate(next, with_lookup(greedy(24)));
+    CHECK(b.tokens == a.tokens);
+    CHECK(b.n_reused_tokens == a.n_reused_tokens);
+    CHECK(restored.save_session() == plain.save_session());
+}
+
+TEST_CASE("lookup decoding: a full context stops or shifts as plain decoding does") {
+    const auto model = made_model();
+    for (const smol::ContextPolicy policy :
+         {smol::ContextPolicy::stop, smol::ContextPolicy::shift}) {
+        CAPTURE(int(policy));
+        smol::GeneratorOptions options;
+        options.n_ctx = 40;
+        options.context_policy = policy;
+        smol::Generator plain(model, options), gen(model, options);
+        const smol::GenerateResult expected = plain.generate("A long time ago", greedy(60));
+        const smol::GenerateResult r = gen.generate("A long time ago", with_lookup(greedy(60), 7));
+        CHECK(r.tokens == expected.tokens);
+        CHECK(r.stop_reason == expected.stop_reason);
+        CHECK(r.n_discarded_tokens == expected.n_discarded_tokens);
+        if (policy == smol::ContextPolicy::stop)
+            CHECK(expected.stop_reason == smol::StopReason::context_full);
+        else
+            CHECK(expected.n_discarded_tokens > 0);
+        CHECK(gen.save_session() == plain.save_session());
+    }
+}
+
+TEST_CASE("lookup decoding: cancel, a shared Batcher, and bad parameters") {
+    const auto model = made_model();
+    // cancel() from the callback's thread: the run ends, the session is consistent.
+    {
+        smol::Generator gen(model);
+        size_t pieces = 0;
+        const smol::GenerateResult r = gen.generate("The old wizard opened the book",
+                                                    with_lookup(greedy(40)), [&](std::string_view) {
+                                                        if (++pieces == 5) gen.cancel();
+                                                        return true;
+                                                    });
+        CHECK(r.stop_reason == smol::StopReason::cancelled);
+        CHECK(gen.n_cached() <= gen.history().size());
+        smol::Generator plain(model);
+        const smol::GenerateResult whole =
+            plain.generate("The old wizard opened the book", greedy(40));
+        CHECK(smol_test::common_prefix(r.tokens, whole.tokens) == r.tokens.size());
+    }
+    // Through a Batcher: the verify chunk is a segment like any other.
+    {
+        smol::GeneratorOptions options;
+        options.batcher = std::make_shared<smol::Batcher>(model);
+        smol::Generator gen(model, options), plain(model);
+        const smol::GenerateResult expected =
+            plain.generate("Traveller, have you heard", greedy(30));
+        const smol::GenerateResult r =
+            gen.generate("Traveller, have you heard", with_lookup(greedy(30)));
+        CHECK(r.tokens == expected.tokens);
+    }
+    smol::Generator gen(model);
+    for (const auto& [k, n] :
+         std::vector<std::pair<size_t, size_t>>{{0, 3}, {17, 3}, {4, 0}, {4, 17}}) {
+        smol::GenerateParams q = with_lookup(greedy(4), k);
+        q.lookup.max_ngram = n;
+        CHECK_THROWS_AS(gen.generate("x", q), smol::Error);
+    }
 }
