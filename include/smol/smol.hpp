@@ -35,6 +35,9 @@
 //       structured output   grammar (GBNF, constrain/grammar.hpp), json_schema (JSON Schema,
 //                           constrain/json_schema.hpp) + json_schema_options, or
 //                           constrain_tool_calls (the declared tools' call shapes)
+//       lookup decoding     lookup (LookupParams: enabled, k, max_ngram, draft_hook):
+//                           drafts from the context, verified k per step
+//                                                                       generation/lookup.hpp
 //     GenerateResult        text, reasoning, answer, tokens, stop_reason, tool_calls (parsed
 //                           <tool_call> blocks, text/tool_calls.hpp), token counts
 //                           (n_reused_tokens, n_discarded_tokens, ...), timings
@@ -171,6 +174,8 @@
 //   generation/batcher.hpp
 //     BatcherOptions
 //     Batcher: model options run join leave Membership Stats stats
+//   generation/lookup.hpp
+//     LookupParams, find_lookup_drafts, DraftVerdict, verify_draft
 //   constrain/json_schema_options.hpp
 //     JsonSchemaOptions
 //   text/tool_calls.hpp
