@@ -107,6 +107,44 @@ TEST_CASE("lookup drafts: the latest longest n-gram match proposes what followed
     CHECK(find_lookup_drafts(V{5, 6, 5}, 1, 3) == V{6});
 }
 
+TEST_CASE("lookup drafts back off while they fail and come back when one is accepted") {
+    smol::detail::DraftBudget budget(4);
+    CHECK(budget.next() == 4);
+    budget.record(4, 0);  // all failed: half as many
+    CHECK(budget.next() == 2);
+    budget.record(2, 0);
+    CHECK(budget.next() == 1);
+    budget.record(1, 0);        // from one draft on: pauses of 1, 2, 4 .. 64 plain steps
+    CHECK(budget.next() == 0);  // pause of 1
+    CHECK(budget.next() == 1);  // probe
+    budget.record(1, 0);
+    CHECK(budget.next() == 0);
+    CHECK(budget.next() == 0);
+    CHECK(budget.next() == 1);
+    // The pause doubles up to 64.
+    for (int i = 0; i < 10; ++i) {
+        budget.record(1, 0);
+        size_t plain_steps = 0;
+        while (budget.next() == 0) ++plain_steps;
+        CHECK(plain_steps == std::min<size_t>(size_t(4) << i, 64));
+    }
+    budget.record(0, 0);  // a step without drafts says nothing
+    CHECK(budget.next() == 1);
+    budget.record(1, 1);  // all accepted: doubled, up to k
+    CHECK(budget.next() == 2);
+    budget.record(2, 2);
+    CHECK(budget.next() == 4);
+    budget.record(4, 4);
+    CHECK(budget.next() == 4);
+    budget.record(4, 2);  // some: one more than were accepted
+    CHECK(budget.next() == 3);
+    budget.record(3, 0);  // and the pauses start again from 1
+    CHECK(budget.next() == 1);
+    budget.record(1, 0);
+    CHECK(budget.next() == 0);
+    CHECK(budget.next() == 1);
+}
+
 // ---------------------------------------------------------------------------
 // The acceptance rule: verify_draft over a small hand-made distribution.
 

@@ -92,6 +92,7 @@ struct Options {
     long arrival_tokens = 512;
     std::string json_schema_path;
     long shift_positions = 0, chat_turns = 0;
+    long lookup = 0;  // --lookup K: drafts per step (0: not run)
 };
 
 // Random token ids from one fixed-seed stream: the tests draw their prompts
@@ -169,6 +170,9 @@ nlohmann::json json_schema_cost(const Options& options,
 // step_rows.cpp: --step-rows N[,N...], one batched decode step of N rows on the backend.
 nlohmann::json step_rows(const Options& options, const std::shared_ptr<const smol::Model>& model,
                          const smol::ForwardOptions& forward_options, RandomIds& ids);
+// lookup.cpp: --lookup K, the verify step's cost and decodes with lookup decoding.
+nlohmann::json lookup_cost(const Options& options, const std::shared_ptr<const smol::Model>& model,
+                           const smol::ForwardOptions& forward_options, RandomIds& ids);
 
 // context.cpp: --shift N (erase half of N cached positions vs a prefill of as
 // many) and --chat-turns T (a long chat with ContextPolicy::shift).

@@ -1,12 +1,14 @@
 // smol-bench: end-to-end speed of a GGUF model, in the spirit of llama-bench.
 // This file: the command line and the order of the tests; each test lives in
 // its own file (speed.cpp: load, ttft, pp, tg, memory, roofline; ops.cpp;
-// parallel.cpp; json_schema.cpp; step_rows.cpp; check_prompt.cpp; context.cpp).
+// parallel.cpp; json_schema.cpp; step_rows.cpp; check_prompt.cpp; context.cpp;
+// lookup.cpp).
 //
 //   smol-bench [-m MODEL] [-p 512] [-n 128] [-d DEPTH] [-t THREADS] [-r 3] [-c CTX]
 //              [--chunk N] [--ttft-tokens 16] [--no-bandwidth] [--ops STEPS] [--cpu LEVEL]
 //              [--device cpu|cuda|auto] [--kv-type f16|f32|q8_0] [--parallel N[,N...]]
-//              [--parallel-arrival [--arrival-tokens 512]] [--json-schema FILE] [--json]
+//              [--parallel-arrival [--arrival-tokens 512]] [--json-schema FILE] [--lookup K]
+//              [--json]
 //   smol-bench -m MODEL --check-prompt TEXT [-n N] [-t THREADS] [--json]
 //
 // What it measures (each test repeated -r times: mean and standard deviation):
@@ -64,6 +66,14 @@
 // the schema (GenerateParams::json_schema; it ends when the document is
 // complete), alternating -r times; decode t/s of each and their ratio
 // (target: >= 0.95). The masks start cold in the first run.
+//
+// --lookup K: lookup decoding (GenerateParams::lookup) with K drafts per step:
+// one verify step of K + 1 rows against a one-token step on the backend
+// (target for K = 4: <= 1.3x), then -n-token greedy decodes through
+// smol::Generator, plain, with n-gram drafts, with every draft right and with
+// every draft wrong (forced through LookupParams::draft_hook), alternated -r
+// times: decode t/s, the ratio to plain (targets: all wrong >= 0.98, all
+// right >= 2.5), tokens per decode step, drafts accepted (lookup.cpp).
 //
 // --ops N adds an op-by-op profile of N decode steps (CPU only): the timing
 // zones inside the forward pass (ForwardZone, model/smollm3.hpp), per step: ms,
@@ -180,6 +190,11 @@ std::optional<int> parse_command_line(int argc, char** argv, Options& args) {
                "also: a T-turn chat with ContextPolicy::shift at -c (default context),\n"
                "replies of -n tokens: mean prefill per turn before and after the first shift")
         .at_least(0);
+    cli.option("--lookup", args.lookup, "K",
+               "also: lookup decoding with K drafts per step: one verify step (K + 1 rows)\n"
+               "against a one-token step, and -n-token greedy decodes plain, with n-gram\n"
+               "drafts, all drafts right and all wrong: t/s, tokens per step, acceptance")
+        .at_least(0);
     cli.flag("--json", args.json, "also print the results as one JSON line");
     if (const auto exit_code = cli.parse(argc, argv)) return *exit_code;
     if (args.model_path.empty()) {
@@ -235,6 +250,9 @@ int main(int argc, char** argv) {
         if (args.shift_positions > 0)
             shift_json = smol_bench::shift_cost(args, model, forward_options, *speed.ids);
         if (args.chat_turns > 0) chat_json = smol_bench::chat_turns(args, model);
+        nlohmann::json lookup_json;
+        if (args.lookup > 0)
+            lookup_json = smol_bench::lookup_cost(args, model, forward_options, *speed.ids);
 
         if (args.json) {
             nlohmann::json out;
@@ -269,6 +287,7 @@ int main(int argc, char** argv) {
             if (!step_rows_json.is_null()) out["step_rows"] = step_rows_json;
             if (!shift_json.is_null()) out["shift"] = shift_json;
             if (!chat_json.is_null()) out["chat_turns"] = chat_json;
+            if (!lookup_json.is_null()) out["lookup"] = lookup_json;
             std::printf("%s\n", out.dump().c_str());
         }
         return 0;

@@ -841,6 +841,7 @@ private:
         }
         float* logits = state_->logits.data();  // the row the next token is sampled from
         size_t next_draft = 0;                  // drafts[next_draft]: what that row may confirm
+        detail::DraftBudget budget(lookup.k);
         // The cache never ends past the history: drafts after the last
         // emitted token go (also on an error), and logits() is the row the
         // run ended at, as after plain decoding.
@@ -900,6 +901,7 @@ private:
             }
             // The token has not run yet; the cache holds what precedes it.
             trim(history.size() - 1);
+            budget.record(drafts.size(), next_draft);
             drafts.clear();
             next_draft = 0;
             if (kv.size() >= kv.n_ctx()) {
@@ -917,9 +919,11 @@ private:
                                   " tokens after the first " + std::to_string(shift->keep) +
                                   " to keep generating");
             }
-            if (lookup.enabled)
-                find_drafts(lookup, max_tokens - result.tokens.size() - 1,
-                            kv.n_ctx() - kv.size() - 1, params.ignore_eos, drafts);
+            if (lookup.enabled) {
+                const size_t cap = std::min({budget.next(), max_tokens - result.tokens.size() - 1,
+                                             kv.n_ctx() - kv.size() - 1});
+                find_drafts(lookup, cap, params.ignore_eos, drafts);
+            }
             ++result.n_decode_steps;
             if (drafts.empty()) {
                 logits = state_->logits.data();
@@ -939,14 +943,14 @@ private:
         }
     }
 
-    // The drafts for the step that runs history.back(): at most lookup.k, and
-    // no more than `left` (tokens the run may still emit after this one, less
-    // the one the last row picks) and `room` (positions left in the context
-    // after this one); none past an end token, after which nothing would run.
-    void find_drafts(const LookupParams& lookup, size_t left, size_t room, bool ignore_eos,
+    // The drafts for the step that runs history.back(), at most `cap`: the
+    // budget's (detail::DraftBudget), and no more than the tokens the run may
+    // still emit after this one, less the one the last row picks, nor the
+    // positions left in the context after this one. None past an end token,
+    // after which nothing would run.
+    void find_drafts(const LookupParams& lookup, size_t cap, bool ignore_eos,
                      std::vector<int32_t>& drafts) const {
         const std::vector<int32_t>& history = state_->history;
-        const size_t cap = std::min({lookup.k, left, room});
         if (cap == 0) return;
         if (lookup.draft_hook) {
             lookup.draft_hook(history, cap, drafts);

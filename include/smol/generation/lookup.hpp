@@ -20,6 +20,14 @@
 // emits between 1 and k + 1 tokens; the cache is truncated to the accepted
 // ones.
 //
+// Backing off (detail::DraftBudget): a step with k drafts costs more than a
+// plain one, so drafts that keep failing would make decoding slower than
+// plain. After a step whose drafts all failed the next steps take half as
+// many, and from one draft on, steps without drafts follow, 1, 2, 4 .. 64 of
+// them between single-draft probes; an accepted draft restores the count
+// (all accepted: doubled, up to k; some: one more than were accepted). A run
+// whose every draft fails thus pays one probe per 64 plain steps.
+//
 // Results:
 //   - Bits. A token's logits in a chunk of k + 1 rows are the bits of the
 //     one-token step (the multi-column tiles do the same float operations per
@@ -118,6 +126,43 @@ inline std::vector<int32_t> find_lookup_drafts(const std::vector<int32_t>& histo
     find_lookup_drafts(history.data(), history.size(), k, max_ngram, drafts);
     return drafts;
 }
+
+namespace detail {
+
+// How many drafts the next step may take (see "Backing off" above). Per run.
+class DraftBudget {
+public:
+    static constexpr size_t kMaxPause = 64;
+
+    explicit DraftBudget(size_t k) noexcept : k_(k), cap_(k) {}
+    // The most drafts the next step may run; 0: a plain step (a pause).
+    size_t next() noexcept {
+        if (wait_ > 0) {
+            --wait_;
+            return 0;
+        }
+        return cap_;
+    }
+    // How the last step with drafts went.
+    void record(size_t drafted, size_t accepted) noexcept {
+        if (drafted == 0) return;
+        if (accepted > 0) {
+            cap_ = accepted == drafted ? std::min(k_, 2 * cap_) : std::min(k_, accepted + 1);
+            pause_ = 1;
+        } else if (cap_ > 1) {
+            cap_ /= 2;
+        } else {
+            wait_ = pause_;
+            pause_ = std::min(kMaxPause, 2 * pause_);
+        }
+    }
+
+private:
+    size_t k_, cap_;
+    size_t pause_ = 1, wait_ = 0;
+};
+
+}  // namespace detail
 
 // One row of a verify step: the sampler picks a token from `logits` as plain
 // decoding would (history: prompt + generated, without the draft), and the
