@@ -43,6 +43,11 @@
 //     member's cancel never disturbs the others.
 //   - Errors: if a shared step fails, each of its members is run again alone, so
 //     an error belongs to the request that caused it.
+// Lookup decoding (GenerateParams::lookup) runs through a batcher unchanged:
+// a verify step is a segment of k + 1 tokens with every row's logits, like a
+// prompt's share. While the step costs are still unknown (the first shared
+// steps) it may be split across two steps, and its steps count as steps with
+// prompt tokens in the cost averages (learn_step_cost).
 // Results: a token's logits do not depend on how many rows share its step.
 // The multi-column tiles do the same float operations per column as the
 // one-column decode tiles (kernels/detail/x86_tiles.inc), and
