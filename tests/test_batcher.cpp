@@ -1,9 +1,11 @@
 // smol::Batcher (generation/batcher.hpp): generators that share forward passes.
 //
-// The rule for "the same output": a batched step runs several rows through
-// the multi-column kernel tiles, which add in another order than the
-// one-column decode kernels, so logits may differ from an unbatched run in the
-// last bits. As for the goldens (fixtures README), greedy ids must then be
+// The rule for "the same output": a row of a batched step gets the bits it
+// gets alone (the multi-column tiles add each column as the one-column tiles
+// do: tests/test_lookup.cpp), but a prompt split into shares may read exact
+// rows where an unbatched prefill reads converted ones (long prompts), so
+// logits may differ from an unbatched run in the last bits. As for the goldens
+// (fixtures README), greedy ids must then be
 // identical until the first step where they differ, and at that step the
 // unbatched run's top-1/top-2 logit gap must be below 0.25 (an ambiguous step;
 // after it the paths may legitimately part).
