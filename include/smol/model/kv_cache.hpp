@@ -97,8 +97,8 @@ public:
         KVCache cache(config.n_layers, config.n_kv_heads, config.head_dim, n_ctx, type,
                       memory_budget);
         SMOL_TRY(cache.check_size());
-        SMOL_TRY_ASSIGN(cache.blocks_, detail::KVBlockTable::create(n_ctx, cache.n_streams(),
-                                                                    cache.row_bytes()));
+        SMOL_TRY_ASSIGN(cache.blocks_,
+                        detail::KVBlockTable::create(n_ctx, cache.n_streams(), cache.row_bytes()));
         return cache;
     }
 
@@ -191,8 +191,7 @@ public:
     // quantized again: like F16's it is rounded a second time, but to Q8_0's
     // coarser steps, with a new scale per 32 values (tests/test_context.cpp
     // bounds the drift against a fresh prefill).
-    Status erase_positions(size_t first, size_t count, const Config& config,
-                           const RopeRule& rule) {
+    Status erase_positions(size_t first, size_t count, const Config& config, const RopeRule& rule) {
         const size_t moved = size_ - first - count;
         SMOL_TRY(prepare_write(first, moved));
         const size_t row_size = row_bytes();
@@ -285,8 +284,8 @@ public:
             detail::try_parse_kv_image(data, bytes, n_layers_, n_kv_heads_, head_dim_, n_ctx_));
         KVCache cache(n_layers_, n_kv_heads_, head_dim_, n_ctx_, image.type, memory_budget_);
         SMOL_TRY(cache.check_size());
-        SMOL_TRY_ASSIGN(cache.blocks_, detail::KVBlockTable::create(n_ctx_, cache.n_streams(),
-                                                                    cache.row_bytes()));
+        SMOL_TRY_ASSIGN(cache.blocks_,
+                        detail::KVBlockTable::create(n_ctx_, cache.n_streams(), cache.row_bytes()));
         SMOL_TRY(cache.fill_from(image));
         *this = std::move(cache);
         return {};
