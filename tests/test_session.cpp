@@ -616,8 +616,9 @@ uint64_t blocks(size_t positions) {
 std::vector<int32_t> world_prefix(const smol::Model& model) {
     std::string world;
     for (int i = 0; i < 10; ++i)
-        world += "The village of Elder Ford sits where two rivers meet; its mill turns day and "
-                 "night. ";
+        world +=
+            "The village of Elder Ford sits where two rivers meet; its mill turns day and "
+            "night. ";
     std::vector<int32_t> ids = model.tokenizer().encode(world, false);
     REQUIRE(ids.size() >= 200);
     ids.resize(200);
