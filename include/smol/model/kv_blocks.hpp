@@ -225,8 +225,8 @@ private:
     }
 
     size_t n_streams_ = 0, row_bytes_ = 0;
-    KVBlockStore* home_ = nullptr;  // slot b: block b's place when this table writes it
-    std::vector<Ref> refs_;         // [n_blocks]
+    KVBlockStore* home_ = nullptr;      // slot b: block b's place when this table writes it
+    std::vector<Ref> refs_;             // [n_blocks]
     std::vector<const uint8_t*> data_;  // [n_blocks]: refs_[b]'s bytes, for attention
 };
 
