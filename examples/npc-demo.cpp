@@ -1,8 +1,11 @@
 // npc-demo: a 60 fps game loop in which several NPCs share one model and talk
 // through the async API. Every NPC is a fork of one generator that prefilled
-// the shared system prompt, so each NPC's first line only prefills its own
-// message. The game thread never decodes: each frame it starts requests,
-// polls new text and renders it; generation runs on worker threads.
+// the shared world prompt, so each NPC's first line only prefills its own
+// message, and the NPCs hold that prompt's keys and values once: a fork shares
+// the cache's blocks until it writes them (model/kv_blocks.hpp). The caches are
+// q8_0 by default (--kv-type). It prints each NPC's own and shared cache bytes.
+// The game thread never decodes: each frame it starts requests, polls new text
+// and renders it; generation runs on worker threads.
 //
 // The NPCs share one smol::Batcher (generation/batcher.hpp), so while several
 // of them talk their decode steps run as one forward pass, and each talks at
@@ -24,7 +27,7 @@
 // once; --no-nice turns that off for comparison.
 //
 //   npc-demo [-m MODEL] [--npcs N] [--frames N] [-t THREADS] [-n TOKENS] [--pause FRAMES]
-//            [--no-nice] [--no-batch] [--quiet] [--baseline] [--verbose]
+//            [--kv-type TYPE] [--no-nice] [--no-batch] [--quiet] [--baseline] [--verbose]
 //                                                          (npc-demo --help says what each does)
 #include <smol/smol.hpp>
 
@@ -182,6 +185,42 @@ double percentile(std::vector<double> values, double p) {
 
 // Stand-in for the game's own per-frame work (physics, AI, rendering): a
 // fixed amount of arithmetic.
+// The world every NPC knows: prefilled once, then shared by the forks.
+const char* const kWorld =
+    "You are a villager in Elder Ford, a small medieval town where two rivers meet. Stay in "
+    "character, answer in one or two short sentences, and never mention that you are an AI.\n"
+    "The town: a stone bridge crosses the larger river; the mill on the smaller one turns day and "
+    "night. The market fills the square on the first day of each week. The inn, the Crooked "
+    "Heron, is kept by a widow named Marta who waters her ale. The smithy stands by the north "
+    "gate; the smith, Oswin, is mending the baron's armour before the spring tournament. The "
+    "chapel bell cracked in the winter frost and nobody can afford to recast it.\n"
+    "The people: Father Aldric keeps the chapel and the town's only books. The guard captain, "
+    "Berta, distrusts strangers since the granary fire last autumn. The baker, Hugh, rises before "
+    "dawn and gossips with everyone. Children say a wolf with one white paw walks the far bank "
+    "at night.\n"
+    "The news: a merchant caravan from the coast is three days late. The baron has raised the "
+    "bridge toll to two pennies. Travellers speak of soldiers gathering beyond the hills, and of a "
+    "peddler who sells maps to a ruined abbey in the marsh.";
+
+// Each cache's bytes held alone and shared (Generator::cache_memory): the
+// world prompt's blocks are held once, whatever the number of NPCs.
+void print_cache_memory(const char* when, const smol::Generator& base,
+                        const std::vector<Npc>& npcs) {
+    auto mib = [](uint64_t bytes) { return double(bytes) / (1024.0 * 1024.0); };
+    uint64_t owned = 0;
+    for (const Npc& npc : npcs) owned += npc.generator.cache_memory().owned;
+    const smol::CacheMemory world = base.cache_memory();
+    std::printf(
+        "KV cache %s: the world prompt's blocks %.2f MiB held once (the forks share "
+        "them); the NPCs' own %.2f MiB in all\n",
+        when, mib(world.owned + world.shared), mib(owned));
+    for (const Npc& npc : npcs) {
+        const smol::CacheMemory m = npc.generator.cache_memory();
+        std::printf("  %-10s %5zu positions: own %7.2f MiB, shared %7.2f MiB\n", npc.name.c_str(),
+                    npc.generator.n_cached(), mib(m.owned), mib(m.shared));
+    }
+}
+
 double simulate_world(int frame) {
     double x = frame;
     for (int i = 0; i < 20000; ++i) x = std::sin(x) * 0.5 + 1.0;
@@ -200,6 +239,8 @@ int main(int argc, char** argv) {
     bool verbose = false;
     bool batch = true;
     bool quiet = false;
+    smol::GeneratorOptions options;
+    options.kv_type = smol::KVType::q8_0;
     smol_cli::Parser cli(
         "npc-demo",
         "A 60 fps game loop in which NPCs that share one model (and, unless --no-batch, its\n"
@@ -215,6 +256,9 @@ int main(int argc, char** argv) {
     cli.option("-n", max_tokens, "TOKENS", "most tokens per NPC line (default 96)");
     cli.option("--pause", pause_frames, "FRAMES", "frames between an NPC's lines (default 6)")
         .at_least(0);
+    smol_examples::add_kv_type_option(
+        cli, options.kv_type,
+        "KV cache element type: q8_0 (default here: 53 % of F16's bytes), f16, f32");
     cli.flag("--no-nice", nice_workers, "run the generation threads at normal priority", false);
     cli.flag("--no-batch", batch, "every NPC runs its own forward passes (no shared smol::Batcher)",
              false);
@@ -234,11 +278,8 @@ int main(int argc, char** argv) {
         load_options.n_threads = n_threads;
         auto model = smol::Model::load(model_path, load_options);
 
-        // One generator prefills the shared system prompt; every NPC forks it.
-        const std::vector<smol::ChatMessage> shared = {
-            {"system",
-             "You are a villager in a small medieval town. Stay in character, answer in one or two "
-             "short sentences, and never mention that you are an AI."}};
+        // One generator prefills the shared world prompt; every NPC forks it.
+        const std::vector<smol::ChatMessage> shared = {{"system", kWorld}};
         smol::GenerateParams params;
         params.max_tokens = max_tokens;
         params.temperature = 0.8f;
@@ -248,7 +289,6 @@ int main(int argc, char** argv) {
         smol::ChatOptions prefill_options = params.chat;
         prefill_options.add_generation_prompt = false;
 
-        smol::GeneratorOptions options;
         // Every NPC is a fork of `base`, and a fork keeps its options: one batcher for all.
         if (batch) options.batcher = std::make_shared<smol::Batcher>(model);
         if (nice_workers) {
@@ -291,6 +331,7 @@ int main(int argc, char** argv) {
             name_width = std::max(name_width, npc.name.size());
             npcs.push_back(std::move(npc));
         }
+        print_cache_memory("after forking", base, npcs);
         Transcript transcript(!quiet && !baseline, name_width);
         std::vector<std::pair<Clock::time_point, Clock::time_point>>
             busy;  // each line: asked .. last token
@@ -437,6 +478,7 @@ int main(int argc, char** argv) {
                             first_max);
             }
         }
+        print_cache_memory("at the end", base, npcs);
         if (world == 12345.678)
             std::printf(" ");  // keeps the simulated work from being optimized away
         return 0;

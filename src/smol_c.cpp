@@ -47,6 +47,7 @@ static_assert(int(SMOL_STOP_CONTEXT_FULL) == int(smol::StopReason::context_full)
 static_assert(int(SMOL_ERR_RESOURCE) == int(smol::ErrorKind::resource) + 1, "error kinds");
 static_assert(int(SMOL_DEVICE_AUTO) == int(smol::Device::automatic), "devices");
 static_assert(int(SMOL_KV_F16) == int(smol::KVType::f16), "kv types");
+static_assert(int(SMOL_KV_Q8_0) == int(smol::KVType::q8_0), "kv types");
 static_assert(int(SMOL_CONTEXT_SHIFT) == int(smol::ContextPolicy::shift), "context policies");
 
 struct LastError {
@@ -177,7 +178,7 @@ smol::GeneratorOptions to_generator_options(const smol_generator_options* user) 
     smol::GeneratorOptions out;
     if (o.n_ctx < 0) invalid("smol_generator_options.n_ctx is negative");
     if (o.n_ctx > 0) out.n_ctx = size_t(o.n_ctx);
-    if (o.kv_type != SMOL_KV_F32 && o.kv_type != SMOL_KV_F16)
+    if (o.kv_type != SMOL_KV_F32 && o.kv_type != SMOL_KV_F16 && o.kv_type != SMOL_KV_Q8_0)
         invalid("smol_generator_options.kv_type = " + std::to_string(o.kv_type) +
                 " is not a smol_kv_type");
     out.kv_type = smol::KVType(uint32_t(o.kv_type));
@@ -510,6 +511,20 @@ size_t smol_generator_n_ctx(const smol_generator* generator) noexcept {
 
 size_t smol_generator_n_cached(const smol_generator* generator) noexcept {
     return generator ? generator->generator->n_cached() : 0;
+}
+
+smol_status smol_generator_cache_memory(const smol_generator* generator, uint64_t* owned,
+                                        uint64_t* shared) noexcept {
+    if (owned) *owned = 0;
+    if (shared) *shared = 0;
+    const bool ok = guarded<bool>(false, [&] {
+        const smol::CacheMemory memory =
+            need(generator, "smol_generator_cache_memory: generator").generator->cache_memory();
+        if (owned) *owned = memory.owned;
+        if (shared) *shared = memory.shared;
+        return true;
+    });
+    return ok ? SMOL_OK : smol_last_error();
 }
 
 size_t smol_generator_n_history(const smol_generator* generator) noexcept {

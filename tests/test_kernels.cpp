@@ -1252,10 +1252,11 @@ TEST_CASE(
                     const std::vector<float> q = random_floats(group * head_dim, 2.0f);
                     std::vector<float> scores(group * n_positions), out_avx2(group * head_dim),
                         out_avx512(group * head_dim);
+                    const uint8_t* flat = keys;  // one block of every position
                     kernels::AttentionHead head;
                     head.q = q.data();
-                    head.keys = keys;
-                    head.values = keys + n_positions * row_bytes;
+                    head.blocks = &flat;
+                    head.values_offset = n_positions * row_bytes;
                     head.row_bytes = row_bytes;
                     head.format = format;
                     head.group = group;
@@ -1269,6 +1270,67 @@ TEST_CASE(
                     avx512_set->attend(head);
                     CHECK(std::memcmp(out_avx2.data(), out_avx512.data(),
                                       out_avx2.size() * sizeof(float)) == 0);
+                }
+}
+
+// The KV cache keeps positions in blocks (model/kv_blocks.hpp): a block's
+// streams one after another, the blocks anywhere in memory. Attention through
+// such a table must give the bits of the same rows in one flat buffer.
+TEST_CASE("attention over blocks of positions equals attention over one flat buffer") {
+    for (const kernels::KernelSet* set : runnable_sets())
+        for (const kernels::CacheFormat format : kCacheFormats)
+            for (unsigned shift : {0u, 1u, 2u, 3u, 6u})
+                for (size_t n_positions : {size_t(1), size_t(9), size_t(70), size_t(130)}) {
+                    const size_t head_dim = 64, group = 4;
+                    const std::string level_name = set->name();
+                    CAPTURE(level_name);
+                    CAPTURE(int(format));
+                    CAPTURE(shift);
+                    CAPTURE(n_positions);
+                    const size_t row_bytes = cache_row_bytes(head_dim, format);
+                    const size_t per_block = size_t(1) << shift;
+                    const size_t n_blocks = (n_positions + per_block - 1) / per_block;
+                    // Flat: keys then values. Blocked: per block [another stream][keys][values].
+                    std::vector<uint8_t> flat(2 * n_positions * row_bytes);
+                    std::vector<std::vector<uint8_t>> blocks(n_blocks);
+                    for (size_t b = 0; b < n_blocks; ++b)
+                        blocks[b].assign(3 * per_block * row_bytes, uint8_t(0xA5));
+                    for (size_t part = 0; part < 2; ++part)
+                        for (size_t p = 0; p < n_positions; ++p) {
+                            uint8_t* row = flat.data() + (part * n_positions + p) * row_bytes;
+                            write_cache_row(row, head_dim, format);
+                            std::memcpy(blocks[p / per_block].data() +
+                                            ((1 + part) * per_block + p % per_block) * row_bytes,
+                                        row, row_bytes);
+                        }
+                    // Each block its own allocation, as the cache's blocks may be.
+                    std::vector<const uint8_t*> table(n_blocks);
+                    for (size_t b = 0; b < n_blocks; ++b) table[b] = blocks[b].data();
+                    const std::vector<float> q = random_floats(group * head_dim, 2.0f);
+                    std::vector<float> scores(group * n_positions), out_flat(group * head_dim),
+                        out_blocked(group * head_dim, 3.0f);
+                    const uint8_t* flat_base = flat.data();
+                    kernels::AttentionHead head;
+                    head.q = q.data();
+                    head.blocks = &flat_base;
+                    head.values_offset = n_positions * row_bytes;
+                    head.row_bytes = row_bytes;
+                    head.format = format;
+                    head.group = group;
+                    head.head_dim = head_dim;
+                    head.n_positions = n_positions;
+                    head.scale = 0.125f;
+                    head.scores = scores.data();
+                    head.out = out_flat.data();
+                    set->attend(head);
+                    head.blocks = table.data();
+                    head.block_shift = shift;
+                    head.keys_offset = per_block * row_bytes;
+                    head.values_offset = 2 * per_block * row_bytes;
+                    head.out = out_blocked.data();
+                    set->attend(head);
+                    CHECK(std::memcmp(out_flat.data(), out_blocked.data(),
+                                      out_flat.size() * sizeof(float)) == 0);
                 }
 }
 
@@ -1303,10 +1365,11 @@ TEST_CASE("attention of every level matches the scalar reference and a float64 s
                         const std::vector<float> q = random_floats(group * head_dim, 2.0f);
                         std::vector<float> scores(group * n_positions), out(group * head_dim, 7.0f),
                             ref(group * head_dim);
+                        const uint8_t* flat = keys;  // one block of every position
                         kernels::AttentionHead head;
                         head.q = q.data();
-                        head.keys = keys;
-                        head.values = values;
+                        head.blocks = &flat;
+                        head.values_offset = size_t(values - keys);
                         head.row_bytes = row_bytes;
                         head.format = format;
                         head.group = group;

@@ -588,3 +588,179 @@ TEST_CASE("hostile q8_0 sessions: type codes and row sizes that disagree are rej
     target.gen.restore_session(q8_bytes);
     CHECK(target.gen.save_session() == q8_bytes);
 }
+
+// --- shared prefixes: forks share the cache's blocks until they write them ---
+
+namespace {
+
+smol::GenerateParams greedy(int max_tokens) {
+    smol::GenerateParams p;
+    p.max_tokens = max_tokens;
+    p.temperature = 0.0f;
+    p.ignore_eos = true;
+    return p;
+}
+
+// Bytes of one block of 64 positions of `model`'s cache (model/kv_blocks.hpp).
+uint64_t block_bytes(const smol::Model& model, smol::KVType type) {
+    const smol::Config& c = model.config();
+    return uint64_t(2 * c.n_layers * c.n_kv_heads) * smol::KVCache::kBlockPositions *
+           smol::kv_row_bytes(type, c.head_dim);
+}
+
+uint64_t blocks(size_t positions) {
+    return (positions + smol::KVCache::kBlockPositions - 1) / smol::KVCache::kBlockPositions;
+}
+
+// A prefix of 200 tokens (three full blocks and a partial one) and eight continuations.
+std::vector<int32_t> world_prefix(const smol::Model& model) {
+    std::string world;
+    for (int i = 0; i < 10; ++i)
+        world +=
+            "The village of Elder Ford sits where two rivers meet; its mill turns day and "
+            "night. ";
+    std::vector<int32_t> ids = model.tokenizer().encode(world, false);
+    REQUIRE(ids.size() >= 200);
+    ids.resize(200);
+    return ids;
+}
+const std::vector<std::string> kLines = {" The smith", " A child",    " The miller's wife",
+                                         " Rain",      " Two guards", " The old priest",
+                                         " At dusk",   " Nobody"};
+
+}  // namespace
+
+TEST_CASE("eight forks of one prefix: the tokens of eight fresh generators, the prefix held once") {
+    auto model = made_model();
+    for (const smol::KVType type : {smol::KVType::f16, smol::KVType::q8_0}) {
+        CAPTURE(int(type));
+        smol::GeneratorOptions options;
+        options.kv_type = type;
+        const uint64_t block = block_bytes(*model, type);
+        const std::vector<int32_t> prefix = world_prefix(*model);
+        REQUIRE(prefix.size() == 200);
+        const size_t whole_blocks = prefix.size() / smol::KVCache::kBlockPositions;  // 3
+
+        std::vector<smol::Generator> npcs;
+        {
+            auto parent = std::make_unique<smol::Generator>(model, options);
+            parent->generate_tokens(prefix, greedy(0));
+            REQUIRE(parent->n_cached() == prefix.size());
+            CHECK(parent->cache_memory().owned == blocks(prefix.size()) * block);
+            CHECK(parent->cache_memory().shared == 0);
+            for (size_t i = 0; i < kLines.size(); ++i) npcs.push_back(parent->fork());
+            CHECK(parent->cache_memory().owned == 0);
+            CHECK(parent->cache_memory().shared == blocks(prefix.size()) * block);
+            for (const smol::Generator& npc : npcs) {
+                CHECK(npc.cache_memory().owned == 0);
+                CHECK(npc.cache_memory().shared == blocks(prefix.size()) * block);
+            }
+        }  // the parent goes first: its blocks live on in the forks
+
+        for (size_t i = 0; i < kLines.size(); ++i) {
+            CAPTURE(i);
+            std::vector<int32_t> ids = prefix;
+            const auto line = model->tokenizer().encode(kLines[i], false);
+            ids.insert(ids.end(), line.begin(), line.end());
+            const auto forked = npcs[i].generate_tokens(ids, greedy(12));
+            CHECK(forked.n_reused_tokens == prefix.size());
+            // An independent generator that prefilled the prefix itself (the same
+            // chunks: a prompt of another length may round differently).
+            smol::Generator fresh(model, options);
+            fresh.generate_tokens(prefix, greedy(0));
+            const auto expected = fresh.generate_tokens(ids, greedy(12));
+            CHECK(forked.tokens == expected.tokens);
+            // The whole blocks of the prefix stay shared by the forks that have not
+            // let them go; the partial block and what follows are this fork's own.
+            const smol::CacheMemory m = npcs[i].cache_memory();
+            CHECK(m.owned == (blocks(npcs[i].n_cached()) - whole_blocks) * block);
+            CHECK(m.shared == whole_blocks * block);
+        }
+        // A fork that goes back before the prefix's end lets its shared blocks go.
+        npcs[0].reset();
+        CHECK(npcs[0].cache_memory().owned == 0);
+        CHECK(npcs[0].cache_memory().shared == 0);
+    }
+}
+
+TEST_CASE("a fork and its parent write the shared block at once, on threads") {
+    auto model = made_model();
+    smol::Generator base(model);
+    const std::vector<int32_t> prefix = world_prefix(*model);
+    base.generate_tokens(prefix, greedy(0));
+    std::vector<smol::Generator> gens;
+    for (int i = 0; i < 3; ++i) gens.push_back(base.fork());
+    gens.push_back(std::move(base));  // the parent, whose own slots the forks point at
+    std::vector<std::vector<int32_t>> inputs(gens.size());
+    std::vector<smol::GenerateResult> results(gens.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < gens.size(); ++i) {
+        inputs[i] = prefix;
+        const auto line = model->tokenizer().encode(kLines[i], false);
+        inputs[i].insert(inputs[i].end(), line.begin(), line.end());
+        threads.emplace_back(
+            [&, i] { results[i] = gens[i].generate_tokens(inputs[i], greedy(70)); });
+    }
+    for (auto& t : threads) t.join();
+    for (size_t i = 0; i < gens.size(); ++i) {
+        smol::Generator fresh(model);  // prefilled in the same chunks as the forks
+        fresh.generate_tokens(prefix, greedy(0));
+        CHECK(fresh.generate_tokens(inputs[i], greedy(70)).tokens == results[i].tokens);
+    }
+}
+
+TEST_CASE("forks in one Batcher share blocks and step together") {
+    auto model = made_model();
+    smol::GeneratorOptions options;
+    options.batcher = std::make_shared<smol::Batcher>(model);
+    smol::Generator base(model, options);
+    const std::vector<int32_t> prefix = world_prefix(*model);
+    base.generate_tokens(prefix, greedy(0));
+    std::vector<smol::Generator> gens;
+    for (int i = 0; i < 4; ++i) gens.push_back(base.fork());
+    std::vector<smol::GenerateResult> results(gens.size());
+    std::vector<std::vector<int32_t>> inputs(gens.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < gens.size(); ++i) {
+        inputs[i] = prefix;
+        const auto line = model->tokenizer().encode(kLines[i], false);
+        inputs[i].insert(inputs[i].end(), line.begin(), line.end());
+        threads.emplace_back(
+            [&, i] { results[i] = gens[i].generate_tokens(inputs[i], greedy(10)); });
+    }
+    for (auto& t : threads) t.join();
+    for (size_t i = 0; i < gens.size(); ++i) {
+        smol::Generator fresh(model);  // prefilled in the same chunks as the forks
+        fresh.generate_tokens(prefix, greedy(0));
+        CHECK(fresh.generate_tokens(inputs[i], greedy(10)).tokens == results[i].tokens);
+    }
+}
+
+TEST_CASE(
+    "a cache copy shares blocks: writing, truncating or erasing one leaves the other intact") {
+    auto model = made_model();
+    for (const smol::KVType type : {smol::KVType::f16, smol::KVType::q8_0}) {
+        CAPTURE(int(type));
+        smol::KVCache original = model->make_cache(512, type);
+        const std::vector<int32_t> prefix = world_prefix(*model);
+        std::vector<float> logits(model->config().vocab_size);
+        model->forward(prefix.data(), prefix.size(), 0, original, logits.data());
+        const std::vector<uint8_t> saved = original.serialize();
+
+        smol::KVCache copy = original.fork();
+        CHECK(copy.serialize() == saved);
+        // Writing the copy: over the partial block, then past it.
+        const auto more = model->tokenizer().encode(" and the bridge fell", false);
+        model->forward(more.data(), more.size(), 150, copy, logits.data());
+        CHECK(original.serialize() == saved);
+        // Erasing in the copy (keys re-rotated in place) and truncating it.
+        model->cpu_backend().erase(copy, 10, 50);
+        copy.truncate(20);
+        CHECK(original.serialize() == saved);
+        // And the other way round: the original erases; a second copy keeps the old bytes.
+        smol::KVCache second = original.fork();
+        model->cpu_backend().erase(original, 0, 100);
+        CHECK(second.serialize() == saved);
+        CHECK(original.size() == prefix.size() - 100);
+    }
+}

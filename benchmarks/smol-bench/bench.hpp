@@ -92,6 +92,8 @@ struct Options {
     long arrival_tokens = 512;
     std::string json_schema_path;
     long shift_positions = 0, chat_turns = 0;
+    long npcs = 0, npc_prefix = 1500, npc_own = 2500;
+    bool npc_share = true;
     long lookup = 0;  // --lookup K: drafts per step (0: not run)
 };
 
@@ -127,6 +129,11 @@ inline void run_forward(const smol::Model& model, smol::BackendCache& cache, con
 inline int32_t argmax(const std::vector<float>& logits) {
     return smol::greedy_token(logits.data(), logits.size());
 }
+
+// Peak and current resident set in MiB (speed.cpp): VmHWM / VmRSS where /proc
+// has them, else getrusage's peak; 0 where neither is known.
+double peak_rss_mib();
+double current_rss_mib();
 
 // --- the modes, one file each ---------------------------------------------------
 
@@ -179,5 +186,11 @@ nlohmann::json lookup_cost(const Options& options, const std::shared_ptr<const s
 nlohmann::json shift_cost(const Options& options, const std::shared_ptr<const smol::Model>& model,
                           const smol::ForwardOptions& forward_options, RandomIds& ids);
 nlohmann::json chat_turns(const Options& options, const std::shared_ptr<const smol::Model>& model);
+
+// npcs.cpp: --npcs N, a village of N generators sharing one prefilled prefix
+// through fork() (or not: --npc-no-share): peak RSS against file + prefix + N x
+// own + 150 MiB, and each generator's own and shared cache bytes.
+nlohmann::json npc_village(const Options& options, const std::shared_ptr<const smol::Model>& model,
+                           RandomIds& ids);
 
 }  // namespace smol_bench

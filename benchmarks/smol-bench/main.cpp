@@ -67,6 +67,11 @@
 // complete), alternating -r times; decode t/s of each and their ratio
 // (target: >= 0.95). The masks start cold in the first run.
 //
+// --npcs N: a village sharing one prefix (npcs.cpp's top comment): one
+// generator prefills --npc-prefix tokens, N - 1 fork() it, each then prefills
+// --npc-own tokens; the peak RSS against file + prefix + N x own + 150 MiB and
+// each NPC's own and shared cache bytes (--npc-no-share: N separate prefills).
+//
 // --lookup K: lookup decoding (GenerateParams::lookup) with K drafts per step:
 // one verify step of K + 1 rows against a one-token step on the backend
 // (target for K = 4: <= 1.3x), then -n-token greedy decodes through
@@ -190,6 +195,16 @@ std::optional<int> parse_command_line(int argc, char** argv, Options& args) {
                "also: a T-turn chat with ContextPolicy::shift at -c (default context),\n"
                "replies of -n tokens: mean prefill per turn before and after the first shift")
         .at_least(0);
+    cli.option("--npcs", args.npcs, "N",
+               "also: N NPCs sharing one prefix: one generator prefills --npc-prefix tokens,\n"
+               "N - 1 fork() it, each prefills --npc-own tokens: peak RSS against\n"
+               "file + prefix + N x own + 150 MiB, each one's own and shared cache bytes")
+        .at_least(0);
+    cli.option("--npc-prefix", args.npc_prefix, "N", "the NPCs' shared prefix (default 1500)")
+        .at_least(1);
+    cli.option("--npc-own", args.npc_own, "N", "each NPC's own tokens (default 2500)").at_least(1);
+    cli.flag("--npc-no-share", args.npc_share,
+             "every NPC prefills the prefix itself (no fork): the unshared figure", false);
     cli.option("--lookup", args.lookup, "K",
                "also: lookup decoding with K drafts per step: one verify step (K + 1 rows)\n"
                "against a one-token step, and -n-token greedy decodes plain, with n-gram\n"
@@ -250,6 +265,8 @@ int main(int argc, char** argv) {
         if (args.shift_positions > 0)
             shift_json = smol_bench::shift_cost(args, model, forward_options, *speed.ids);
         if (args.chat_turns > 0) chat_json = smol_bench::chat_turns(args, model);
+        nlohmann::json npcs_json;
+        if (args.npcs > 0) npcs_json = smol_bench::npc_village(args, model, *speed.ids);
         nlohmann::json lookup_json;
         if (args.lookup > 0)
             lookup_json = smol_bench::lookup_cost(args, model, forward_options, *speed.ids);
@@ -287,6 +304,7 @@ int main(int argc, char** argv) {
             if (!step_rows_json.is_null()) out["step_rows"] = step_rows_json;
             if (!shift_json.is_null()) out["shift"] = shift_json;
             if (!chat_json.is_null()) out["chat_turns"] = chat_json;
+            if (!npcs_json.is_null()) out["npcs"] = npcs_json;
             if (!lookup_json.is_null()) out["lookup"] = lookup_json;
             std::printf("%s\n", out.dump().c_str());
         }

@@ -15,7 +15,6 @@
 #include "bench.hpp"
 
 namespace smol_bench {
-namespace {
 
 // Peak resident set in MiB: VmHWM where /proc has it, else getrusage.
 double peak_rss_mib() {
@@ -44,6 +43,8 @@ double current_rss_mib() {
 #endif
     return 0;
 }
+
+namespace {
 
 // CPU seconds (user + system) this process has used so far.
 double process_cpu_seconds() {

@@ -86,6 +86,15 @@ static class Sample {
                 Check(other.CachedTokens == gen.CachedTokens, "session restored");
             }
 
+            // Fork: the copy shares the cache's blocks until it writes them.
+            using (var fork = gen.Fork()) {
+                Check(fork.CacheOwnedBytes == 0 && fork.CacheSharedBytes > 0 &&
+                      fork.CacheSharedBytes == gen.CacheSharedBytes, "a fork shares the cache");
+            }
+            using (var q8 = new Smol.Generator(model, new Smol.GeneratorOptions { NCtx = 256, KVType = Smol.KVType.Q8_0 })) {
+                Check(q8.Generate(Prompt, greedy).Tokens.Length > 0 && q8.CacheOwnedBytes > 0, "a q8_0 cache");
+            }
+
             // Erase: dropping the generated tail rewinds, so the prompt again
             // reuses the cache and gives the same tokens.
             using (var rewind = new Smol.Generator(model, new Smol.GeneratorOptions { NCtx = 256 })) {

@@ -45,8 +45,10 @@ inline smol_cli::Option& add_device_option(smol_cli::Parser& cli, smol::Device& 
         "auto (cuda when possible, else cpu)");
 }
 
-// --kv-type TYPE into GeneratorOptions::kv_type (or a cache's type).
-inline smol_cli::Option& add_kv_type_option(smol_cli::Parser& cli, smol::KVType& target) {
+// --kv-type TYPE into GeneratorOptions::kv_type (or a cache's type); `help`
+// replaces the default help text (a program whose default is not f16).
+inline smol_cli::Option& add_kv_type_option(smol_cli::Parser& cli, smol::KVType& target,
+                                            const char* help = nullptr) {
     return cli.option(
         "--kv-type",
         [&target](const std::string& name) {
@@ -54,7 +56,9 @@ inline smol_cli::Option& add_kv_type_option(smol_cli::Parser& cli, smol::KVType&
             if (!type) throw smol_cli::BadValue("expected f16, f32 or q8_0, not '" + name + "'");
             target = *type;
         },
-        "TYPE", "KV cache element type: f16 (default), f32, q8_0 (53 % of F16's bytes; CPU only)");
+        "TYPE",
+        help ? help
+             : "KV cache element type: f16 (default), f32, q8_0 (53 % of F16's bytes; CPU only)");
 }
 
 // The device backends this build has, for --device cuda|auto, and with a

@@ -133,7 +133,9 @@ typedef enum smol_device {
     SMOL_DEVICE_AUTO = 2  /* cuda when possible, else cpu */
 } smol_device;
 
-typedef enum smol_kv_type { SMOL_KV_F32 = 0, SMOL_KV_F16 = 1 } smol_kv_type;
+/* KV cache element type. SMOL_KV_Q8_0: 53 % of F16's bytes, CPU only (the
+ * model's head_dim a multiple of 32). */
+typedef enum smol_kv_type { SMOL_KV_F32 = 0, SMOL_KV_F16 = 1, SMOL_KV_Q8_0 = 2 } smol_kv_type;
 
 /* What a generator does when a conversation outgrows its context (C++
  * ContextPolicy). */
@@ -235,7 +237,10 @@ SMOL_API smol_generator* smol_generator_new(const smol_model* model,
                                             const smol_generator_options* options) SMOL_NOEXCEPT;
 SMOL_API void smol_generator_free(smol_generator* generator) SMOL_NOEXCEPT;
 /* An independent copy (KV cache and history): e.g. many NPCs from one
- * prefilled system prompt. The generator must not be running. */
+ * prefilled system prompt. On the CPU the copy shares the cache's blocks of
+ * positions until either writes one (copy on write), so many forks of one long
+ * prompt hold it once: smol_generator_cache_memory shows the split. The
+ * generator must not be running. */
 SMOL_API smol_generator* smol_generator_fork(smol_generator* generator) SMOL_NOEXCEPT;
 /* Forgets the history and empties the KV cache. */
 SMOL_API smol_status smol_reset(smol_generator* generator) SMOL_NOEXCEPT;
@@ -245,6 +250,11 @@ SMOL_API void smol_cancel(smol_generator* generator) SMOL_NOEXCEPT;
 SMOL_API size_t smol_generator_n_ctx(const smol_generator* generator) SMOL_NOEXCEPT;
 /* Tokens whose keys and values the cache holds (a prefix of the history). */
 SMOL_API size_t smol_generator_n_cached(const smol_generator* generator) SMOL_NOEXCEPT;
+/* The KV cache's bytes held by this generator alone (*owned) and shared with
+ * its forks (*shared: counted in each of them, held once); either pointer may
+ * be NULL. SMOL_ERR_INVALID_ARGUMENT for a NULL generator. */
+SMOL_API smol_status smol_generator_cache_memory(const smol_generator* generator, uint64_t* owned,
+                                                uint64_t* shared) SMOL_NOEXCEPT;
 /* The history: the ids of the last run's prompt and generated tokens, as the
  * cache holds them (after any shift or erase). Its length (0 for NULL): */
 SMOL_API size_t smol_generator_n_history(const smol_generator* generator) SMOL_NOEXCEPT;

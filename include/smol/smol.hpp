@@ -96,16 +96,17 @@
 //       is_special file detail_table_stats
 //   model/backend.hpp
 //     Device, device_name, parse_device, KVType, kv_type_name, parse_kv_type, kv_row_bytes, KVPart,
-//       ForwardOptions, Segment, DeviceBackendFactory
-//     BackendCache: size n_ctx n_layers n_kv_heads head_dim device truncate clear serialize restore
-//       try_restore clone
+//       CacheMemory, ForwardOptions, Segment, DeviceBackendFactory
+//     BackendCache: size n_ctx n_layers n_kv_heads head_dim device truncate clear memory serialize
+//       restore try_restore clone
 //     Backend: device name vocab_size context_length max_chunk default_chunk batch_rows
 //       try_make_cache make_cache try_erase erase try_forward forward
 //   model/config.hpp
 //     Config: q_dim kv_dim heads_per_kv layer_uses_rope try_from_gguf try_validate
 //   model/kv_cache.hpp
-//     KVCache: try_create fork clone type row_bytes bytes compatible set_size block keys values
-//       store erase_positions load_row serialize deserialize try_deserialize restore try_restore
+//     KVCache: try_create fork clone memory type row_bytes bytes compatible set_size prepare_write
+//       block_table block_shift stream_offset row store erase_positions load_row serialize
+//       deserialize try_deserialize restore try_restore
 //   model/smollm3.hpp
 //     ForwardZone, forward_zone_name, ForwardZoneTimes, ForwardZoneRecorder
 //     SmolLM3: try_create config weights file kernels rope file_ptr interleave_weights forward
@@ -118,8 +119,8 @@
 //   generation/generator.hpp
 //     Generator: try_create generate generate_tokens chat generate_async chat_async prefill
 //       prefill_chat cancel reset fork erase try_erase save_session restore_session
-//       try_restore_session model model_ptr n_ctx n_cached history chat_format logits tokenize
-//       tokenize_chat render_chat
+//       try_restore_session model model_ptr n_ctx n_cached cache_memory history chat_format logits
+//       tokenize tokenize_chat render_chat
 //   generation/params.hpp
 //     StopReason, to_string, ContextPolicy, GeneratorOptions, ChatOptions, GenerateParams,
 //       TokenCallback

@@ -723,6 +723,10 @@ size_t CudaKVCache::bytes() const noexcept {
     return state_ ? state_->kv.bytes() : 0;
 }
 
+CacheMemory CudaKVCache::memory() const noexcept {
+    return CacheMemory{bytes(), 0};  // one device buffer of its own, shared with no other cache
+}
+
 // The K/V buffer is [layer][K, V][kv head] blocks of [n_ctx][head_dim] F16, in
 // the order of the portable format, so the valid prefix of every block moves
 // as one 2D copy: height = the number of blocks, width = size() rows.

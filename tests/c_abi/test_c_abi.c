@@ -193,6 +193,16 @@ static void test_generate(smol_model* model) {
     smol_generator_options_init(&go);
     go.kv_type = 9;
     CHECK_FAILS(smol_generator_new(model, &go), SMOL_ERR_INVALID_ARGUMENT);
+    go.kv_type = SMOL_KV_Q8_0; /* a q8_0 cache: the same run, fewer bytes per position */
+    {
+        smol_generator* q8 = smol_generator_new(model, &go);
+        smol_result* q8_result = q8 ? smol_generate(q8, "Once upon a time", NULL, NULL, NULL) : NULL;
+        uint64_t owned = 0;
+        CHECK(q8_result != NULL);
+        CHECK(q8 && smol_generator_cache_memory(q8, &owned, NULL) == SMOL_OK && owned > 0);
+        smol_result_free(q8_result);
+        smol_generator_free(q8);
+    }
     smol_generator_options_init(&go);
     go.size = 3;
     CHECK_FAILS(smol_generator_new(model, &go), SMOL_ERR_INVALID_ARGUMENT);
@@ -238,10 +248,18 @@ static void test_generate(smol_model* model) {
     CHECK(again && again->n_reused_tokens > 0);
     smol_result_free(again);
 
-    /* Fork and reset. */
+    /* Fork and reset; a fork shares the parent's cache blocks until it writes them. */
     {
+        uint64_t owned = 1, shared = 1, parent_owned = 0;
+        CHECK(smol_generator_cache_memory(gen, &parent_owned, &shared) == SMOL_OK);
+        CHECK(parent_owned > 0 && shared == 0);
         smol_generator* fork = smol_generator_fork(gen);
         CHECK(fork && smol_generator_n_cached(fork) == smol_generator_n_cached(gen));
+        CHECK(smol_generator_cache_memory(fork, &owned, &shared) == SMOL_OK);
+        CHECK(owned == 0 && shared == parent_owned);
+        CHECK(smol_generator_cache_memory(fork, NULL, NULL) == SMOL_OK);
+        CHECK(smol_generator_cache_memory(NULL, &owned, &shared) == SMOL_ERR_INVALID_ARGUMENT);
+        CHECK(owned == 0 && shared == 0);
         CHECK(smol_reset(fork) == SMOL_OK);
         CHECK(smol_generator_n_cached(fork) == 0);
         again = smol_generate(fork, "Once upon a time", &p, NULL, NULL);

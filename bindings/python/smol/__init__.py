@@ -33,7 +33,7 @@ __all__ = ["Error", "Model", "Generator", "Batcher", "AsyncGeneration", "Result"
 
 STOP_REASONS = ["eos", "max_tokens", "stop_string", "cancelled", "context_full"]
 DEVICES = {"cpu": 0, "cuda": 1, "auto": 2}
-KV_TYPES = {"f32": 0, "f16": 1}
+KV_TYPES = {"f32": 0, "f16": 1, "q8_0": 2}
 CONTEXT_POLICIES = {"stop": 0, "shift": 1}
 
 
@@ -330,7 +330,7 @@ class Batcher:
 class Generator:
     """One conversation: a KV cache and its history (the C++ smol::Generator).
 
-    Options: n_ctx (0: min(4096, the model's)), kv_type ("f16", "f32"),
+    Options: n_ctx (0: min(4096, the model's)), kv_type ("f16", "f32", "q8_0": 53 % of F16's bytes, CPU only),
     prefill_chunk, batcher, log(level, message), context_policy ("stop": a
     prompt longer than n_ctx is an error and a full context ends the run;
     "shift": the oldest tokens after the first n_keep, in chat() the oldest
@@ -448,6 +448,16 @@ class Generator:
     @property
     def n_cached(self) -> int:
         return lib.smol_generator_n_cached(self._handle)
+
+    def cache_memory(self) -> tuple:
+        """(owned, shared): the KV cache's bytes held by this generator alone,
+        and shared with its forks (a fork shares the cache's blocks until it
+        writes them; shared bytes are counted in each fork, held once)."""
+        owned, shared = ctypes.c_uint64(0), ctypes.c_uint64(0)
+        if lib.smol_generator_cache_memory(self._handle, ctypes.byref(owned),
+                                           ctypes.byref(shared)) != 0:
+            _raise_last()
+        return owned.value, shared.value
 
     @property
     def history(self) -> List[int]:

@@ -144,6 +144,7 @@ def declare(lib):
         "smol_cancel": (None, [h]),
         "smol_generator_n_ctx": (c_size_t, [h]),
         "smol_generator_n_cached": (c_size_t, [h]),
+        "smol_generator_cache_memory": (c_int, [h, POINTER(c_uint64), POINTER(c_uint64)]),
         "smol_generator_n_history": (c_size_t, [h]),
         "smol_generator_history": (POINTER(c_int32), [h, POINTER(c_size_t)]),
         "smol_erase": (c_int, [h, c_size_t, c_size_t]),

@@ -146,8 +146,16 @@ def test_sessions_fork_tokenize(model):
     again = other.generate(PROMPT, max_tokens=8, temperature=0)
     assert again.tokens == first.tokens
     assert again.n_reused_tokens == again.n_prompt_tokens - 1
+    owned, shared = gen.cache_memory()
+    assert owned > 0 and shared == 0
     fork = gen.fork()
     assert fork.n_cached == gen.n_cached
+    # The fork shares the parent's cache blocks until either writes them.
+    assert fork.cache_memory() == (0, owned)
+    assert gen.cache_memory() == (0, owned)
+    q8 = model.generator(n_ctx=256, kv_type="q8_0")
+    assert q8.generate(PROMPT, max_tokens=4, temperature=0).tokens
+    assert 0 < q8.cache_memory()[0] < owned
     with pytest.raises(smol.Error) as error:
         other.restore_session(saved[: len(saved) // 2])
     assert error.value.kind == "format"

@@ -230,7 +230,8 @@ public:
     CudaKVCache(const CudaKVCache&) = delete;
     CudaKVCache& operator=(const CudaKVCache&) = delete;
 
-    size_t bytes() const noexcept;  // device memory of the K/V entries
+    size_t bytes() const noexcept;                 // device memory of the K/V entries
+    CacheMemory memory() const noexcept override;  // {bytes(), 0}
 
     // Reads one stored row back as float (keys after RoPE): out[head_dim]. For
     // tests (compare with the CPU KVCache::load_row).

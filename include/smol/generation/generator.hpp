@@ -248,9 +248,12 @@ public:
         state_->kv->clear();
     }
 
-    // An independent generator with a copy of this one's KV cache and history
-    // (nothing mutable shared): e.g. many NPCs branching from one prefilled
-    // system prompt.
+    // An independent generator with a copy of this one's KV cache and history:
+    // e.g. many NPCs branching from one prefilled system prompt. On the CPU
+    // the copy shares the cache's blocks of positions until either generator
+    // writes one (copy on write, model/kv_blocks.hpp), so eight forks of a
+    // long prompt hold it once; cache_memory() shows the split. Forks may run
+    // on different threads (the shared blocks are only read).
     Generator fork() {
         detail::RunGate::Scope scope(*state_->gate, "fork");
         return Generator(PrivateTag{}, *state_);
@@ -309,6 +312,10 @@ public:
     size_t n_ctx() const noexcept { return state_->kv->n_ctx(); }
     // Tokens whose keys/values the cache holds (a prefix of history()).
     size_t n_cached() const noexcept { return state_->kv->size(); }
+    // The KV cache's bytes held by this generator alone, and those shared with
+    // its forks (counted in each of them, held once). Not while a run is going
+    // on another thread (like n_cached()).
+    CacheMemory cache_memory() const noexcept { return state_->kv->memory(); }
     // Prompt + generated ids of the last run (the cache holds all but possibly the last).
     const std::vector<int32_t>& history() const noexcept { return state_->history; }
     ChatFormat chat_format() const noexcept { return state_->chat_format; }

@@ -128,7 +128,7 @@ inline float32x4_t load_cache4(const uint8_t* row, size_t i, CacheFormat format)
 inline void attend(const AttentionHead& a) noexcept {
     const size_t hd = a.head_dim, vector_end = hd / 4 * 4;
     for (size_t p = 0; p < a.n_positions; ++p) {
-        const uint8_t* key = a.keys + p * a.row_bytes;
+        const uint8_t* key = a.key(p);
         for (size_t g = 0; g < a.group; ++g) {
             const float* q = a.q + g * hd;
             float32x4_t acc = vdupq_n_f32(0.0f);
@@ -143,7 +143,7 @@ inline void attend(const AttentionHead& a) noexcept {
     for (size_t g = 0; g < a.group; ++g) softmax(a.scores + g * a.n_positions, a.n_positions);
     std::memset(a.out, 0, a.group * hd * sizeof(float));
     for (size_t p = 0; p < a.n_positions; ++p) {
-        const uint8_t* value = a.values + p * a.row_bytes;
+        const uint8_t* value = a.value(p);
         for (size_t i = 0; i < vector_end; i += 4) {
             const float32x4_t v = load_cache4(value, i, a.format);
             for (size_t g = 0; g < a.group; ++g) {

@@ -67,16 +67,30 @@ enum class CacheFormat : uint8_t { f32, f16, q8_0 };
 
 // The work of one attend() call: the `group` query heads of one token that
 // share a KV head, against that head's cached positions 0 .. n_positions - 1.
+// The cache is in blocks of 2^block_shift positions (model/kv_blocks.hpp):
+// position p's key is row p mod 2^block_shift of the rows starting keys_offset
+// bytes into blocks[p >> block_shift], row_bytes apart (values the same from
+// values_offset). Rows in one flat buffer: one block, block_shift 63.
 struct AttentionHead {
-    const float* q = nullptr;       // [group][head_dim]
-    const uint8_t* keys = nullptr;  // n_positions rows of head_dim values, row_bytes apart
-    const uint8_t* values = nullptr;
+    const float* q = nullptr;                // [group][head_dim]
+    const uint8_t* const* blocks = nullptr;  // [n_positions >> block_shift, rounded up]
+    unsigned block_shift = 63;
+    size_t keys_offset = 0, values_offset = 0;
     size_t row_bytes = 0;
     CacheFormat format = CacheFormat::f16;
     size_t group = 1, head_dim = 0, n_positions = 0;
     float scale = 1.0f;       // 1 / sqrt(head_dim)
     float* scores = nullptr;  // scratch [group][n_positions]
     float* out = nullptr;     // [group][head_dim], overwritten
+
+    const uint8_t* key(size_t p) const noexcept { return row(p) + keys_offset; }
+    const uint8_t* value(size_t p) const noexcept { return row(p) + values_offset; }
+
+private:
+    // Row p of the stream at offset 0 of its block.
+    const uint8_t* row(size_t p) const noexcept {
+        return blocks[p >> block_shift] + (p & ((size_t(1) << block_shift) - 1)) * row_bytes;
+    }
 };
 
 namespace scalar {
@@ -435,7 +449,7 @@ inline float cache_value(const uint8_t* row, size_t i, CacheFormat format) noexc
 // whole group.
 inline void attend(const AttentionHead& a) noexcept {
     for (size_t p = 0; p < a.n_positions; ++p) {
-        const uint8_t* key = a.keys + p * a.row_bytes;
+        const uint8_t* key = a.key(p);
         for (size_t g = 0; g < a.group; ++g) {
             const float dot =
                 dot_in_lanes([key, &a](size_t i) { return cache_value(key, i, a.format); },
@@ -446,7 +460,7 @@ inline void attend(const AttentionHead& a) noexcept {
     for (size_t g = 0; g < a.group; ++g) softmax(a.scores + g * a.n_positions, a.n_positions);
     for (size_t i = 0; i < a.group * a.head_dim; ++i) a.out[i] = 0.0f;
     for (size_t p = 0; p < a.n_positions; ++p) {
-        const uint8_t* value = a.values + p * a.row_bytes;
+        const uint8_t* value = a.value(p);
         for (size_t g = 0; g < a.group; ++g) {
             const float weight = a.scores[g * a.n_positions + p];
             float* out = a.out + g * a.head_dim;

@@ -150,6 +150,14 @@ struct ForwardOptions {
 
 class Backend;
 
+// A cache's memory as its session sees it: bytes of the blocks it holds alone,
+// and of the blocks it shares with other caches (a CPU cache's fork()):
+// `shared` bytes are counted by each sharer, held once.
+struct CacheMemory {
+    uint64_t owned = 0;
+    uint64_t shared = 0;
+};
+
 class BackendCache {
 public:
     // The one "default size" marker: n_ctx kDefaultSize wherever a cache is
@@ -174,8 +182,16 @@ public:
                                                           std::to_string(n) + " positions, only " +
                                                           std::to_string(size_) + " are filled");
         size_ = n;
+        drop_after(n);
     }
-    void clear() noexcept { size_ = 0; }
+    void clear() noexcept {
+        size_ = 0;
+        drop_after(0);
+    }
+
+    // The bytes this cache holds alone and those it shares with other caches
+    // (a CPU cache's fork(); a device cache shares nothing).
+    virtual CacheMemory memory() const noexcept = 0;
 
     // The valid prefix in the portable format (top of this file).
     virtual std::vector<uint8_t> serialize() const = 0;
@@ -193,6 +209,10 @@ public:
     virtual std::unique_ptr<BackendCache> clone() const = 0;
 
 protected:
+    // Called after the positions >= n left (truncate, clear, erase): a cache
+    // whose memory is in blocks may let go of those past n.
+    virtual void drop_after(size_t /*n*/) noexcept {}
+
     BackendCache() = default;
     BackendCache(Device device, const void* owner, size_t n_layers, size_t n_kv_heads,
                  size_t head_dim, size_t n_ctx) noexcept
@@ -301,6 +321,7 @@ public:
             SMOL_TRY(
                 detail::catch_bad_alloc("erase", [&] { return do_erase(cache, first, count); }));
         cache.size_ -= count;
+        cache.drop_after(cache.size_);
         return {};
     }
     void erase(BackendCache& cache, size_t first, size_t count) const {

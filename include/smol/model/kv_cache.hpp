@@ -1,27 +1,32 @@
 // smol::KVCache: the keys and values of every position a session has run,
 // kept apart from the model so many sessions share one set of weights.
 //
-// Preallocated for n_ctx positions (KVCache::kDefaultSize picks min(4096, the
-// model's context length); 0 or more than the context length is an error); memory is reserved up
-// front but pages are only touched as positions fill. Elements are F16 by default (half the memory
-// and bandwidth of F32; the reference engine the goldens come from also keeps F16), F32, or Q8_0
-// (each row is head_dim / 32 GGUF Q8_0 blocks, 34 bytes per 32 values: 53 % of F16's bytes; a
-// row is quantized once, when its position is written, so the values attention reads are
-// rounded once more than F16's).
+// Reserved for n_ctx positions (KVCache::kDefaultSize picks min(4096, the
+// model's context length); 0 or more than the context length is an error);
+// memory is reserved up front but pages are only touched as positions fill.
+// Elements are F16 by default (half the memory and bandwidth of F32; the
+// reference engine the goldens come from also keeps F16), F32, or Q8_0 (each
+// row is head_dim / 32 GGUF Q8_0 blocks, 34 bytes per 32 values: 53 % of F16's
+// bytes; a row is quantized once, when its position is written, so the values
+// attention reads are rounded once more than F16's).
 //
-// Layout, one block per (layer, K or V, kv head), each [n_ctx] rows of row_bytes():
-//   block(layer, part, head) starts at ((layer * 2 + part) * n_kv_heads + head) * n_ctx *
-//   row_bytes()
-// (part: 0 keys, 1 values)
-// so attention for one head walks contiguous positions. Keys are stored after
-// RoPE (for NoPE layers, as projected).
+// Layout: blocks of 64 positions (model/kv_blocks.hpp), each
+//   [stream = (layer * 2 + part) * n_kv_heads + kv_head][64 positions][row_bytes()]
+// (part: KVPart::keys, KVPart::values), so attention for one head walks 64
+// contiguous rows at a time. Keys are stored after RoPE (for NoPE layers, as
+// projected).
+//
+// A copy (fork(), clone()) shares the blocks of the valid prefix with the
+// original until one of them writes a block, which it then copies (copy on
+// write): forks of one long prompt hold that prompt once. memory() says how
+// many bytes a cache holds alone and how many it shares.
 //
 // size() is the number of leading positions that hold valid entries; forward()
-// writes positions [start, start + n) and then sets size() = start + n.
-// Copying (fork) copies only the valid prefix; truncate() drops positions
-// (prompt-prefix reuse); serialize()/deserialize() save the valid prefix with a
-// small header (magic "SMKV", version, geometry, element type, size): the
-// portable format of model/backend.hpp, which every backend's cache reads.
+// makes the positions it writes private (prepare_write), writes [start, start +
+// n) and then sets size() = start + n. truncate() drops positions (prompt-prefix
+// reuse); serialize()/deserialize() save the valid prefix with a small header
+// (magic "SMKV", version, geometry, element type, size): the portable format of
+// model/backend.hpp, which every backend's cache reads.
 //
 // KVCache is the CPU backend's BackendCache (model/backend.hpp): size, n_ctx,
 // truncate and clear live in that base; clone() and restore() are the
@@ -51,6 +56,7 @@
 #include "../quant/quantize.hpp"
 #include "backend.hpp"
 #include "config.hpp"
+#include "kv_blocks.hpp"
 #include "rope.hpp"
 
 SMOL_NAMESPACE_BEGIN
@@ -63,12 +69,15 @@ inline constexpr char kCpuCacheOwner = 0;
 
 class KVCache final : public BackendCache {
 public:
+    // Positions per block of the layout (top of this file).
+    static constexpr size_t kBlockPositions = detail::KVBlockTable::kPositions;
+
     // n_ctx kDefaultSize picks min(4096, config.context_length); 0 or more than
     // context_length is ErrorKind::invalid_argument. The cache's bytes are
     // checked against `memory_budget` (0: the machine's physical memory; see
     // LoadOptions::memory_budget) before anything is allocated: a geometry
     // whose size overflows or exceeds it is ErrorKind::resource. try_create
-    // returns these errors (and, with exceptions, a failed allocation) as a value.
+    // returns these errors (and a failed allocation) as a value.
     // KVType::q8_0 needs head_dim a multiple of 32 (ErrorKind::unsupported otherwise).
     explicit KVCache(const Config& config, size_t n_ctx = kDefaultSize, KVType type = KVType::f16,
                      uint64_t memory_budget = 0)
@@ -88,14 +97,15 @@ public:
         KVCache cache(config.n_layers, config.n_kv_heads, config.head_dim, n_ctx, type,
                       memory_budget);
         SMOL_TRY(cache.check_size());
-        SMOL_TRY(cache.allocate());
+        SMOL_TRY_ASSIGN(cache.blocks_,
+                        detail::KVBlockTable::create(n_ctx, cache.n_streams(), cache.row_bytes()));
         return cache;
     }
 
+    // A copy shares the valid prefix's blocks (top of this file).
     KVCache(const KVCache& other)
         : BackendCache(other), type_(other.type_), memory_budget_(other.memory_budget_) {
-        detail::ok_or_fail(allocate());
-        copy_prefix_from(other, other.size_);
+        blocks_ = detail::value_or_fail(other.blocks_.share(blocks_for(other.size_)));
     }
     KVCache& operator=(const KVCache& other) {
         if (this != &other) {
@@ -107,17 +117,19 @@ public:
     KVCache(KVCache&&) noexcept = default;
     KVCache& operator=(KVCache&&) noexcept = default;
 
-    // An independent copy of the valid prefix (what a branching session needs).
+    // A copy of the valid prefix (what a branching session needs), sharing its blocks.
     KVCache fork() const { return KVCache(*this); }
     std::unique_ptr<BackendCache> clone() const override {
         return detail::translate_bad_alloc(
             "KVCache", [&] { return std::unique_ptr<BackendCache>(new KVCache(*this)); });
     }
+    CacheMemory memory() const noexcept override { return blocks_.memory(blocks_for(size_)); }
 
     KVType type() const noexcept { return type_; }
     // Bytes of one cached row (head_dim values): kv_row_bytes(type(), head_dim).
     size_t row_bytes() const noexcept { return kv_row_bytes(type_, head_dim_); }
-    size_t bytes() const noexcept { return block_bytes() * 2 * n_layers_ * n_kv_heads_; }
+    // Bytes reserved for n_ctx positions (whole blocks).
+    size_t bytes() const noexcept { return blocks_.n_blocks() * blocks_.block_bytes(); }
 
     // True when the geometry matches `config` (same layers, kv heads, head dim).
     bool compatible(const Config& config) const noexcept {
@@ -126,38 +138,47 @@ public:
     }
 
     // Marks positions [0, n) valid (tests; forward() keeps the size itself).
+    // Rows never written read as whatever the memory held.
     void set_size(size_t n) {
         if (n > n_ctx_)
             detail::fail(ErrorKind::out_of_range, "KVCache: size " + std::to_string(n) +
                                                       " exceeds n_ctx " + std::to_string(n_ctx_));
+        detail::ok_or_fail(prepare_write(0, n));
         size_ = n;
     }
 
-    // Start of the [n_ctx] rows (row_bytes() each) of the keys or values of one kv head.
-    void* block(size_t layer, KVPart part, size_t kv_head) noexcept {
-        return data_.get() + block_offset(layer, part, kv_head);
-    }
-    const void* block(size_t layer, KVPart part, size_t kv_head) const noexcept {
-        return data_.get() + block_offset(layer, part, kv_head);
-    }
-    void* keys(size_t layer, size_t kv_head) noexcept {
-        return block(layer, KVPart::keys, kv_head);
-    }
-    void* values(size_t layer, size_t kv_head) noexcept {
-        return block(layer, KVPart::values, kv_head);
-    }
-    const void* keys(size_t layer, size_t kv_head) const noexcept {
-        return block(layer, KVPart::keys, kv_head);
-    }
-    const void* values(size_t layer, size_t kv_head) const noexcept {
-        return block(layer, KVPart::values, kv_head);
+    // Makes the blocks of positions [first, first + count) this cache's alone,
+    // so store() may write them (forward() calls it before a pass). Fails only
+    // when a block this cache shared out must be written again and no memory
+    // is left for its copy: Error(resource), nothing written.
+    Status prepare_write(size_t first, size_t count) {
+        if (count == 0) return {};
+        for (size_t b = first >> kShift; b <= (first + count - 1) >> kShift; ++b)
+            SMOL_TRY(blocks_.make_writable(b, size_));
+        return {};
     }
 
-    // Writes the keys and values of one position: k and v are [n_kv_heads][head_dim].
+    // The attention kernels' view (kernels::AttentionHead): each block's first
+    // byte, the shift from a position to its block, and where one stream's
+    // rows start inside a block.
+    const uint8_t* const* block_table() const noexcept { return blocks_.data(); }
+    static constexpr unsigned block_shift() noexcept { return kShift; }
+    size_t stream_offset(size_t layer, KVPart part, size_t kv_head) const noexcept {
+        return stream(layer, part, kv_head) * kBlockPositions * row_bytes();
+    }
+
+    // The stored row of one position (pos < size(), or prepared for writing).
+    const uint8_t* row(size_t layer, KVPart part, size_t kv_head, size_t pos) const noexcept {
+        return blocks_.block(pos >> kShift) + stream_offset(layer, part, kv_head) +
+               (pos & kMask) * row_bytes();
+    }
+
+    // Writes the keys and values of one position (prepared by prepare_write):
+    // k and v are [n_kv_heads][head_dim].
     void store(size_t layer, size_t pos, const float* k, const float* v) noexcept {
         for (size_t h = 0; h < n_kv_heads_; ++h) {
-            store_row(keys(layer, h), pos, k + h * head_dim_);
-            store_row(values(layer, h), pos, v + h * head_dim_);
+            store_row(mutable_row(layer, KVPart::keys, h, pos), k + h * head_dim_);
+            store_row(mutable_row(layer, KVPart::values, h, pos), v + h * head_dim_);
         }
     }
 
@@ -170,18 +191,26 @@ public:
     // quantized again: like F16's it is rounded a second time, but to Q8_0's
     // coarser steps, with a new scale per 32 values (tests/test_context.cpp
     // bounds the drift against a fresh prefill).
-    void erase_positions(size_t first, size_t count, const Config& config, const RopeRule& rule) {
+    Status erase_positions(size_t first, size_t count, const Config& config, const RopeRule& rule) {
         const size_t moved = size_ - first - count;
-        const size_t row = row_bytes();
+        SMOL_TRY(prepare_write(first, moved));
+        const size_t row_size = row_bytes();
         const size_t pairs = rule.pairs();
         std::vector<float> cos(pairs), sin(pairs), key(head_dim_);
         rule.shift(-int64_t(count), cos.data(), sin.data());
         for (size_t l = 0; l < n_layers_; ++l)
             for (const KVPart part : {KVPart::keys, KVPart::values})
                 for (size_t h = 0; h < n_kv_heads_; ++h) {
-                    uint8_t* base = static_cast<uint8_t*>(block(l, part, h));
                     if (part == KVPart::values || !config.layer_uses_rope(l)) {
-                        std::memmove(base + first * row, base + (first + count) * row, moved * row);
+                        // Runs that stay inside one block at both ends; a run
+                        // may overlap itself (same block), never an earlier run.
+                        for (size_t p = first, end = first + moved; p < end;) {
+                            const size_t run = std::min({end - p, kBlockPositions - (p & kMask),
+                                                         kBlockPositions - ((p + count) & kMask)});
+                            std::memmove(mutable_row(l, part, h, p), row(l, part, h, p + count),
+                                         run * row_size);
+                            p += run;
+                        }
                         continue;
                     }
                     for (size_t p = first; p < first + moved; ++p) {
@@ -191,16 +220,16 @@ public:
                             key[2 * i] = smol::detail::fma(x0, cos[i], -(x1 * sin[i]));
                             key[2 * i + 1] = smol::detail::fma(x1, cos[i], x0 * sin[i]);
                         }
-                        store_row(base, p, key.data());
+                        store_row(mutable_row(l, part, h, p), key.data());
                     }
                 }
+        return {};
     }
 
     // Reads one stored row back as float (tests, the reference).
     void load_row(size_t layer, KVPart part, size_t kv_head, size_t pos,
                   float* out) const noexcept {
-        const uint8_t* base =
-            static_cast<const uint8_t*>(block(layer, part, kv_head)) + pos * row_bytes();
+        const uint8_t* base = row(layer, part, kv_head, pos);
         if (type_ == KVType::f32) {
             std::memcpy(out, base, head_dim_ * 4);
         } else if (type_ == KVType::q8_0) {
@@ -217,12 +246,10 @@ public:
         const size_t row = row_bytes();
         out.reserve(detail::kKVHeaderBytes + 2 * n_layers_ * n_kv_heads_ * size_ * row);
         detail::append_kv_header(out, type_, n_layers_, n_kv_heads_, head_dim_, size_);
-        for (size_t l = 0; l < n_layers_; ++l)
-            for (const KVPart part : {KVPart::keys, KVPart::values})
-                for (size_t h = 0; h < n_kv_heads_; ++h) {
-                    const uint8_t* p = static_cast<const uint8_t*>(block(l, part, h));
-                    out.insert(out.end(), p, p + size_ * row);
-                }
+        for_each_run(size_, [&](size_t l, KVPart part, size_t h, size_t p, size_t run) {
+            const uint8_t* from = this->row(l, part, h, p);
+            out.insert(out.end(), from, from + run * row);
+        });
         return out;
     }
 
@@ -242,7 +269,7 @@ public:
                         detail::try_parse_kv_image(data, bytes, config.n_layers, config.n_kv_heads,
                                                    config.head_dim, n_ctx));
         SMOL_TRY_ASSIGN(KVCache cache, try_create(config, n_ctx, image.type));
-        cache.fill_from(image);
+        SMOL_TRY(cache.fill_from(image));
         return cache;
     }
 
@@ -257,86 +284,89 @@ public:
             detail::try_parse_kv_image(data, bytes, n_layers_, n_kv_heads_, head_dim_, n_ctx_));
         KVCache cache(n_layers_, n_kv_heads_, head_dim_, n_ctx_, image.type, memory_budget_);
         SMOL_TRY(cache.check_size());
-        SMOL_TRY(cache.allocate());
-        cache.fill_from(image);
+        SMOL_TRY_ASSIGN(cache.blocks_,
+                        detail::KVBlockTable::create(n_ctx_, cache.n_streams(), cache.row_bytes()));
+        SMOL_TRY(cache.fill_from(image));
         *this = std::move(cache);
         return {};
     }
 
+protected:
+    void drop_after(size_t n) noexcept override { blocks_.drop_from(blocks_for(n)); }
+
 private:
+    static constexpr unsigned kShift = detail::KVBlockTable::kShift;
+    static constexpr size_t kMask = kBlockPositions - 1;
+
     static Expected<size_t> resolve_n_ctx(const Config& config, size_t n_ctx) {
         return detail::resolve_n_ctx(n_ctx, config.context_length);
     }
+    static size_t blocks_for(size_t positions) noexcept {
+        return detail::KVBlockTable::blocks_for(positions);
+    }
 
-    // A cache of this geometry with nothing allocated yet: check_size() and
-    // allocate() follow.
+    // A cache of this geometry with no blocks yet: check_size() and the table follow.
     KVCache(size_t n_layers, size_t n_kv_heads, size_t head_dim, size_t n_ctx, KVType type,
             uint64_t memory_budget)
         : BackendCache(Device::cpu, &detail::kCpuCacheOwner, n_layers, n_kv_heads, head_dim, n_ctx),
           type_(type),
           memory_budget_(memory_budget) {}
 
-    // The geometry comes from a file: each factor is bounded, their product is not.
+    size_t n_streams() const noexcept { return 2 * n_layers_ * n_kv_heads_; }
+    size_t stream(size_t layer, KVPart part, size_t kv_head) const noexcept {
+        return (layer * 2 + size_t(part)) * n_kv_heads_ + kv_head;
+    }
+    uint8_t* mutable_row(size_t layer, KVPart part, size_t kv_head, size_t pos) noexcept {
+        return const_cast<uint8_t*>(row(layer, part, kv_head, pos));
+    }
+
+    // The geometry comes from a file: each factor is bounded, their product is
+    // not. Whole blocks of positions are reserved.
     Status check_size() const {
+        const uint64_t positions = uint64_t(blocks_for(n_ctx_)) * kBlockPositions;
         SMOL_TRY_ASSIGN(const size_t total,
-                        detail::checked_product(
-                            "KVCache", {uint64_t(n_ctx_), row_bytes(), 2, n_layers_, n_kv_heads_}));
+                        detail::checked_product("KVCache", {positions, row_bytes(), n_streams()}));
         return detail::check_budget("KVCache of " + std::to_string(n_ctx_) + " positions", total,
                                     memory_budget_);
     }
 
-    // Copies a parsed image of this cache's element type and geometry.
-    void fill_from(const detail::KVImage& image) {
-        const uint8_t* src = image.payload;
-        for (size_t l = 0; l < n_layers_; ++l)
-            for (const KVPart part : {KVPart::keys, KVPart::values})
-                for (size_t h = 0; h < n_kv_heads_; ++h) {
-                    std::memcpy(block(l, part, h), src, image.size * image.row_bytes);
-                    src += image.size * image.row_bytes;
-                }
-        size_ = image.size;
-    }
-
-    size_t block_bytes() const noexcept { return n_ctx_ * row_bytes(); }
-    size_t block_offset(size_t layer, KVPart part, size_t kv_head) const noexcept {
-        return ((layer * 2 + size_t(part)) * n_kv_heads_ + kv_head) * block_bytes();
-    }
-
-    // Uninitialized on purpose: pages are touched only as positions fill.
-    // The size was checked by check_size() (a copy has the same geometry).
-    Status allocate() {
-        const size_t total = bytes();
-        return detail::catch_bad_alloc("KVCache", [&]() -> Status {
-            data_.reset(static_cast<uint8_t*>(detail::aligned_allocate(total)));
-            return {};
-        });
-    }
-
-    void copy_prefix_from(const KVCache& other, size_t n) {
-        const size_t row = row_bytes();
+    // f(layer, part, kv_head, first position, rows) over positions [0, n) of
+    // every stream, in the portable format's order, one run per block.
+    template <typename F>
+    void for_each_run(size_t n, F&& f) const {
         for (size_t l = 0; l < n_layers_; ++l)
             for (const KVPart part : {KVPart::keys, KVPart::values})
                 for (size_t h = 0; h < n_kv_heads_; ++h)
-                    std::memcpy(block(l, part, h), other.block(l, part, h), n * row);
-        size_ = n;
+                    for (size_t p = 0; p < n; p += kBlockPositions)
+                        f(l, part, h, p, std::min(kBlockPositions, n - p));
     }
 
-    void store_row(void* base, size_t pos, const float* src) noexcept {
+    // Copies a parsed image of this cache's element type and geometry.
+    Status fill_from(const detail::KVImage& image) {
+        SMOL_TRY(prepare_write(0, image.size));
+        const uint8_t* src = image.payload;
+        for_each_run(image.size, [&](size_t l, KVPart part, size_t h, size_t p, size_t run) {
+            std::memcpy(mutable_row(l, part, h, p), src, run * image.row_bytes);
+            src += run * image.row_bytes;
+        });
+        size_ = image.size;
+        return {};
+    }
+
+    void store_row(uint8_t* dst, const float* src) noexcept {
         if (type_ == KVType::f32) {
-            std::memcpy(static_cast<float*>(base) + pos * head_dim_, src, head_dim_ * 4);
+            std::memcpy(dst, src, head_dim_ * 4);
         } else if (type_ == KVType::q8_0) {  // the reference quantizer: what GGUF's Q8_0 rounds
-            quantize_row_q8_0(
-                src, reinterpret_cast<BlockQ8_0*>(static_cast<uint8_t*>(base) + pos * row_bytes()),
-                head_dim_);
+            quantize_row_q8_0(src, reinterpret_cast<BlockQ8_0*>(dst), head_dim_);
         } else {
-            uint16_t* dst = static_cast<uint16_t*>(base) + pos * head_dim_;
-            for (size_t d = 0; d < head_dim_; ++d) dst[d] = fp32_to_fp16(src[d]);
+            uint16_t* out = reinterpret_cast<uint16_t*>(dst);
+            for (size_t d = 0; d < head_dim_; ++d) out[d] = fp32_to_fp16(src[d]);
         }
     }
 
     KVType type_ = KVType::f16;
     uint64_t memory_budget_ = 0;
-    detail::AlignedArray<uint8_t> data_;
+    detail::KVBlockTable blocks_;
 };
 
 SMOL_NAMESPACE_END

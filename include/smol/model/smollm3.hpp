@@ -607,8 +607,10 @@ private:
                 head.n_positions = rows[r].pos + 1;
                 head.q = &s.q[r * q_dim + kv_head * group * hd];       // [group][hd]
                 head.out = &s.attn[r * q_dim + kv_head * group * hd];  // [group][hd]
-                head.keys = static_cast<const uint8_t*>(kv.keys(layer, kv_head));
-                head.values = static_cast<const uint8_t*>(kv.values(layer, kv_head));
+                head.blocks = kv.block_table();
+                head.block_shift = KVCache::block_shift();
+                head.keys_offset = kv.stream_offset(layer, KVPart::keys, kv_head);
+                head.values_offset = kv.stream_offset(layer, KVPart::values, kv_head);
                 kernels_->attend(head);
             }
         };
@@ -663,8 +665,8 @@ protected:
     }
     Status do_erase(BackendCache& cache, size_t first, size_t count) const override {
         // The seam checked that the cache is a KVCache (device cpu, the CPU owner tag).
-        static_cast<KVCache&>(cache).erase_positions(first, count, net_->config(), net_->rope());
-        return {};
+        return static_cast<KVCache&>(cache).erase_positions(first, count, net_->config(),
+                                                            net_->rope());
     }
 
     // Passes of whole chunks, at most kMaxPassRows rows each (or one longer
@@ -677,7 +679,12 @@ protected:
     Status forward_step(const Segment* chunks, size_t n_chunks,
                         const std::atomic<bool>* cancel) const override {
         size_t rows = 0;
-        for (size_t i = 0; i < n_chunks; ++i) rows += chunks[i].n_tokens;
+        for (size_t i = 0; i < n_chunks; ++i) {
+            rows += chunks[i].n_tokens;
+            // The seam checked that each cache is a KVCache (device cpu, the CPU owner tag).
+            SMOL_TRY(static_cast<KVCache*>(chunks[i].cache)
+                         ->prepare_write(chunks[i].start, chunks[i].n_tokens));
+        }
         const SmolLM3::WorkspaceLease workspace(*net_, rows);
         for (size_t first = 0; first < n_chunks;) {
             size_t end = first + 1, rows = chunks[first].n_tokens;
