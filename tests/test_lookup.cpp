@@ -592,3 +592,29 @@ TEST_CASE("lookup decoding: generators sharing a Batcher, each with its drafts")
     MESSAGE("batched, random weights: " << accepted << " drafts accepted");
     CHECK(options.batcher->stats().widest >= 2);
 }
+
+TEST_CASE("lookup decoding on forks: rewritten draft positions in shared blocks stay private") {
+    const auto model = made_model();
+    const size_t vocab = model->config().vocab_size;
+    const std::string prompt = "The merchant counted the coins and";
+    smol::Generator plain(model);
+    const smol::GenerateResult expected = plain.generate(prompt, greedy(40));
+    const size_t prompt_size = plain.history().size() - expected.tokens.size();
+    // The parent holds the prompt; two forks decode with rejected and
+    // accepted drafts, writing draft positions they then truncate and rewrite.
+    smol::Generator parent(model);
+    parent.prefill(prompt);
+    const std::vector<uint8_t> parent_before = parent.save_session();
+    for (const bool right : {false, true}) {
+        CAPTURE(right);
+        smol::Generator child = parent.fork();
+        smol::GenerateParams q = with_lookup(greedy(40), 4);
+        q.lookup.draft_hook = forced_drafts(prompt_size, expected.tokens, right, vocab);
+        const smol::GenerateResult r = child.generate(prompt, q);
+        CHECK(r.tokens == expected.tokens);
+        CHECK(child.save_session() == plain.save_session());
+        CHECK(parent.save_session() == parent_before);
+    }
+    // The parent still decodes as a fresh generator does.
+    CHECK(parent.generate(prompt, with_lookup(greedy(40))).tokens == expected.tokens);
+}
