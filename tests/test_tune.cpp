@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -124,7 +125,7 @@ TEST_CASE("tuning: forced on a fixture, it measures the candidates and keeps the
             const bool interleaved = tuned->weights().layers[0].ffn_up.interleaved_rows > 0;
             size_t expected = std::size(kernels::kDecodeChunkCandidates);
             if (zmm && interleaved)
-                expected += std::size(kernels::kPaceCandidates) *
+                expected += std::size(kernels::kPaceCandidates) +
                             std::size(kernels::kInterleavedPrefetchCandidates);
             bool stored_q6k = false;
             for (const smol::LayerWeights& l : tuned->weights().layers)

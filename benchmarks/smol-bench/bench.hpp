@@ -92,6 +92,11 @@ struct Options {
     long arrival_tokens = 512;
     std::string json_schema_path;
     long shift_positions = 0, chat_turns = 0;
+    // The kernels' speed-only settings (LoadOptions::tune / kernel_params), and
+    // whether to print the tuner's time per candidate.
+    smol::TuneMode tune = smol::TuneMode::automatic;
+    std::optional<smol::kernels::KernelParams> kernel_params;
+    bool tune_times = false;
 };
 
 // Random token ids from one fixed-seed stream: the tests draw their prompts

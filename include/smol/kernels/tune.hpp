@@ -13,22 +13,30 @@
 //       one candidate as measured: the median time of a sample over its bytes.
 //   struct TuneReport { bool tuned; std::string skipped; KernelParams chosen;
 //                       std::vector<TuneTiming> timings; double seconds; std::string text() }
-//   struct TuneOptions { double budget_seconds = 0.25; int rounds = 5; double keep_margin = 0.01; }
+//   struct TuneOptions { double budget_seconds = 0.3; int rounds = 4; double keep_margin = 0.01;
+//                        uint64_t window_bytes = 0; }
 //   TuneReport tune_kernels(const KernelSet& base, const std::vector<std::vector<WeightMatrix>>& layers,
 //                           ThreadPool& pool, const TuneOptions& options = {})
 //       measures on `layers` (each one layer's matrices, as the model's decode
 //       reads them) one token at a time on `pool`, setting by setting
 //       (coordinate descent from base.params): the one-token interleaved tile's
-//       pacing and prefetch distance (when some matrix is interleaved and the
-//       level has those tiles), the stored rows' prefetch distance (when some
-//       Q6_K matrix is stored, at avx512 / amx), the decode chunks per thread.
-//       Candidates alternate within a round (a rotated order each round), each
-//       sample one layer's mat-vecs, the layers taken in turn so that a sample
-//       reads its bytes from memory as decode does, not from the cache the
-//       previous sample filled (layers bigger than the last-level cache). A
-//       setting keeps its current value unless a candidate is faster by more
-//       than keep_margin. Stops adding rounds once the budget is spent (at
-//       least one round per setting).
+//       pacing, then its prefetch distance (when some matrix is interleaved and
+//       the level has those tiles: avx512, amx), the stored rows' prefetch
+//       distance (when some Q6_K matrix is stored, at avx512 / amx), the decode
+//       chunks per thread (every level). A setting keeps its current value
+//       unless a candidate's median is lower by more than keep_margin.
+//
+//       Where the time goes: decode reads every weight byte from memory once
+//       per token, so the samples must too, not from a cache the previous
+//       sample filled, and not through first-touch page faults of the mapped
+//       file. So the tuner reads a window of the first layers of at least
+//       window_bytes (0: 1.25 x the last-level cache, at least 128 MiB, at
+//       most 768 MiB, at most all layers) once untimed (faulting their pages
+//       in: the first token would do it otherwise), then each sample is the
+//       next ~32 MiB of the window's layers, in turn, cycling; the candidates
+//       of a setting alternate within a round, in a rotated order each round.
+//       Rounds stop once the setting's share of budget_seconds is spent (at
+//       least one round). Timings are per MiB of weights read.
 //   constexpr uint64_t kTuneMinWeightBytes   256 MiB: smaller models (the test
 //       fixtures) are not tuned under TuneMode::automatic.
 #pragma once
@@ -40,11 +48,16 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+#if defined(__linux__)
+#include <unistd.h>
+#endif
 
 #include "../core/threadpool.hpp"
 #include "../quant/weight_matrix.hpp"
@@ -72,7 +85,7 @@ constexpr uint64_t kTuneMinWeightBytes = uint64_t(256) << 20;
 
 struct TuneTiming {
     KernelParams params;
-    const char* setting = "";  // which setting this candidate varied
+    const char* setting = "";  // which setting it varied: "pace", "interleaved prefetch", ...
     double ns_per_mib = 0;     // median over its samples
     int samples = 0;
 };
@@ -84,19 +97,20 @@ struct TuneReport {
     std::vector<TuneTiming> timings;
     double seconds = 0;  // the tuning's wall time
 
-    // "pace 0, ... (tuned in 180 ms)" or "pace 60, ... (defaults: <skipped>)".
+    // "pace 0, ... (tuned in 180 ms)" or "pace 60, ... (not tuned: <skipped>)".
     std::string text() const {
         if (tuned)
             return kernel_params_text(chosen) + " (tuned in " +
                    std::to_string(int(seconds * 1000 + 0.5)) + " ms)";
-        return kernel_params_text(chosen) + " (defaults: " + skipped + ")";
+        return kernel_params_text(chosen) + " (not tuned: " + skipped + ")";
     }
 };
 
 struct TuneOptions {
-    double budget_seconds = 0.25;
-    int rounds = 5;
+    double budget_seconds = 0.3;  // for the timed rounds (the untimed first pass aside)
+    int rounds = 4;
     double keep_margin = 0.01;
+    uint64_t window_bytes = 0;  // 0: from the last-level cache's size (see above)
 };
 
 namespace detail {
@@ -125,10 +139,10 @@ inline QuantizedInput& tune_input(TuneCandidate& c, GGMLType type, size_t cols) 
     return *input;
 }
 
-// One sample: every matrix of `layer` against one token, matrices that read
+// One sample: every matrix of `layer` (one or more layers') against one token, matrices that read
 // the same input in one matmul_batch (as decode runs q/k/v and gate/up).
 // Returns the nanoseconds per MiB of weights.
-inline double tune_sample(TuneCandidate& c, const std::vector<WeightMatrix>& layer,
+inline double tune_sample(TuneCandidate& c, const std::vector<const WeightMatrix*>& layer,
                           ThreadPool& pool, std::vector<float>& y) {
     struct Group {
         GGMLType type;
@@ -137,10 +151,11 @@ inline double tune_sample(TuneCandidate& c, const std::vector<WeightMatrix>& lay
     };
     std::vector<Group> groups;
     size_t rows = 0, bytes = 0;
-    for (const WeightMatrix& w : layer) rows += w.rows;
+    for (const WeightMatrix* w : layer) rows += w->rows;
     if (y.size() < rows) y.resize(rows);
     size_t offset = 0;
-    for (const WeightMatrix& w : layer) {
+    for (const WeightMatrix* m : layer) {
+        const WeightMatrix& w = *m;
         bytes += w.rows * w.row_bytes;
         auto same = [&](const Group& g) {
             return activation_type_for(g.type) == activation_type_for(w.type) && g.cols == w.cols;
@@ -161,6 +176,15 @@ inline double tune_sample(TuneCandidate& c, const std::vector<WeightMatrix>& lay
     return ns / (double(std::max<size_t>(bytes, 1)) / double(1 << 20));
 }
 
+// The last-level cache's bytes where the system says, else 32 MiB.
+inline uint64_t last_level_cache_bytes() noexcept {
+#if defined(__linux__) && defined(_SC_LEVEL3_CACHE_SIZE)
+    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (l3 > 0) return uint64_t(l3);
+#endif
+    return uint64_t(32) << 20;
+}
+
 inline double median(std::vector<double> v) {
     if (v.empty()) return 0;
     std::sort(v.begin(), v.end());
@@ -173,91 +197,102 @@ inline double median(std::vector<double> v) {
 inline TuneReport tune_kernels(const KernelSet& base,
                                const std::vector<std::vector<WeightMatrix>>& layers,
                                ThreadPool& pool, const TuneOptions& options = {}) {
+    const auto start = std::chrono::steady_clock::now();
+    auto elapsed = [&] {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
     TuneReport report;
     report.chosen = base.params;
-    std::vector<const std::vector<WeightMatrix>*> usable;
+
+    // The window, and its samples of ~32 MiB of whole layers each.
+    const uint64_t window_bytes =
+        options.window_bytes > 0
+            ? options.window_bytes
+            : std::min<uint64_t>(uint64_t(768) << 20,
+                                 std::max<uint64_t>(uint64_t(128) << 20,
+                                                    detail::last_level_cache_bytes() / 4 * 5));
+    constexpr uint64_t kSampleBytes = uint64_t(32) << 20;
+    std::vector<std::vector<const WeightMatrix*>> samples(1);
+    uint64_t in_window = 0, in_sample = 0;
     bool interleaved = false, stored_q6k = false;
     for (const std::vector<WeightMatrix>& layer : layers) {
+        if (in_window >= window_bytes) break;
         if (layer.empty()) continue;
-        usable.push_back(&layer);
+        if (in_sample >= kSampleBytes) {
+            samples.emplace_back();
+            in_sample = 0;
+        }
         for (const WeightMatrix& w : layer) {
+            samples.back().push_back(&w);
+            in_sample += w.rows * w.row_bytes;
+            in_window += w.rows * w.row_bytes;
             interleaved |= w.interleaved_rows > 0 && base.interleaves(w.type);
             stored_q6k |= w.type == GGMLType::Q6_K && w.interleaved_rows == 0;
         }
     }
-    if (usable.empty()) {
+    if (samples.back().empty()) samples.pop_back();
+    if (samples.empty()) {
         report.skipped = "no matrices to measure";
         return report;
     }
     const bool zmm = base.level == CpuLevel::avx512 || base.level == CpuLevel::amx;
 
-    // The settings, in the order they are tuned, each as the candidates it tries.
+    // The settings, in the order they are tuned.
+    enum class Field { pace, interleaved_prefetch, stored_prefetch, decode_chunks };
     struct Setting {
         const char* name;
-        std::vector<KernelParams> (*candidates)(const KernelParams&);
+        Field field;
+        const int* values;
+        size_t n;
     };
     std::vector<Setting> settings;
-    if (zmm && interleaved)
-        settings.push_back({"interleaved tile", [](const KernelParams& p) {
-                                std::vector<KernelParams> out;
-                                for (int pace : kPaceCandidates)
-                                    for (int ahead : kInterleavedPrefetchCandidates) {
-                                        KernelParams q = p;
-                                        q.pace_steps = pace;
-                                        q.interleaved_prefetch = ahead;
-                                        out.push_back(q);
-                                    }
-                                return out;
-                            }});
+    if (zmm && interleaved) {
+        settings.push_back({"pace", Field::pace, kPaceCandidates, std::size(kPaceCandidates)});
+        settings.push_back({"interleaved prefetch", Field::interleaved_prefetch,
+                            kInterleavedPrefetchCandidates,
+                            std::size(kInterleavedPrefetchCandidates)});
+    }
     if (zmm && stored_q6k)
-        settings.push_back({"stored prefetch", [](const KernelParams& p) {
-                                std::vector<KernelParams> out;
-                                for (int ahead : kStoredPrefetchCandidates) {
-                                    KernelParams q = p;
-                                    q.stored_prefetch = ahead;
-                                    out.push_back(q);
-                                }
-                                return out;
-                            }});
-    settings.push_back({"decode chunks", [](const KernelParams& p) {
-                            std::vector<KernelParams> out;
-                            for (int chunks : kDecodeChunkCandidates) {
-                                KernelParams q = p;
-                                q.decode_chunks = chunks;
-                                out.push_back(q);
-                            }
-                            return out;
-                        }});
-
+        settings.push_back({"stored prefetch", Field::stored_prefetch, kStoredPrefetchCandidates,
+                            std::size(kStoredPrefetchCandidates)});
+    settings.push_back({"decode chunks", Field::decode_chunks, kDecodeChunkCandidates,
+                        std::size(kDecodeChunkCandidates)});
     size_t total_candidates = 0;
-    for (const Setting& s : settings) total_candidates += s.candidates(report.chosen).size();
-    const auto start = std::chrono::steady_clock::now();
-    auto elapsed = [&] {
-        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    };
+    for (const Setting& s : settings) total_candidates += s.n;
+
     std::vector<float> y;
-    size_t cursor = 0;  // the next layer a sample reads: each in turn, round after round
-    double budget_used = 0;
+    {  // the untimed first pass: pages in, threads awake
+        detail::TuneCandidate warm;
+        warm.set = &base;
+        for (const std::vector<const WeightMatrix*>& sample : samples)
+            detail::tune_sample(warm, sample, pool, y);
+    }
+    const double measuring_from = elapsed();
+    size_t cursor = 0;  // the next sample: each in turn, cycling through the window
+    double deadline = measuring_from;
     for (const Setting& setting : settings) {
         std::vector<detail::TuneCandidate> candidates;
-        for (const KernelParams& p : setting.candidates(report.chosen)) {
+        for (size_t v = 0; v < setting.n; ++v) {
+            KernelParams p = report.chosen;
+            switch (setting.field) {
+                case Field::pace: p.pace_steps = setting.values[v]; break;
+                case Field::interleaved_prefetch: p.interleaved_prefetch = setting.values[v]; break;
+                case Field::stored_prefetch: p.stored_prefetch = setting.values[v]; break;
+                case Field::decode_chunks: p.decode_chunks = setting.values[v]; break;
+            }
             detail::TuneCandidate c;
             c.set = &kernel_set(base.level, p);
             c.params = c.set->params;
             candidates.push_back(std::move(c));
         }
         const size_t n = candidates.size();
-        budget_used += options.budget_seconds * double(n) / double(total_candidates);
-        // A first sample per candidate that is not counted: it builds the inputs
-        // and wakes the threads.
-        for (detail::TuneCandidate& c : candidates)
-            detail::tune_sample(c, *usable[cursor++ % usable.size()], pool, y);
+        deadline += options.budget_seconds * double(n) / double(total_candidates);
         for (int round = 0; round < std::max(1, options.rounds); ++round) {
-            if (round > 0 && elapsed() > budget_used) break;
+            if (round > 0 && elapsed() > deadline) break;
             for (size_t k = 0; k < n; ++k) {
                 detail::TuneCandidate& c = candidates[(k + size_t(round)) % n];
                 c.ns_per_mib.push_back(
-                    detail::tune_sample(c, *usable[cursor++ % usable.size()], pool, y));
+                    detail::tune_sample(c, samples[cursor++ % samples.size()], pool, y));
             }
         }
         size_t best = 0, current = 0;
