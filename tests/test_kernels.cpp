@@ -1097,8 +1097,7 @@ TEST_CASE("kernel params: sets are built once, differ where the level uses them,
         const kernels::KernelSet& other = kernels::kernel_set(set->level, p);
         CHECK(&kernels::kernel_set(set->level, p) == &other);
         CHECK(other.params.decode_chunks == 16);
-        const bool zmm =
-            set->level == smol::CpuLevel::avx512 || set->level == smol::CpuLevel::amx;
+        const bool zmm = set->level == smol::CpuLevel::avx512 || set->level == smol::CpuLevel::amx;
         if (zmm) {
             // Each setting really selects another tile.
             CHECK(other.params == p);

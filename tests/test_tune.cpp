@@ -129,9 +129,8 @@ TEST_CASE("tuning: forced on a fixture, it measures the candidates and keeps the
                             std::size(kernels::kInterleavedPrefetchCandidates);
             bool stored_q6k = false;
             for (const smol::LayerWeights& l : tuned->weights().layers)
-                for (const smol::WeightMatrix* w :
-                     {&l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output, &l.ffn_gate, &l.ffn_up,
-                      &l.ffn_down})
+                for (const smol::WeightMatrix* w : {&l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output,
+                                                    &l.ffn_gate, &l.ffn_up, &l.ffn_down})
                     stored_q6k |= w->type == smol::GGMLType::Q6_K && w->interleaved_rows == 0;
             if (zmm && stored_q6k) expected += std::size(kernels::kStoredPrefetchCandidates);
             CHECK(report.timings.size() == expected);

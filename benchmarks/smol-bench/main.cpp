@@ -178,9 +178,10 @@ std::optional<int> parse_command_line(int argc, char** argv, Options& args) {
             p.stored_prefetch = int(v[2]);
             p.decode_chunks = int(v[3]);
             if (!smol::kernels::valid_kernel_params(p))
-                throw smol_cli::BadValue("'" + list +
-                                         "' names a value that is not a candidate (pace 0/30/60, "
-                                         "prefetch 4096/8192/12288, 2048/4096/8192, chunks 4/8/16)");
+                throw smol_cli::BadValue(
+                    "'" + list +
+                    "' names a value that is not a candidate (pace 0/30/60, "
+                    "prefetch 4096/8192/12288, 2048/4096/8192, chunks 4/8/16)");
             args.kernel_params = p;
         },
         "P,I,S,C",

@@ -243,10 +243,13 @@ SpeedResults measure_speed(const Options& options, const smol::LoadOptions& load
     // The tuning's time is part of the load time above.
     std::printf("kernel params: %s\n", tuning.text().c_str());
     if (options.tune_times)
-        for (const smol::kernels::TuneTiming& t : tuning.timings)
-            std::printf("  tune %-16s %s: %.0f ns/MiB (%.2f GB/s), %d samples\n", t.setting,
-                        smol::kernels::kernel_params_text(t.params).c_str(), t.ns_per_mib,
+        for (const smol::kernels::TuneTiming& t : tuning.timings) {
+            std::printf("  tune %-20s | %s | median %.2f GB/s of %d samples:", t.setting,
+                        smol::kernels::kernel_params_text(t.params).c_str(),
                         t.ns_per_mib > 0 ? 1048576.0 / t.ns_per_mib : 0.0, t.samples);
+            for (double run : t.runs) std::printf(" %.2f", run > 0 ? 1048576.0 / run : 0.0);
+            std::printf("\n");
+        }
     auto cpu_share = [&](double cpu, double wall) {
         return wall > 0 ? 100.0 * cpu / (wall * threads) : 0.0;
     };

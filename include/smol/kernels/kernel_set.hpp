@@ -172,8 +172,7 @@ constexpr bool valid_kernel_params(const KernelParams& p) noexcept {
 inline std::string kernel_params_text(const KernelParams& p) {
     return "pace " + std::to_string(p.pace_steps) + ", interleaved prefetch " +
            std::to_string(p.interleaved_prefetch) + ", stored prefetch " +
-           std::to_string(p.stored_prefetch) + ", decode chunks " +
-           std::to_string(p.decode_chunks);
+           std::to_string(p.stored_prefetch) + ", decode chunks " + std::to_string(p.decode_chunks);
 }
 
 struct KernelSet {

@@ -13,9 +13,10 @@
 //       one candidate as measured: the median time of a sample over its bytes.
 //   struct TuneReport { bool tuned; std::string skipped; KernelParams chosen;
 //                       std::vector<TuneTiming> timings; double seconds; std::string text() }
-//   struct TuneOptions { double budget_seconds = 0.3; int rounds = 4; double keep_margin = 0.01;
+//   struct TuneOptions { double budget_seconds = 0.3; int rounds = 4; double keep_margin = 0.02;
 //                        uint64_t window_bytes = 0; }
-//   TuneReport tune_kernels(const KernelSet& base, const std::vector<std::vector<WeightMatrix>>& layers,
+//   TuneReport tune_kernels(const KernelSet& base, const std::vector<std::vector<WeightMatrix>>&
+//   layers,
 //                           ThreadPool& pool, const TuneOptions& options = {})
 //       measures on `layers` (each one layer's matrices, as the model's decode
 //       reads them) one token at a time on `pool`, setting by setting
@@ -88,6 +89,7 @@ struct TuneTiming {
     const char* setting = "";  // which setting it varied: "pace", "interleaved prefetch", ...
     double ns_per_mib = 0;     // median over its samples
     int samples = 0;
+    std::vector<double> runs;  // each sample's ns per MiB, in the order taken
 };
 
 struct TuneReport {
@@ -109,7 +111,7 @@ struct TuneReport {
 struct TuneOptions {
     double budget_seconds = 0.3;  // for the timed rounds (the untimed first pass aside)
     int rounds = 4;
-    double keep_margin = 0.01;
+    double keep_margin = 0.02;
     uint64_t window_bytes = 0;  // 0: from the last-level cache's size (see above)
 };
 
@@ -275,10 +277,18 @@ inline TuneReport tune_kernels(const KernelSet& base,
         for (size_t v = 0; v < setting.n; ++v) {
             KernelParams p = report.chosen;
             switch (setting.field) {
-                case Field::pace: p.pace_steps = setting.values[v]; break;
-                case Field::interleaved_prefetch: p.interleaved_prefetch = setting.values[v]; break;
-                case Field::stored_prefetch: p.stored_prefetch = setting.values[v]; break;
-                case Field::decode_chunks: p.decode_chunks = setting.values[v]; break;
+                case Field::pace:
+                    p.pace_steps = setting.values[v];
+                    break;
+                case Field::interleaved_prefetch:
+                    p.interleaved_prefetch = setting.values[v];
+                    break;
+                case Field::stored_prefetch:
+                    p.stored_prefetch = setting.values[v];
+                    break;
+                case Field::decode_chunks:
+                    p.decode_chunks = setting.values[v];
+                    break;
             }
             detail::TuneCandidate c;
             c.set = &kernel_set(base.level, p);
@@ -302,7 +312,8 @@ inline TuneReport tune_kernels(const KernelSet& base,
             if (medians[k] < medians[best]) best = k;
             if (candidates[k].params == report.chosen) current = k;
             report.timings.push_back(TuneTiming{candidates[k].params, setting.name, medians[k],
-                                                int(candidates[k].ns_per_mib.size())});
+                                                int(candidates[k].ns_per_mib.size()),
+                                                candidates[k].ns_per_mib});
         }
         if (medians[best] * (1 + options.keep_margin) < medians[current])
             report.chosen = candidates[best].params;

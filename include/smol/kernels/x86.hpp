@@ -492,9 +492,9 @@ inline void apply_params(KernelSet& set, const KernelParams& p) noexcept {
         pace, prefetch, std::make_index_sequence<kInterleavedCount>{});
     set.of(GGMLType::Q5_K).interleaved[0] = interleaved_candidate<true, BlockQ5K>(
         pace, prefetch, std::make_index_sequence<kInterleavedCount>{});
-    set.of(GGMLType::Q6_K).tiles[0] = q6k_candidate(
-        size_t(candidate_index(kStoredPrefetchCandidates, p.stored_prefetch)),
-        std::make_index_sequence<std::size(kStoredPrefetchCandidates)>{});
+    set.of(GGMLType::Q6_K).tiles[0] =
+        q6k_candidate(size_t(candidate_index(kStoredPrefetchCandidates, p.stored_prefetch)),
+                      std::make_index_sequence<std::size(kStoredPrefetchCandidates)>{});
     set.params = p;
 }
 

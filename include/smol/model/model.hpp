@@ -315,8 +315,8 @@ private:
         uint64_t weight_bytes = 0;
         std::vector<std::vector<WeightMatrix>> layers;
         for (const LayerWeights& l : net_.weights().layers) {
-            layers.push_back({l.attn_q, l.attn_k, l.attn_v, l.attn_output, l.ffn_gate, l.ffn_up,
-                              l.ffn_down});
+            layers.push_back(
+                {l.attn_q, l.attn_k, l.attn_v, l.attn_output, l.ffn_gate, l.ffn_up, l.ffn_down});
             for (const WeightMatrix& w : layers.back()) weight_bytes += w.rows * w.row_bytes;
         }
         const WeightMatrix& embd = net_.weights().token_embd;
