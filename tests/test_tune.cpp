@@ -1,7 +1,8 @@
 // Tests for the kernels' self-tuning at load (kernels/tune.hpp, LoadOptions::tune
 // and kernel_params): a tiny model keeps the defaults without measuring,
 // SMOL_TUNE=off and LoadOptions pin them, a forced tuning measures every
-// candidate of the settings its matrices use, and whatever is chosen, the
+// candidate of the settings its matrices use, LoadOptions::tune_file
+// remembers the choice (a malformed file is ignored), and whatever is chosen, the
 // logits are the defaults' bits (tests/test_kernels.cpp, "kernel params",
 // proves the same per kernel and candidate).
 #include <doctest/doctest.h>
@@ -11,11 +12,14 @@
 #include <smol/model/model.hpp>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "support/fixtures.hpp"
 
@@ -179,4 +183,65 @@ TEST_CASE("tuning: SMOL_TUNE=off and LoadOptions::kernel_params pin the settings
     const auto bad = smol::Model::try_load(*path, options);
     REQUIRE_FALSE(bad.ok());
     CHECK(bad.error().kind == smol::ErrorKind::invalid_argument);
+}
+
+TEST_CASE("tuning: LoadOptions::tune_file remembers the choice per CPU; a bad file is ignored") {
+    const auto path = smol_test::fixture("tiny-q4km.gguf");
+    if (!path) return;
+    TuneEnvironment env(nullptr);
+    const std::string file = "smol-test-tune-" + std::to_string(long(getpid())) + ".txt";
+    std::remove(file.c_str());
+    smol::LoadOptions options;
+    options.n_threads = 2;
+    options.tune = smol::TuneMode::on;
+    options.tune_file = file;
+    std::string log;
+    options.log = [&](int level, const std::string& m) {
+        log += std::to_string(level) + " " + m + "\n";
+    };
+    // No file yet: measured, then written.
+    const auto first = smol::Model::load(*path, options);
+    REQUIRE(first->tuning().tuned);
+    const std::string key = kernels::tune_key(first->cpu_level(), 2);
+    kernels::TuneFileRead read = kernels::read_tune_file(file, key);
+    REQUIRE(read.found);
+    CHECK_FALSE(read.malformed);
+    CHECK(read.params == first->kernels().params);
+    // Remembered: not measured again.
+    const auto second = smol::Model::load(*path, options);
+    CHECK_FALSE(second->tuning().tuned);
+    CHECK(second->tuning().skipped == "remembered in " + file);
+    CHECK(second->kernels().params == first->kernels().params);
+    // Another key's line is kept when the file is rewritten.
+    kernels::KernelParams other;
+    other.decode_chunks = 16;
+    REQUIRE(kernels::write_tune_file(file, "avx2 7 Some Other CPU", other));
+    read = kernels::read_tune_file(file, "avx2 7 Some Other CPU");
+    CHECK(read.found);
+    CHECK(read.params == other);
+    CHECK(read.entries.size() == 2);
+    CHECK(kernels::read_tune_file(file, key).found);
+    // Malformed files: a warning, a measurement, a well-formed file again.
+    for (const char* text :
+         {"garbage\n", "smol-tune 1 7 8192 4096 8 avx512 2 X\n",
+          "smol-tune 2 60 8192 4096 8 avx512 2 X\n", "smol-tune 1 60 8192\n", "\x01\x02\xff\n"}) {
+        CAPTURE(text);
+        {
+            std::FILE* f = std::fopen(file.c_str(), "wb");
+            REQUIRE(f);
+            std::fputs(text, f);
+            std::fclose(f);
+        }
+        CHECK(kernels::read_tune_file(file, key).malformed);
+        log.clear();
+        const auto model = smol::Model::load(*path, options);
+        CHECK(model->tuning().tuned);
+        CHECK(log.find(std::to_string(smol::log_warning) + " smol: " + file +
+                       " is not a tuning file") != std::string::npos);
+        read = kernels::read_tune_file(file, key);
+        CHECK_FALSE(read.malformed);
+        CHECK(read.found);
+        CHECK(read.entries.size() == 1);
+    }
+    std::remove(file.c_str());
 }

@@ -14,7 +14,8 @@
 //                           backend's factory: smol::cuda_backend() from <smol/cuda/backend.hpp>
 //                           when the program links smol::cuda), cuda_device, cpu (force a
 //                           kernel level), memory_budget, interleave_weights, tune (the
-//                           kernels' self-tuning: automatic|on|off), kernel_params, progress, log
+//                           kernels' self-tuning: automatic|on|off), kernel_params,
+//                           tune_file, progress, log
 //     model->tokenizer(), config(), identity(), cpu_level(), device(), tuning()
 //   Generating text                                                  generation/generator.hpp
 //     Generator(model, GeneratorOptions)     one per conversation: a KV cache + its history
@@ -190,7 +191,8 @@
 //       stored_row_bytes, copy_rows, make_kernel_set
 //     KernelSet: of packing converts interleaves name
 //   kernels/tune.hpp
-//     TuneMode, tune_off_by_environment, requested_tune_mode, TuneTiming, TuneOptions, tune_kernels
+//     TuneMode, tune_off_by_environment, requested_tune_mode, TuneTiming, TuneOptions, tune_kernels,
+//       tune_key, TuneFileRead, read_tune_file, write_tune_file
 //     TuneReport: text
 //   kernels/matmul_plan.hpp
 //     TokenRange, RowLayout, MatmulRun, MatrixShape, MatmulPlan, plan_runs, chunk_rows,

@@ -38,6 +38,17 @@
 //       of a setting alternate within a round, in a rotated order each round.
 //       Rounds stop once the setting's share of budget_seconds is spent (at
 //       least one round). Timings are per MiB of weights read.
+//
+//   Remembering a choice (LoadOptions::tune_file):
+//   std::string tune_key(CpuLevel level, int threads)
+//       "<level> <threads> <CPU model name>" (Linux: /proc/cpuinfo's "model name").
+//   TuneFileRead read_tune_file(const std::string& path, const std::string& key)
+//       the settings remembered for key, if any; malformed: a file that exists but
+//       is not all lines of "smol-tune 1 PACE IPREFETCH SPREFETCH CHUNKS KEY" with
+//       candidate values (a missing file is not malformed: nothing remembered).
+//   bool write_tune_file(const std::string& path, const std::string& key, const KernelParams&)
+//       the file with key's line set (other keys' lines kept when the file was
+//       well formed), written whole to path + ".tmp" and renamed; false if it could not be.
 //   constexpr uint64_t kTuneMinWeightBytes   256 MiB: smaller models (the test
 //       fixtures) are not tuned under TuneMode::automatic.
 #pragma once
@@ -48,10 +59,13 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <iterator>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -321,6 +335,104 @@ inline TuneReport tune_kernels(const KernelSet& base,
     report.tuned = true;
     report.seconds = elapsed();
     return report;
+}
+
+// ---- remembering the choice per CPU model ------------------------------------
+
+inline std::string tune_key(CpuLevel level, int threads) {
+    std::string model = "unknown";
+#if defined(__linux__)
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.compare(0, 10, "model name") != 0) continue;
+        const size_t colon = line.find(':');
+        if (colon == std::string::npos) continue;
+        size_t begin = line.find_first_not_of(" \t", colon + 1);
+        if (begin != std::string::npos) model = line.substr(begin);
+        break;
+    }
+#endif
+    return std::string(cpu_level_name(level)) + " " + std::to_string(threads) + " " + model;
+}
+
+struct TuneFileRead {
+    bool found = false;  // params holds the settings remembered for the key
+    bool malformed = false;
+    KernelParams params;
+    std::vector<std::pair<std::string, KernelParams>> entries;  // every key's, when well formed
+};
+
+namespace detail {
+
+// One line "smol-tune 1 PACE IPREFETCH SPREFETCH CHUNKS KEY", or false.
+inline bool parse_tune_line(const std::string& line, std::string& key, KernelParams& p) {
+    std::istringstream in(line);
+    std::string magic;
+    int version = 0;
+    if (!(in >> magic >> version >> p.pace_steps >> p.interleaved_prefetch >> p.stored_prefetch >>
+          p.decode_chunks))
+        return false;
+    if (magic != "smol-tune" || version != 1 || !valid_kernel_params(p)) return false;
+    std::getline(in, key);
+    const size_t begin = key.find_first_not_of(' ');
+    if (begin == std::string::npos) return false;
+    key = key.substr(begin);
+    return true;
+}
+
+inline std::string tune_line(const std::string& key, const KernelParams& p) {
+    return "smol-tune 1 " + std::to_string(p.pace_steps) + " " +
+           std::to_string(p.interleaved_prefetch) + " " + std::to_string(p.stored_prefetch) + " " +
+           std::to_string(p.decode_chunks) + " " + key;
+}
+
+}  // namespace detail
+
+inline TuneFileRead read_tune_file(const std::string& path, const std::string& key) {
+    TuneFileRead out;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return out;
+    std::string line;
+    size_t bytes = 0;
+    while (std::getline(in, line)) {
+        bytes += line.size() + 1;
+        std::string line_key;
+        KernelParams p;
+        if (bytes > (size_t(1) << 20) || !detail::parse_tune_line(line, line_key, p)) {
+            out = TuneFileRead{};
+            out.malformed = true;
+            return out;
+        }
+        out.entries.emplace_back(line_key, p);
+        if (line_key == key) {
+            out.found = true;
+            out.params = p;
+        }
+    }
+    return out;
+}
+
+inline bool write_tune_file(const std::string& path, const std::string& key,
+                            const KernelParams& params) {
+    TuneFileRead existing = read_tune_file(path, key);
+    std::string text;
+    for (const auto& entry : existing.entries)
+        if (entry.first != key) text += detail::tune_line(entry.first, entry.second) + "\n";
+    text += detail::tune_line(key, params) + "\n";
+    const std::string temporary = path + ".tmp";
+    {
+        std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+        if (!out) return false;
+        out << text;
+        out.flush();
+        if (!out) return false;
+    }
+    if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+        std::remove(temporary.c_str());
+        return false;
+    }
+    return true;
 }
 
 }  // namespace kernels

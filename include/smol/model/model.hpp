@@ -97,6 +97,12 @@ struct LoadOptions {
     // field one of its candidates (kernels/kernel_set.hpp), else
     // Error(invalid_argument).
     std::optional<kernels::KernelParams> kernel_params;
+    // A small text file where tuned settings are remembered per CPU model,
+    // kernel level and thread count (kernels/tune.hpp); empty: none. When it
+    // holds this machine's line, the load uses it instead of measuring; after
+    // measuring, the load writes it. A file that is not one of these files is
+    // ignored with a log warning (and rewritten after the measurement).
+    std::string tune_file;
     std::function<bool(float progress)> progress;  // 0..1; return false cancels the load
     LogCallback log;                               // LogLevel (log.hpp): log_info, log_warning
 };
@@ -338,9 +344,29 @@ private:
             tuning_.skipped =
                 "small model, " + std::to_string(weight_bytes >> 20) + " MiB of weights";
         } else {
-            SMOL_TRY(report(options, 0.95f));
-            tuning_ = kernels::tune_kernels(base, layers, *pool_);
-            net_.use_kernels(kernels::kernel_set(base.level, tuning_.chosen));
+            const std::string key = kernels::tune_key(base.level, pool_->size());
+            kernels::TuneFileRead remembered;
+            if (!options.tune_file.empty()) {
+                remembered = kernels::read_tune_file(options.tune_file, key);
+                if (remembered.malformed && options.log)
+                    options.log(log_warning, "smol: " + options.tune_file +
+                                                 " is not a tuning file; ignored (rewritten "
+                                                 "after this measurement)");
+            }
+            if (remembered.found) {
+                tuning_.skipped = "remembered in " + options.tune_file;
+                net_.use_kernels(kernels::kernel_set(base.level, remembered.params));
+                tuning_.chosen = net_.kernels().params;
+            } else {
+                SMOL_TRY(report(options, 0.95f));
+                tuning_ = kernels::tune_kernels(base, layers, *pool_);
+                net_.use_kernels(kernels::kernel_set(base.level, tuning_.chosen));
+                if (!options.tune_file.empty() &&
+                    !kernels::write_tune_file(options.tune_file, key, tuning_.chosen) &&
+                    options.log)
+                    options.log(log_warning,
+                                "smol: could not write the tuning to " + options.tune_file);
+            }
         }
         if (options.log) options.log(log_info, "smol: kernel params " + tuning_.text());
         return {};
