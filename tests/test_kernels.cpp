@@ -1108,6 +1108,13 @@ TEST_CASE("kernel params: sets are built once, differ where the level uses them,
             CHECK((other.of(GGMLType::Q6_K).tiles[0] != set->of(GGMLType::Q6_K).tiles[0]));
             CHECK((other.of(GGMLType::Q4_K).interleaved[1] ==
                    set->of(GGMLType::Q4_K).interleaved[1]));
+        } else if (set->level == smol::CpuLevel::avx2 || set->level == smol::CpuLevel::avxvnni) {
+            CHECK(other.params.stored_prefetch == 8192);
+            CHECK(other.params.pace_steps == kernels::KernelParams{}.pace_steps);
+            for (GGMLType type : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K}) {
+                CHECK((other.of(type).tiles[0] != set->of(type).tiles[0]));
+                CHECK((other.of(type).tiles[1] == set->of(type).tiles[1]));
+            }
         } else {
             // Settings the level has no use for stay at their defaults.
             CHECK(other.params.pace_steps == kernels::KernelParams{}.pace_steps);

@@ -131,12 +131,13 @@ TEST_CASE("tuning: forced on a fixture, it measures the candidates and keeps the
             if (zmm && interleaved)
                 expected += std::size(kernels::kPaceCandidates) +
                             std::size(kernels::kInterleavedPrefetchCandidates);
-            bool stored_q6k = false;
+            bool stored = false;
             for (const smol::LayerWeights& l : tuned->weights().layers)
                 for (const smol::WeightMatrix* w : {&l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output,
                                                     &l.ffn_gate, &l.ffn_up, &l.ffn_down})
-                    stored_q6k |= w->type == smol::GGMLType::Q6_K && w->interleaved_rows == 0;
-            if (zmm && stored_q6k) expected += std::size(kernels::kStoredPrefetchCandidates);
+                    stored |= w->interleaved_rows == 0 &&
+                              kernels::tunes_stored_prefetch(levels[i], w->type);
+            if (stored) expected += std::size(kernels::kStoredPrefetchCandidates);
             CHECK(report.timings.size() == expected);
             for (const kernels::TuneTiming& t : report.timings) {
                 CHECK(t.samples >= 1);

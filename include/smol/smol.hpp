@@ -191,8 +191,9 @@
 //       stored_row_bytes, copy_rows, make_kernel_set
 //     KernelSet: of packing converts interleaves name
 //   kernels/tune.hpp
-//     TuneMode, tune_off_by_environment, requested_tune_mode, TuneTiming, TuneOptions, tune_kernels,
-//       tune_key, TuneFileRead, read_tune_file, write_tune_file
+//     TuneMode, tune_off_by_environment, requested_tune_mode, TuneTiming, TuneOptions,
+//       tunes_stored_prefetch, tune_kernels, tune_key, TuneFileRead, read_tune_file,
+//       write_tune_file
 //     TuneReport: text
 //   kernels/matmul_plan.hpp
 //     TokenRange, RowLayout, MatmulRun, MatrixShape, MatmulPlan, plan_runs, chunk_rows,

@@ -83,6 +83,14 @@ inline void apply_kernel_params(KernelSet& set, const KernelParams& p) noexcept 
         avx512::apply_params(set, p);
         return;
     }
+    if (set.level == CpuLevel::avx2) {
+        avx2::apply_params(set, p);
+        return;
+    }
+    if (set.level == CpuLevel::avxvnni) {
+        avxvnni::apply_params(set, p);
+        return;
+    }
 #endif
     set.params = used;
 }

@@ -119,8 +119,8 @@ struct TypeKernels {
 // params"), so a set may switch between them at any time. The defaults are
 // what the kernels were tuned to on the machines of benchmarks/RESULTS.md; the
 // tuner (kernels/tune.hpp) measures the candidates where it runs. A field a
-// level has no use for is kept at its default there (the scalar level uses
-// only decode_chunks).
+// level has no use for is kept at its default there (the scalar and arm
+// levels use only decode_chunks, avx2 / avxvnni also stored_prefetch).
 struct KernelParams {
     // Dependent adds each block of the one-token interleaved tile waits for
     // (avx512 / amx: tile_k4_interleaved_zmm's pacing); one of kPaceCandidates.
@@ -128,9 +128,9 @@ struct KernelParams {
     // How far ahead (bytes) the one-token interleaved tile prefetches; one of
     // kInterleavedPrefetchCandidates.
     int interleaved_prefetch = 8192;
-    // How far ahead (bytes) the one-token tiles over stored rows prefetch
-    // (avx512 / amx: Q6_K, the type a Q4_K_M file keeps stored); one of
-    // kStoredPrefetchCandidates.
+    // How far ahead (bytes) the one-token K-quant tiles over stored rows
+    // prefetch (avx2 / avxvnni: Q4_K, Q5_K, Q6_K; avx512 / amx: Q6_K, the type
+    // a Q4_K_M file keeps stored); one of kStoredPrefetchCandidates.
     int stored_prefetch = 4096;
     // Chunks per thread of a one-token mat-vec (kernels/matmul_plan.hpp, rule 3);
     // one of kDecodeChunkCandidates.

@@ -23,8 +23,8 @@
 //       (coordinate descent from base.params): the one-token interleaved tile's
 //       pacing, then its prefetch distance (when some matrix is interleaved and
 //       the level has those tiles: avx512, amx), the stored rows' prefetch
-//       distance (when some Q6_K matrix is stored, at avx512 / amx), the decode
-//       chunks per thread (every level). A setting keeps its current value
+//       distance (when some matrix it applies to is stored: tunes_stored_prefetch),
+//       the decode chunks per thread (every level). A setting keeps its current value
 //       unless a candidate's median is lower by more than keep_margin.
 //
 //       Where the time goes: decode reads every weight byte from memory once
@@ -210,6 +210,15 @@ inline double median(std::vector<double> v) {
 
 }  // namespace detail
 
+// Whether KernelParams::stored_prefetch changes the one-token tile of `type`
+// over stored rows at `level`.
+constexpr bool tunes_stored_prefetch(CpuLevel level, GGMLType type) noexcept {
+    if (level == CpuLevel::avx512 || level == CpuLevel::amx) return type == GGMLType::Q6_K;
+    if (level == CpuLevel::avx2 || level == CpuLevel::avxvnni)
+        return type == GGMLType::Q4_K || type == GGMLType::Q5_K || type == GGMLType::Q6_K;
+    return false;
+}
+
 inline TuneReport tune_kernels(const KernelSet& base,
                                const std::vector<std::vector<WeightMatrix>>& layers,
                                ThreadPool& pool, const TuneOptions& options = {}) {
@@ -230,7 +239,7 @@ inline TuneReport tune_kernels(const KernelSet& base,
     constexpr uint64_t kSampleBytes = uint64_t(32) << 20;
     std::vector<std::vector<const WeightMatrix*>> samples(1);
     uint64_t in_window = 0, in_sample = 0;
-    bool interleaved = false, stored_q6k = false;
+    bool interleaved = false, stored = false;
     for (const std::vector<WeightMatrix>& layer : layers) {
         if (in_window >= window_bytes) break;
         if (layer.empty()) continue;
@@ -243,7 +252,7 @@ inline TuneReport tune_kernels(const KernelSet& base,
             in_sample += w.rows * w.row_bytes;
             in_window += w.rows * w.row_bytes;
             interleaved |= w.interleaved_rows > 0 && base.interleaves(w.type);
-            stored_q6k |= w.type == GGMLType::Q6_K && w.interleaved_rows == 0;
+            stored |= w.interleaved_rows == 0 && tunes_stored_prefetch(base.level, w.type);
         }
     }
     if (samples.back().empty()) samples.pop_back();
@@ -268,7 +277,7 @@ inline TuneReport tune_kernels(const KernelSet& base,
                             kInterleavedPrefetchCandidates,
                             std::size(kInterleavedPrefetchCandidates)});
     }
-    if (zmm && stored_q6k)
+    if (stored)
         settings.push_back({"stored prefetch", Field::stored_prefetch, kStoredPrefetchCandidates,
                             std::size(kStoredPrefetchCandidates)});
     settings.push_back({"decode chunks", Field::decode_chunks, kDecodeChunkCandidates,

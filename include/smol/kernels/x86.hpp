@@ -397,6 +397,17 @@ inline KernelSet make_kernel_set() noexcept {
     return set;
 }
 
+// This level's set with the speed-only settings p (valid_kernel_params): the
+// stored rows' one-token tiles for p.stored_prefetch, and p.decode_chunks; the
+// settings of the interleaved tiles, which this level lacks, stay at their defaults.
+inline void apply_params(KernelSet& set, const KernelParams& p) noexcept {
+    use_stored_prefetch(set, size_t(candidate_index(kStoredPrefetchCandidates, p.stored_prefetch)),
+                        std::make_index_sequence<std::size(kStoredPrefetchCandidates)>{});
+    set.params = KernelParams{};
+    set.params.stored_prefetch = p.stored_prefetch;
+    set.params.decode_chunks = p.decode_chunks;
+}
+
 }  // namespace avx2
 
 namespace avxvnni {
@@ -424,6 +435,17 @@ inline KernelSet make_kernel_set() noexcept {
     q6k.tiles = tile_row([](auto n) { return &tile_q6k<decltype(n)::value>; });
     q6k.converted = converted_ymm<GGMLType::Q6_K>();
     return set;
+}
+
+// This level's set with the speed-only settings p (valid_kernel_params): the
+// stored rows' one-token tiles for p.stored_prefetch, and p.decode_chunks; the
+// settings of the interleaved tiles, which this level lacks, stay at their defaults.
+inline void apply_params(KernelSet& set, const KernelParams& p) noexcept {
+    use_stored_prefetch(set, size_t(candidate_index(kStoredPrefetchCandidates, p.stored_prefetch)),
+                        std::make_index_sequence<std::size(kStoredPrefetchCandidates)>{});
+    set.params = KernelParams{};
+    set.params.stored_prefetch = p.stored_prefetch;
+    set.params.decode_chunks = p.decode_chunks;
 }
 
 }  // namespace avxvnni
