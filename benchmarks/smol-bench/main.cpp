@@ -73,7 +73,8 @@
 // The kernels' speed-only settings (kernels::KernelParams) are printed after
 // the backend line, with how they were chosen (tuned at load, and in how long:
 // part of the load time; or why the defaults were kept); --tune-times adds the
-// tuner's median time per MiB of weights for each candidate. --tune and
+// tuner's speed for each candidate (the mean of its faster half of samples)
+// and every sample's. --tune and
 // --kernel-params set LoadOptions::tune and LoadOptions::kernel_params.
 //
 // --device picks the backend (LoadOptions::device): every timed forward runs

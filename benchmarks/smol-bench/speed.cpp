@@ -244,7 +244,7 @@ SpeedResults measure_speed(const Options& options, const smol::LoadOptions& load
     std::printf("kernel params: %s\n", tuning.text().c_str());
     if (options.tune_times)
         for (const smol::kernels::TuneTiming& t : tuning.timings) {
-            std::printf("  tune %-20s | %s | median %.2f GB/s of %d samples:", t.setting,
+            std::printf("  tune %-20s | %s | %.2f GB/s (faster half of %d samples):", t.setting,
                         smol::kernels::kernel_params_text(t.params).c_str(),
                         t.ns_per_mib > 0 ? 1048576.0 / t.ns_per_mib : 0.0, t.samples);
             for (double run : t.runs) std::printf(" %.2f", run > 0 ? 1048576.0 / run : 0.0);

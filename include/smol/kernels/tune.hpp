@@ -10,10 +10,11 @@
 //       mode with SMOL_TUNE applied: "off" (or "0") turns any mode off.
 // The rest in namespace smol::kernels:
 //   struct TuneTiming { KernelParams params; const char* setting; double ns_per_mib; int samples; }
-//       one candidate as measured: the median time of a sample over its bytes.
+//       one candidate as measured: time per MiB of weights, the mean of its
+//       faster half of samples (interference only slows a sample down).
 //   struct TuneReport { bool tuned; std::string skipped; KernelParams chosen;
 //                       std::vector<TuneTiming> timings; double seconds; std::string text() }
-//   struct TuneOptions { double budget_seconds = 0.3; int rounds = 4; double keep_margin = 0.02;
+//   struct TuneOptions { double budget_seconds = 0.3; int rounds = 6; double keep_margin = 0.02;
 //                        uint64_t window_bytes = 0; }
 //   TuneReport tune_kernels(const KernelSet& base, const std::vector<std::vector<WeightMatrix>>&
 //   layers,
@@ -25,7 +26,7 @@
 //       the level has those tiles: avx512, amx), the stored rows' prefetch
 //       distance (when some matrix it applies to is stored: tunes_stored_prefetch),
 //       the decode chunks per thread (every level). A setting keeps its current value
-//       unless a candidate's median is lower by more than keep_margin.
+//       unless a candidate's time is lower by more than keep_margin.
 //
 //       Where the time goes: decode reads every weight byte from memory once
 //       per token, so the samples must too, not from a cache the previous
@@ -37,7 +38,7 @@
 //       next ~32 MiB of the window's layers, in turn, cycling; the candidates
 //       of a setting alternate within a round, in a rotated order each round.
 //       Rounds stop once the setting's share of budget_seconds is spent (at
-//       least one round). Timings are per MiB of weights read.
+//       least two rounds). Timings are per MiB of weights read.
 //
 //   Remembering a choice (LoadOptions::tune_file):
 //   std::string tune_key(CpuLevel level, int threads)
@@ -101,7 +102,7 @@ constexpr uint64_t kTuneMinWeightBytes = uint64_t(256) << 20;
 struct TuneTiming {
     KernelParams params;
     const char* setting = "";  // which setting it varied: "pace", "interleaved prefetch", ...
-    double ns_per_mib = 0;     // median over its samples
+    double ns_per_mib = 0;     // the mean of its faster half of samples
     int samples = 0;
     std::vector<double> runs;  // each sample's ns per MiB, in the order taken
 };
@@ -124,7 +125,7 @@ struct TuneReport {
 
 struct TuneOptions {
     double budget_seconds = 0.3;  // for the timed rounds (the untimed first pass aside)
-    int rounds = 4;
+    int rounds = 6;
     double keep_margin = 0.02;
     uint64_t window_bytes = 0;  // 0: from the last-level cache's size (see above)
 };
@@ -201,11 +202,18 @@ inline uint64_t last_level_cache_bytes() noexcept {
     return uint64_t(32) << 20;
 }
 
-inline double median(std::vector<double> v) {
+// The mean of the faster half of the samples (the larger half when odd): on a
+// shared machine a sample is either undisturbed or slowed down, by another
+// process taking a core, never sped up, so the slow half says little about the
+// kernel, while a mean over several samples still averages the layers'
+// differences out.
+inline double faster_half_mean(std::vector<double> v) {
     if (v.empty()) return 0;
     std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    const size_t n = (v.size() + 1) / 2;
+    double sum = 0;
+    for (size_t i = 0; i < n; ++i) sum += v[i];
+    return sum / double(n);
 }
 
 }  // namespace detail
@@ -292,9 +300,7 @@ inline TuneReport tune_kernels(const KernelSet& base,
         for (const std::vector<const WeightMatrix*>& sample : samples)
             detail::tune_sample(warm, sample, pool, y);
     }
-    const double measuring_from = elapsed();
     size_t cursor = 0;  // the next sample: each in turn, cycling through the window
-    double deadline = measuring_from;
     for (const Setting& setting : settings) {
         std::vector<detail::TuneCandidate> candidates;
         for (size_t v = 0; v < setting.n; ++v) {
@@ -319,9 +325,12 @@ inline TuneReport tune_kernels(const KernelSet& base,
             candidates.push_back(std::move(c));
         }
         const size_t n = candidates.size();
-        deadline += options.budget_seconds * double(n) / double(total_candidates);
+        // Each setting its share of the budget, whatever the ones before took.
+        const double deadline =
+            elapsed() + options.budget_seconds * double(n) / double(total_candidates);
+        const int kMinRounds = std::min(2, std::max(1, options.rounds));
         for (int round = 0; round < std::max(1, options.rounds); ++round) {
-            if (round > 0 && elapsed() > deadline) break;
+            if (round >= kMinRounds && elapsed() > deadline) break;
             for (size_t k = 0; k < n; ++k) {
                 detail::TuneCandidate& c = candidates[(k + size_t(round)) % n];
                 c.ns_per_mib.push_back(
@@ -329,16 +338,16 @@ inline TuneReport tune_kernels(const KernelSet& base,
             }
         }
         size_t best = 0, current = 0;
-        std::vector<double> medians(n);
+        std::vector<double> times(n);
         for (size_t k = 0; k < n; ++k) {
-            medians[k] = detail::median(candidates[k].ns_per_mib);
-            if (medians[k] < medians[best]) best = k;
+            times[k] = detail::faster_half_mean(candidates[k].ns_per_mib);
+            if (times[k] < times[best]) best = k;
             if (candidates[k].params == report.chosen) current = k;
-            report.timings.push_back(TuneTiming{candidates[k].params, setting.name, medians[k],
+            report.timings.push_back(TuneTiming{candidates[k].params, setting.name, times[k],
                                                 int(candidates[k].ns_per_mib.size()),
                                                 candidates[k].ns_per_mib});
         }
-        if (medians[best] * (1 + options.keep_margin) < medians[current])
+        if (times[best] * (1 + options.keep_margin) < times[current])
             report.chosen = candidates[best].params;
     }
     report.tuned = true;
