@@ -17,6 +17,7 @@
 
 #include <smol/build_info.hpp>
 #include <smol/core/threadpool.hpp>
+#include <smol/kernels/dispatch.hpp>
 #include <smol/kernels/kernels.hpp>
 #include <smol/quant/reference.hpp>
 
@@ -1017,6 +1018,118 @@ TEST_CASE("interleaved rows: matmul gives the stored rows' bits on every level, 
     for (const kernels::KernelSet* set : runnable_sets())
         if (set->level == smol::CpuLevel::avx512)
             CHECK((set->interleaves(GGMLType::Q4_K) && set->interleaves(GGMLType::Q5_K)));
+}
+
+// Every candidate of every speed-only setting (kernels::KernelParams) gives
+// the default set's bits: the tuner may pick any of them, and switch at any time.
+TEST_CASE("kernel params: every candidate gives the default's bits, at every level") {
+    const size_t rows = 165, cols = 1024;  // 10 interleaved groups and a stored tail of 5
+    std::vector<kernels::KernelParams> all;
+    for (int pace : kernels::kPaceCandidates)
+        for (int interleaved : kernels::kInterleavedPrefetchCandidates)
+            for (int stored : kernels::kStoredPrefetchCandidates)
+                for (int chunks : kernels::kDecodeChunkCandidates) {
+                    kernels::KernelParams p;
+                    p.pace_steps = pace;
+                    p.interleaved_prefetch = interleaved;
+                    p.stored_prefetch = stored;
+                    p.decode_chunks = chunks;
+                    all.push_back(p);
+                }
+    REQUIRE(all.size() == 81);
+    const kernels::KernelParams defaults;
+    for (int threads : {1, 3}) {
+        smol::ThreadPool pool(threads);
+        for (const kernels::KernelSet* set : runnable_sets()) {
+            const std::string level_name = set->name();
+            CAPTURE(level_name);
+            CAPTURE(threads);
+            CHECK(set->params == defaults);
+            for (GGMLType type : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q8_0}) {
+                CAPTURE(smol::type_name(type));
+                const std::vector<uint8_t> w_bytes = random_weights(type, rows, cols);
+                const smol::WeightMatrix stored =
+                    smol::make_weight_matrix(type, w_bytes.data(), rows, cols);
+                const InterleavedCopy copy(stored);
+                for (size_t n_tokens : {1, 2, 8}) {
+                    CAPTURE(n_tokens);
+                    const std::vector<float> x = random_floats(n_tokens * cols);
+                    smol::QuantizedInput input(*set);
+                    input.quantize(type, x.data(), n_tokens, cols);
+                    std::vector<float> want(n_tokens * rows), want_interleaved(want), got(want);
+                    smol::matmul(stored, input, want.data(), rows, pool);
+                    smol::matmul(copy.w, input, want_interleaved.data(), rows, pool);
+                    REQUIRE(std::memcmp(want.data(), want_interleaved.data(),
+                                        want.size() * sizeof(float)) == 0);
+                    for (const kernels::KernelParams& p : all) {
+                        const kernels::KernelSet& candidate = kernels::kernel_set(set->level, p);
+                        CAPTURE(kernels::kernel_params_text(candidate.params));
+                        REQUIRE(candidate.level == set->level);
+                        smol::QuantizedInput candidate_input(candidate);
+                        candidate_input.quantize(type, x.data(), n_tokens, cols);
+                        for (const smol::WeightMatrix* w : {&stored, &copy.w}) {
+                            std::fill(got.begin(), got.end(), -1.0f);
+                            smol::matmul(*w, candidate_input, got.data(), rows, pool);
+                            CHECK(std::memcmp(got.data(), want.data(),
+                                              got.size() * sizeof(float)) == 0);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("kernel params: sets are built once, differ where the level uses them, bad ones throw") {
+    // Decode chunks per thread: 2048 rows / (2 threads * chunks), in multiples of 4.
+    CHECK(kernels::chunk_rows(2048, 1152, 1, 2, 4) == 256);
+    CHECK(kernels::chunk_rows(2048, 1152, 1, 2, 16) == 64);
+    CHECK(kernels::chunk_rows(2048, 1152, 2, 2, 16) == 256);  // from 2 tokens on: 4 per thread
+    for (const kernels::KernelSet* set : runnable_sets()) {
+        const std::string level_name = set->name();
+        CAPTURE(level_name);
+        kernels::KernelParams p;
+        CHECK(&kernels::kernel_set(set->level, p) == set);  // the defaults: the level's own set
+        p.pace_steps = 0;
+        p.interleaved_prefetch = 4096;
+        p.stored_prefetch = 8192;
+        p.decode_chunks = 16;
+        const kernels::KernelSet& other = kernels::kernel_set(set->level, p);
+        CHECK(&kernels::kernel_set(set->level, p) == &other);
+        CHECK(other.params.decode_chunks == 16);
+        const bool zmm = set->level == smol::CpuLevel::avx512 || set->level == smol::CpuLevel::amx;
+        if (zmm) {
+            // Each setting really selects another tile.
+            CHECK(other.params == p);
+            CHECK((other.of(GGMLType::Q4_K).interleaved[0] !=
+                   set->of(GGMLType::Q4_K).interleaved[0]));
+            CHECK((other.of(GGMLType::Q5_K).interleaved[0] !=
+                   set->of(GGMLType::Q5_K).interleaved[0]));
+            CHECK((other.of(GGMLType::Q6_K).tiles[0] != set->of(GGMLType::Q6_K).tiles[0]));
+            CHECK((other.of(GGMLType::Q4_K).interleaved[1] ==
+                   set->of(GGMLType::Q4_K).interleaved[1]));
+        } else if (set->level == smol::CpuLevel::avx2 || set->level == smol::CpuLevel::avxvnni) {
+            CHECK(other.params.stored_prefetch == 8192);
+            CHECK(other.params.pace_steps == kernels::KernelParams{}.pace_steps);
+            for (GGMLType type : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K}) {
+                CHECK((other.of(type).tiles[0] != set->of(type).tiles[0]));
+                CHECK((other.of(type).tiles[1] == set->of(type).tiles[1]));
+            }
+        } else {
+            // Settings the level has no use for stay at their defaults.
+            CHECK(other.params.pace_steps == kernels::KernelParams{}.pace_steps);
+            CHECK(other.params.stored_prefetch == kernels::KernelParams{}.stored_prefetch);
+        }
+        kernels::KernelParams bad;
+        bad.pace_steps = 7;
+        CHECK_FALSE(kernels::valid_kernel_params(bad));
+        try {
+            kernels::kernel_set(set->level, bad);
+            FAIL("a pacing that is not a candidate was accepted");
+        } catch (const smol::Error& e) {
+            CHECK(e.kind() == smol::ErrorKind::invalid_argument);
+        }
+    }
 }
 
 TEST_CASE("interleaved rows: a count that is not whole groups inside the matrix is an Error") {

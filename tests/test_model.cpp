@@ -708,7 +708,7 @@ TEST_CASE("Model: interleaved weights give the stored weights' logits, bit for b
             const smol::WeightMatrix& up = interleaved->weights().layers[0].ffn_up;
             const bool expected = interleaved->kernels().interleaves(up.type);
             CHECK((up.interleaved_rows > 0) == expected);
-            CHECK((log.find("interleaved") != std::string::npos) == expected);
+            CHECK((log.find("smol: interleaved") != std::string::npos) == expected);
             CHECK(stored->weights().layers[0].ffn_up.interleaved_rows == 0);
             const size_t vocab = interleaved->config().vocab_size;
             const std::vector<int32_t> prompt = random_tokens(40, vocab, 7);

@@ -95,6 +95,11 @@ struct Options {
     long npcs = 0, npc_prefix = 1500, npc_own = 2500;
     bool npc_share = true;
     long lookup = 0;  // --lookup K: drafts per step (0: not run)
+    // The kernels' speed-only settings (LoadOptions::tune / kernel_params), and
+    // whether to print the tuner's time per candidate.
+    smol::TuneMode tune = smol::TuneMode::automatic;
+    std::optional<smol::kernels::KernelParams> kernel_params;
+    bool tune_times = false;
 };
 
 // Random token ids from one fixed-seed stream: the tests draw their prompts

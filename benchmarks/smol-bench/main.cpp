@@ -6,6 +6,7 @@
 //
 //   smol-bench [-m MODEL] [-p 512] [-n 128] [-d DEPTH] [-t THREADS] [-r 3] [-c CTX]
 //              [--chunk N] [--ttft-tokens 16] [--no-bandwidth] [--ops STEPS] [--cpu LEVEL]
+//              [--tune auto|on|off] [--kernel-params P,I,S,C] [--tune-times]
 //              [--device cpu|cuda|auto] [--kv-type f16|f32|q8_0] [--parallel N[,N...]]
 //              [--parallel-arrival [--arrival-tokens 512]] [--json-schema FILE] [--lookup K]
 //              [--json]
@@ -84,6 +85,13 @@
 // zones inside the forward pass (ForwardZone, model/smollm3.hpp), per step: ms,
 // share of the step, and GB/s of weights for the zones that multiply.
 //
+// The kernels' speed-only settings (kernels::KernelParams) are printed after
+// the backend line, with how they were chosen (tuned at load, and in how long:
+// part of the load time; or why the defaults were kept); --tune-times adds the
+// tuner's speed for each candidate (the mean of its faster half of samples)
+// and every sample's. --tune and
+// --kernel-params set LoadOptions::tune and LoadOptions::kernel_params.
+//
 // --device picks the backend (LoadOptions::device): every timed forward runs
 // through the model's backend (model/backend.hpp), so `--device cuda` times the
 // GPU with the same tests; the memory roofline is the CPU's and is skipped there.
@@ -150,6 +158,53 @@ std::optional<int> parse_command_line(int argc, char** argv, Options& args) {
     cli.option("--ops", args.op_steps, "N",
                "also: N decode steps timed op by op, by the forward pass's timing zones (CPU only)")
         .at_least(0);
+    cli.option(
+        "--tune",
+        [&args](const std::string& mode) {
+            if (mode == "auto")
+                args.tune = smol::TuneMode::automatic;
+            else if (mode == "on")
+                args.tune = smol::TuneMode::on;
+            else if (mode == "off")
+                args.tune = smol::TuneMode::off;
+            else
+                throw smol_cli::BadValue("expected auto, on or off, not '" + mode + "'");
+        },
+        "MODE",
+        "the kernels' self-tuning at load (LoadOptions::tune): auto (default: models of\n"
+        "256 MiB and more), on, off (the defaults; SMOL_TUNE=off does the same)");
+    cli.option(
+        "--kernel-params",
+        [&args](const std::string& list) {
+            long v[4];
+            size_t start = 0;
+            for (int i = 0; i < 4; ++i) {
+                const size_t comma = std::min(list.find(',', start), list.size());
+                const std::string item = list.substr(start, comma - start);
+                char* end = nullptr;
+                v[i] = std::strtol(item.c_str(), &end, 10);
+                if (item.empty() || *end != '\0' || (i < 3) != (comma < list.size()))
+                    throw smol_cli::BadValue("expects PACE,IPREFETCH,SPREFETCH,CHUNKS, not '" +
+                                             list + "'");
+                start = comma + 1;
+            }
+            smol::kernels::KernelParams p;
+            p.pace_steps = int(v[0]);
+            p.interleaved_prefetch = int(v[1]);
+            p.stored_prefetch = int(v[2]);
+            p.decode_chunks = int(v[3]);
+            if (!smol::kernels::valid_kernel_params(p))
+                throw smol_cli::BadValue(
+                    "'" + list +
+                    "' names a value that is not a candidate (pace 0/30/60, "
+                    "prefetch 4096/8192/12288, 2048/4096/8192, chunks 4/8/16)");
+            args.kernel_params = p;
+        },
+        "P,I,S,C",
+        "pins the kernels' speed-only settings (LoadOptions::kernel_params): one-token\n"
+        "pacing steps, interleaved prefetch bytes, stored prefetch bytes, decode chunks\n"
+        "per thread; e.g. 60,8192,4096,8 (the defaults)");
+    cli.flag("--tune-times", args.tune_times, "print the tuner's time per candidate");
     cli.option("--check-prompt", args.check_prompt, "TEXT",
                "instead of the benchmark: greedy ids for TEXT (prompt, then -n tokens),\n"
                "comparable with smol-generate -p TEXT --temp 0 --json");
@@ -237,6 +292,8 @@ int main(int argc, char** argv) {
         load_options.cpu = args.cpu;
         load_options.device = args.device;
         load_options.interleave_weights = args.interleave;
+        load_options.tune = args.tune;
+        load_options.kernel_params = args.kernel_params;
         smol_examples::log_device_choice(load_options);
         smol::ForwardOptions forward_options;
         forward_options.chunk_size = size_t(args.chunk);
@@ -282,6 +339,15 @@ int main(int argc, char** argv) {
             out["ttft_ms"] = speed.ttft_ms;
             out["threads"] = model->thread_pool().size();
             out["kernels"] = smol::cpu_level_name(model->cpu_level());
+            const smol::kernels::TuneReport& tuning = model->tuning();
+            const smol::kernels::KernelParams& params = model->kernels().params;
+            out["kernel_params"] = {{"pace_steps", params.pace_steps},
+                                    {"interleaved_prefetch", params.interleaved_prefetch},
+                                    {"stored_prefetch", params.stored_prefetch},
+                                    {"decode_chunks", params.decode_chunks}};
+            out["tuned"] = tuning.tuned;
+            out["tune_ms"] = tuning.seconds * 1000.0;
+            if (!tuning.tuned) out["tune_skipped"] = tuning.skipped;
             out["device"] = smol::device_name(model->device());
             out["backend"] = model->backend().name();
             out["n_prompt"] = args.n_prompt;

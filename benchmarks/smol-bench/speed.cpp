@@ -240,6 +240,17 @@ SpeedResults measure_speed(const Options& options, const smol::LoadOptions& load
         smol::cpu_level_name(smol::best_cpu_level()), repeats, kv.n_ctx(),
         smol::kv_type_name(options.kv_type), human_bytes(kv_bytes).c_str(), load_before.c_str(),
         load_after.c_str());
+    const smol::kernels::TuneReport& tuning = model->tuning();
+    // The tuning's time is part of the load time above.
+    std::printf("kernel params: %s\n", tuning.text().c_str());
+    if (options.tune_times)
+        for (const smol::kernels::TuneTiming& t : tuning.timings) {
+            std::printf("  tune %-20s | %s | %.2f GB/s (faster half of %d samples):", t.setting,
+                        smol::kernels::kernel_params_text(t.params).c_str(),
+                        t.ns_per_mib > 0 ? 1048576.0 / t.ns_per_mib : 0.0, t.samples);
+            for (double run : t.runs) std::printf(" %.2f", run > 0 ? 1048576.0 / run : 0.0);
+            std::printf("\n");
+        }
     auto cpu_share = [&](double cpu, double wall) {
         return wall > 0 ? 100.0 * cpu / (wall * threads) : 0.0;
     };

@@ -13,8 +13,10 @@
 //     LoadOptions           n_threads, device (cpu|cuda|automatic), device_backend (the GPU
 //                           backend's factory: smol::cuda_backend() from <smol/cuda/backend.hpp>
 //                           when the program links smol::cuda), cuda_device, cpu (force a
-//                           kernel level), memory_budget, interleave_weights, progress, log
-//     model->tokenizer(), config(), identity(), cpu_level(), device()
+//                           kernel level), memory_budget, interleave_weights, tune (the
+//                           kernels' self-tuning: automatic|on|off), kernel_params,
+//                           tune_file, progress, log
+//     model->tokenizer(), config(), identity(), cpu_level(), device(), tuning()
 //   Generating text                                                  generation/generator.hpp
 //     Generator(model, GeneratorOptions)     one per conversation: a KV cache + its history
 //     generate(prompt, params, on_text) / chat(messages, params, on_text) -> GenerateResult
@@ -74,8 +76,8 @@
 //   model/model.hpp
 //     LoadOptions, try_load_model
 //     Model: try_load load try_load_from_memory load_from_memory config tokenizer file weights
-//       network cpu_level kernels identity thread_pool backend cpu_backend device try_make_cache
-//       make_cache memory_budget try_forward forward
+//       network cpu_level kernels tuning identity thread_pool backend cpu_backend device
+//       try_make_cache make_cache memory_budget try_forward forward
 //   kernels/cpu.hpp
 //     CpuLevel, cpu_level_name, parse_cpu_level, compiled_cpu_levels, cpu_supports, best_cpu_level,
 //       supported_cpu_levels, try_resolve_cpu_level, resolve_cpu_level, try_requested_cpu_level,
@@ -109,7 +111,8 @@
 //       deserialize try_deserialize restore try_restore
 //   model/smollm3.hpp
 //     ForwardZone, forward_zone_name, ForwardZoneTimes, ForwardZoneRecorder
-//     SmolLM3: try_create config weights file kernels rope file_ptr interleave_weights forward
+//     SmolLM3: try_create config weights file kernels use_kernels rope file_ptr interleave_weights
+//       forward
 //     CpuBackend: name network thread_pool
 //   model/weights.hpp
 //     LayerWeights
@@ -187,11 +190,17 @@
 //     ActivationType, BlockQ8K32, activation_type_name, activation_block_size,
 //       activation_row_bytes, q8k32_scale, dequantize_activation_row
 //   kernels/dispatch.hpp
-//     kernel_set, default_kernels
+//     kernel_set, apply_kernel_params, default_kernels
 //   kernels/kernel_set.hpp
-//     TileKernel, TileRow, tile_row_of, tile_row, PackedTiles, TypeKernels, converted_tiles, tile,
+//     TileKernel, TileRow, tile_row_of, tile_row, PackedTiles, TypeKernels, KernelParams,
+//       candidate_index, valid_kernel_params, kernel_params_text, converted_tiles, tile,
 //       stored_row_bytes, copy_rows, make_kernel_set
 //     KernelSet: of packing converts interleaves name
+//   kernels/tune.hpp
+//     TuneMode, tune_off_by_environment, requested_tune_mode, TuneTiming, TuneOptions,
+//       tunes_stored_prefetch, tune_kernels, tune_key, TuneFileRead, read_tune_file,
+//       write_tune_file
+//     TuneReport: text
 //   kernels/matmul_plan.hpp
 //     TokenRange, RowLayout, MatmulRun, MatrixShape, MatmulPlan, plan_runs, chunk_rows,
 //       plan_matmul, token_groups, token_group_size
@@ -235,7 +244,8 @@
 //   kernels/x86.hpp
 //     horizontal_sum, horizontal_sum_i32, half_to_float, load256, pack_32, quantize_row_q8_k32,
 //       quantize_row_q8_0, unpack_k4_scales, block_row, transpose_4x8, interleave_q8k32,
-//       combine_halves, sum_bytes, make_kernel_set
+//       combine_halves, sum_bytes, make_kernel_set, interleaved_candidate, q6k_candidate,
+//       apply_params
 //   constrain/matcher.hpp
 //     MatcherLimits
 //     GrammarMatcher: grammar start begin_step step class_of step_class can_end can_continue

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <array>
 #include <cstring>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -113,8 +114,72 @@ struct TypeKernels {
     TileRow interleaved = {};
 };
 
+// The settings that change a kernel's speed but never its results: every
+// candidate of every field gives the same bits (tests/test_kernels.cpp, "kernel
+// params"), so a set may switch between them at any time. The defaults are
+// what the kernels were tuned to on the machines of benchmarks/RESULTS.md; the
+// tuner (kernels/tune.hpp) measures the candidates where it runs. A field a
+// level has no use for is kept at its default there (the scalar and arm
+// levels use only decode_chunks, avx2 / avxvnni also stored_prefetch).
+struct KernelParams {
+    // Dependent adds each block of the one-token interleaved tile waits for
+    // (avx512 / amx: tile_k4_interleaved_zmm's pacing); one of kPaceCandidates.
+    int pace_steps = 60;
+    // How far ahead (bytes) the one-token interleaved tile prefetches; one of
+    // kInterleavedPrefetchCandidates.
+    int interleaved_prefetch = 8192;
+    // How far ahead (bytes) the one-token K-quant tiles over stored rows
+    // prefetch (avx2 / avxvnni: Q4_K, Q5_K, Q6_K; avx512 / amx: Q6_K, the type
+    // a Q4_K_M file keeps stored); one of kStoredPrefetchCandidates.
+    int stored_prefetch = 4096;
+    // Chunks per thread of a one-token mat-vec (kernels/matmul_plan.hpp, rule 3);
+    // one of kDecodeChunkCandidates.
+    int decode_chunks = 8;
+
+    friend bool operator==(const KernelParams& a, const KernelParams& b) noexcept {
+        return a.pace_steps == b.pace_steps && a.interleaved_prefetch == b.interleaved_prefetch &&
+               a.stored_prefetch == b.stored_prefetch && a.decode_chunks == b.decode_chunks;
+    }
+    friend bool operator!=(const KernelParams& a, const KernelParams& b) noexcept {
+        return !(a == b);
+    }
+};
+
+// The values each KernelParams field may take: each one a compiled candidate
+// (the prefetch distances and pacing are template arguments of the tiles).
+constexpr int kPaceCandidates[] = {0, 30, 60};
+constexpr int kInterleavedPrefetchCandidates[] = {4096, 8192, 12288};
+constexpr int kStoredPrefetchCandidates[] = {2048, 4096, 8192};
+constexpr int kDecodeChunkCandidates[] = {4, 8, 16};
+
+// Index of value in candidates, or -1.
+template <size_t n>
+constexpr int candidate_index(const int (&candidates)[n], int value) noexcept {
+    for (size_t i = 0; i < n; ++i)
+        if (candidates[i] == value) return int(i);
+    return -1;
+}
+
+// Whether every field of p is one of its candidates.
+constexpr bool valid_kernel_params(const KernelParams& p) noexcept {
+    return candidate_index(kPaceCandidates, p.pace_steps) >= 0 &&
+           candidate_index(kInterleavedPrefetchCandidates, p.interleaved_prefetch) >= 0 &&
+           candidate_index(kStoredPrefetchCandidates, p.stored_prefetch) >= 0 &&
+           candidate_index(kDecodeChunkCandidates, p.decode_chunks) >= 0;
+}
+
+// "pace 60, interleaved prefetch 8192, stored prefetch 4096, decode chunks 8"
+inline std::string kernel_params_text(const KernelParams& p) {
+    return "pace " + std::to_string(p.pace_steps) + ", interleaved prefetch " +
+           std::to_string(p.interleaved_prefetch) + ", stored prefetch " +
+           std::to_string(p.stored_prefetch) + ", decode chunks " + std::to_string(p.decode_chunks);
+}
+
 struct KernelSet {
     CpuLevel level = CpuLevel::scalar;
+    // What the speed-only settings of this set are (kernels/dispatch.hpp:
+    // kernel_set(level, params) builds a set with others).
+    KernelParams params;
 
     // ---- activation quantization (bit-identical across levels) ----
     void (*quantize_q8_k32)(const float* x, BlockQ8K32* y, size_t n) = nullptr;  // n % 256 == 0

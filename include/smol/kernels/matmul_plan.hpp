@@ -22,7 +22,9 @@
 //      counter, so a thread slowed down by the OS simply takes fewer:
 //        - one column group (n_tokens <= kMaxTileCols: decode, a batched
 //          step) streams each row once, like a mat-vec: ~8 chunks per thread
-//          for one token, ~4 from 2 tokens on (their tiles take several times
+//          for one token (KernelParams::decode_chunks, which the tuner may
+//          change: a row's result does not depend on its chunk), ~4 from 2
+//          tokens on (their tiles take several times
 //          longer per row, and fewer, larger chunks measured faster);
 //        - more tokens: chunks of ~48 KiB of weights, which stay in L2 while
 //          every token group streams past them, but no more than one
@@ -115,11 +117,12 @@ inline size_t plan_runs(const KernelSet& set, const MatrixShape& w, const TokenR
 }
 
 // Rule 3, before rounding to the layouts' row groups.
-inline size_t chunk_rows(size_t rows, size_t row_bytes, size_t n_tokens,
-                         size_t n_threads) noexcept {
+// decode_chunks: chunks per thread for one token (KernelParams::decode_chunks).
+inline size_t chunk_rows(size_t rows, size_t row_bytes, size_t n_tokens, size_t n_threads,
+                         size_t decode_chunks = 8) noexcept {
     auto multiple_of_4 = [](size_t n) { return std::max<size_t>(4, (n + 3) / 4 * 4); };
     if (n_tokens <= size_t(kMaxTileCols)) {
-        const size_t chunks_per_thread = n_tokens == 1 ? 8 : 4;
+        const size_t chunks_per_thread = n_tokens == 1 ? std::max<size_t>(1, decode_chunks) : 4;
         return multiple_of_4(rows / (n_threads * chunks_per_thread));
     }
     const size_t in_l2 = std::max<size_t>(4, (48 * 1024 / row_bytes) / 4 * 4);
@@ -144,7 +147,8 @@ inline MatmulPlan plan_matmul(const KernelSet& set, const MatrixShape& w, size_t
         uses_converted |= layout == RowLayout::converted;
         uses_stored_copy |= interleaved && (layout != RowLayout::stored || !plan.interleaved_tiles);
     }
-    size_t rows = chunk_rows(w.rows, w.row_bytes, n_tokens, n_threads);
+    size_t rows =
+        chunk_rows(w.rows, w.row_bytes, n_tokens, n_threads, size_t(set.params.decode_chunks));
     auto round_up = [](size_t n, size_t group) { return (n + group - 1) / group * group; };
     if (uses_packed) rows = round_up(rows, kernels.packed.row_group);
     if (uses_converted) rows = round_up(rows, kernels.converted.row_group);

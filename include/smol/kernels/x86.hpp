@@ -37,7 +37,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <type_traits>
+#include <utility>
 
 #include "../core/fp16.hpp"
 #include "../quant/blocks.hpp"
@@ -395,6 +397,17 @@ inline KernelSet make_kernel_set() noexcept {
     return set;
 }
 
+// This level's set with the speed-only settings p (valid_kernel_params): the
+// stored rows' one-token tiles for p.stored_prefetch, and p.decode_chunks; the
+// settings of the interleaved tiles, which this level lacks, stay at their defaults.
+inline void apply_params(KernelSet& set, const KernelParams& p) noexcept {
+    use_stored_prefetch(set, size_t(candidate_index(kStoredPrefetchCandidates, p.stored_prefetch)),
+                        std::make_index_sequence<std::size(kStoredPrefetchCandidates)>{});
+    set.params = KernelParams{};
+    set.params.stored_prefetch = p.stored_prefetch;
+    set.params.decode_chunks = p.decode_chunks;
+}
+
 }  // namespace avx2
 
 namespace avxvnni {
@@ -422,6 +435,17 @@ inline KernelSet make_kernel_set() noexcept {
     q6k.tiles = tile_row([](auto n) { return &tile_q6k<decltype(n)::value>; });
     q6k.converted = converted_ymm<GGMLType::Q6_K>();
     return set;
+}
+
+// This level's set with the speed-only settings p (valid_kernel_params): the
+// stored rows' one-token tiles for p.stored_prefetch, and p.decode_chunks; the
+// settings of the interleaved tiles, which this level lacks, stay at their defaults.
+inline void apply_params(KernelSet& set, const KernelParams& p) noexcept {
+    use_stored_prefetch(set, size_t(candidate_index(kStoredPrefetchCandidates, p.stored_prefetch)),
+                        std::make_index_sequence<std::size(kStoredPrefetchCandidates)>{});
+    set.params = KernelParams{};
+    set.params.stored_prefetch = p.stored_prefetch;
+    set.params.decode_chunks = p.decode_chunks;
 }
 
 }  // namespace avxvnni
@@ -456,6 +480,44 @@ inline KernelSet make_kernel_set() noexcept {
     q6k.tiles = tile_row([](auto n) { return &tile_q6k_zmm<decltype(n)::value>; });
     q6k.converted = converted_zmm<GGMLType::Q6_K>();
     return set;
+}
+
+// The one-token interleaved tile for candidate (pace_index, prefetch_index)
+// of kPaceCandidates x kInterleavedPrefetchCandidates.
+template <bool has_high_bit, class Block, size_t... i>
+TileKernel interleaved_candidate(size_t pace_index, size_t prefetch_index,
+                                 std::index_sequence<i...>) noexcept {
+    constexpr size_t n = std::size(kInterleavedPrefetchCandidates);
+    static constexpr TileKernel table[] = {
+        &tile_k4_interleaved_zmm<has_high_bit, Block, 1, kPaceCandidates[i / n],
+                                 size_t(kInterleavedPrefetchCandidates[i % n])>...};
+    return table[pace_index * n + prefetch_index];
+}
+
+// The one-token Q6_K tile for candidate `index` of kStoredPrefetchCandidates.
+template <size_t... i>
+TileKernel q6k_candidate(size_t index, std::index_sequence<i...>) noexcept {
+    static constexpr TileKernel table[] = {
+        &tile_q6k_zmm<1, size_t(kStoredPrefetchCandidates[i])>...};
+    return table[index];
+}
+
+// This level's (and amx's) set with the speed-only settings p (valid_kernel_params):
+// the one-token tiles those settings select. Same bits for every p.
+inline void apply_params(KernelSet& set, const KernelParams& p) noexcept {
+    constexpr size_t kInterleavedCount =
+        std::size(kPaceCandidates) * std::size(kInterleavedPrefetchCandidates);
+    const size_t pace = size_t(candidate_index(kPaceCandidates, p.pace_steps));
+    const size_t prefetch =
+        size_t(candidate_index(kInterleavedPrefetchCandidates, p.interleaved_prefetch));
+    set.of(GGMLType::Q4_K).interleaved[0] = interleaved_candidate<false, BlockQ4K>(
+        pace, prefetch, std::make_index_sequence<kInterleavedCount>{});
+    set.of(GGMLType::Q5_K).interleaved[0] = interleaved_candidate<true, BlockQ5K>(
+        pace, prefetch, std::make_index_sequence<kInterleavedCount>{});
+    set.of(GGMLType::Q6_K).tiles[0] =
+        q6k_candidate(size_t(candidate_index(kStoredPrefetchCandidates, p.stored_prefetch)),
+                      std::make_index_sequence<std::size(kStoredPrefetchCandidates)>{});
+    set.params = p;
 }
 
 }  // namespace avx512

@@ -36,6 +36,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -46,6 +47,7 @@
 #include "../detail/fnv.hpp"
 #include "../error.hpp"
 #include "../gguf/gguf.hpp"
+#include "../kernels/tune.hpp"
 #include "../log.hpp"
 #include "../text/tokenizer.hpp"
 #include "backend.hpp"
@@ -83,6 +85,24 @@ struct LoadOptions {
     // memory instead of the page cache (two models of one file no longer share
     // them). Skipped, with a log line, when they do not fit memory_budget.
     bool interleave_weights = true;
+    // The kernels' speed-only settings (kernels::KernelParams: pacing, prefetch
+    // distances, chunks per thread), which give the same bits whatever they
+    // are. automatic: measured at load on the model's own matrices (a few
+    // hundred ms, kernels/tune.hpp) for models of at least
+    // kernels::kTuneMinWeightBytes of weights, the defaults for smaller ones;
+    // on: measured whatever the size; off: the defaults. SMOL_TUNE=off in the
+    // environment turns it off. The log and Model::tuning() say what was chosen.
+    TuneMode tune = TuneMode::automatic;
+    // Pins the settings instead of measuring them (tune is then ignored): each
+    // field one of its candidates (kernels/kernel_set.hpp), else
+    // Error(invalid_argument).
+    std::optional<kernels::KernelParams> kernel_params;
+    // A small text file where tuned settings are remembered per CPU model,
+    // kernel level and thread count (kernels/tune.hpp); empty: none. When it
+    // holds this machine's line, the load uses it instead of measuring; after
+    // measuring, the load writes it. A file that is not one of these files is
+    // ignored with a log warning (and rewritten after the measurement).
+    std::string tune_file;
     std::function<bool(float progress)> progress;  // 0..1; return false cancels the load
     LogCallback log;                               // LogLevel (log.hpp): log_info, log_warning
 };
@@ -161,6 +181,9 @@ public:
     // (cpu_level_name() gives "avx2").
     CpuLevel cpu_level() const noexcept { return net_.kernels().level; }
     const kernels::KernelSet& kernels() const noexcept { return net_.kernels(); }
+    // How kernels().params were chosen at load (LoadOptions::tune): measured,
+    // with the times per candidate, or why the defaults (or the pinned ones) were kept.
+    const kernels::TuneReport& tuning() const noexcept { return tuning_; }
 
     // "smollm3-" + 16 hex digits: FNV-1a of the file's header, metadata and
     // tensor table (everything before the tensor data) and its size. Two files
@@ -285,7 +308,68 @@ private:
                                              std::to_string(wanted >> 20) +
                                              " MiB interleaved (slower decode)");
         }
+        SMOL_TRY(choose_kernel_params(options));
         return report(options, 1.0f);
+    }
+
+    // LoadOptions::kernel_params, else LoadOptions::tune (after the weights are
+    // interleaved: the tuner measures the matrices as decode reads them).
+    Status choose_kernel_params(const LoadOptions& options) {
+        const kernels::KernelSet& base = net_.kernels();
+        tuning_.chosen = base.params;
+        const TuneMode mode = requested_tune_mode(options.tune);
+        uint64_t weight_bytes = 0;
+        std::vector<std::vector<WeightMatrix>> layers;
+        for (const LayerWeights& l : net_.weights().layers) {
+            layers.push_back(
+                {l.attn_q, l.attn_k, l.attn_v, l.attn_output, l.ffn_gate, l.ffn_up, l.ffn_down});
+            for (const WeightMatrix& w : layers.back()) weight_bytes += w.rows * w.row_bytes;
+        }
+        const WeightMatrix& embd = net_.weights().token_embd;
+        weight_bytes += embd.rows * embd.row_bytes;
+        if (options.kernel_params) {
+            if (!kernels::valid_kernel_params(*options.kernel_params))
+                return Status(ErrorKind::invalid_argument,
+                              "model: LoadOptions::kernel_params (" +
+                                  kernels::kernel_params_text(*options.kernel_params) +
+                                  ") names a value that is not a candidate");
+            tuning_.skipped = "pinned by LoadOptions::kernel_params";
+            net_.use_kernels(kernels::kernel_set(base.level, *options.kernel_params));
+            tuning_.chosen = net_.kernels().params;
+        } else if (mode == TuneMode::off) {
+            tuning_.skipped = tune_off_by_environment() ? "SMOL_TUNE=off" : "LoadOptions::tune off";
+        } else if (device_backend_) {
+            tuning_.skipped = "generators run on " + device_backend_->name();
+        } else if (mode == TuneMode::automatic && weight_bytes < kernels::kTuneMinWeightBytes) {
+            tuning_.skipped =
+                "small model, " + std::to_string(weight_bytes >> 20) + " MiB of weights";
+        } else {
+            const std::string key = kernels::tune_key(base.level, pool_->size());
+            kernels::TuneFileRead remembered;
+            if (!options.tune_file.empty()) {
+                remembered = kernels::read_tune_file(options.tune_file, key);
+                if (remembered.malformed && options.log)
+                    options.log(log_warning, "smol: " + options.tune_file +
+                                                 " is not a tuning file; ignored (rewritten "
+                                                 "after this measurement)");
+            }
+            if (remembered.found) {
+                tuning_.skipped = "remembered in " + options.tune_file;
+                net_.use_kernels(kernels::kernel_set(base.level, remembered.params));
+                tuning_.chosen = net_.kernels().params;
+            } else {
+                SMOL_TRY(report(options, 0.95f));
+                tuning_ = kernels::tune_kernels(base, layers, *pool_);
+                net_.use_kernels(kernels::kernel_set(base.level, tuning_.chosen));
+                if (!options.tune_file.empty() &&
+                    !kernels::write_tune_file(options.tune_file, key, tuning_.chosen) &&
+                    options.log)
+                    options.log(log_warning,
+                                "smol: could not write the tuning to " + options.tune_file);
+            }
+        }
+        if (options.log) options.log(log_info, "smol: kernel params " + tuning_.text());
+        return {};
     }
 
     Status choose_device(const LoadOptions& options) {
@@ -340,6 +424,7 @@ private:
     std::unique_ptr<ThreadPool> pool_;
     CpuBackend cpu_;                           // over net_ and *pool_
     std::unique_ptr<Backend> device_backend_;  // null: cpu_
+    kernels::TuneReport tuning_;
 };
 
 // Model::try_load as a pointer (null, and *error filled, on failure), for

@@ -184,6 +184,10 @@ public:
     const Weights& weights() const noexcept { return weights_; }
     const gguf::File& file() const noexcept { return *file_; }
     const kernels::KernelSet& kernels() const noexcept { return *kernels_; }
+    // Runs every op with `kernel_set` from now on: one of kernels().level with
+    // other speed-only settings (kernels/dispatch.hpp, kernel_set(level, params)),
+    // so the results stay the same bits. For the load, before any pass runs.
+    void use_kernels(const kernels::KernelSet& kernel_set) noexcept { kernels_ = &kernel_set; }
     // How positions are encoded into queries and keys (RoPE or YaRN).
     const RopeRule& rope() const noexcept { return rope_; }
     const std::shared_ptr<const gguf::File>& file_ptr() const noexcept { return file_; }
