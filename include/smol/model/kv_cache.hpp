@@ -326,8 +326,11 @@ private:
         const uint64_t positions = uint64_t(blocks_for(n_ctx_)) * kBlockPositions;
         SMOL_TRY_ASSIGN(const size_t total,
                         detail::checked_product("KVCache", {positions, row_bytes(), n_streams()}));
-        return detail::check_budget("KVCache of " + std::to_string(n_ctx_) + " positions", total,
-                                    memory_budget_);
+        std::string what = "KVCache of " + std::to_string(n_ctx_) + " positions";
+        if (positions != n_ctx_)
+            what += " (" + std::to_string(positions) + " reserved: whole blocks of " +
+                    std::to_string(kBlockPositions) + ")";
+        return detail::check_budget(what, total, memory_budget_);
     }
 
     // f(layer, part, kv_head, first position, rows) over positions [0, n) of
