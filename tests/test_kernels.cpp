@@ -1335,6 +1335,26 @@ size_t cache_row_bytes(size_t head_dim, kernels::CacheFormat format) {
 constexpr kernels::CacheFormat kCacheFormats[] = {
     kernels::CacheFormat::f16, kernels::CacheFormat::f32, kernels::CacheFormat::q8_0};
 
+// An attend() call over rows of one flat buffer (*flat: keys, then values
+// `values_offset` bytes on), scale 1 / sqrt(head_dim); out left to the caller.
+kernels::AttentionHead flat_head(const std::vector<float>& q, const uint8_t* const* flat,
+                                 size_t values_offset, size_t row_bytes,
+                                 kernels::CacheFormat format, size_t group, size_t head_dim,
+                                 size_t n_positions, std::vector<float>& scores) {
+    kernels::AttentionHead head;
+    head.q = q.data();
+    head.blocks = flat;
+    head.values_offset = values_offset;
+    head.row_bytes = row_bytes;
+    head.format = format;
+    head.group = group;
+    head.head_dim = head_dim;
+    head.n_positions = n_positions;
+    head.scale = 1.0f / std::sqrt(float(head_dim));
+    head.scores = scores.data();
+    return head;
+}
+
 TEST_CASE(
     "attention: the avx512 level computes avx2's bits (same operations per element, 16 lanes)") {
     const kernels::KernelSet* avx2_set = nullptr;
@@ -1366,17 +1386,9 @@ TEST_CASE(
                     std::vector<float> scores(group * n_positions), out_avx2(group * head_dim),
                         out_avx512(group * head_dim);
                     const uint8_t* flat = keys;  // one block of every position
-                    kernels::AttentionHead head;
-                    head.q = q.data();
-                    head.blocks = &flat;
-                    head.values_offset = n_positions * row_bytes;
-                    head.row_bytes = row_bytes;
-                    head.format = format;
-                    head.group = group;
-                    head.head_dim = head_dim;
-                    head.n_positions = n_positions;
-                    head.scale = 1.0f / std::sqrt(float(head_dim));
-                    head.scores = scores.data();
+                    kernels::AttentionHead head =
+                        flat_head(q, &flat, n_positions * row_bytes, row_bytes, format, group,
+                                  head_dim, n_positions, scores);
                     head.out = out_avx2.data();
                     avx2_set->attend(head);
                     head.out = out_avx512.data();
@@ -1423,17 +1435,9 @@ TEST_CASE("attention over blocks of positions equals attention over one flat buf
                     std::vector<float> scores(group * n_positions), out_flat(group * head_dim),
                         out_blocked(group * head_dim, 3.0f);
                     const uint8_t* flat_base = flat.data();
-                    kernels::AttentionHead head;
-                    head.q = q.data();
-                    head.blocks = &flat_base;
-                    head.values_offset = n_positions * row_bytes;
-                    head.row_bytes = row_bytes;
-                    head.format = format;
-                    head.group = group;
-                    head.head_dim = head_dim;
-                    head.n_positions = n_positions;
-                    head.scale = 0.125f;
-                    head.scores = scores.data();
+                    kernels::AttentionHead head =
+                        flat_head(q, &flat_base, n_positions * row_bytes, row_bytes, format, group,
+                                  head_dim, n_positions, scores);
                     head.out = out_flat.data();
                     set->attend(head);
                     head.blocks = table.data();
@@ -1479,17 +1483,9 @@ TEST_CASE("attention of every level matches the scalar reference and a float64 s
                         std::vector<float> scores(group * n_positions), out(group * head_dim, 7.0f),
                             ref(group * head_dim);
                         const uint8_t* flat = keys;  // one block of every position
-                        kernels::AttentionHead head;
-                        head.q = q.data();
-                        head.blocks = &flat;
-                        head.values_offset = size_t(values - keys);
-                        head.row_bytes = row_bytes;
-                        head.format = format;
-                        head.group = group;
-                        head.head_dim = head_dim;
-                        head.n_positions = n_positions;
-                        head.scale = 1.0f / std::sqrt(float(head_dim));
-                        head.scores = scores.data();
+                        kernels::AttentionHead head =
+                            flat_head(q, &flat, size_t(values - keys), row_bytes, format, group,
+                                      head_dim, n_positions, scores);
                         head.out = out.data();
                         set->attend(head);
                         head.out = ref.data();

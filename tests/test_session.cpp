@@ -683,14 +683,14 @@ TEST_CASE("eight forks of one prefix: the tokens of eight fresh generators, the 
     }
 }
 
-TEST_CASE("a fork and its parent write the shared block at once, on threads") {
-    auto model = made_model();
-    smol::Generator base(model);
-    const std::vector<int32_t> prefix = world_prefix(*model);
-    base.generate_tokens(prefix, greedy(0));
-    std::vector<smol::Generator> gens;
-    for (int i = 0; i < 3; ++i) gens.push_back(base.fork());
-    gens.push_back(std::move(base));  // the parent, whose own slots the forks point at
+namespace {
+
+// Generator i continues `prefix` with kLines[i] for max_tokens greedy tokens,
+// all at once on their own threads; each must give the tokens of a fresh
+// generator that prefilled the prefix itself (the same chunks).
+void continue_on_threads(const std::shared_ptr<const smol::Model>& model,
+                         std::vector<smol::Generator>& gens, const std::vector<int32_t>& prefix,
+                         int max_tokens) {
     std::vector<std::vector<int32_t>> inputs(gens.size());
     std::vector<smol::GenerateResult> results(gens.size());
     std::vector<std::thread> threads;
@@ -699,14 +699,27 @@ TEST_CASE("a fork and its parent write the shared block at once, on threads") {
         const auto line = model->tokenizer().encode(kLines[i], false);
         inputs[i].insert(inputs[i].end(), line.begin(), line.end());
         threads.emplace_back(
-            [&, i] { results[i] = gens[i].generate_tokens(inputs[i], greedy(70)); });
+            [&, i] { results[i] = gens[i].generate_tokens(inputs[i], greedy(max_tokens)); });
     }
     for (auto& t : threads) t.join();
     for (size_t i = 0; i < gens.size(); ++i) {
-        smol::Generator fresh(model);  // prefilled in the same chunks as the forks
+        smol::Generator fresh(model);
         fresh.generate_tokens(prefix, greedy(0));
-        CHECK(fresh.generate_tokens(inputs[i], greedy(70)).tokens == results[i].tokens);
+        CHECK(fresh.generate_tokens(inputs[i], greedy(max_tokens)).tokens == results[i].tokens);
     }
+}
+
+}  // namespace
+
+TEST_CASE("a fork and its parent write the shared block at once, on threads") {
+    auto model = made_model();
+    smol::Generator base(model);
+    const std::vector<int32_t> prefix = world_prefix(*model);
+    base.generate_tokens(prefix, greedy(0));
+    std::vector<smol::Generator> gens;
+    for (int i = 0; i < 3; ++i) gens.push_back(base.fork());
+    gens.push_back(std::move(base));  // the parent, whose own slots the forks point at
+    continue_on_threads(model, gens, prefix, 70);
 }
 
 TEST_CASE("forks in one Batcher share blocks and step together") {
@@ -718,22 +731,7 @@ TEST_CASE("forks in one Batcher share blocks and step together") {
     base.generate_tokens(prefix, greedy(0));
     std::vector<smol::Generator> gens;
     for (int i = 0; i < 4; ++i) gens.push_back(base.fork());
-    std::vector<smol::GenerateResult> results(gens.size());
-    std::vector<std::vector<int32_t>> inputs(gens.size());
-    std::vector<std::thread> threads;
-    for (size_t i = 0; i < gens.size(); ++i) {
-        inputs[i] = prefix;
-        const auto line = model->tokenizer().encode(kLines[i], false);
-        inputs[i].insert(inputs[i].end(), line.begin(), line.end());
-        threads.emplace_back(
-            [&, i] { results[i] = gens[i].generate_tokens(inputs[i], greedy(10)); });
-    }
-    for (auto& t : threads) t.join();
-    for (size_t i = 0; i < gens.size(); ++i) {
-        smol::Generator fresh(model);  // prefilled in the same chunks as the forks
-        fresh.generate_tokens(prefix, greedy(0));
-        CHECK(fresh.generate_tokens(inputs[i], greedy(10)).tokens == results[i].tokens);
-    }
+    continue_on_threads(model, gens, prefix, 10);
 }
 
 TEST_CASE(
