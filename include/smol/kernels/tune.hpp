@@ -209,7 +209,15 @@ inline uint64_t last_level_cache_bytes() noexcept {
 // differences out.
 inline double faster_half_mean(std::vector<double> v) {
     if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
+    // An insertion sort of a handful of samples, in smol's own (ISA-tagged)
+    // code: std::sort over doubles is an instantiation shared with units built
+    // with other -m flags (README, "run-time dispatch").
+    for (size_t i = 1; i < v.size(); ++i)
+        for (size_t j = i; j > 0 && v[j] < v[j - 1]; --j) {
+            const double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
     const size_t n = (v.size() + 1) / 2;
     double sum = 0;
     for (size_t i = 0; i < n; ++i) sum += v[i];

@@ -112,9 +112,15 @@ public:
         table.row_bytes_ = row_bytes;
         const size_t n_blocks = blocks_for(n_ctx);
         SMOL_TRY_ASSIGN(table.home_, KVBlockStore::create(n_blocks, table.block_bytes()));
+        // A plain array, not a std::vector of pointers: that instantiation's
+        // code would be shared with units built with other -m flags (README,
+        // "run-time dispatch"), so an AVX2 unit's copy could reach a baseline CPU.
+        table.data_ = new (std::nothrow) const uint8_t*[n_blocks];
+        if (table.data_ == nullptr)
+            return ErrorInfo{ErrorKind::resource, "KVCache: out of memory for the block table"};
+        for (size_t b = 0; b < n_blocks; ++b) table.data_[b] = nullptr;
         return catch_bad_alloc("KVCache", [&]() -> Expected<KVBlockTable> {
             table.refs_.resize(n_blocks);
-            table.data_.assign(n_blocks, nullptr);
             return std::move(table);
         });
     }
@@ -145,6 +151,7 @@ public:
     ~KVBlockTable() {
         drop_from(0);
         if (home_) home_->drop_user();
+        delete[] data_;
     }
 
     size_t block_bytes() const noexcept { return n_streams_ * kPositions * row_bytes_; }
@@ -153,7 +160,7 @@ public:
     }
     size_t n_blocks() const noexcept { return refs_.size(); }
     // [n_blocks]: each block's first byte, null for a block never written.
-    const uint8_t* const* data() const noexcept { return data_.data(); }
+    const uint8_t* const* data() const noexcept { return data_; }
     uint8_t* block(size_t b) const noexcept { return const_cast<uint8_t*>(data_[b]); }
 
     // Makes block b this table's alone (see the top), keeping the rows below
@@ -221,13 +228,13 @@ private:
         std::swap(row_bytes_, other.row_bytes_);
         std::swap(home_, other.home_);
         refs_.swap(other.refs_);
-        data_.swap(other.data_);
+        std::swap(data_, other.data_);
     }
 
     size_t n_streams_ = 0, row_bytes_ = 0;
-    KVBlockStore* home_ = nullptr;      // slot b: block b's place when this table writes it
-    std::vector<Ref> refs_;             // [n_blocks]
-    std::vector<const uint8_t*> data_;  // [n_blocks]: refs_[b]'s bytes, for attention
+    KVBlockStore* home_ = nullptr;    // slot b: block b's place when this table writes it
+    std::vector<Ref> refs_;           // [n_blocks]
+    const uint8_t** data_ = nullptr;  // [n_blocks]: refs_[b]'s bytes, for attention
 };
 
 }  // namespace detail

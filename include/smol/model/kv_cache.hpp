@@ -205,8 +205,10 @@ public:
                         // Runs that stay inside one block at both ends; a run
                         // may overlap itself (same block), never an earlier run.
                         for (size_t p = first, end = first + moved; p < end;) {
-                            const size_t run = std::min({end - p, kBlockPositions - (p & kMask),
-                                                         kBlockPositions - ((p + count) & kMask)});
+                            const size_t to_block_end =
+                                std::min(kBlockPositions - (p & kMask),
+                                         kBlockPositions - ((p + count) & kMask));
+                            const size_t run = std::min(end - p, to_block_end);
                             std::memmove(mutable_row(l, part, h, p), row(l, part, h, p + count),
                                          run * row_size);
                             p += run;
