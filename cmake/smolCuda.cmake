@@ -1,5 +1,5 @@
 # The optional CUDA backend (SMOL_CUDA=ON): the static library smol::cuda built
-# from src/cuda/ (kernels.cu by nvcc, backend.cpp by the C++ compiler), its install/export (export set smolCudaTargets), and its
+# from src/cuda/ (the .cu files by nvcc, backend.cpp by the C++ compiler), its install/export (export set smolCudaTargets), and its
 # test (tests/test_cuda.cpp, which skips its GPU cases when no device exists).
 # The header-only CPU library never needs any of this.
 #
@@ -27,8 +27,8 @@ find_package(CUDAToolkit REQUIRED)
 # nvcc's front end re-emits such code for the host compiler with its own
 # closure layouts, and when the linker keeps nvcc's copy of an inline function
 # whose lambda object a g++ unit built, the call crashes. So that code is
-# compiled by the same C++ compiler as the rest, and kernels.cu includes nothing
-# of smol but plain types (kernels.cuh, blocks.cuh, quant/types.hpp, core/fp16.hpp).
+# compiled by the same C++ compiler as the rest, and the .cu files include nothing
+# of smol but plain types (kernels.cuh, blocks.cuh, launch.cuh, quant/types.hpp, core/fp16.hpp).
 file(GLOB SMOL_CUDA_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/*.cu
      ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/*.cpp)
 add_library(smol_cuda STATIC ${SMOL_CUDA_SOURCES})

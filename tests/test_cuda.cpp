@@ -256,9 +256,10 @@ TEST_CASE("cuda kernels: quantized mat-vec and mat-mat") {
     if (!have_gpu()) return;
     const size_t rows = 67;  // not a multiple of the 4 rows per thread block
     for (GGMLType type : kMatrixTypes) {
-        // 8448 columns: 132 Q4_K units per row (one row per block of four warps,
-        // and an odd last unit per lane); 256 and 1024: four rows per block.
-        for (size_t cols : {size_t(256), size_t(1024), size_t(8448)}) {
+        // Q4_K: 256 and 1024 columns: 8 and 32 slices per row, 32 lanes per row
+        // (four rows per block); 4096: 128 slices, 64 lanes (two rows per block);
+        // 8448: 264 slices, 128 lanes per row and an odd last slice per lane.
+        for (size_t cols : {size_t(256), size_t(1024), size_t(4096), size_t(8448)}) {
             const auto packed = random_matrix(type, rows, cols, 7 + cols + uint64_t(type));
             const auto weights = dequantized(type, packed, rows, cols);
             // Every token tile (1, 2, 4, 8) with full and partial tiles.
@@ -280,6 +281,53 @@ TEST_CASE("cuda kernels: quantized mat-vec and mat-mat") {
                         if (!(std::fabs(y[t * rows + r] - reference) <= bound)) ++bad;
                     }
                 CHECK_MESSAGE(bad == 0, bad << " outputs outside the activation-rounding bound");
+            }
+        }
+    }
+}
+
+// A decode step multiplies q, k, v (and gate, up) in one grouped launch, and a
+// batched step runs several sequences' tokens in one tile: both must give each
+// matrix and each token exactly the bits it gets alone.
+TEST_CASE("cuda kernels: grouped matrices and token tiles give the bits of a lone mat-vec") {
+    if (!have_gpu()) return;
+    const size_t rows[] = {67, 16, 5};  // row blocks that straddle two matrices
+    for (GGMLType type : kMatrixTypes) {
+        for (size_t cols : {size_t(1024), size_t(8448)}) {
+            CAPTURE(smol::type_name(type));
+            CAPTURE(cols);
+            const size_t n_tokens = 5;
+            const auto x = random_floats(n_tokens * cols, 77 + cols);
+            std::vector<std::vector<uint8_t>> packed;
+            std::vector<std::vector<float>> grouped;
+            for (size_t i = 0; i < 3; ++i) {
+                packed.push_back(random_matrix(type, rows[i], cols, 300 + 10 * i + cols));
+                grouped.push_back(random_floats(n_tokens * rows[i], 400 + i));  // accumulated onto
+            }
+            const std::vector<std::vector<float>> initial = grouped;
+            const void* weights[] = {packed[0].data(), packed[1].data(), packed[2].data()};
+            float* y[] = {grouped[0].data(), grouped[1].data(), grouped[2].data()};
+            const bool accumulate[] = {false, true, false};
+            smol::cuda_detail::run_matmul_group(type, weights, rows, 3, cols, x.data(), n_tokens, y,
+                                                accumulate);
+            for (size_t i = 0; i < 3; ++i) {
+                std::vector<float> alone(n_tokens * rows[i]);
+                smol::cuda_detail::run_matmul(type, packed[i].data(), rows[i], cols, x.data(),
+                                              n_tokens, alone.data());
+                size_t differ = 0;
+                for (size_t k = 0; k < alone.size(); ++k) {
+                    const float expected = accumulate[i] ? initial[i][k] + alone[k] : alone[k];
+                    if (grouped[i][k] != expected) ++differ;
+                }
+                CHECK_MESSAGE(differ == 0, "matrix " << i << ": " << differ << " outputs differ");
+                // Each token of the 5-token tile against the token alone.
+                for (size_t t = 0; t < n_tokens; ++t) {
+                    std::vector<float> one(rows[i]);
+                    smol::cuda_detail::run_matmul(type, packed[i].data(), rows[i], cols,
+                                                  &x[t * cols], 1, one.data());
+                    CHECK_MESSAGE(std::equal(one.begin(), one.end(), &alone[t * rows[i]]),
+                                  "matrix " << i << " token " << t << " differs alone");
+                }
             }
         }
     }

@@ -21,6 +21,16 @@
 #   6. compute-sanitizer memcheck over the kernel and batched-step cases
 #      (sanitizer.log), when the tool exists (the whole forward cases take
 #      minutes under it).
+#   7. side by side on the 3B-shaped file, when SMOL_GPU_OLD_BENCH (an earlier
+#      smol-bench) or a reference llama-bench built with CUDA is at hand (from
+#      IK_CUDA_BENCH, or built here in the background from the source folder
+#      IK_CUDA_SRC while steps 3-6 run: its log is ik-build.log, and the binary
+#      is kept as $LOGS/llama-bench-cuda.xz for the next run): rounds of
+#      `-p 512 -n 128` alternate between the engines (side.log, and each round
+#      in the summary), then the reference's own table;
+#   8. pp512 / tg128 at each SMOL_CUDA_SLICES_PER_LANE of SMOL_GPU_SWEEP (the
+#      mat-vec's lanes per row) and with programmatic dependent launch off
+#      (SMOL_CUDA_PDL=0).
 # The last lines are a summary. Run from anywhere:
 #   tools/gpu-check.sh [LOGS]           (default LOGS: ./gpu-logs)
 # Environment:
@@ -33,6 +43,14 @@
 #   SMOL_JOBS       build jobs (default: all cores).
 #   SMOL_CUDA_ARCHITECTURES (default: native, else 90).
 #   SMOL_GPU_BENCH_GEN  tokens per generator in the --parallel run (default 64).
+#   SMOL_GPU_OLD_BENCH  an earlier smol-bench built with CUDA (before/after).
+#   IK_CUDA_BENCH   a reference llama-bench built with CUDA (side by side).
+#   IK_CUDA_SRC     a reference source folder (llama.cpp family) to build here
+#                   with CUDA for the architectures above (llama-bench only),
+#                   in the background; SMOL_GPU_IK_WAIT: how long step 7 waits
+#                   for it (seconds, default 240).
+#   SMOL_GPU_ROUNDS side-by-side rounds (default 3).
+#   SMOL_GPU_SWEEP  SMOL_CUDA_SLICES_PER_LANE values to time (default "1 2 4").
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -102,6 +120,18 @@ else
     exit 1
   fi
   BIN=$ROOT/build-gpu
+fi
+IK_PID=""
+if [ -z "${IK_CUDA_BENCH:-}" ] && [ -n "${IK_CUDA_SRC:-}" ]; then
+  say "2d. building the reference llama-bench in the background (ik-build.log)"
+  archs=${SMOL_CUDA_ARCHITECTURES:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '.')}
+  (cd "$IK_CUDA_SRC" && nice -n 19 cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
+     "-DCMAKE_CUDA_ARCHITECTURES=${archs:-90}" -DCMAKE_CUDA_COMPILER="$NVCC" -DBUILD_SHARED_LIBS=OFF \
+     -DLLAMA_CURL=OFF -DGGML_NATIVE=ON -DGGML_CUDA_FA_ALL_QUANTS=OFF -DLLAMA_BUILD_TESTS=OFF \
+     -DLLAMA_BUILD_SERVER=OFF ${IK_CUDA_CMAKE_ARGS:-} &&
+     nice -n 19 cmake --build build-cuda -j"$((JOBS > 4 ? JOBS - 4 : 1))" --target llama-bench) \
+    >"$LOGS/ik-build.log" 2>&1 &
+  IK_PID=$!
 fi
 find_bin() { find "$BIN" -name "$1" -type f -perm -u+x | head -n 1; }
 TEST_CUDA=$(find_bin test_cuda)
@@ -180,6 +210,53 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
   SMOL_REQUIRE_DEVICE=1 timeout 60 compute-sanitizer --tool memcheck --print-limit 20 \
     "$TEST_CUDA" -tc='cuda kernels*,cuda batched*' >"$LOGS/sanitizer.log" 2>&1
   note "sanitizer: $(grep -E 'ERROR SUMMARY' "$LOGS/sanitizer.log" | tail -n 1) (exit $?)"
+fi
+
+if [ -f "$MODEL3B" ]; then
+  py_smol='import json,sys
+d=json.loads(sys.stdin.read().strip().splitlines()[-1])
+print("%.1f %.1f" % (d["pp_tokens_per_s"], d["tg_tokens_per_s"]))'
+  py_ik='import json,sys
+d=json.load(sys.stdin)
+pp=[x["avg_ts"] for x in d if x["n_prompt"]>0]; tg=[x["avg_ts"] for x in d if x["n_gen"]>0]
+print("%.1f %.1f" % (pp[0], tg[0]))'
+  if [ -n "$IK_PID" ]; then
+    say "7a. waiting for the reference build (at most ${SMOL_GPU_IK_WAIT:-240} s)"
+    waited=0
+    while kill -0 "$IK_PID" 2>/dev/null && [ "$waited" -lt "${SMOL_GPU_IK_WAIT:-240}" ]; do
+      sleep 5
+      waited=$((waited + 5))
+    done
+    built=$(find "$IK_CUDA_SRC/build-cuda" -name llama-bench -type f -perm -u+x 2>/dev/null | head -n 1)
+    if [ -n "$built" ]; then
+      IK_CUDA_BENCH=$built
+      xz -T0 -c "$built" >"$LOGS/llama-bench-cuda.xz"
+      note "reference: built here ($(tail -n 1 "$LOGS/ik-build.log"))"
+    else
+      kill "$IK_PID" 2>/dev/null
+      note "reference: not built in time ($(grep -c 'Building' "$LOGS/ik-build.log") objects; ik-build.log)"
+    fi
+  fi
+  if [ -n "${SMOL_GPU_OLD_BENCH:-}${IK_CUDA_BENCH:-}" ]; then
+    say "7. side by side, rounds alternated (side.log)"
+    for r in $(seq 1 "${SMOL_GPU_ROUNDS:-3}"); do
+      line="round $r: smol $(timeout 60 "$BENCH" -m "$MODEL3B" --device cuda -p 512 -n 128 -r 1 --no-bandwidth --json 2>>"$LOGS/side.log" | python3 -c "$py_smol")"
+      if [ -n "${SMOL_GPU_OLD_BENCH:-}" ]; then
+        line="$line | earlier smol $(timeout 60 "$SMOL_GPU_OLD_BENCH" -m "$MODEL3B" --device cuda -p 512 -n 128 -r 1 --no-bandwidth --json 2>>"$LOGS/side.log" | python3 -c "$py_smol")"
+      fi
+      if [ -n "${IK_CUDA_BENCH:-}" ]; then
+        line="$line | reference $(timeout 90 "$IK_CUDA_BENCH" -m "$MODEL3B" -ngl 99 -fa 1 -p 512 -n 128 -r 1 -o json 2>>"$LOGS/side.log" | python3 -c "$py_ik")"
+      fi
+      echo "$line" | tee -a "$LOGS/side.log"
+    done
+    note "side by side (pp512 tg128 per engine, each round): $(grep '^round' "$LOGS/side.log" | tr '\n' ';')"
+    [ -n "${IK_CUDA_BENCH:-}" ] && timeout 60 "$IK_CUDA_BENCH" -m "$MODEL3B" -ngl 99 -fa 1 -p 512 -n 128 -r 2 >>"$LOGS/side.log" 2>&1
+  fi
+  say "8. SMOL_CUDA_SLICES_PER_LANE and SMOL_CUDA_PDL"
+  for v in ${SMOL_GPU_SWEEP:-1 2 4}; do
+    note "pp512 tg128 with SMOL_CUDA_SLICES_PER_LANE=$v: $(SMOL_CUDA_SLICES_PER_LANE=$v timeout 60 "$BENCH" -m "$MODEL3B" --device cuda -p 512 -n 128 -r 2 --no-bandwidth --json 2>/dev/null | python3 -c "$py_smol")"
+  done
+  note "pp512 tg128 with SMOL_CUDA_PDL=0: $(SMOL_CUDA_PDL=0 timeout 60 "$BENCH" -m "$MODEL3B" --device cuda -p 512 -n 128 -r 2 --no-bandwidth --json 2>/dev/null | python3 -c "$py_smol")"
 fi
 
 say "summary"

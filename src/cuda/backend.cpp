@@ -434,9 +434,9 @@ void enqueue_forward(const ModelState& w, const Workspace& ws, size_t m, size_t 
         const ModelState::Layer& l = w.layers[li];
         launch_rmsnorm_quantize(x, l.attn_norm, nullptr, n, hidden, w.rms_eps, a, nullptr, l.qkv_in,
                                 stream);
-        launch_matmul(l.q, a, n, q, false, stream);
-        launch_matmul(l.k, a, n, ws.k.get<float>(), false, stream);
-        launch_matmul(l.v, a, n, ws.v.get<float>(), false, stream);
+        const MatmulTarget qkv[] = {
+            {&l.q, q, false}, {&l.k, ws.k.get<float>(), false}, {&l.v, ws.v.get<float>(), false}};
+        launch_matmuls(qkv, 3, a, n, stream);
         launch_rope_store(q, ws.k.get<float>(), ws.v.get<float>(), n, ws.device_slots(),
                           ws.device_seqs(), int(li), w.inverse_frequency, int(w.rope_pairs),
                           w.rope_mscale, l.uses_rope, int(w.n_heads), int(w.n_kv_heads),
@@ -448,8 +448,9 @@ void enqueue_forward(const ModelState& w, const Workspace& ws, size_t m, size_t 
 
         launch_rmsnorm_quantize(x, l.ffn_norm, nullptr, n, hidden, w.rms_eps, a, nullptr,
                                 l.gate_up_in, stream);
-        launch_matmul(l.gate, a, n, ws.gate.get<float>(), false, stream);
-        launch_matmul(l.up, a, n, ws.up.get<float>(), false, stream);
+        const MatmulTarget gate_up[] = {{&l.gate, ws.gate.get<float>(), false},
+                                        {&l.up, ws.up.get<float>(), false}};
+        launch_matmuls(gate_up, 2, a, n, stream);
         launch_swiglu_quantize(ws.gate.get<float>(), ws.up.get<float>(), n, ffn, a, nullptr,
                                l.down_in, stream);
         launch_matmul(l.down, a, n, x, true, stream);
@@ -987,6 +988,40 @@ void run_matmul(GGMLType type, const void* weights, size_t rows, size_t cols, co
     out.download(y, n_tokens * rows * sizeof(float));
 }
 
+void run_matmul_group(GGMLType type, const void* const* weights, const size_t* rows, size_t count,
+                      size_t cols, const float* x, size_t n_tokens, float* const* y,
+                      const bool* accumulate) {
+    require_any_device();
+    const DeviceGuard device_guard(0);
+    if (!matmul_supports(type))
+        detail::fail(ErrorKind::unsupported, "cuda run_matmul_group: type " + type_name(type));
+    if (count == 0 || count > size_t(kMaxMatmulParts))
+        detail::fail(ErrorKind::invalid_argument,
+                     "cuda run_matmul_group: " + std::to_string(count) + " matrices");
+    std::vector<DeviceBuffer> w, out;
+    std::vector<DeviceMatrix> m(count);
+    std::vector<MatmulTarget> targets(count);
+    for (size_t i = 0; i < count; ++i) {
+        const size_t bytes = rows[i] * row_bytes(type, cols);
+        w.emplace_back(bytes);
+        w.back().upload(weights[i], bytes);
+        out.push_back(upload_vector(y[i], n_tokens * rows[i]));  // accumulate reads it
+        m[i].data = w.back().get<const uint8_t>();
+        m[i].type = type;
+        m[i].rows = int(rows[i]);
+        m[i].cols = int(cols);
+        m[i].row_bytes = row_bytes(type, cols);
+        targets[i] = MatmulTarget{&m[i], out.back().get<float>(), accumulate[i]};
+    }
+    DeviceBuffer in = upload_vector(x, n_tokens * cols);
+    DeviceBuffer act(act_blocks(n_tokens, cols) * sizeof(ActBlock));
+    launch_quantize(in.get<float>(), int(n_tokens), int(cols), act.get<ActBlock>(),
+                    act_rule_of(type), nullptr);
+    launch_matmuls(targets.data(), int(count), act.get<ActBlock>(), int(n_tokens), nullptr);
+    SMOL_CUDA_CHECK(cudaGetLastError());
+    for (size_t i = 0; i < count; ++i) out[i].download(y[i], n_tokens * rows[i] * sizeof(float));
+}
+
 void run_embed(GGMLType type, const void* table, size_t rows, size_t cols, const int32_t* tokens,
                size_t n_tokens, float* out) {
     require_any_device();
@@ -1105,19 +1140,19 @@ void run_attention(const float* q, const float* keys, const float* values, size_
 }
 
 // ---------------------------------------------------------------------------
-// Host emulation: the kernels' per-unit code on the CPU.
+// Host emulation: the kernels' per-slice code on the CPU.
 
 namespace {
 
 template <class Format>
 float emulate_dot_for(const uint8_t* row, size_t cols, const std::vector<ActBlock>& act) {
-    const int units = int(cols / Format::kBlockWeights) * Format::kUnits;
-    // Lane l sums units l, l + 32, ... (the one-warp-per-row kernel's split, up to the
-    // order within a lane); then the lanes are added.
+    const int slices = int(cols / Format::kBlockWeights) * Format::kSlices;
+    // Lane l sums slices l, l + 32, ... (the 32-lanes-per-row kernel's split, up
+    // to the order within a lane); then the lanes are added.
     float lanes[32] = {};
-    for (int unit = 0; unit < units; ++unit) {
-        const typename Format::Unit u = Format::load(row, unit);
-        lanes[unit % 32] += Format::dot(u, act.data());
+    for (int slice = 0; slice < slices; ++slice) {
+        const typename Format::Slice u = Format::load(row, slice);
+        lanes[slice % 32] += Format::dot(u, act.data());
     }
     float total = 0;
     for (float v : lanes) total += v;

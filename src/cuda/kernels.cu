@@ -1,33 +1,19 @@
-// The CUDA kernels of smol's GPU backend and their launchers: quantized
-// mat-vec / mat-mat with int8 dot products (__dp4a), embedding lookup, fused
-// RMSNorm + activation quantization, SwiGLU + quantization, RoPE + KV-cache
-// store, and causal GQA attention over the F16 cache. Shapes and contracts are
-// in kernels.cuh; the block decoding is in blocks.cuh.
+// The CUDA kernels of smol's GPU backend and their launchers, but for the
+// quantized mat-vec / mat-mat (matmul.cu): embedding lookup, fused RMSNorm +
+// activation quantization, SwiGLU + quantization, RoPE + KV-cache store, and
+// causal GQA attention over the F16 cache. Shapes and contracts are in
+// kernels.cuh; the block decoding is in blocks.cuh.
 #include <smol/detail/abi.hpp>
 #include "kernels.cuh"
+#include "launch.cuh"
 
 #include <cmath>
+#include <cstdlib>
 
 SMOL_NAMESPACE_BEGIN
 namespace cuda_detail {
 
 namespace {
-
-constexpr unsigned kFullMask = 0xffffffffu;
-
-__device__ __forceinline__ float warp_sum(float v) {
-    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(kFullMask, v, offset);
-    return v;
-}
-__device__ __forceinline__ int warp_sum_int(int v) {
-    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(kFullMask, v, offset);
-    return v;
-}
-__device__ __forceinline__ float warp_max(float v) {
-    for (int offset = 16; offset > 0; offset >>= 1)
-        v = fmaxf(v, __shfl_xor_sync(kFullMask, v, offset));
-    return v;
-}
 
 // One warp quantizes one block of 32 values, lane i holding value i (the same
 // arithmetic as quantize_act_block_host).
@@ -45,123 +31,11 @@ __device__ __forceinline__ void quantize_block_warp(float v, int lane, ActBlock*
 }
 
 // ---------------------------------------------------------------------------
-// Quantized mat-vec / mat-mat. A block of 4 warps; WPR warps share one output
-// row (1: four rows per block; 4: one row per block, for long rows, so that more
-// loads are in flight per row than one warp can issue). Warp part p of a row
-// handles units p * 32 + lane, stepping by 32 * WPR, two units per iteration
-// with both loads issued before either is used (a unit's weight bytes are read
-// once and applied to the NT tokens of its column tile). Grid: (token tiles,
-// row blocks) where the row blocks fit gridDim.y: consecutive blocks take the
-// same rows for the next token tile, so a prefill reads each weight byte from
-// DRAM about once (then from L2); else (row blocks, token tiles).
-constexpr int kMatmulWarps = 4;
-
-template <class Format, int NT, int WPR>
-__global__ void __launch_bounds__(32 * kMatmulWarps)
-    matmul_kernel(const uint8_t* weights, size_t row_bytes, int rows, int units,
-                  const ActBlock* act, int act_stride, int n_tokens, float* y, int accumulate,
-                  int tokens_in_x) {
-    constexpr int kRowsPerBlock = kMatmulWarps / WPR;
-    const int row_block = int(tokens_in_x ? blockIdx.y : blockIdx.x);
-    const int token_tile = int(tokens_in_x ? blockIdx.x : blockIdx.y);
-    const int row = row_block * kRowsPerBlock + int(threadIdx.y) / WPR;
-    const int part = int(threadIdx.y) % WPR;
-    if (row >= rows) return;  // the WPR warps of a row leave together: no barrier is skipped
-    const int token0 = token_tile * NT;
-    const int count = min(NT, n_tokens - token0);
-    const uint8_t* weight_row = weights + size_t(row) * row_bytes;
-    const ActBlock* act0 = act + size_t(token0) * act_stride;
-    float sum[NT];
-#pragma unroll
-    for (int t = 0; t < NT; ++t) sum[t] = 0.0f;
-    constexpr int kStep = 32 * WPR;
-    int unit = part * 32 + int(threadIdx.x);
-    for (; unit + kStep < units; unit += 2 * kStep) {
-        const typename Format::Unit u0 = Format::load(weight_row, unit);
-        const typename Format::Unit u1 = Format::load(weight_row, unit + kStep);
-#pragma unroll
-        for (int t = 0; t < NT; ++t)
-            if (t < count)
-                sum[t] += Format::dot(u0, act0 + size_t(t) * act_stride) +
-                          Format::dot(u1, act0 + size_t(t) * act_stride);
-    }
-    if (unit < units) {
-        const typename Format::Unit u = Format::load(weight_row, unit);
-#pragma unroll
-        for (int t = 0; t < NT; ++t)
-            if (t < count) sum[t] += Format::dot(u, act0 + size_t(t) * act_stride);
-    }
-#pragma unroll
-    for (int t = 0; t < NT; ++t) sum[t] = warp_sum(sum[t]);
-    if (WPR > 1) {
-        __shared__ float partial[kMatmulWarps][NT];
-        if (threadIdx.x == 0)
-#pragma unroll
-            for (int t = 0; t < NT; ++t) partial[threadIdx.y][t] = sum[t];
-        __syncthreads();
-        if (part != 0) return;
-#pragma unroll
-        for (int t = 0; t < NT; ++t)
-            for (int p = 1; p < WPR; ++p) sum[t] += partial[threadIdx.y + p][t];
-    }
-    if (threadIdx.x == 0) {
-#pragma unroll
-        for (int t = 0; t < NT; ++t) {
-            if (t >= count) break;
-            float* out = y + size_t(token0 + t) * rows + row;
-            *out = accumulate ? *out + sum[t] : sum[t];
-        }
-    }
-}
-
-// Units per row from which four warps share a row: below it one warp has at
-// most three iterations of loads to wait for.
-constexpr int kSplitRowUnits = 128;
-
-template <class Format, int NT>
-void matmul_tile(const DeviceMatrix& w, const ActBlock* act, int n_tokens, float* y,
-                 bool accumulate, cudaStream_t stream) {
-    const int units = (w.cols / Format::kBlockWeights) * Format::kUnits;
-    const int act_stride = w.cols / kActBlock;
-    const dim3 block(32, kMatmulWarps);
-    const unsigned token_tiles = unsigned((n_tokens + NT - 1) / NT);
-    constexpr unsigned kMaxGridY = 65535;
-    const bool split_rows = units >= kSplitRowUnits && unsigned(w.rows) <= kMaxGridY;
-    const unsigned row_blocks =
-        split_rows ? unsigned(w.rows) : unsigned((w.rows + kMatmulWarps - 1) / kMatmulWarps);
-    const bool tokens_in_x = row_blocks <= kMaxGridY;
-    const dim3 grid = tokens_in_x ? dim3(token_tiles, row_blocks) : dim3(row_blocks, token_tiles);
-    if (split_rows) {
-        matmul_kernel<Format, NT, kMatmulWarps>
-            <<<grid, block, 0, stream>>>(w.data, w.row_bytes, w.rows, units, act, act_stride,
-                                         n_tokens, y, accumulate ? 1 : 0, tokens_in_x ? 1 : 0);
-    } else {
-        matmul_kernel<Format, NT, 1>
-            <<<grid, block, 0, stream>>>(w.data, w.row_bytes, w.rows, units, act, act_stride,
-                                         n_tokens, y, accumulate ? 1 : 0, tokens_in_x ? 1 : 0);
-    }
-}
-
-template <class Format>
-void matmul_for(const DeviceMatrix& w, const ActBlock* act, int n_tokens, float* y, bool accumulate,
-                cudaStream_t stream) {
-    // Tiles of 1, 2, 4 or 8 tokens: a batched decode step of a few sequences
-    // keeps its accumulators without the idle lanes of a wider tile.
-    if (n_tokens == 1)
-        matmul_tile<Format, 1>(w, act, n_tokens, y, accumulate, stream);
-    else if (n_tokens == 2)
-        matmul_tile<Format, 2>(w, act, n_tokens, y, accumulate, stream);
-    else if (n_tokens <= 4)
-        matmul_tile<Format, 4>(w, act, n_tokens, y, accumulate, stream);
-    else
-        matmul_tile<Format, 8>(w, act, n_tokens, y, accumulate, stream);
-}
-
-// ---------------------------------------------------------------------------
 // Embedding: one block per token, threads stride over the row.
 template <class Format>
 __global__ void embed_kernel(const uint8_t* table, size_t row_bytes, int cols,
                              const int32_t* tokens, float* x) {
+    await_previous_kernel();
     const int t = blockIdx.x;
     const uint8_t* row = table + size_t(tokens[t]) * row_bytes;
     for (int i = threadIdx.x; i < cols; i += blockDim.x)
@@ -171,8 +45,8 @@ __global__ void embed_kernel(const uint8_t* table, size_t row_bytes, int cols,
 template <class Format>
 void embed_for(const DeviceMatrix& table, const int32_t* tokens, int n_tokens, float* x,
                cudaStream_t stream) {
-    embed_kernel<Format>
-        <<<n_tokens, 256, 0, stream>>>(table.data, table.row_bytes, table.cols, tokens, x);
+    launch(embed_kernel<Format>, n_tokens, 256, stream, table.data, table.row_bytes, table.cols,
+           tokens, x);
 }
 
 // ---------------------------------------------------------------------------
@@ -201,6 +75,7 @@ __device__ float norm_block_sum(float v) {
 __global__ void __launch_bounds__(kNormThreads)
     rmsnorm_quantize_kernel(const float* x, const float* weight, const int* rows, int cols,
                             float eps, ActBlock* act, float* out_float, ActRule rule) {
+    await_previous_kernel();
     const int t = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const float* row = x + size_t(rows ? rows[t] : t) * cols;
     float squares = 0;
@@ -218,6 +93,7 @@ __global__ void __launch_bounds__(kNormThreads)
 
 __global__ void __launch_bounds__(kRowThreads)
     quantize_kernel(const float* x, int cols, ActBlock* act, ActRule rule) {
+    await_previous_kernel();
     const int t = blockIdx.y, lane = threadIdx.x % 32;
     const int blocks = cols / kActBlock;
     const int b = blockIdx.x * kRowWarps + int(threadIdx.x) / 32;
@@ -229,6 +105,7 @@ __global__ void __launch_bounds__(kRowThreads)
 __global__ void __launch_bounds__(kRowThreads)
     swiglu_quantize_kernel(const float* gate, const float* up, int cols, ActBlock* act,
                            float* out_float, ActRule rule) {
+    await_previous_kernel();
     const int t = blockIdx.y, lane = threadIdx.x % 32;
     const int blocks = cols / kActBlock;
     const int b = blockIdx.x * kRowWarps + int(threadIdx.x) / 32;
@@ -247,6 +124,7 @@ dim3 row_chunks(int n_tokens, int cols) {
 }
 
 __global__ void dequantize_act_kernel(const ActBlock* act, int n_blocks, float* out) {
+    await_previous_kernel();
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n_blocks * kActBlock) return;
     const ActBlock& b = act[i / kActBlock];
@@ -280,6 +158,7 @@ __global__ void rope_store_kernel(float* q, const float* k, const float* v, cons
                                   const SeqCache* seqs, int layer, const double* inverse_frequency,
                                   int rope_pairs, float mscale, int use_rope, int n_heads,
                                   int n_kv_heads, int head_dim, float* k_out) {
+    await_previous_kernel();
     const int t = blockIdx.x, y = blockIdx.y;
     const TokenSlot slot = slots[t];
     const int pos = slot.pos;
@@ -333,6 +212,7 @@ template <int DL>
 __global__ void __launch_bounds__(32 * kAttentionWarps)
     attention_kernel(const float* q, const TokenSlot* slots, const SeqCache* seqs, int layer,
                      int n_heads, int n_kv_heads, int group, float scale, float* out) {
+    await_previous_kernel();
     constexpr int kHeadDim = 32 * DL;
     const int head = blockIdx.x, t = blockIdx.y;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -393,12 +273,6 @@ __global__ void __launch_bounds__(32 * kAttentionWarps)
 
 }  // namespace
 
-bool matmul_supports(GGMLType type) {
-    bool supported = false;
-    visit_weight_type<Format>(type, [&](auto format) { supported = decltype(format)::matmul; });
-    return supported;
-}
-
 ActRule act_rule_for(const DeviceMatrix* const* readers, int n_readers) {
     for (int i = 0; i < n_readers; ++i)
         if (act_rule_of(readers[i]->type) != ActRule::q8_0) return ActRule::kquant;
@@ -413,16 +287,6 @@ bool attention_supports(int head_dim) {
     return head_dim == 32 || head_dim == 64 || head_dim == 128 || head_dim == 256;
 }
 
-void launch_matmul(const DeviceMatrix& w, const ActBlock* act, int n_tokens, float* y,
-                   bool accumulate, cudaStream_t stream) {
-    // Other types are rejected at upload (matmul_supports).
-    visit_weight_type<Format>(w.type, [&](auto format) {
-        using F = decltype(format);
-        if constexpr (F::matmul)
-            matmul_for<typename F::type>(w, act, n_tokens, y, accumulate, stream);
-    });
-}
-
 void launch_embed(const DeviceMatrix& table, const int32_t* tokens, int n_tokens, float* x,
                   cudaStream_t stream) {
     // Other types are rejected at upload (embed_supports).
@@ -434,24 +298,24 @@ void launch_embed(const DeviceMatrix& table, const int32_t* tokens, int n_tokens
 void launch_rmsnorm_quantize(const float* x, const float* weight, const int* rows, int n_rows,
                              int cols, float eps, ActBlock* act, float* out_float, ActRule rule,
                              cudaStream_t stream) {
-    rmsnorm_quantize_kernel<<<n_rows, kNormThreads, 0, stream>>>(x, weight, rows, cols, eps, act,
-                                                                 out_float, rule);
+    launch(rmsnorm_quantize_kernel, n_rows, kNormThreads, stream, x, weight, rows, cols, eps, act,
+           out_float, rule);
 }
 
 void launch_quantize(const float* x, int n_tokens, int cols, ActBlock* act, ActRule rule,
                      cudaStream_t stream) {
-    quantize_kernel<<<row_chunks(n_tokens, cols), kRowThreads, 0, stream>>>(x, cols, act, rule);
+    launch(quantize_kernel, row_chunks(n_tokens, cols), kRowThreads, stream, x, cols, act, rule);
 }
 
 void launch_swiglu_quantize(const float* gate, const float* up, int n_tokens, int cols,
                             ActBlock* act, float* out_float, ActRule rule, cudaStream_t stream) {
-    swiglu_quantize_kernel<<<row_chunks(n_tokens, cols), kRowThreads, 0, stream>>>(
-        gate, up, cols, act, out_float, rule);
+    launch(swiglu_quantize_kernel, row_chunks(n_tokens, cols), kRowThreads, stream, gate, up, cols,
+           act, out_float, rule);
 }
 
 void launch_dequantize_act(const ActBlock* act, int n_blocks, float* out, cudaStream_t stream) {
     const int n = n_blocks * kActBlock;
-    dequantize_act_kernel<<<(n + 255) / 256, 256, 0, stream>>>(act, n_blocks, out);
+    launch(dequantize_act_kernel, (n + 255) / 256, 256, stream, act, n_blocks, out);
 }
 
 void launch_rope_store(float* q, const float* k, const float* v, int n_tokens,
@@ -460,9 +324,8 @@ void launch_rope_store(float* q, const float* k, const float* v, int n_tokens,
                        int n_heads, int n_kv_heads, int head_dim, float* k_out,
                        cudaStream_t stream) {
     const dim3 grid(unsigned(n_tokens), unsigned(n_heads + n_kv_heads));
-    rope_store_kernel<<<grid, 64, 0, stream>>>(q, k, v, slots, seqs, layer, inverse_frequency,
-                                               rope_pairs, mscale, use_rope ? 1 : 0, n_heads,
-                                               n_kv_heads, head_dim, k_out);
+    launch(rope_store_kernel, grid, 64, stream, q, k, v, slots, seqs, layer, inverse_frequency,
+           rope_pairs, mscale, use_rope ? 1 : 0, n_heads, n_kv_heads, head_dim, k_out);
 }
 
 // Thread i: one pair of one row of one block of `rows` (the moved rows of
@@ -470,6 +333,7 @@ void launch_rope_store(float* q, const float* k, const float* v, int n_tokens,
 // holds the keys of a RoPE layer (shift_pair, blocks.cuh).
 __global__ void shift_keys_kernel(__half* rows, long long n_blocks, int n_rows, int head_dim,
                                   KeyShift shift, int n_kv_heads, int nope_interval) {
+    await_previous_kernel();
     const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     const long long per_block = (long long)n_rows * shift.pairs;
     if (i >= n_blocks * per_block) return;
@@ -486,8 +350,8 @@ void launch_shift_keys(__half* rows, size_t n_blocks, size_t n_rows, int head_di
     const long long total = (long long)(n_blocks * n_rows) * shift.pairs;
     if (total == 0) return;
     const int threads = 256;
-    shift_keys_kernel<<<unsigned((total + threads - 1) / threads), threads, 0, stream>>>(
-        rows, (long long)n_blocks, int(n_rows), head_dim, shift, n_kv_heads, nope_interval);
+    launch(shift_keys_kernel, unsigned((total + threads - 1) / threads), threads, stream, rows,
+           (long long)n_blocks, int(n_rows), head_dim, shift, n_kv_heads, nope_interval);
 }
 
 void launch_attention(const float* q, const TokenSlot* slots, const SeqCache* seqs, int layer,
@@ -499,20 +363,20 @@ void launch_attention(const float* q, const TokenSlot* slots, const SeqCache* se
     const int threads = 32 * kAttentionWarps;
     switch (head_dim) {
         case 32:
-            attention_kernel<1><<<grid, threads, 0, stream>>>(q, slots, seqs, layer, n_heads,
-                                                              n_kv_heads, group, scale, out);
+            launch(attention_kernel<1>, grid, threads, stream, q, slots, seqs, layer, n_heads,
+                   n_kv_heads, group, scale, out);
             break;
         case 64:
-            attention_kernel<2><<<grid, threads, 0, stream>>>(q, slots, seqs, layer, n_heads,
-                                                              n_kv_heads, group, scale, out);
+            launch(attention_kernel<2>, grid, threads, stream, q, slots, seqs, layer, n_heads,
+                   n_kv_heads, group, scale, out);
             break;
         case 128:
-            attention_kernel<4><<<grid, threads, 0, stream>>>(q, slots, seqs, layer, n_heads,
-                                                              n_kv_heads, group, scale, out);
+            launch(attention_kernel<4>, grid, threads, stream, q, slots, seqs, layer, n_heads,
+                   n_kv_heads, group, scale, out);
             break;
         case 256:
-            attention_kernel<8><<<grid, threads, 0, stream>>>(q, slots, seqs, layer, n_heads,
-                                                              n_kv_heads, group, scale, out);
+            launch(attention_kernel<8>, grid, threads, stream, q, slots, seqs, layer, n_heads,
+                   n_kv_heads, group, scale, out);
             break;
         default:
             break;  // rejected at upload (attention_supports)

@@ -54,6 +54,18 @@ bool embed_supports(GGMLType type);
 // y[t][r] (+)= W[r] . x[t], t < n_tokens; act: [n_tokens][cols / 32] blocks of x.
 void launch_matmul(const DeviceMatrix& w, const ActBlock* act, int n_tokens, float* y,
                    bool accumulate, cudaStream_t stream);
+// The same for several matrices that read the same activations (q, k, v; gate,
+// up): consecutive ones of one type and width, up to kMaxMatmulParts, run as
+// one launch (fewer, fuller waves in a decode step); each gives the same bits
+// as launch_matmul alone.
+constexpr int kMaxMatmulParts = 3;
+struct MatmulTarget {
+    const DeviceMatrix* w;
+    float* y;  // [n_tokens][w->rows]
+    bool accumulate;
+};
+void launch_matmuls(const MatmulTarget* targets, int count, const ActBlock* act, int n_tokens,
+                    cudaStream_t stream);
 // x[t][:] = row tokens[t] of the table, dequantized.
 void launch_embed(const DeviceMatrix& table, const int32_t* tokens, int n_tokens, float* x,
                   cudaStream_t stream);

@@ -16,6 +16,12 @@ namespace cuda_detail {
 // W: rows x cols of `type` (Q4_K, Q5_K, Q6_K, Q8_0), x: [n_tokens][cols].
 void run_matmul(GGMLType type, const void* weights, size_t rows, size_t cols, const float* x,
                 size_t n_tokens, float* y);
+// The same for `count` matrices of one type and width in one grouped launch
+// (launch_matmuls): matrix i (rows[i] x cols) writes y[i] [n_tokens][rows[i]],
+// adding to what y[i] holds when accumulate[i].
+void run_matmul_group(GGMLType type, const void* const* weights, const size_t* rows, size_t count,
+                      size_t cols, const float* x, size_t n_tokens, float* const* y,
+                      const bool* accumulate);
 // out[t] = dequantized row tokens[t] of the table (any type dequantize_row_device handles).
 void run_embed(GGMLType type, const void* table, size_t rows, size_t cols, const int32_t* tokens,
                size_t n_tokens, float* out);

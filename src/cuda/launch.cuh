@@ -1,0 +1,82 @@
+// Device helpers shared by the CUDA backend's kernel files (kernels.cu,
+// matmul.cu): warp reductions and the launch with programmatic dependent
+// launch that every kernel of a step goes through.
+#pragma once
+
+#include <smol/detail/abi.hpp>
+
+#include <cstdlib>
+#include <utility>
+
+#include <cuda_runtime.h>
+
+SMOL_NAMESPACE_BEGIN
+namespace cuda_detail {
+
+inline constexpr unsigned kFullMask = 0xffffffffu;
+
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(kFullMask, v, offset);
+    return v;
+}
+__device__ __forceinline__ int warp_sum_int(int v) {
+    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(kFullMask, v, offset);
+    return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+    for (int offset = 16; offset > 0; offset >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(kFullMask, v, offset));
+    return v;
+}
+
+// ---------------------------------------------------------------------------
+// Programmatic dependent launch (sm_90 and later). A decode step is a chain of
+// a few hundred short kernels, each waiting for the one before; launched with
+// programmatic stream serialization, kernel N + 1's blocks are scheduled while
+// kernel N still runs and wait in await_previous_kernel() until N has finished
+// and its writes are visible, which hides the launch and ramp-up between them.
+// Every kernel calls await_previous_kernel() before touching global memory, so
+// finishing kernel N still implies that every kernel before it finished too.
+// It then lets its own dependents launch (they wait the same way). Earlier
+// GPUs and SMOL_CUDA_PDL=0 launch as plain stream order.
+__device__ __forceinline__ void await_previous_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+inline bool pdl_enabled_on_current_device() {
+    static const bool allowed = [] {
+        const char* text = std::getenv("SMOL_CUDA_PDL");
+        return !(text && text[0] == '0');
+    }();
+    if (!allowed) return false;
+    int device = 0, major = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess)
+        return false;
+    return major >= 9;
+}
+
+// launch(kernel, grid, block, stream, args...), with programmatic stream
+// serialization where it applies (not on the legacy default stream, which the
+// test hooks use).
+template <class... Params, class... Args>
+void launch(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, Args&&... args) {
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = 0;
+    config.stream = stream;
+    config.attrs = attribute;
+    config.numAttrs = stream != nullptr && pdl_enabled_on_current_device() ? 1 : 0;
+    // A launch error stays pending for the caller's cudaGetLastError check.
+    (void)cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+
+}  // namespace cuda_detail
+SMOL_NAMESPACE_END
