@@ -29,8 +29,8 @@
 #      `-p 512 -n 128` alternate between the engines (side.log, and each round
 #      in the summary), then the reference's own table;
 #   8. pp512 / tg128 at each SMOL_CUDA_SLICES_PER_LANE of SMOL_GPU_SWEEP (the
-#      mat-vec's lanes per row) and with programmatic dependent launch off
-#      (SMOL_CUDA_PDL=0).
+#      mat-vec's lanes per row) and with programmatic dependent launch on
+#      (SMOL_CUDA_PDL=1).
 # The last lines are a summary. Run from anywhere:
 #   tools/gpu-check.sh [LOGS]           (default LOGS: ./gpu-logs)
 # Environment:
@@ -152,6 +152,14 @@ else
   note "test_cuda: FAILED ($(grep -E '^\[doctest\] test cases' "$LOGS/test_cuda.log" | tr -s ' '))"
 fi
 grep -E 'skipping' "$LOGS/test_cuda.log" | sort | uniq -c | head -n 10
+# Programmatic dependent launch is opt-in (src/cuda/launch.cuh): the forward,
+# seam and batched cases again with it on.
+if SMOL_CUDA_PDL=1 SMOL_REQUIRE_DEVICE=1 timeout 180 "$TEST_CUDA" >"$LOGS/test_cuda_pdl.log" 2>&1; then
+  note "test_cuda with SMOL_CUDA_PDL=1: passed ($(grep -E '^\[doctest\] test cases' "$LOGS/test_cuda_pdl.log" | tr -s ' '))"
+else
+  grep -E 'ERROR|FATAL|error:|failed' "$LOGS/test_cuda_pdl.log" | head -n 20
+  note "test_cuda with SMOL_CUDA_PDL=1: FAILED (test_cuda_pdl.log)"
+fi
 
 say "4. smol-generate on tiny-q4km: cuda against cpu, greedy"
 TINY=$SMOL_FIXTURES/tiny-q4km.gguf
@@ -256,7 +264,7 @@ print("%.1f %.1f" % (pp[0], tg[0]))'
   for v in ${SMOL_GPU_SWEEP:-1 2 4}; do
     note "pp512 tg128 with SMOL_CUDA_SLICES_PER_LANE=$v: $(SMOL_CUDA_SLICES_PER_LANE=$v timeout 60 "$BENCH" -m "$MODEL3B" --device cuda -p 512 -n 128 -r 2 --no-bandwidth --json 2>/dev/null | python3 -c "$py_smol")"
   done
-  note "pp512 tg128 with SMOL_CUDA_PDL=0: $(SMOL_CUDA_PDL=0 timeout 60 "$BENCH" -m "$MODEL3B" --device cuda -p 512 -n 128 -r 2 --no-bandwidth --json 2>/dev/null | python3 -c "$py_smol")"
+  note "pp512 tg128 with SMOL_CUDA_PDL=1: $(SMOL_CUDA_PDL=1 timeout 60 "$BENCH" -m "$MODEL3B" --device cuda -p 512 -n 128 -r 2 --no-bandwidth --json 2>/dev/null | python3 -c "$py_smol")"
 fi
 
 say "summary"

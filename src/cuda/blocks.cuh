@@ -95,18 +95,29 @@ SMOL_HD int load_i32_a2(const uint8_t* p) {
 // Eight bytes from a 2-byte aligned address (Q6_K's 210-byte blocks): three
 // aligned words funnel-shifted into two, not four 2-byte loads. The word past
 // the eight bytes is read too: every caller's bytes end at least 4 bytes
-// before the end of their block.
-SMOL_HD void load_2_words_a2(const uint8_t* p, int* out) {
+// before the end of their block. The host emulation runs the same word
+// arithmetic (its aligned words read with memcpy), so the tests without a
+// device check the shifts.
+SMOL_HD uint32_t funnel_shift_right(uint32_t low, uint32_t high, unsigned shift) {
 #if defined(__CUDA_ARCH__)
-    const uintptr_t address = reinterpret_cast<uintptr_t>(p);
-    const uint32_t* words = reinterpret_cast<const uint32_t*>(address & ~uintptr_t(3));
-    const unsigned shift = unsigned(address & 3) * 8;
-    const uint32_t w0 = words[0], w1 = words[1], w2 = words[2];
-    out[0] = int(__funnelshift_r(w0, w1, shift));
-    out[1] = int(__funnelshift_r(w1, w2, shift));
+    return __funnelshift_r(low, high, shift);
 #else
-    std::memcpy(out, p, 8);
+    return uint32_t(((uint64_t(high) << 32) | low) >> (shift & 31));
 #endif
+}
+SMOL_HD void load_2_words_a2(const uint8_t* p, int* out) {
+    const uintptr_t address = reinterpret_cast<uintptr_t>(p);
+    const uint8_t* aligned = p - (address & 3);
+    const unsigned shift = unsigned(address & 3) * 8;
+    uint32_t w[3];
+#if defined(__CUDA_ARCH__)
+    const uint32_t* words = reinterpret_cast<const uint32_t*>(aligned);
+    w[0] = words[0], w[1] = words[1], w[2] = words[2];
+#else
+    std::memcpy(w, aligned, sizeof w);
+#endif
+    out[0] = int(funnel_shift_right(w[0], w[1], shift));
+    out[1] = int(funnel_shift_right(w[1], w[2], shift));
 }
 // Wide loads, for fewer load instructions per byte: 16 bytes from a 16-byte
 // aligned address (Q4_K / Q5_K headers and quants: their blocks are 144 and

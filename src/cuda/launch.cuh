@@ -37,8 +37,10 @@ __device__ __forceinline__ float warp_max(float v) {
 // and its writes are visible, which hides the launch and ramp-up between them.
 // Every kernel calls await_previous_kernel() before touching global memory, so
 // finishing kernel N still implies that every kernel before it finished too.
-// It then lets its own dependents launch (they wait the same way). Earlier
-// GPUs and SMOL_CUDA_PDL=0 launch as plain stream order.
+// It then lets its own dependents launch (they wait the same way). Opt-in
+// with SMOL_CUDA_PDL=1 until a GPU run has measured it and checked every
+// device test with it (tools/gpu-check.sh runs test_cuda both ways); earlier
+// GPUs always launch in plain stream order.
 __device__ __forceinline__ void await_previous_kernel() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -49,7 +51,7 @@ __device__ __forceinline__ void await_previous_kernel() {
 inline bool pdl_enabled_on_current_device() {
     static const bool allowed = [] {
         const char* text = std::getenv("SMOL_CUDA_PDL");
-        return !(text && text[0] == '0');
+        return text && text[0] == '1';
     }();
     if (!allowed) return false;
     int device = 0, major = 0;
