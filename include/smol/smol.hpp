@@ -190,10 +190,11 @@
 //     ActivationType, BlockQ8K32, activation_type_name, activation_block_size,
 //       activation_row_bytes, q8k32_scale, dequantize_activation_row
 //   kernels/dispatch.hpp
-//     kernel_set, apply_kernel_params, default_kernels
+//     build_kernel_set, kernel_set, default_kernels
 //   kernels/kernel_set.hpp
 //     TileKernel, TileRow, tile_row_of, tile_row, PackedTiles, TypeKernels, KernelParams,
-//       candidate_index, valid_kernel_params, kernel_params_text, converted_tiles, tile,
+//       candidate_index, valid_kernel_params, kernel_params_text, decode_chunks_only,
+//       converted_tiles, tile,
 //       stored_row_bytes, copy_rows, make_kernel_set
 //     KernelSet: of packing converts interleaves name
 //   kernels/tune.hpp
@@ -244,8 +245,7 @@
 //   kernels/x86.hpp
 //     horizontal_sum, horizontal_sum_i32, half_to_float, load256, pack_32, quantize_row_q8_k32,
 //       quantize_row_q8_0, unpack_k4_scales, block_row, transpose_4x8, interleave_q8k32,
-//       combine_halves, sum_bytes, make_kernel_set, interleaved_candidate, q6k_candidate,
-//       apply_params
+//       combine_halves, sum_bytes, make_kernel_set, interleaved_candidate, q6k_candidate
 //   constrain/matcher.hpp
 //     MatcherLimits
 //     GrammarMatcher: grammar start begin_step step class_of step_class can_end can_continue

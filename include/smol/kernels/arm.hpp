@@ -239,8 +239,9 @@ inline KernelSet arm_common(CpuLevel level) noexcept {
 }  // namespace detail
 
 namespace neon {
-inline KernelSet make_kernel_set() noexcept {
+inline KernelSet make_kernel_set(const KernelParams& params = {}) noexcept {
     KernelSet set = kernels::detail::arm_common(CpuLevel::neon);
+    set.params = decode_chunks_only(params);
     set.of(GGMLType::Q8_0).tiles = tile_row([](auto n) { return &tile_q8_0<decltype(n)::value>; });
     set.of(GGMLType::Q4_K).tiles = tile_row([](auto n) { return &tile_q4k<decltype(n)::value>; });
     set.of(GGMLType::Q5_K).tiles = tile_row([](auto n) { return &tile_q5k<decltype(n)::value>; });
@@ -250,8 +251,9 @@ inline KernelSet make_kernel_set() noexcept {
 }  // namespace neon
 
 namespace dotprod {
-inline KernelSet make_kernel_set() noexcept {
+inline KernelSet make_kernel_set(const KernelParams& params = {}) noexcept {
     KernelSet set = kernels::detail::arm_common(CpuLevel::dotprod);
+    set.params = decode_chunks_only(params);
     set.of(GGMLType::Q8_0).tiles = tile_row([](auto n) { return &tile_q8_0<decltype(n)::value>; });
     set.of(GGMLType::Q4_K).tiles = tile_row([](auto n) { return &tile_q4k<decltype(n)::value>; });
     set.of(GGMLType::Q5_K).tiles = tile_row([](auto n) { return &tile_q5k<decltype(n)::value>; });

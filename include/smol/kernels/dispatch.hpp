@@ -13,10 +13,10 @@
 //       Model::load uses unless LoadOptions::cpu says otherwise, and what the
 //       free functions in kernels.hpp (smol::rmsnorm, QuantizedInput, ...) use.
 //
-// Each set is a function-local static, built on first use (thread-safe) by its
-// level's make_kernel_set (scalar: kernel_set.hpp; avx2, avxvnni, avx512, amx:
-// x86.hpp; neon, dotprod: arm.hpp) and never changed, so a pointer to it stays
-// valid for the whole program.
+// Each set is built on first use (thread-safe) by its level's
+// make_kernel_set(params) (scalar: kernel_set.hpp; avx2, avxvnni, avx512, amx:
+// x86.hpp; neon, dotprod: arm.hpp), the one way a set is made, and kept
+// unchanged for the whole program, so a pointer to it stays valid.
 #pragma once
 
 #include "../detail/abi.hpp"
@@ -34,65 +34,31 @@
 SMOL_NAMESPACE_BEGIN
 namespace kernels {
 
-inline const KernelSet& kernel_set(CpuLevel level) {
-    level = resolve_cpu_level(level, "kernels");
+// The set of `level` (which this CPU can run) with the speed-only settings p:
+// the level's own make_kernel_set(p), the one way a set is built.
+inline KernelSet build_kernel_set(CpuLevel level, const KernelParams& p) {
     switch (level) {
 #if defined(SMOL_HAS_X86_KERNELS)
-        case CpuLevel::avx2: {
-            static const KernelSet set = avx2::make_kernel_set();
-            return set;
-        }
-        case CpuLevel::avxvnni: {
-            static const KernelSet set = avxvnni::make_kernel_set();
-            return set;
-        }
-        case CpuLevel::avx512: {
-            static const KernelSet set = avx512::make_kernel_set();
-            return set;
-        }
+        case CpuLevel::avx2:
+            return avx2::make_kernel_set(p);
+        case CpuLevel::avxvnni:
+            return avxvnni::make_kernel_set(p);
+        case CpuLevel::avx512:
+            return avx512::make_kernel_set(p);
 #if defined(SMOL_HAS_AMX_KERNELS)
-        case CpuLevel::amx: {
-            static const KernelSet set = amx::make_kernel_set();
-            return set;
-        }
+        case CpuLevel::amx:
+            return amx::make_kernel_set(p);
 #endif
 #endif
 #if defined(SMOL_HAS_ARM_KERNELS)
-        case CpuLevel::neon: {
-            static const KernelSet set = neon::make_kernel_set();
-            return set;
-        }
-        case CpuLevel::dotprod: {
-            static const KernelSet set = dotprod::make_kernel_set();
-            return set;
-        }
+        case CpuLevel::neon:
+            return neon::make_kernel_set(p);
+        case CpuLevel::dotprod:
+            return dotprod::make_kernel_set(p);
 #endif
-        default: {
-            static const KernelSet set = scalar::make_kernel_set();
-            return set;
-        }
+        default:
+            return scalar::make_kernel_set(p);
     }
-}
-
-// `set` with the speed-only settings p (valid_kernel_params), as far as its level uses them.
-inline void apply_kernel_params(KernelSet& set, const KernelParams& p) noexcept {
-    KernelParams used;  // the defaults, for the fields the level has no use for
-    used.decode_chunks = p.decode_chunks;
-#if defined(SMOL_HAS_X86_KERNELS)
-    if (set.level == CpuLevel::avx512 || set.level == CpuLevel::amx) {
-        avx512::apply_params(set, p);
-        return;
-    }
-    if (set.level == CpuLevel::avx2) {
-        avx2::apply_params(set, p);
-        return;
-    }
-    if (set.level == CpuLevel::avxvnni) {
-        avxvnni::apply_params(set, p);
-        return;
-    }
-#endif
-    set.params = used;
 }
 
 inline const KernelSet& kernel_set(CpuLevel level, const KernelParams& params) {
@@ -100,10 +66,10 @@ inline const KernelSet& kernel_set(CpuLevel level, const KernelParams& params) {
         smol::detail::fail(ErrorKind::invalid_argument,
                            "kernels: kernel params (" + kernel_params_text(params) +
                                ") name a value that is not a candidate");
-    const KernelSet& base = kernel_set(level);
-    KernelSet wanted = base;
-    apply_kernel_params(wanted, params);
-    if (wanted.params == base.params) return base;
+    level = resolve_cpu_level(level, "kernels");
+    // Built before the lock (a few hundred pointers); its params are those it
+    // runs with, so settings the level has no use for map to one set.
+    KernelSet wanted = build_kernel_set(level, params);
     // Every set ever built stays (a model and its inputs point at it); there
     // are at most a few dozen combinations per level.
     static std::mutex mutex;
@@ -113,6 +79,10 @@ inline const KernelSet& kernel_set(CpuLevel level, const KernelParams& params) {
         if (set.level == wanted.level && set.params == wanted.params) return set;
     built.push_back(wanted);
     return built.back();
+}
+
+inline const KernelSet& kernel_set(CpuLevel level) {
+    return kernel_set(level, KernelParams{});
 }
 
 inline const KernelSet& default_kernels() {

@@ -175,10 +175,19 @@ inline std::string kernel_params_text(const KernelParams& p) {
            std::to_string(p.stored_prefetch) + ", decode chunks " + std::to_string(p.decode_chunks);
 }
 
+// The settings a level without tuned tiles runs with: only decode_chunks (the
+// mat-vec's split, which every level has); the rest at their defaults.
+inline KernelParams decode_chunks_only(const KernelParams& p) noexcept {
+    KernelParams used;
+    used.decode_chunks = p.decode_chunks;
+    return used;
+}
+
 struct KernelSet {
     CpuLevel level = CpuLevel::scalar;
-    // What the speed-only settings of this set are (kernels/dispatch.hpp:
-    // kernel_set(level, params) builds a set with others).
+    // What the speed-only settings of this set are: each level's
+    // make_kernel_set(params) builds its set with them, keeping the fields it
+    // has no use for at their defaults (kernels/dispatch.hpp: kernel_set).
     KernelParams params;
 
     // ---- activation quantization (bit-identical across levels) ----
@@ -276,9 +285,10 @@ void copy_rows(const uint8_t* w, size_t w_row_bytes, size_t n_rows, size_t cols,
 
 // The scalar level: every type's tiles and converted rows are the weight
 // table's reference dots.
-inline KernelSet make_kernel_set() noexcept {
+inline KernelSet make_kernel_set(const KernelParams& params = {}) noexcept {
     KernelSet set;
     set.level = CpuLevel::scalar;
+    set.params = decode_chunks_only(params);
     set.quantize_q8_k32 = &quantize_row_q8_k32;
     set.quantize_q8_0 = &quantize_row_q8_0;
     for_each_weight_type<WeightTraits>([&](auto traits) {

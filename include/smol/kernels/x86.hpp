@@ -373,7 +373,8 @@ inline KernelSet x86_common(CpuLevel level, void (*layout_q8_k32)(const BlockQ8K
 
 namespace avx2 {
 
-inline KernelSet make_kernel_set() noexcept {
+// p: the stored rows' one-token tiles (stored_prefetch) and decode_chunks.
+inline KernelSet make_kernel_set(const KernelParams& p = {}) noexcept {
     KernelSet set = kernels::detail::x86_common(CpuLevel::avx2, &interleave_q8k32);
     set.of(GGMLType::Q8_0).tiles = tile_row([](auto n) { return &tile_q8_0<decltype(n)::value>; });
 
@@ -394,25 +395,16 @@ inline KernelSet make_kernel_set() noexcept {
     // (benchmarks/log/2026-11.md, "Long batches on converted rows: the reference's
     // rule, side by side").
     set.of(GGMLType::Q6_K).tiles = tile_row([](auto n) { return &tile_q6k<decltype(n)::value>; });
+    use_stored_prefetch(set, p);
     return set;
-}
-
-// This level's set with the speed-only settings p (valid_kernel_params): the
-// stored rows' one-token tiles for p.stored_prefetch, and p.decode_chunks; the
-// settings of the interleaved tiles, which this level lacks, stay at their defaults.
-inline void apply_params(KernelSet& set, const KernelParams& p) noexcept {
-    use_stored_prefetch(set, size_t(candidate_index(kStoredPrefetchCandidates, p.stored_prefetch)),
-                        std::make_index_sequence<std::size(kStoredPrefetchCandidates)>{});
-    set.params = KernelParams{};
-    set.params.stored_prefetch = p.stored_prefetch;
-    set.params.decode_chunks = p.decode_chunks;
 }
 
 }  // namespace avx2
 
 namespace avxvnni {
 
-inline KernelSet make_kernel_set() noexcept {
+// p: as avx2's.
+inline KernelSet make_kernel_set(const KernelParams& p = {}) noexcept {
     KernelSet set = kernels::detail::x86_common(CpuLevel::avxvnni, &avx2::interleave_q8k32);
     set.of(GGMLType::Q8_0).tiles = tile_row([](auto n) { return &tile_q8_0<decltype(n)::value>; });
 
@@ -434,27 +426,39 @@ inline KernelSet make_kernel_set() noexcept {
     TypeKernels& q6k = set.of(GGMLType::Q6_K);
     q6k.tiles = tile_row([](auto n) { return &tile_q6k<decltype(n)::value>; });
     q6k.converted = converted_ymm<GGMLType::Q6_K>();
+    use_stored_prefetch(set, p);
     return set;
-}
-
-// This level's set with the speed-only settings p (valid_kernel_params): the
-// stored rows' one-token tiles for p.stored_prefetch, and p.decode_chunks; the
-// settings of the interleaved tiles, which this level lacks, stay at their defaults.
-inline void apply_params(KernelSet& set, const KernelParams& p) noexcept {
-    use_stored_prefetch(set, size_t(candidate_index(kStoredPrefetchCandidates, p.stored_prefetch)),
-                        std::make_index_sequence<std::size(kStoredPrefetchCandidates)>{});
-    set.params = KernelParams{};
-    set.params.stored_prefetch = p.stored_prefetch;
-    set.params.decode_chunks = p.decode_chunks;
 }
 
 }  // namespace avxvnni
 
 namespace avx512 {
 
+// The one-token interleaved tile for candidate (pace_index, prefetch_index)
+// of kPaceCandidates x kInterleavedPrefetchCandidates.
+template <bool has_high_bit, class Block, size_t... i>
+TileKernel interleaved_candidate(size_t pace_index, size_t prefetch_index,
+                                 std::index_sequence<i...>) noexcept {
+    constexpr size_t n = std::size(kInterleavedPrefetchCandidates);
+    static constexpr TileKernel table[] = {
+        &tile_k4_interleaved_zmm<has_high_bit, Block, 1, kPaceCandidates[i / n],
+                                 size_t(kInterleavedPrefetchCandidates[i % n])>...};
+    return table[pace_index * n + prefetch_index];
+}
+
+// The one-token Q6_K tile for candidate `index` of kStoredPrefetchCandidates.
+template <size_t... i>
+TileKernel q6k_candidate(size_t index, std::index_sequence<i...>) noexcept {
+    static constexpr TileKernel table[] = {
+        &tile_q6k_zmm<1, size_t(kStoredPrefetchCandidates[i])>...};
+    return table[index];
+}
+
 // The K-quants at 512 bits (detail/x86_avx512_tiles.inc), Q8_0 with this
 // level's 256-bit EVEX tile (detail/x86_tiles.inc), attention at 512 bits.
-inline KernelSet make_kernel_set() noexcept {
+// p: the one-token tiles' settings (pace_steps, interleaved_prefetch for Q4_K /
+// Q5_K interleaved; stored_prefetch for Q6_K) and decode_chunks: all of them.
+inline KernelSet make_kernel_set(const KernelParams& p = {}) noexcept {
     KernelSet set = kernels::detail::x86_common(CpuLevel::avx512, &interleave_q8k32_zmm);
     set.attend = &attend;
     set.of(GGMLType::Q8_0).tiles = tile_row([](auto n) { return &tile_q8_0<decltype(n)::value>; });
@@ -479,45 +483,21 @@ inline KernelSet make_kernel_set() noexcept {
     TypeKernels& q6k = set.of(GGMLType::Q6_K);
     q6k.tiles = tile_row([](auto n) { return &tile_q6k_zmm<decltype(n)::value>; });
     q6k.converted = converted_zmm<GGMLType::Q6_K>();
-    return set;
-}
 
-// The one-token interleaved tile for candidate (pace_index, prefetch_index)
-// of kPaceCandidates x kInterleavedPrefetchCandidates.
-template <bool has_high_bit, class Block, size_t... i>
-TileKernel interleaved_candidate(size_t pace_index, size_t prefetch_index,
-                                 std::index_sequence<i...>) noexcept {
-    constexpr size_t n = std::size(kInterleavedPrefetchCandidates);
-    static constexpr TileKernel table[] = {
-        &tile_k4_interleaved_zmm<has_high_bit, Block, 1, kPaceCandidates[i / n],
-                                 size_t(kInterleavedPrefetchCandidates[i % n])>...};
-    return table[pace_index * n + prefetch_index];
-}
-
-// The one-token Q6_K tile for candidate `index` of kStoredPrefetchCandidates.
-template <size_t... i>
-TileKernel q6k_candidate(size_t index, std::index_sequence<i...>) noexcept {
-    static constexpr TileKernel table[] = {
-        &tile_q6k_zmm<1, size_t(kStoredPrefetchCandidates[i])>...};
-    return table[index];
-}
-
-// This level's (and amx's) set with the speed-only settings p (valid_kernel_params):
-// the one-token tiles those settings select. Same bits for every p.
-inline void apply_params(KernelSet& set, const KernelParams& p) noexcept {
     constexpr size_t kInterleavedCount =
         std::size(kPaceCandidates) * std::size(kInterleavedPrefetchCandidates);
     const size_t pace = size_t(candidate_index(kPaceCandidates, p.pace_steps));
     const size_t prefetch =
         size_t(candidate_index(kInterleavedPrefetchCandidates, p.interleaved_prefetch));
-    set.of(GGMLType::Q4_K).interleaved[0] = interleaved_candidate<false, BlockQ4K>(
+    q4k.interleaved[0] = interleaved_candidate<false, BlockQ4K>(
         pace, prefetch, std::make_index_sequence<kInterleavedCount>{});
-    set.of(GGMLType::Q5_K).interleaved[0] = interleaved_candidate<true, BlockQ5K>(
+    q5k.interleaved[0] = interleaved_candidate<true, BlockQ5K>(
         pace, prefetch, std::make_index_sequence<kInterleavedCount>{});
-    set.of(GGMLType::Q6_K).tiles[0] =
+    q6k.tiles[0] =
         q6k_candidate(size_t(candidate_index(kStoredPrefetchCandidates, p.stored_prefetch)),
                       std::make_index_sequence<std::size(kStoredPrefetchCandidates)>{});
     set.params = p;
+    return set;
 }
 
 }  // namespace avx512
@@ -527,8 +507,8 @@ namespace amx {
 
 // The avx512 level with the long batches' converted rows on AMX tiles
 // (detail/x86_amx_tiles.inc): the same bits, TMUL doing the integer dots.
-inline KernelSet make_kernel_set() noexcept {
-    KernelSet set = avx512::make_kernel_set();
+inline KernelSet make_kernel_set(const KernelParams& p = {}) noexcept {
+    KernelSet set = avx512::make_kernel_set(p);
     set.level = CpuLevel::amx;
     set.of(GGMLType::Q4_K).converted = converted<GGMLType::Q4_K>();
     set.of(GGMLType::Q5_K).converted = converted<GGMLType::Q5_K>();
