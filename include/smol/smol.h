@@ -424,7 +424,10 @@ SMOL_API void smol_bytes_free(uint8_t* bytes) SMOL_NOEXCEPT;
 /* ------------------------------------------------------------ tokens */
 
 /* The ids smol_generate would run for prompt (control tokens parsed unless
- * as_text). Release with smol_tokens_free. NULL on failure. */
+ * as_text), so it refuses what smol_generate refuses in a prompt: bad UTF-8 is
+ * SMOL_ERR_INVALID_ARGUMENT, naming the byte offset. Release with
+ * smol_tokens_free. NULL on failure (generator, prompt or n_tokens NULL;
+ * *n_tokens is 0 then). */
 SMOL_API int32_t* smol_tokenize(const smol_generator* generator, const char* prompt, int as_text,
                                 size_t* n_tokens) SMOL_NOEXCEPT;
 SMOL_API void smol_tokens_free(int32_t* tokens) SMOL_NOEXCEPT;

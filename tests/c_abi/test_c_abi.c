@@ -410,6 +410,22 @@ static void test_generate(smol_model* model) {
         smol_tokens_free(text_ids);
         CHECK_FAILS(smol_tokenize(gen, "x", 0, NULL), SMOL_ERR_INVALID_ARGUMENT);
         CHECK_FAILS(smol_tokenize(NULL, "x", 0, &n), SMOL_ERR_INVALID_ARGUMENT);
+        CHECK_FAILS(smol_tokenize(gen, NULL, 0, &n), SMOL_ERR_INVALID_ARGUMENT);
+        /* Tokenize gives the ids generate would run, so it rejects what
+         * generate rejects: bad UTF-8 (\377: the byte 0xff), with the same
+         * code and message. */
+        CHECK_FAILS(smol_generate(gen, "abc\377def", &p, NULL, NULL), SMOL_ERR_INVALID_ARGUMENT);
+        {
+            char generate_message[256];
+            snprintf(generate_message, sizeof generate_message, "%s", smol_last_error_message());
+            n = 5;
+            CHECK_FAILS(smol_tokenize(gen, "abc\377def", 0, &n), SMOL_ERR_INVALID_ARGUMENT);
+            CHECK(n == 0);
+            CHECK(strcmp(smol_last_error_message(), generate_message) == 0);
+            CHECK(strstr(smol_last_error_message(), "UTF-8") != NULL);
+            CHECK(strstr(smol_last_error_message(), "byte offset 3") != NULL);
+            CHECK_FAILS(smol_tokenize(gen, "abc\377def", 1, &n), SMOL_ERR_INVALID_ARGUMENT);
+        }
         smol_tokens_free(NULL);
     }
 

@@ -433,6 +433,8 @@ class Generator:
             _raise_last()
 
     def tokenize(self, prompt: str, as_text: bool = False) -> List[int]:
+        """The ids generate(prompt, prompt_as_text=as_text) would run; text that
+        generate() refuses (bad UTF-8) raises the same Error here."""
         n = ctypes.c_size_t(0)
         ids = _check(lib.smol_tokenize(self._handle, _utf8(prompt), int(as_text),
                                        ctypes.byref(n)))

@@ -161,6 +161,11 @@ def test_sessions_fork_tokenize(model):
     assert error.value.kind == "format"
     assert gen.tokenize("<|im_start|>")[0] == 128011
     assert len(gen.tokenize("<|im_start|>", as_text=True)) > 1
+    # Tokenize rejects what generate rejects (a lone surrogate is bad UTF-8).
+    for as_text in (False, True):
+        with pytest.raises(smol.Error) as error:
+            gen.tokenize("abc\udcffdef", as_text=as_text)
+        assert error.value.kind == "invalid_argument" and "UTF-8" in error.value.message
 
 
 def test_erase_and_history(model):
