@@ -521,6 +521,34 @@ TEST_CASE("invalid UTF-8 in a prompt, a chat message or a stop string names the 
     CHECK(gen.generate("hello", greedy(3)).tokens.size() == 3);
 }
 
+TEST_CASE("tokenize rejects the text generate rejects, with the same error") {
+    // tokenize() promises the ids generate() would run, so text generate()
+    // refuses (invalid UTF-8) must not get ids from it either.
+    auto model = made_model();
+    smol::Generator gen(model);
+    const std::string bad =
+        "abc\xFF"
+        "def";
+    for (const bool as_text : {false, true}) {
+        CAPTURE(as_text);
+        smol::GenerateParams p = greedy(2);
+        p.prompt_as_text = as_text;
+        const smol::Error from_generate = expect_error([&] { gen.generate(bad, p); });
+        const smol::Error from_tokenize = expect_error([&] { (void)gen.tokenize(bad, p); });
+        CHECK(from_tokenize.kind() == smol::ErrorKind::invalid_argument);
+        CHECK(from_tokenize.kind() == from_generate.kind());
+        CHECK(std::string(from_tokenize.what()) == from_generate.what());
+        CHECK(std::string(from_tokenize.what()).find("byte offset 3") != std::string::npos);
+    }
+    // The same for a conversation: tokenize_chat() and chat().
+    const std::vector<smol::ChatMessage> bad_chat = {{"user", bad}};
+    CHECK(std::string(expect_error([&] { (void)gen.tokenize_chat(bad_chat); }).what()) ==
+          expect_error([&] { gen.chat(bad_chat, greedy(2)); }).what());
+    // Valid text still gets the ids generate() runs.
+    const auto r = gen.generate("abcdef", greedy(2));
+    CHECK(r.n_prompt_tokens == gen.tokenize("abcdef").size());
+}
+
 TEST_CASE("cancel from another thread during a 2000+ token prefill") {
     auto model = made_model();
     smol::GeneratorOptions options;

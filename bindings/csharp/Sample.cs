@@ -79,6 +79,17 @@ static class Sample {
                       "async run polled to completion");
             }
 
+            // An async run on a generator that only its handle refers to: the
+            // handle keeps it, so a collection cannot end the run.
+            using (Smol.AsyncGeneration run = new Smol.Generator(model).GenerateAsync(Prompt, greedy)) {
+                GC.Collect();
+                GC.WaitForPendingFinalizers();
+                Smol.Result result = run.Wait();
+                Check(result.StopReason != Smol.StopReason.Cancelled && result.Text == r.Text,
+                      "an async run on a temporary generator");
+                run.Generator.Dispose();
+            }
+
             // Sessions.
             byte[] session = gen.SaveSession();
             using (var other = new Smol.Generator(model)) {

@@ -445,14 +445,14 @@ public sealed class Generator : IDisposable {
         using (var memory = new NativeMemory()) {  // the library copies the parameters
             var p = memory.Params(parameters);
             return new AsyncGeneration(
-                Native.Check(Native.smol_generate_async(handle, Native.Utf8(prompt), ref p)));
+                this, Native.Check(Native.smol_generate_async(handle, Native.Utf8(prompt), ref p)));
         }
     }
     public AsyncGeneration ChatAsync(ChatMessage[] messages, GenerateParams parameters = null) {
         using (var memory = new NativeMemory()) {
             var p = memory.Params(parameters);
             IntPtr m = memory.Messages(messages);
-            return new AsyncGeneration(Native.Check(
+            return new AsyncGeneration(this, Native.Check(
                 Native.smol_chat_async(handle, m, (UIntPtr)messages.Length, ref p)));
         }
     }
@@ -515,7 +515,14 @@ public sealed class Generator : IDisposable {
 
 public sealed class AsyncGeneration : IDisposable {
     IntPtr handle;
-    internal AsyncGeneration(IntPtr h) { handle = h; }
+    // The generator the run is on (Dispose it when done with a temporary one).
+    // Freeing a generator cancels its run, so the handle keeps it reachable:
+    // after `new Generator(model).GenerateAsync(...)` nothing else refers to it.
+    // Generator has no finalizer, so today a collection would only leak it; the
+    // reference keeps a finalizer added later (as Python's __del__ frees its
+    // generator) from ending the run.
+    public readonly Generator Generator;
+    internal AsyncGeneration(Generator generator, IntPtr h) { Generator = generator; handle = h; }
     // The text produced since the last poll ("" if none); never blocks.
     public string Poll() {
         UIntPtr length;

@@ -22,6 +22,15 @@
  * object crosses the boundary: each entry point catches everything (an
  * allocation that fails is SMOL_ERR_RESOURCE).
  *
+ * NULL: a function that can fail fails with SMOL_ERR_INVALID_ARGUMENT (NULL
+ * or its status) when given a NULL handle, a NULL string it needs (a path, a
+ * prompt, a message's role or content, a stop string, a tool's name) or a NULL
+ * pointer it must write through (n_tokens, size). Where a NULL is allowed, its
+ * declaration says so. The functions that cannot fail treat NULL as nothing
+ * and leave the last error alone: the *_free and *_init functions and
+ * smol_cancel / smol_async_cancel do nothing, the facts about a model or a
+ * generator are 0 or "", smol_async_done is 1.
+ *
  * Ownership: handles (smol_model, smol_generator, smol_batcher, smol_async),
  * results and byte buffers are allocated by the library and released by their
  * *_free function (each accepts NULL). Strings passed in are copied or used
@@ -35,8 +44,17 @@
  *     it (they keep the weights alive).
  *   - a smol_generator is used by one thread at a time; the exceptions:
  *     smol_cancel may be called from any thread at any moment, and a
- *     smol_async's functions from any one thread while its run goes on. Two
- *     overlapping runs on one generator are rejected (SMOL_ERR_INVALID_ARGUMENT).
+ *     smol_async's functions from any one thread while its run goes on.
+ *   - while an async run of a generator goes on, a call that uses the
+ *     generator (smol_generate, smol_chat, a new async run, smol_reset,
+ *     smol_generator_fork, smol_erase, smol_session_save / _restore) first
+ *     waits for the run to end, then proceeds: it is not rejected. Made from
+ *     inside a run instead (one of its callbacks: a piece callback, a logits
+ *     hook, a log line), or, against the rule above, from a second thread
+ *     during a smol_generate / smol_chat, such a call is rejected with
+ *     SMOL_ERR_INVALID_ARGUMENT. The readers (smol_generator_n_cached,
+ *     _n_history, _history, _cache_memory) do not wait: call them when no
+ *     run is going on (for an async run: once smol_async_done is nonzero).
  *   - a smol_batcher may be shared by generators on different threads.
  *   - callbacks run on the thread that does the work: the caller's for
  *     smol_model_load and for smol_generate / smol_chat (pieces, logits hook,
@@ -45,13 +63,14 @@
  *   - smol_version, smol_build_info, smol_last_error*, smol_*_init: any thread.
  *
  * Option structs begin with their own size. Fill them with smol_*_init (which
- * sets the size and the defaults), then change fields. The library reads only
- * the fields that the given size covers and uses the defaults for the rest, so
- * a program compiled against an older, smaller struct keeps working when
- * fields are appended. Fields are only ever appended, never reordered or
- * removed; every field is 64 bits wide on 64-bit targets (integers are
- * int64_t, reals double), so no struct has padding a later field could fall
- * into. Planned next: more KV cache types (smol_kv_type gains values).
+ * sets the size and the defaults; NULL: no effect), then change fields. The
+ * library reads only the fields that the given size covers and uses the
+ * defaults for the rest, so a program compiled against an older, smaller
+ * struct keeps working when fields are appended. Fields are only ever
+ * appended, never reordered or removed; every field is 64 bits wide on 64-bit
+ * targets (integers are int64_t, reals double), so no struct has padding a
+ * later field could fall into. Planned next: more KV cache types
+ * (smol_kv_type gains values).
  *
  * Long conversations (C++: "Long conversations" in generation/generator.hpp).
  * With SMOL_CONTEXT_SHIFT in smol_generator_options.context_policy, a prompt
@@ -187,15 +206,18 @@ typedef struct smol_load_options {
 
 SMOL_API void smol_load_options_init(smol_load_options* options) SMOL_NOEXCEPT;
 
-/* options may be NULL (the defaults). NULL on failure. */
+/* options may be NULL (the defaults); path may not. NULL on failure. */
 SMOL_API smol_model* smol_model_load(const char* path,
                                      const smol_load_options* options) SMOL_NOEXCEPT;
-/* The caller keeps data alive and unchanged as long as the model lives. */
+/* The caller keeps data alive and unchanged as long as the model lives (its
+ * generators and batchers keep it alive past smol_model_free). data NULL,
+ * whatever the size: SMOL_ERR_INVALID_ARGUMENT; options may be NULL. */
 SMOL_API smol_model* smol_model_load_memory(const void* data, size_t size,
                                             const smol_load_options* options) SMOL_NOEXCEPT;
 SMOL_API void smol_model_free(smol_model* model) SMOL_NOEXCEPT;
 
-/* Facts about a loaded model (static strings / numbers; 0 or "" for NULL). */
+/* Facts about a loaded model (static strings / numbers; 0 or "" for NULL:
+ * smol_model_device gives SMOL_DEVICE_CPU). */
 SMOL_API const char* smol_model_identity(const smol_model* model) SMOL_NOEXCEPT;
 SMOL_API const char* smol_model_cpu_level(const smol_model* model) SMOL_NOEXCEPT;
 SMOL_API smol_device smol_model_device(const smol_model* model) SMOL_NOEXCEPT;
@@ -207,6 +229,7 @@ SMOL_API size_t smol_model_n_ctx_train(const smol_model* model) SMOL_NOEXCEPT;
 /* Generators given one batcher decode in shared forward passes (many NPCs at
  * the speed of one); C++: generation/batcher.hpp, with its default options. */
 typedef struct smol_batcher smol_batcher;
+/* NULL on failure (model NULL: SMOL_ERR_INVALID_ARGUMENT). */
 SMOL_API smol_batcher* smol_batcher_new(const smol_model* model) SMOL_NOEXCEPT;
 /* Generators that use it keep it alive. */
 SMOL_API void smol_batcher_free(smol_batcher* batcher) SMOL_NOEXCEPT;
@@ -231,24 +254,34 @@ typedef struct smol_generator_options {
 } smol_generator_options;
 
 SMOL_API void smol_generator_options_init(smol_generator_options* options) SMOL_NOEXCEPT;
-/* options may be NULL. NULL on failure (bad n_ctx or kv_type, a cache past the
- * memory budget, ...). The generator keeps the model alive. */
+/* options may be NULL, model may not. NULL on failure (bad n_ctx or kv_type,
+ * a cache past the memory budget, ...). The generator keeps the model alive. */
 SMOL_API smol_generator* smol_generator_new(const smol_model* model,
                                             const smol_generator_options* options) SMOL_NOEXCEPT;
+/* During an async run of the generator: cancels the run and waits for it to
+ * stop (at the next layer or token), then frees the generator. The run's
+ * smol_async stays valid: it is done, its last poll gives the rest of the
+ * text, and smol_async_wait its result or error (a result stopped with
+ * SMOL_STOP_CANCELLED unless the run had ended already); free it as usual.
+ * Not from the generator's own callbacks. */
 SMOL_API void smol_generator_free(smol_generator* generator) SMOL_NOEXCEPT;
 /* An independent copy (KV cache and history): e.g. many NPCs from one
  * prefilled system prompt. On the CPU the copy shares the cache's blocks of
  * positions until either writes one (copy on write), so many forks of one long
- * prompt hold it once: smol_generator_cache_memory shows the split. The
- * generator must not be running. */
+ * prompt hold it once: smol_generator_cache_memory shows the split. An
+ * async run still going is waited for first (see Threading). NULL on failure
+ * (e.g. generator NULL, or a call from inside one of its runs). */
 SMOL_API smol_generator* smol_generator_fork(smol_generator* generator) SMOL_NOEXCEPT;
-/* Forgets the history and empties the KV cache. */
+/* Forgets the history and empties the KV cache (an async run still going is
+ * waited for first). generator NULL: SMOL_ERR_INVALID_ARGUMENT. */
 SMOL_API smol_status smol_reset(smol_generator* generator) SMOL_NOEXCEPT;
 /* Stops the run in progress (also during a prefill), from any thread; no
- * effect when nothing runs. */
+ * effect when nothing runs, or for NULL. */
 SMOL_API void smol_cancel(smol_generator* generator) SMOL_NOEXCEPT;
+/* The context's positions (0 for NULL). */
 SMOL_API size_t smol_generator_n_ctx(const smol_generator* generator) SMOL_NOEXCEPT;
-/* Tokens whose keys and values the cache holds (a prefix of the history). */
+/* Tokens whose keys and values the cache holds (a prefix of the history; 0
+ * for NULL). */
 SMOL_API size_t smol_generator_n_cached(const smol_generator* generator) SMOL_NOEXCEPT;
 /* The KV cache's bytes held by this generator alone (*owned) and shared with
  * its forks (*shared: counted in each of them, held once); either pointer may
@@ -259,7 +292,7 @@ SMOL_API smol_status smol_generator_cache_memory(const smol_generator* generator
  * cache holds them (after any shift or erase). Its length (0 for NULL): */
 SMOL_API size_t smol_generator_n_history(const smol_generator* generator) SMOL_NOEXCEPT;
 /* A copy of the history (*n_tokens ids); release with smol_tokens_free. NULL
- * on failure. */
+ * on failure (generator or n_tokens NULL; *n_tokens is 0 then). */
 SMOL_API int32_t* smol_generator_history(const smol_generator* generator,
                                          size_t* n_tokens) SMOL_NOEXCEPT;
 /* Removes history tokens [first, first + count) and their cache entries; the
@@ -267,8 +300,9 @@ SMOL_API int32_t* smol_generator_history(const smol_generator* generator,
  * again and the next run reuses what is left. first + count past the history:
  * SMOL_ERR_OUT_OF_RANGE; while a run is going on (from inside one of its
  * callbacks): SMOL_ERR_INVALID_ARGUMENT; an async run still going is waited
- * for first; count 0: no effect. From the generator's one thread, like every
- * generator call but smol_cancel; on failure the generator keeps its state.
+ * for first; count 0: no effect; generator NULL: SMOL_ERR_INVALID_ARGUMENT.
+ * From the generator's one thread, like every generator call but
+ * smol_cancel; on failure the generator keeps its state.
  * The next call reuses the cache as far as its prompt matches what is left. */
 SMOL_API smol_status smol_erase(smol_generator* generator, size_t first,
                                 size_t count) SMOL_NOEXCEPT;
@@ -282,13 +316,17 @@ typedef struct smol_logit_bias {
 } smol_logit_bias;
 
 /* A tool the model may call: parameters is a JSON Schema object as text
- * (NULL: {"type": "object", "properties": {}}). */
+ * (NULL: {"type": "object", "properties": {}}); description may be NULL (none);
+ * name may not. */
 typedef struct smol_tool {
     const char* name;
     const char* description; /* may be NULL */
     const char* parameters;
 } smol_tool;
 
+/* The arrays (logit_bias, stop, tools) come with their counts: a negative
+ * count, or a NULL array with a positive count, is SMOL_ERR_INVALID_ARGUMENT
+ * (a NULL array with count 0 is none), as is a NULL stop string. */
 typedef struct smol_params {
     uint64_t size; /* sizeof(smol_params) */
     /* Sampling (C++ SamplingParams, same defaults). */
@@ -333,8 +371,8 @@ SMOL_API void smol_params_init(smol_params* params) SMOL_NOEXCEPT;
 
 /* One chat message. An array element, so no size field: this layout is fixed. */
 typedef struct smol_message {
-    const char* role;     /* "system", "user", "assistant" or "tool" */
-    const char* content;  /* UTF-8 */
+    const char* role;     /* "system", "user", "assistant" or "tool"; not NULL */
+    const char* content;  /* UTF-8; not NULL */
     int64_t model_output; /* nonzero: an assistant reply verbatim (see C++ ChatMessage) */
 } smol_message;
 
@@ -374,13 +412,17 @@ SMOL_API void smol_result_free(smol_result* result) SMOL_NOEXCEPT;
 
 /* Completes prompt (the program's own text: control tokens written in it are
  * parsed, unless params->prompt_as_text). params may be NULL (the defaults),
- * on_piece too. NULL on failure (bad UTF-8 naming the byte offset, a prompt
- * longer than the context, bad parameters, a run already going on, ...). */
+ * on_piece too; generator and prompt may not. NULL on failure (bad UTF-8
+ * naming the byte offset, a prompt longer than the context, bad parameters,
+ * a call from inside a run of this generator, ...). During an async run of
+ * the generator it waits for that run to end, then runs (see Threading). */
 SMOL_API smol_result* smol_generate(smol_generator* generator, const char* prompt,
                                     const smol_params* params, smol_piece_fn on_piece,
                                     void* user_data) SMOL_NOEXCEPT;
 /* Renders the whole conversation with the model's chat template and generates
- * the assistant's reply; contents are always text. Reuses the cached prefix. */
+ * the assistant's reply; contents are always text. Reuses the cached prefix.
+ * params and on_piece may be NULL; generator may not, nor messages unless
+ * n_messages is 0. Failures and waiting as smol_generate. */
 SMOL_API smol_result* smol_chat(smol_generator* generator, const smol_message* messages,
                                 size_t n_messages, const smol_params* params,
                                 smol_piece_fn on_piece, void* user_data) SMOL_NOEXCEPT;
@@ -389,9 +431,17 @@ SMOL_API smol_result* smol_chat(smol_generator* generator, const smol_message* m
 
 /* A run on the generator's worker thread, for loops that must not block (a
  * game's frame loop): start it, poll its text each frame, cancel it, wait for
- * its result. Freeing the handle cancels the run. */
+ * its result. Freeing the handle cancels the run (the generator's next call
+ * waits for it to stop); freeing the generator cancels it too, and the handle
+ * stays valid (smol_generator_free). */
 typedef struct smol_async smol_async;
 
+/* The arguments as smol_generate's / smol_chat's (copied: nothing needs to
+ * outlive the call). NULL when the run cannot start: a NULL generator, prompt
+ * or messages, bad smol_params fields or counts, a call from inside a run of
+ * this generator. An async run already going on is waited for first. The
+ * run's own errors (bad UTF-8, a prompt longer than the context, a bad
+ * grammar, ...) come from smol_async_wait. */
 SMOL_API smol_async* smol_generate_async(smol_generator* generator, const char* prompt,
                                          const smol_params* params) SMOL_NOEXCEPT;
 SMOL_API smol_async* smol_chat_async(smol_generator* generator, const smol_message* messages,
@@ -399,24 +449,29 @@ SMOL_API smol_async* smol_chat_async(smol_generator* generator, const smol_messa
 /* The text produced since the last poll ("" if none; whole UTF-8); never waits
  * for the worker. Valid until the next smol_async_poll or smol_async_free of
  * this handle. length may be NULL. Once smol_async_done is nonzero, one more
- * poll returns the rest. */
+ * poll returns the rest. run NULL: "" (length 0), with SMOL_ERR_INVALID_ARGUMENT
+ * as the last error. */
 SMOL_API const char* smol_async_poll(smol_async* run, size_t* length) SMOL_NOEXCEPT;
-/* Nonzero once the run has finished. */
+/* Nonzero once the run has finished (1 for NULL). */
 SMOL_API int smol_async_done(const smol_async* run) SMOL_NOEXCEPT;
-/* Asks the run to stop; returns at once. Any thread. */
+/* Asks the run to stop; returns at once. Any thread. NULL: no effect. */
 SMOL_API void smol_async_cancel(smol_async* run) SMOL_NOEXCEPT;
-/* Blocks until the run finishes; its result, or NULL with the run's error. */
+/* Blocks until the run finishes; its result, or NULL with the run's error
+ * (run NULL: SMOL_ERR_INVALID_ARGUMENT). */
 SMOL_API smol_result* smol_async_wait(smol_async* run) SMOL_NOEXCEPT;
 SMOL_API void smol_async_free(smol_async* run) SMOL_NOEXCEPT;
 
 /* ------------------------------------------------------------ sessions */
 
 /* The session (history and KV cache) as bytes, tagged with the model's
- * identity; release with smol_bytes_free. NULL on failure. */
+ * identity; release with smol_bytes_free. NULL on failure (generator or size
+ * NULL; *size is 0 then). An async run still going is waited for first. */
 SMOL_API uint8_t* smol_session_save(smol_generator* generator, size_t* size) SMOL_NOEXCEPT;
 /* Another model's session: SMOL_ERR_INVALID_ARGUMENT; damaged bytes:
  * SMOL_ERR_FORMAT; longer than n_ctx: SMOL_ERR_OUT_OF_RANGE. On failure the
- * generator keeps its state. */
+ * generator keeps its state. generator NULL: SMOL_ERR_INVALID_ARGUMENT; data
+ * NULL: SMOL_ERR_INVALID_ARGUMENT with a size, SMOL_ERR_FORMAT (no session)
+ * with size 0. An async run still going is waited for first. */
 SMOL_API smol_status smol_session_restore(smol_generator* generator, const uint8_t* data,
                                           size_t size) SMOL_NOEXCEPT;
 SMOL_API void smol_bytes_free(uint8_t* bytes) SMOL_NOEXCEPT;
@@ -424,7 +479,10 @@ SMOL_API void smol_bytes_free(uint8_t* bytes) SMOL_NOEXCEPT;
 /* ------------------------------------------------------------ tokens */
 
 /* The ids smol_generate would run for prompt (control tokens parsed unless
- * as_text). Release with smol_tokens_free. NULL on failure. */
+ * as_text), so it refuses what smol_generate refuses in a prompt: bad UTF-8 is
+ * SMOL_ERR_INVALID_ARGUMENT, naming the byte offset. Release with
+ * smol_tokens_free. NULL on failure (generator, prompt or n_tokens NULL;
+ * *n_tokens is 0 then). */
 SMOL_API int32_t* smol_tokenize(const smol_generator* generator, const char* prompt, int as_text,
                                 size_t* n_tokens) SMOL_NOEXCEPT;
 SMOL_API void smol_tokens_free(int32_t* tokens) SMOL_NOEXCEPT;

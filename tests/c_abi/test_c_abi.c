@@ -410,6 +410,22 @@ static void test_generate(smol_model* model) {
         smol_tokens_free(text_ids);
         CHECK_FAILS(smol_tokenize(gen, "x", 0, NULL), SMOL_ERR_INVALID_ARGUMENT);
         CHECK_FAILS(smol_tokenize(NULL, "x", 0, &n), SMOL_ERR_INVALID_ARGUMENT);
+        CHECK_FAILS(smol_tokenize(gen, NULL, 0, &n), SMOL_ERR_INVALID_ARGUMENT);
+        /* Tokenize gives the ids generate would run, so it rejects what
+         * generate rejects: bad UTF-8 (\377: the byte 0xff), with the same
+         * code and message. */
+        CHECK_FAILS(smol_generate(gen, "abc\377def", &p, NULL, NULL), SMOL_ERR_INVALID_ARGUMENT);
+        {
+            char generate_message[256];
+            snprintf(generate_message, sizeof generate_message, "%s", smol_last_error_message());
+            n = 5;
+            CHECK_FAILS(smol_tokenize(gen, "abc\377def", 0, &n), SMOL_ERR_INVALID_ARGUMENT);
+            CHECK(n == 0);
+            CHECK(strcmp(smol_last_error_message(), generate_message) == 0);
+            CHECK(strstr(smol_last_error_message(), "UTF-8") != NULL);
+            CHECK(strstr(smol_last_error_message(), "byte offset 3") != NULL);
+            CHECK_FAILS(smol_tokenize(gen, "abc\377def", 1, &n), SMOL_ERR_INVALID_ARGUMENT);
+        }
         smol_tokens_free(NULL);
     }
 
@@ -479,6 +495,7 @@ static void test_async(smol_model* model) {
     smol_async* run;
     smol_result* sync;
     smol_result* done;
+    smol_result* again;
     smol_message user = {"user", "Hello", 0};
     char text[65536];
     size_t length = 0;
@@ -531,6 +548,48 @@ static void test_async(smol_model* model) {
     /* Freed while running: cancels it; the generator's next run waits for it. */
     run = smol_generate_async(gen, "Once upon a time", &p);
     smol_async_free(run);
+
+    /* A smol_generate during a live async run is not refused: it waits for
+     * the run to end, then runs. The async run ends whole (not cancelled) and
+     * the sync run gives the tokens it gives on a fresh generator. */
+    CHECK(smol_reset(gen) == SMOL_OK);
+    p = greedy(200);
+    p.ignore_eos = 1;
+    run = smol_generate_async(gen, "Once upon a time", &p);
+    CHECK(run != NULL);
+    if (run && smol_async_done(run))
+        printf("note: the async run ended before smol_generate was called\n");
+    p = greedy(16);
+    again = smol_generate(gen, "Once upon a time", &p, NULL, NULL);
+    CHECK(again && sync && same_tokens(again, sync));
+    CHECK(smol_async_done(run));
+    done = smol_async_wait(run);
+    CHECK(done && done->stop_reason == SMOL_STOP_MAX_TOKENS && done->n_tokens == 200);
+    smol_result_free(done);
+    smol_result_free(again);
+    smol_async_free(run);
+
+    /* Freeing the generator during its async run cancels the run (and waits
+     * for it to stop); the handle stays valid: done, its result, the rest of
+     * its text. */
+    {
+        smol_generator* doomed = smol_generator_new(model, NULL);
+        size_t n = 0;
+        const char* rest;
+        p = greedy(-1);
+        p.ignore_eos = 1;
+        run = doomed ? smol_generate_async(doomed, "Once upon a time", &p) : NULL;
+        CHECK(run != NULL);
+        smol_generator_free(doomed);
+        CHECK(smol_async_done(run));
+        rest = smol_async_poll(run, &n);
+        CHECK(rest != NULL && rest[n] == '\0');
+        done = smol_async_wait(run);
+        CHECK(done && done->stop_reason == SMOL_STOP_CANCELLED);
+        CHECK(done && n == done->text_length);
+        smol_result_free(done);
+        smol_async_free(run);
+    }
 
     CHECK_FAILS(smol_generate_async(NULL, "x", &p), SMOL_ERR_INVALID_ARGUMENT);
     CHECK_FAILS(smol_chat_async(gen, NULL, 1, &p), SMOL_ERR_INVALID_ARGUMENT);

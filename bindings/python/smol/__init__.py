@@ -316,6 +316,11 @@ class Batcher:
     """Generators given one batcher decode in shared forward passes."""
 
     def __init__(self, model: Model):
+        self._handle = None
+        # The native batcher keeps the native model alive, so it needs what that
+        # model needs: a Model(data=...) reads its Python buffer for as long as
+        # the native model lives, and collecting the Model would free it.
+        self.model = model
         self._handle = _check(lib.smol_batcher_new(model._handle))
 
     def close(self):
@@ -398,13 +403,13 @@ class Generator:
     def generate_async(self, prompt: str, **params) -> "AsyncGeneration":
         p = _Params(params)
         handle = _check(lib.smol_generate_async(self._handle, _utf8(prompt), p.ref()))
-        return AsyncGeneration(handle, p)
+        return AsyncGeneration(self, handle, p)
 
     def chat_async(self, messages, **params) -> "AsyncGeneration":
         p = _Params(params)
         m = _Messages(messages)
         handle = _check(lib.smol_chat_async(self._handle, m.array, m.count, p.ref()))
-        return AsyncGeneration(handle, p)
+        return AsyncGeneration(self, handle, p)
 
     def cancel(self):
         """Stops the run in progress; any thread."""
@@ -433,6 +438,8 @@ class Generator:
             _raise_last()
 
     def tokenize(self, prompt: str, as_text: bool = False) -> List[int]:
+        """The ids generate(prompt, prompt_as_text=as_text) would run; text that
+        generate() refuses (bad UTF-8) raises the same Error here."""
         n = ctypes.c_size_t(0)
         ids = _check(lib.smol_tokenize(self._handle, _utf8(prompt), int(as_text),
                                        ctypes.byref(n)))
@@ -531,11 +538,18 @@ class Stream:
 
 
 class AsyncGeneration:
-    """A run on the generator's worker thread: poll() each frame, cancel(), wait()."""
+    """A run on the generator's worker thread: poll() each frame, cancel(), wait().
+    .generator is the generator it runs on, kept alive by the handle."""
 
-    def __init__(self, handle, params: _Params):
+    def __init__(self, generator: Generator, handle, params: _Params):
         self._handle = handle
         self._params = params  # its callbacks must live as long as the run
+        # The generator the run is on. Freeing a generator cancels its run, so
+        # the handle keeps it alive: in model.generator().generate_async(...)
+        # nothing else refers to the generator, and collecting it would end the
+        # run at once, "cancelled" with no tokens. (A Stream keeps its
+        # generator the same way.)
+        self.generator = generator
 
     def poll(self) -> str:
         """The text produced since the last poll ("" if none); never blocks."""

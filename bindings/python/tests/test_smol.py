@@ -1,11 +1,13 @@
 """The Python binding on the tiny fixture: the C++ API's greedy text, streaming,
-chat, cancel from another thread, an async run polled to completion, sessions,
-erase and context shift, errors. Run: PYTHONPATH=bindings/python SMOL_FIXTURES=... python3 -m pytest
+chat, cancel from another thread, an async run polled to completion, handles
+that keep what they need alive, sessions, erase and context shift, errors. Run: PYTHONPATH=bindings/python SMOL_FIXTURES=... python3 -m pytest
 bindings/python/tests (ctest does, with SMOL_LIBRARY and SMOL_EXPECTED_GREEDY)."""
 
+import gc
 import os
 import threading
 import time
+import weakref
 
 import pytest
 
@@ -136,6 +138,40 @@ def test_async_polled_to_completion(model):
     run.close()
 
 
+def test_async_on_a_temporary_generator(model):
+    # Nothing but the handle refers to the generator: freeing a generator
+    # cancels its run, so the handle must keep it alive. The collection makes a
+    # missing reference fail every time (CPython frees it even without).
+    run = smol.Generator(model).generate_async(PROMPT, max_tokens=TOKENS, temperature=0,
+                                               ignore_eos=True)
+    gc.collect()
+    result = run.wait()
+    assert result.stop_reason != "cancelled"
+    assert result.stop_reason == "max_tokens" and len(result.tokens) == TOKENS
+    run.close()
+    chat = model.generator().chat_async([("user", "Hi")], max_tokens=4, temperature=0,
+                                        ignore_eos=True, enable_thinking=False)
+    gc.collect()
+    reply = chat.wait()
+    assert reply.stop_reason == "max_tokens" and len(reply.tokens) == 4
+    chat.close()
+
+
+def test_batcher_keeps_a_memory_model(model):
+    # A model loaded from bytes reads them as long as the native model lives,
+    # and a batcher keeps the native model alive: it must keep the Python
+    # Model (which holds the bytes) alive too.
+    with open(fixture_path("tiny-q4km.gguf"), "rb") as f:
+        from_memory = smol.Model(data=f.read())
+    alive = weakref.ref(from_memory)
+    batcher = smol.Batcher(from_memory)
+    del from_memory
+    gc.collect()
+    assert alive() is not None
+    gen = alive().generator(batcher=batcher)
+    assert len(gen.generate(PROMPT, max_tokens=4, temperature=0, ignore_eos=True).tokens) == 4
+
+
 def test_sessions_fork_tokenize(model):
     gen = model.generator(n_ctx=256)
     first = gen.generate(PROMPT, max_tokens=8, temperature=0)
@@ -161,6 +197,11 @@ def test_sessions_fork_tokenize(model):
     assert error.value.kind == "format"
     assert gen.tokenize("<|im_start|>")[0] == 128011
     assert len(gen.tokenize("<|im_start|>", as_text=True)) > 1
+    # Tokenize rejects what generate rejects (a lone surrogate is bad UTF-8).
+    for as_text in (False, True):
+        with pytest.raises(smol.Error) as error:
+            gen.tokenize("abc\udcffdef", as_text=as_text)
+        assert error.value.kind == "invalid_argument" and "UTF-8" in error.value.message
 
 
 def test_erase_and_history(model):

@@ -326,12 +326,13 @@ public:
 
     // The token ids generate(prompt, params) would use: special tokens
     // written in `prompt` parsed as control tokens, unless
-    // params.prompt_as_text; BOS when the file asks.
+    // params.prompt_as_text; BOS when the file asks. Text that generate()
+    // refuses is refused here with the same error (invalid UTF-8:
+    // invalid_argument naming the byte offset): both go through text_prompt().
     std::vector<int32_t> tokenize(std::string_view prompt,
                                   const GenerateParams& params = {}) const {
         std::vector<int32_t> ids;
-        detail::ok_or_fail(
-            detail::prompt_ids(state_->model->tokenizer(), prompt, params.prompt_as_text, ids));
+        detail::ok_or_fail(text_prompt(prompt, params.prompt_as_text, ids));
         return ids;
     }
     // The exact token ids chat() would run for `messages`: control tokens only

@@ -85,7 +85,9 @@ inline void bos_ids(const Tokenizer& tokenizer, std::vector<int32_t>& ids) {
     if (tokenizer.add_bos() && tokenizer.bos_id()) ids.push_back(*tokenizer.bos_id());
 }
 // The ids of a program's prompt: special tokens parsed, unless as_text, where
-// every byte is ordinary text (no special or user-defined token at all).
+// every byte is ordinary text (no special or user-defined token at all). It
+// does not check the text's UTF-8: take text through text_prompt_ids, which
+// does, so that no path gives ids for text a run would refuse.
 inline Status prompt_ids(const Tokenizer& tokenizer, std::string_view text, bool as_text,
                          std::vector<int32_t>& ids) {
     bos_ids(tokenizer, ids);
