@@ -1,4 +1,4 @@
-// A warm decode step allocates nothing. This program replaces the global
+// A warm decode step or prompt chunk allocates nothing. This program replaces the global
 // operator new (every form), so it counts each allocation any thread of it
 // makes while a window is open; the cases open one around decode steps that
 // follow a few warm-up steps (which may size the work buffers) and check that
@@ -218,6 +218,31 @@ TEST_CASE("a warm decode step through the backend allocates nothing, also after 
         AllocationWindow window;
         step(&token, 1);
         CHECK(window.count() == 0);
+    }
+}
+
+// A prompt chunk runs the mat-mat path: token tiles over stored rows below the
+// conversion threshold, converted rows (and their per-thread buffers) at and
+// above it. Once its buffers are sized, the same chunk again allocates nothing.
+TEST_CASE("a warm prompt chunk allocates nothing, on stored and converted rows") {
+    for (const int threads : {1, 2}) {
+        for (const size_t n : {size_t(12), size_t(48)}) {
+            CAPTURE(threads);
+            CAPTURE(n);
+            const auto model = load(threads);
+            smol::KVCache kv = model->make_cache(128);
+            std::vector<float> logits(model->config().vocab_size);
+            std::vector<int32_t> prompt(n);
+            for (size_t i = 0; i < n; ++i) prompt[i] = int32_t(i * 13 % 256);
+            for (int i = 0; i < kWarmSteps; ++i) {
+                kv.truncate(0);
+                model->forward(prompt.data(), n, 0, kv, logits.data());
+            }
+            kv.truncate(0);
+            AllocationWindow window;
+            model->forward(prompt.data(), n, 0, kv, logits.data());
+            CHECK(window.count() == 0);
+        }
     }
 }
 

@@ -47,9 +47,13 @@
 //       and tokens are split: kernels/matmul_plan.hpp.
 //   struct MatmulJob { WeightMatrix w; float* y; size_t y_stride; };
 //   void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedInput& x,
-//                     ThreadPool& pool);
+//                     ThreadPool& pool, MatmulScratch& scratch);
 //       several matrices reading the same input (q/k/v, gate/up) in one pool job;
 //       each job as matmul(job.w, x, job.y, job.y_stride, pool), same results.
+//       A plan (kernels::plan_batch: rows and tokens split as matmul_plan.hpp
+//       says, in `scratch`) and its run (kernels::run_batch). `scratch` is the
+//       caller's, kept across calls so warm steps allocate nothing; the
+//       overload without it allocates its own.
 //       w may have interleaved rows (quant/weight_matrix.hpp): same results; the
 //       set's interleaved tiles read them where it has them, else each chunk is
 //       put back as stored first.
@@ -121,6 +125,27 @@ struct MatmulJob {
     WeightMatrix w;
     float* y = nullptr;
     size_t y_stride = 0;
+};
+
+// The reusable memory of matmul_batch: grown on demand and never shrunk, so a
+// caller that keeps one across calls (the forward pass's Workspace) plans and
+// runs a warm decode step or prompt chunk without allocating. One call at a
+// time may use it.
+struct MatmulScratch {
+    std::vector<kernels::TokenRange> ranges;  // [sequences of the input]
+    std::vector<kernels::MatmulPlan> plans;   // [jobs]
+    std::vector<kernels::MatmulRun> runs;     // [jobs][sequences]: the plans' runs
+    std::vector<size_t> first_chunk;          // [jobs + 1]: job j's first chunk, all jobs numbered
+    smol::detail::AlignedArray<uint8_t> bytes;  // [threads][stride]: the tiles' per-chunk buffers
+    size_t byte_capacity = 0;
+
+    uint8_t* reserve_bytes(size_t n) {
+        if (n > byte_capacity) {
+            bytes.reset(static_cast<uint8_t*>(smol::detail::aligned_allocate(n)));
+            byte_capacity = n;
+        }
+        return bytes.get();
+    }
 };
 
 // ---- float helpers with the default kernel set ------------------------------------
@@ -294,23 +319,17 @@ inline void check_matmul_args(const WeightMatrix& w, const QuantizedInput& x, fl
     }
 }
 
-// The input's sequences as token ranges: one per sequence, or the whole
-// input. `inline_ranges` serves up to its size without allocating.
-inline const TokenRange* token_ranges(const QuantizedInput& x, TokenRange (&inline_ranges)[16],
-                                      std::vector<TokenRange>& heap, size_t& count) {
+// The input's sequences as token ranges into `out`: one per sequence, or the
+// whole input.
+inline void token_ranges(const QuantizedInput& x, std::vector<TokenRange>& out) {
     const std::vector<size_t>& sizes = x.sequences();
-    count = sizes.empty() ? 1 : sizes.size();
-    TokenRange* out = inline_ranges;
-    if (count > 16) {
-        heap.resize(count);
-        out = heap.data();
-    }
+    out.resize(sizes.empty() ? 1 : sizes.size());
     if (sizes.empty()) {
         out[0] = TokenRange{0, x.n_tokens()};
-        return out;
+        return;
     }
-    for (size_t i = 0, begin = 0; i < count; begin += sizes[i], ++i) out[i] = {begin, sizes[i]};
-    return out;
+    for (size_t i = 0, begin = 0; i < out.size(); begin += sizes[i], ++i)
+        out[i] = {begin, sizes[i]};
 }
 
 // Rows [r0, r0 + n_rows) of a job, all in interleaved groups (`grouped`) or all
@@ -367,100 +386,107 @@ inline void multiply_rows(const MatmulPlan& plan, const MatmulJob& job, const Qu
     }
 }
 
+// A planned matmul_batch: every job's plan, the chunks of all jobs numbered
+// one after another, and each thread's buffers (in scratch: [threads][stride],
+// a packing, a converting and a put-back-as-stored buffer of about 64-256 KiB
+// each, in L2, on their own cache lines).
+struct BatchPlan {
+    const MatmulPlan* plans = nullptr;    // [jobs]
+    const size_t* first_chunk = nullptr;  // [jobs + 1]
+    size_t n_chunks = 0;
+    uint8_t* scratch = nullptr;
+    size_t stride = 0, packed_offset = 0, converted_offset = 0, stored_offset = 0;
+};
+
+// Plans n_jobs matrices reading x, on n_threads threads, in `memory`.
+inline BatchPlan plan_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedInput& x,
+                            size_t n_threads, MatmulScratch& memory) {
+    token_ranges(x, memory.ranges);
+    const size_t n_ranges = memory.ranges.size();
+    memory.plans.resize(n_jobs);
+    memory.runs.resize(n_jobs * n_ranges);
+    memory.first_chunk.resize(n_jobs + 1);
+    size_t stored = 0, packed = 0, converted = 0;
+    memory.first_chunk[0] = 0;
+    for (size_t j = 0; j < n_jobs; ++j) {
+        const WeightMatrix& w = jobs[j].w;
+        check_matmul_args(w, x, jobs[j].y);
+        const MatrixShape shape{w.type, w.rows, w.cols, w.row_bytes, w.interleaved_rows};
+        const MatmulPlan& plan = memory.plans[j] =
+            plan_matmul(x.kernels(), shape, x.n_tokens(), memory.ranges.data(), n_ranges, n_threads,
+                        memory.runs.data() + j * n_ranges);
+        memory.first_chunk[j + 1] = memory.first_chunk[j] + plan.n_chunks;
+        stored = std::max(stored, plan.stored_bytes);
+        packed = std::max(packed, plan.packed_bytes);
+        converted = std::max(converted, plan.converted_bytes);
+    }
+    auto aligned = [](size_t bytes) {
+        return (bytes + smol::detail::kAlignment - 1) / smol::detail::kAlignment *
+               smol::detail::kAlignment;
+    };
+    BatchPlan plan;
+    plan.plans = memory.plans.data();
+    plan.first_chunk = memory.first_chunk.data();
+    plan.n_chunks = memory.first_chunk[n_jobs];
+    plan.converted_offset = aligned(packed);
+    plan.stored_offset = plan.converted_offset + aligned(converted);
+    plan.stride = plan.stored_offset + aligned(stored);
+    if (plan.stride > 0) plan.scratch = memory.reserve_bytes(n_threads * plan.stride);
+    return plan;
+}
+
+// Runs a plan: the pool's threads take chunks in order, each multiplying its
+// rows for every run of its job.
+inline void run_batch(const BatchPlan& plan, const MatmulJob* jobs, size_t n_jobs,
+                      const QuantizedInput& x, ThreadPool& pool) {
+    std::atomic<size_t> next_chunk{0};
+    pool.run_dynamic([&](int thread, int) {
+        ChunkBuffers buffers{nullptr, nullptr, nullptr};
+        if (plan.scratch != nullptr) {
+            uint8_t* mine = plan.scratch + size_t(thread) * plan.stride;
+            buffers = ChunkBuffers{mine + plan.stored_offset, mine + plan.packed_offset,
+                                   mine + plan.converted_offset};
+        }
+        size_t j = 0;
+        for (size_t chunk = next_chunk.fetch_add(1, std::memory_order_relaxed);
+             chunk < plan.n_chunks; chunk = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
+            while (j + 1 < n_jobs && chunk >= plan.first_chunk[j + 1]) ++j;  // chunks only grow
+            const MatmulPlan& job_plan = plan.plans[j];
+            const WeightMatrix& w = jobs[j].w;
+            const size_t row0 = (chunk - plan.first_chunk[j]) * job_plan.chunk_rows;
+            const size_t n_rows = std::min(job_plan.chunk_rows, w.rows - row0);
+            // Chunks hold whole interleaved groups, so only a chunk reaching
+            // past the interleaved rows has two parts.
+            const size_t n_grouped =
+                row0 < w.interleaved_rows ? std::min(n_rows, w.interleaved_rows - row0) : 0;
+            if (n_grouped > 0) multiply_rows(job_plan, jobs[j], x, row0, n_grouped, true, buffers);
+            if (n_grouped < n_rows)
+                multiply_rows(job_plan, jobs[j], x, row0 + n_grouped, n_rows - n_grouped, false,
+                              buffers);
+        }
+    });
+}
+
 }  // namespace kernels
 
 // Several matrices that read the same input (q/k/v, gate/up) in one pool job:
 // one wake-up and one barrier instead of one per matrix, and threads that
 // finish one matrix early move straight on to the next. Each matrix is planned
 // (kernels/matmul_plan.hpp), then the chunks of all of them are multiplied.
+// The plan and the run of a matmul_batch (kernels::plan_batch, run_batch).
+inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedInput& x,
+                         ThreadPool& pool, MatmulScratch& scratch) {
+    if (x.n_tokens() == 0 || n_jobs == 0) return;
+    const kernels::BatchPlan plan =
+        kernels::plan_batch(jobs, n_jobs, x, size_t(pool.size()), scratch);
+    kernels::run_batch(plan, jobs, n_jobs, x, pool);
+}
+
+// The same with memory of its own (allocates: for one-off calls, the tuner, tests).
 inline void matmul_batch(const MatmulJob* jobs, size_t n_jobs, const QuantizedInput& x,
                          ThreadPool& pool) {
-    const size_t n_tokens = x.n_tokens();
-    if (n_tokens == 0 || n_jobs == 0) return;
-    const kernels::KernelSet& set = x.kernels();
-    kernels::TokenRange inline_ranges[16];
-    std::vector<kernels::TokenRange> heap_ranges;
-    size_t n_ranges = 0;
-    const kernels::TokenRange* ranges =
-        kernels::token_ranges(x, inline_ranges, heap_ranges, n_ranges);
-    // A decode step (up to 8 matrices, 4 sequences each) plans without allocating.
-    constexpr size_t kInlinePlans = 8;
-    kernels::MatmulPlan inline_plans[kInlinePlans];
-    std::vector<kernels::MatmulPlan> heap_plans;
-    kernels::MatmulPlan* plans = inline_plans;
-    if (n_jobs > kInlinePlans) {
-        heap_plans.resize(n_jobs);
-        plans = heap_plans.data();
-    }
-    kernels::MatmulRun inline_runs[kInlinePlans * 4];
-    std::vector<kernels::MatmulRun> heap_runs;
-    kernels::MatmulRun* runs = inline_runs;
-    if (n_jobs * n_ranges > kInlinePlans * 4) {
-        heap_runs.resize(n_jobs * n_ranges);
-        runs = heap_runs.data();
-    }
-    const size_t n_threads = size_t(pool.size());
-    // first_chunk[j]: job j's first chunk in the numbering shared by all jobs.
-    size_t inline_first[kInlinePlans + 1];
-    std::vector<size_t> heap_first;
-    size_t* first_chunk = inline_first;
-    if (n_jobs > kInlinePlans) {
-        heap_first.resize(n_jobs + 1);
-        first_chunk = heap_first.data();
-    }
-    size_t stored_scratch = 0, packed_scratch = 0, converted_scratch = 0;
-    first_chunk[0] = 0;
-    for (size_t j = 0; j < n_jobs; ++j) {
-        const WeightMatrix& w = jobs[j].w;
-        kernels::check_matmul_args(w, x, jobs[j].y);
-        const kernels::MatrixShape shape{w.type, w.rows, w.cols, w.row_bytes, w.interleaved_rows};
-        plans[j] = kernels::plan_matmul(set, shape, n_tokens, ranges, n_ranges, n_threads,
-                                        runs + j * n_ranges);
-        first_chunk[j + 1] = first_chunk[j] + plans[j].n_chunks;
-        stored_scratch = std::max(stored_scratch, plans[j].stored_bytes);
-        packed_scratch = std::max(packed_scratch, plans[j].packed_bytes);
-        converted_scratch = std::max(converted_scratch, plans[j].converted_bytes);
-    }
-    const size_t n_chunks = first_chunk[n_jobs];
-    // Per thread a packing buffer, a converting one and one for rows put back
-    // as stored (each about 64-256 KiB, in L2), on their own cache lines.
-    auto aligned = [](size_t bytes) {
-        return (bytes + smol::detail::kAlignment - 1) / smol::detail::kAlignment *
-               smol::detail::kAlignment;
-    };
-    const size_t scratch_stride =
-        aligned(packed_scratch) + aligned(converted_scratch) + aligned(stored_scratch);
-    smol::detail::AlignedArray<uint8_t> scratch;
-    if (scratch_stride) {
-        scratch.reset(
-            static_cast<uint8_t*>(smol::detail::aligned_allocate(n_threads * scratch_stride)));
-    }
-
-    std::atomic<size_t> next_chunk{0};
-    pool.run_dynamic([&](int thread, int) {
-        kernels::ChunkBuffers buffers;
-        buffers.packed = scratch.get() + size_t(thread) * scratch_stride;
-        buffers.converted = buffers.packed + aligned(packed_scratch);
-        buffers.stored = buffers.converted + aligned(converted_scratch);
-        size_t j = 0;
-        for (size_t chunk = next_chunk.fetch_add(1, std::memory_order_relaxed); chunk < n_chunks;
-             chunk = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
-            while (j + 1 < n_jobs && chunk >= first_chunk[j + 1]) ++j;  // chunks only grow
-            const kernels::MatmulPlan& plan = plans[j];
-            const WeightMatrix& w = jobs[j].w;
-            const size_t row0 = (chunk - first_chunk[j]) * plan.chunk_rows;
-            const size_t n_rows = std::min(plan.chunk_rows, w.rows - row0);
-            // Chunks hold whole interleaved groups, so only a chunk reaching
-            // past the interleaved rows has two parts.
-            const size_t n_grouped =
-                row0 < w.interleaved_rows ? std::min(n_rows, w.interleaved_rows - row0) : 0;
-            if (n_grouped > 0)
-                kernels::multiply_rows(plan, jobs[j], x, row0, n_grouped, true, buffers);
-            if (n_grouped < n_rows)
-                kernels::multiply_rows(plan, jobs[j], x, row0 + n_grouped, n_rows - n_grouped,
-                                       false, buffers);
-        }
-    });
+    MatmulScratch scratch;
+    matmul_batch(jobs, n_jobs, x, pool, scratch);
 }
 
 inline void matmul(const WeightMatrix& w, const QuantizedInput& x, float* y, size_t y_stride,
@@ -475,13 +501,10 @@ inline void matmul_reference(const WeightMatrix& w, const QuantizedInput& x, flo
     // The spec of matmul with x's kernel set: a long sequence (batch) multiplies
     // converted rows.
     const WeightTypeInfo& info = *weight_type_info(w.type);
-    kernels::TokenRange inline_ranges[16];
-    std::vector<kernels::TokenRange> heap_ranges;
-    size_t n_ranges = 0;
-    const kernels::TokenRange* ranges =
-        kernels::token_ranges(x, inline_ranges, heap_ranges, n_ranges);
+    std::vector<kernels::TokenRange> ranges;
+    kernels::token_ranges(x, ranges);
     std::vector<uint8_t> stored_row(w.interleaved_rows > 0 ? w.row_bytes : 0);
-    for (size_t i = 0; i < n_ranges; ++i) {
+    for (size_t i = 0; i < ranges.size(); ++i) {
         const ReferenceDot reference = x.kernels().converts(w.type, ranges[i].n)
                                            ? info.converted_dot_reference
                                            : info.dot_reference;

@@ -273,6 +273,8 @@ private:
                                              // chunk's logits)
         QuantizedInput input;  // the current matrix input [m][cols], quantized to the format
                                // the matrix's type reads
+        MatmulScratch matmul;  // matmul_batch's plans and tile buffers, kept so that a warm
+                               // step (decode or prompt chunk) allocates nothing
         ForwardZoneTimes* zones = nullptr;  // where this pass's zones add up (null: untimed)
 
         // Bytes of the buffers that grow with the rows of a pass (all but the
@@ -509,7 +511,7 @@ private:
                 s.input.quantize(jobs[i].w.type, x, m, cols, &pool);
             }
             const detail::ZoneTimer timer(s.zones, zone);
-            matmul_batch(batch, n_batch, s.input, pool);
+            matmul_batch(batch, n_batch, s.input, pool, s.matmul);
             if (s.zones)
                 for (size_t j = 0; j < n_batch; ++j)
                     s.zones->weight_bytes[size_t(zone)] +=
