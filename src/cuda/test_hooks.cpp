@@ -1,0 +1,289 @@
+// The CUDA backend's test hooks and host emulation (src/cuda/test_hooks.hpp):
+// single kernels run on host data on the default stream, and the kernels'
+// per-slice block code run on the CPU. Only tests/test_cuda.cpp calls them.
+#include <smol/detail/abi.hpp>
+#include <smol/cuda/backend.hpp>
+#include "test_hooks.hpp"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "blocks.cuh"
+#include "device.hpp"
+#include "kernels.cuh"
+
+SMOL_NAMESPACE_BEGIN
+// Test hooks: one kernel each on host data, on the default stream.
+
+namespace cuda_detail {
+
+namespace {
+
+// The test hooks run on device 0 and leave the caller's current device as it was.
+void require_any_device() {
+    require_device(0);
+}
+
+}  // namespace
+
+void run_matmul(GGMLType type, const void* weights, size_t rows, size_t cols, const float* x,
+                size_t n_tokens, float* y) {
+    require_any_device();
+    const DeviceGuard device_guard(0);
+    if (!matmul_supports(type))
+        detail::fail(ErrorKind::unsupported, "cuda run_matmul: type " + type_name(type));
+    const size_t bytes = rows * row_bytes(type, cols);
+    DeviceBuffer w(bytes), in = upload_vector(x, n_tokens * cols),
+                           out(n_tokens * rows * sizeof(float));
+    DeviceBuffer act(act_blocks(n_tokens, cols) * sizeof(ActBlock));
+    w.upload(weights, bytes);
+    DeviceMatrix m;
+    m.data = w.get<const uint8_t>();
+    m.type = type;
+    m.rows = int(rows);
+    m.cols = int(cols);
+    m.row_bytes = row_bytes(type, cols);
+    launch_quantize(in.get<float>(), int(n_tokens), int(cols), act.get<ActBlock>(),
+                    act_rule_of(type), nullptr);
+    launch_matmul(m, act.get<ActBlock>(), int(n_tokens), out.get<float>(), false, nullptr);
+    SMOL_CUDA_CHECK(cudaGetLastError());
+    out.download(y, n_tokens * rows * sizeof(float));
+}
+
+void run_matmul_group(GGMLType type, const void* const* weights, const size_t* rows, size_t count,
+                      size_t cols, const float* x, size_t n_tokens, float* const* y,
+                      const bool* accumulate) {
+    require_any_device();
+    const DeviceGuard device_guard(0);
+    if (!matmul_supports(type))
+        detail::fail(ErrorKind::unsupported, "cuda run_matmul_group: type " + type_name(type));
+    if (count == 0 || count > size_t(kMaxMatmulParts))
+        detail::fail(ErrorKind::invalid_argument,
+                     "cuda run_matmul_group: " + std::to_string(count) + " matrices");
+    std::vector<DeviceBuffer> w, out;
+    std::vector<DeviceMatrix> m(count);
+    std::vector<MatmulTarget> targets(count);
+    for (size_t i = 0; i < count; ++i) {
+        const size_t bytes = rows[i] * row_bytes(type, cols);
+        w.emplace_back(bytes);
+        w.back().upload(weights[i], bytes);
+        out.push_back(upload_vector(y[i], n_tokens * rows[i]));  // accumulate reads it
+        m[i].data = w.back().get<const uint8_t>();
+        m[i].type = type;
+        m[i].rows = int(rows[i]);
+        m[i].cols = int(cols);
+        m[i].row_bytes = row_bytes(type, cols);
+        targets[i] = MatmulTarget{&m[i], out.back().get<float>(), accumulate[i]};
+    }
+    DeviceBuffer in = upload_vector(x, n_tokens * cols);
+    DeviceBuffer act(act_blocks(n_tokens, cols) * sizeof(ActBlock));
+    launch_quantize(in.get<float>(), int(n_tokens), int(cols), act.get<ActBlock>(),
+                    act_rule_of(type), nullptr);
+    launch_matmuls(targets.data(), int(count), act.get<ActBlock>(), int(n_tokens), nullptr);
+    SMOL_CUDA_CHECK(cudaGetLastError());
+    for (size_t i = 0; i < count; ++i) out[i].download(y[i], n_tokens * rows[i] * sizeof(float));
+}
+
+void run_embed(GGMLType type, const void* table, size_t rows, size_t cols, const int32_t* tokens,
+               size_t n_tokens, float* out) {
+    require_any_device();
+    const DeviceGuard device_guard(0);
+    if (!embed_supports(type))
+        detail::fail(ErrorKind::unsupported, "cuda run_embed: type " + type_name(type));
+    const size_t bytes = rows * row_bytes(type, cols);
+    DeviceBuffer t(bytes), ids = upload_vector(tokens, n_tokens),
+                           x(n_tokens * cols * sizeof(float));
+    t.upload(table, bytes);
+    DeviceMatrix m;
+    m.data = t.get<const uint8_t>();
+    m.type = type;
+    m.rows = int(rows);
+    m.cols = int(cols);
+    m.row_bytes = row_bytes(type, cols);
+    launch_embed(m, ids.get<const int32_t>(), int(n_tokens), x.get<float>(), nullptr);
+    SMOL_CUDA_CHECK(cudaGetLastError());
+    x.download(out, n_tokens * cols * sizeof(float));
+}
+
+void run_rmsnorm(const float* x, const float* weight, size_t n_tokens, size_t cols, float eps,
+                 float* out, float* out_quantized) {
+    require_any_device();
+    const DeviceGuard device_guard(0);
+    DeviceBuffer in = upload_vector(x, n_tokens * cols), w = upload_vector(weight, cols);
+    DeviceBuffer result(n_tokens * cols * sizeof(float)), dq(n_tokens * cols * sizeof(float));
+    DeviceBuffer act(act_blocks(n_tokens, cols) * sizeof(ActBlock));
+    launch_rmsnorm_quantize(in.get<float>(), w.get<float>(), nullptr, int(n_tokens), int(cols), eps,
+                            act.get<ActBlock>(), result.get<float>(), ActRule::kquant, nullptr);
+    launch_dequantize_act(act.get<ActBlock>(), int(act_blocks(n_tokens, cols)), dq.get<float>(),
+                          nullptr);
+    SMOL_CUDA_CHECK(cudaGetLastError());
+    result.download(out, n_tokens * cols * sizeof(float));
+    dq.download(out_quantized, n_tokens * cols * sizeof(float));
+}
+
+void run_swiglu(const float* gate, const float* up, size_t n, float* out) {
+    require_any_device();
+    const DeviceGuard device_guard(0);
+    DeviceBuffer g = upload_vector(gate, n), u = upload_vector(up, n), result(n * sizeof(float));
+    DeviceBuffer act(act_blocks(1, n) * sizeof(ActBlock));
+    launch_swiglu_quantize(g.get<float>(), u.get<float>(), 1, int(n), act.get<ActBlock>(),
+                           result.get<float>(), ActRule::kquant, nullptr);
+    SMOL_CUDA_CHECK(cudaGetLastError());
+    result.download(out, n * sizeof(float));
+}
+
+namespace {
+
+// The slots of one sequence's tokens at positions start.. and its cache table,
+// on the device.
+struct OneSequence {
+    DeviceBuffer slots, seqs;
+    OneSequence(size_t start, size_t n_tokens, __half* kv, size_t n_ctx) {
+        std::vector<TokenSlot> host(n_tokens);
+        for (size_t t = 0; t < n_tokens; ++t) host[t] = TokenSlot{int(start + t), 0};
+        slots = upload_vector(host.data(), host.size());
+        const SeqCache seq{kv, static_cast<long long>(n_ctx)};
+        seqs = upload_vector(&seq, 1);
+    }
+};
+
+}  // namespace
+
+void run_rope(float* q, float* k, size_t n_tokens, size_t n_heads, size_t n_kv_heads,
+              size_t head_dim, size_t rope_dims, float freq_base, size_t start_pos, bool use_rope) {
+    require_any_device();
+    const DeviceGuard device_guard(0);
+    const size_t q_count = n_tokens * n_heads * head_dim,
+                 k_count = n_tokens * n_kv_heads * head_dim;
+    std::vector<double> inverse_frequency(std::max<size_t>(1, rope_dims / 2));
+    for (size_t i = 0; i < rope_dims / 2; ++i)
+        inverse_frequency[i] = std::pow(double(freq_base), -2.0 * double(i) / double(rope_dims));
+    DeviceBuffer dq = upload_vector(q, q_count), dk = upload_vector(k, k_count);
+    DeviceBuffer dv(k_count * sizeof(float)), k_out(k_count * sizeof(float));
+    SMOL_CUDA_CHECK(cudaMemset(dv.get(), 0, dv.bytes()));
+    DeviceBuffer freq = upload_vector(inverse_frequency.data(), inverse_frequency.size());
+    // A one-layer cache of start_pos + n_tokens positions.
+    const size_t n_ctx = start_pos + n_tokens;
+    DeviceBuffer cache(2 * n_kv_heads * n_ctx * head_dim * sizeof(__half));
+    const OneSequence sequence(start_pos, n_tokens, cache.get<__half>(), n_ctx);
+    launch_rope_store(dq.get<float>(), dk.get<float>(), dv.get<float>(), int(n_tokens),
+                      sequence.slots.get<TokenSlot>(), sequence.seqs.get<SeqCache>(), 0,
+                      freq.get<double>(), int(rope_dims / 2), 1.0f, use_rope, int(n_heads),
+                      int(n_kv_heads), int(head_dim), k_out.get<float>(), nullptr);
+    SMOL_CUDA_CHECK(cudaGetLastError());
+    dq.download(q, q_count * sizeof(float));
+    k_out.download(k, k_count * sizeof(float));
+}
+
+void run_attention(const float* q, const float* keys, const float* values, size_t n_tokens,
+                   size_t start_pos, size_t n_heads, size_t n_kv_heads, size_t head_dim,
+                   float* out) {
+    require_any_device();
+    const DeviceGuard device_guard(0);
+    if (!attention_supports(int(head_dim)))
+        detail::fail(ErrorKind::unsupported,
+                     "cuda run_attention: head dim " + std::to_string(head_dim));
+    // A one-layer cache holding exactly the given positions: K heads, then V heads.
+    const size_t positions = start_pos + n_tokens, per_kind = n_kv_heads * positions * head_dim;
+    std::vector<uint16_t> kv16(2 * per_kind);
+    for (size_t i = 0; i < per_kind; ++i) {
+        kv16[i] = fp32_to_fp16(keys[i]);
+        kv16[per_kind + i] = fp32_to_fp16(values[i]);
+    }
+    DeviceBuffer dq = upload_vector(q, n_tokens * n_heads * head_dim);
+    DeviceBuffer cache = upload_vector(kv16.data(), kv16.size());
+    const OneSequence sequence(start_pos, n_tokens, cache.get<__half>(), positions);
+    DeviceBuffer result(n_tokens * n_heads * head_dim * sizeof(float));
+    launch_attention(dq.get<float>(), sequence.slots.get<TokenSlot>(),
+                     sequence.seqs.get<SeqCache>(), 0, int(n_tokens), int(n_heads), int(n_kv_heads),
+                     int(head_dim), result.get<float>(), nullptr);
+    SMOL_CUDA_CHECK(cudaGetLastError());
+    result.download(out, n_tokens * n_heads * head_dim * sizeof(float));
+}
+
+// ---------------------------------------------------------------------------
+// Host emulation: the kernels' per-slice code on the CPU.
+
+namespace {
+
+template <class Format>
+float emulate_dot_for(const uint8_t* row, size_t cols, const std::vector<ActBlock>& act) {
+    const int slices = int(cols / Format::kBlockWeights) * Format::kSlices;
+    // Lane l sums slices l, l + 32, ... (the 32-lanes-per-row kernel's split, up
+    // to the order within a lane); then the lanes are added.
+    float lanes[32] = {};
+    for (int slice = 0; slice < slices; ++slice) {
+        const typename Format::Slice u = Format::load(row, slice);
+        lanes[slice % 32] += Format::dot(u, act.data());
+    }
+    float total = 0;
+    for (float v : lanes) total += v;
+    return total;
+}
+
+template <class Format>
+void emulate_dequantize_for(const uint8_t* row, size_t cols, float* out) {
+    for (size_t i = 0; i < cols; ++i) out[i] = Format::element(row, i);
+}
+
+}  // namespace
+
+float emulate_dot(GGMLType type, const void* row, size_t cols, const float* x) {
+    if (!matmul_supports(type))
+        detail::fail(ErrorKind::unsupported, "cuda emulate_dot: type " + type_name(type));
+    if (cols % size_t(type_traits(type).block_size) != 0 || cols % kActBlock != 0)
+        detail::fail(ErrorKind::invalid_argument,
+                     "cuda emulate_dot: " + std::to_string(cols) + " columns");
+    std::vector<ActBlock> act(cols / kActBlock);
+    const ActRule rule = act_rule_of(type);
+    for (size_t b = 0; b < act.size(); ++b)
+        quantize_act_block_host(x + b * kActBlock, act[b], rule);
+    const uint8_t* bytes = static_cast<const uint8_t*>(row);
+    float result = 0;
+    visit_weight_type<Format>(type, [&](auto format) {
+        using F = decltype(format);
+        if constexpr (F::matmul) result = emulate_dot_for<typename F::type>(bytes, cols, act);
+    });
+    return result;
+}
+
+void emulate_quantize_activations(GGMLType weight_type, const float* x, size_t n, int8_t* q,
+                                  float* d) {
+    const ActRule rule = act_rule_of(weight_type);
+    for (size_t b = 0; b < n / kActBlock; ++b) {
+        ActBlock block;
+        quantize_act_block_host(x + b * kActBlock, block, rule);
+        std::memcpy(q + b * kActBlock, block.q, kActBlock);
+        d[b] = block.d;
+    }
+}
+
+void emulate_dequantize_row(GGMLType type, const void* row, size_t cols, float* out) {
+    const uint8_t* bytes = static_cast<const uint8_t*>(row);
+    const bool known = visit_weight_type<Format>(type, [&](auto format) {
+        emulate_dequantize_for<typename decltype(format)::type>(bytes, cols, out);
+    });
+    if (!known)
+        detail::fail(ErrorKind::unsupported,
+                     "cuda emulate_dequantize_row: type " + type_name(type));
+}
+
+}  // namespace cuda_detail
+
+void cuda_detail::emulate_shift_row(uint16_t* row, const float* cos, const float* sin,
+                                    size_t pairs) {
+    KeyShift shift;
+    shift.pairs = int(pairs);
+    for (size_t i = 0; i < pairs && i < size_t(kMaxShiftPairs); ++i) {
+        shift.cos[i] = cos[i];
+        shift.sin[i] = sin[i];
+    }
+    static_assert(sizeof(__half) == sizeof(uint16_t), "F16 rows");
+    __half* h = reinterpret_cast<__half*>(row);
+    for (int pair = 0; pair < shift.pairs; ++pair) shift_pair(h, pair, shift);
+}
+
+SMOL_NAMESPACE_END
