@@ -218,7 +218,8 @@ TEST_CASE("weight table: every type's converted rule has its reference dot") {
 }
 
 TEST_CASE("kernel sets: each level has the packed, converted and interleaved rows of its table") {
-    // The table in kernels/weight_types.hpp, as it is written there.
+    // What each level's make_kernel_set builds, written out independently of it
+    // (kernels::kernel_table_text prints the built sets' rows).
     struct Level {
         smol::CpuLevel level;
         std::vector<GGMLType> packed, converted, interleaved;
@@ -239,6 +240,12 @@ TEST_CASE("kernel sets: each level has the packed, converted and interleaved row
     for (const kernels::KernelSet* set : runnable_sets()) {
         const std::string level_name = set->name();
         CAPTURE(level_name);
+        MESSAGE(kernels::kernel_table_text(*set));
+        // Every level has tiles of its own for every type today; the scalar
+        // level's are the spec itself.
+        for (GGMLType type : kAllTypes)
+            CHECK((set->of(type).tiles_from == kernels::TileSource::level) ==
+                  (set->level != smol::CpuLevel::scalar));
         const Level* row = nullptr;
         for (const Level& level : table)
             if (level.level == set->level) row = &level;
@@ -253,6 +260,20 @@ TEST_CASE("kernel sets: each level has the packed, converted and interleaved row
                       smol::weight_type_info(type)->convert_min_tokens);
         }
     }
+}
+
+// A level that has no tiles for a type gets the scalar spec's, marked as such
+// (never a null pointer), and the generated table says so.
+TEST_CASE("kernel sets: a type a level has no tiles for runs the scalar spec, and says so") {
+    kernels::KernelSet set = kernels::kernel_set(smol::best_cpu_level());
+    set.of(GGMLType::Q8_0).tiles = {};
+    kernels::complete_with_spec(set);
+    const kernels::TileRow spec = kernels::scalar::spec_tiles(GGMLType::Q8_0);
+    CHECK(set.of(GGMLType::Q8_0).tiles == spec);
+    CHECK(set.of(GGMLType::Q8_0).tiles_from == kernels::TileSource::scalar_spec);
+    CHECK(kernels::kernel_table_text(set).find("Q8_0 spec") != std::string::npos);
+    if (set.level != smol::CpuLevel::scalar)
+        CHECK(kernels::kernel_table_text(set).find("Q4_K own") != std::string::npos);
 }
 
 namespace {

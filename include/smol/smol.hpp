@@ -191,12 +191,14 @@
 //     ActivationType, BlockQ8K32, activation_type_name, activation_block_size,
 //       activation_row_bytes, q8k32_scale, dequantize_activation_row
 //   kernels/dispatch.hpp
-//     build_kernel_set, kernel_set, default_kernels
+//     build_level_set, build_kernel_set, kernel_set, default_kernels
 //   kernels/kernel_set.hpp
-//     TileKernel, TileRow, tile_row_of, tile_row, PackedTiles, TypeKernels, KernelParams,
+//     TileKernel, TileRow, tile_row_of, tile_row, PackedTiles, TileSource, TypeKernels,
+//     KernelParams,
 //       candidate_index, valid_kernel_params, kernel_params_text, decode_chunks_only,
 //       converted_tiles, tile,
-//       stored_row_bytes, copy_rows, make_kernel_set
+//       stored_row_bytes, copy_rows, spec_tiles, make_kernel_set, complete_with_spec,
+//       kernel_table_text
 //     KernelSet: of packing converts interleaves name
 //   kernels/tune.hpp
 //     TuneMode, tune_off_by_environment, requested_tune_mode, TuneTiming, TuneOptions,

@@ -511,6 +511,11 @@ struct Format<GGMLType::Q5_K> : FormatEntry<FormatQ5K, true, ActRule::kquant> {}
 template <>
 struct Format<GGMLType::Q6_K> : FormatEntry<FormatQ6K, true, ActRule::kquant> {};
 
+// Every type smol computes with has an entry: a device matmul, or explicitly
+// none (CPU only).
+static_assert(detail::every_type_has<Format>(WeightTypes{}),
+              "a WeightTypes type has no cuda_detail::Format entry (matmul false: CPU only)");
+
 // The quantized formats' blocks are the GGUF blocks.
 template <GGMLType id, class Decoding>
 constexpr bool format_matches() {

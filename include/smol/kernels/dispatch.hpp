@@ -35,8 +35,9 @@ SMOL_NAMESPACE_BEGIN
 namespace kernels {
 
 // The set of `level` (which this CPU can run) with the speed-only settings p:
-// the level's own make_kernel_set(p), the one way a set is built.
-inline KernelSet build_kernel_set(CpuLevel level, const KernelParams& p) {
+// the level's own make_kernel_set(p), completed with the scalar spec where it
+// has no tiles (complete_with_spec): the one way a set is built.
+inline KernelSet build_level_set(CpuLevel level, const KernelParams& p) {
     switch (level) {
 #if defined(SMOL_HAS_X86_KERNELS)
         case CpuLevel::avx2:
@@ -59,6 +60,11 @@ inline KernelSet build_kernel_set(CpuLevel level, const KernelParams& p) {
         default:
             return scalar::make_kernel_set(p);
     }
+}
+inline KernelSet build_kernel_set(CpuLevel level, const KernelParams& p) {
+    KernelSet set = build_level_set(level, p);
+    complete_with_spec(set);
+    return set;
 }
 
 inline const KernelSet& kernel_set(CpuLevel level, const KernelParams& params) {

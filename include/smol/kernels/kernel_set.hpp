@@ -96,10 +96,21 @@ struct PackedTiles {
     bool reads_quantizer_order = false;
 };
 
+// Where a level's stored-row tiles of a type come from.
+enum class TileSource : uint8_t {
+    scalar_spec,  // the scalar reference (kernels/scalar.hpp): correct, slow
+    level,        // the level's own
+};
+
 // Everything one level has for one weight type.
 struct TypeKernels {
     // ---- over rows as stored: every level, every type ----
     TileRow tiles = {};
+    // Every set is completed with the scalar spec's tiles for any type its
+    // level has none for (complete_with_spec), so a level that has no tiles for
+    // a type runs it correctly and slowly, and says so (kernel_table_text),
+    // never through a null pointer.
+    TileSource tiles_from = TileSource::scalar_spec;
     // ---- the same over packed rows, where the level has them (pack != nullptr) ----
     PackedTiles packed;
     // ---- long batches over converted rows, where the level has them (pack != nullptr) ----
@@ -283,6 +294,16 @@ void copy_rows(const uint8_t* w, size_t w_row_bytes, size_t n_rows, size_t cols,
     for (size_t r = 0; r < n_rows; ++r) std::memcpy(out + r * bytes, w + r * w_row_bytes, bytes);
 }
 
+// The scalar spec's stored-row tiles of `type` (a WeightTypes type).
+inline TileRow spec_tiles(GGMLType type) noexcept {
+    TileRow row = {};
+    visit_weight_type<WeightTraits>(type, [&](auto traits) {
+        using Traits = decltype(traits);
+        row = tile_row([](auto n) { return &tile<Traits::dot_reference, decltype(n)::value>; });
+    });
+    return row;
+}
+
 // The scalar level: every type's tiles and converted rows are the weight
 // table's reference dots.
 inline KernelSet make_kernel_set(const KernelParams& params = {}) noexcept {
@@ -294,8 +315,7 @@ inline KernelSet make_kernel_set(const KernelParams& params = {}) noexcept {
     for_each_weight_type<WeightTraits>([&](auto traits) {
         using Traits = decltype(traits);
         TypeKernels& kernels = set.of(Traits::type);
-        kernels.tiles =
-            tile_row([](auto n) { return &tile<Traits::dot_reference, decltype(n)::value>; });
+        kernels.tiles = spec_tiles(Traits::type);
         if constexpr (Traits::convert_min_tokens > 0) {
             kernels.converted = converted_tiles<Traits::type>(
                 &stored_row_bytes<Traits::type>, &copy_rows<Traits::type>,
@@ -314,5 +334,42 @@ inline KernelSet make_kernel_set(const KernelParams& params = {}) noexcept {
 }
 
 }  // namespace scalar
+
+// Gives every type whose stored-row tiles a level left unset the scalar spec's,
+// and records where each type's tiles come from: the last step of building
+// any set (dispatch.hpp, build_kernel_set).
+inline void complete_with_spec(KernelSet& set) noexcept {
+    for_each_weight_type<TypeTag>([&](auto tag) {
+        TypeKernels& kernels = set.of(decltype(tag)::type);
+        const TileRow spec = scalar::spec_tiles(decltype(tag)::type);
+        bool complete = true;
+        for (TileKernel tile : kernels.tiles) complete = complete && tile != nullptr;
+        if (!complete) kernels.tiles = spec;
+        kernels.tiles_from =
+            kernels.tiles[0] == spec[0] ? TileSource::scalar_spec : TileSource::level;
+    });
+}
+
+// What the set has per weight type, generated from it: "avx2: F32 own, ...,
+// Q4_K own+packed+converted>=32, Q6_K spec" (own: the level's stored-row
+// tiles; spec: the scalar reference's; then its packed, converted and
+// interleaved rows).
+inline std::string kernel_table_text(const KernelSet& set) {
+    std::string text = std::string(set.name()) + ":";
+    const char* separator = " ";
+    for_each_weight_type<TypeTag>([&](auto tag) {
+        const GGMLType type = decltype(tag)::type;
+        const TypeKernels& kernels = set.of(type);
+        text += separator + type_name(type) + " " +
+                (kernels.tiles_from == TileSource::level ? "own" : "spec");
+        if (kernels.packed.pack) text += "+packed";
+        if (kernels.converted.pack)
+            text += "+converted>=" + std::to_string(kernels.converted.min_tokens);
+        if (kernels.interleaved[0]) text += "+interleaved";
+        separator = ", ";
+    });
+    return text;
+}
+
 }  // namespace kernels
 SMOL_NAMESPACE_END

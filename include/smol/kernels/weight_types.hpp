@@ -1,39 +1,22 @@
 // The kernels' weight-type table: per type smol computes with (the list
 // WeightTypes, quant/types.hpp) one WeightTraits entry, built on the reference
 // codec of quant/reference.hpp (RowCodec: block struct, quantize / dequantize
-// rows), adding the activation format the kernels want, the scalar reference
-// dot product, and the long-batch conversion rule. Everything that asks "which
-// types can the model use, and how" asks this table, through
+// rows), adding, as named fields, the activation format the kernels want, the
+// scalar reference dot product, and the long-batch conversion rule. Everything
+// that asks "which types can the model use, and how" asks this table, through
 // visit_weight_type<WeightTraits> at compile time or kWeightTypes at run time.
-//
-//   type   block (values, bytes)   activations  reference dot    long batches (tokens)
-//   F32    float      (1, 4)       F32          dot_f32_unaligned  -
-//   F16    uint16_t   (1, 2)       F32          dot_f16_f32        -
-//   BF16   uint16_t   (1, 2)       F32          dot_bf16_f32       -
-//   Q8_0   BlockQ8_0  (32, 34)     Q8_0         dot_q8_0_q8_0      -
-//   Q4_K   BlockQ4K   (256, 144)   Q8_K32       dot_q4k_q8k32      converted from 32
-//   Q5_K   BlockQ5K   (256, 176)   Q8_K32       dot_q5k_q8k32      converted from 32
-//   Q6_K   BlockQ6K   (256, 210)   Q8_K32       dot_q6k_q8k32      converted from 64
 //
 // Batches of at least convert_min_tokens tokens multiply K-quant rows
 // converted to 8 bits (kernels/scalar.hpp, "long batches"; the thresholds are
 // the golden engine's); converted_dot_reference is their spec.
 //
-// The kernels each CPU level has per type (kernel_set.hpp: TypeKernels; each
-// level's make_kernel_set builds its column; tests/test_kernels.cpp checks
-// this table against the built sets). Every level has stored-row tiles for
-// every type; beyond those:
-//   level     packed (mat-mat)   converted (long batches)   interleaved (decode)
-//   scalar    -                  Q4_K Q5_K Q6_K             -
-//   avx2      Q4_K               Q4_K Q5_K                  -
-//   avxvnni   -                  Q4_K Q5_K Q6_K             -
-//   avx512    Q4_K               Q4_K Q5_K Q6_K             Q4_K Q5_K
-//   amx       Q4_K               Q4_K Q5_K Q6_K (AMX)       Q4_K Q5_K
-//   neon      -                  -                          -
-//   dotprod   -                  -                          -
-// A level without converted rows for a type multiplies it as stored at every
-// batch size (its results then differ from the levels that convert by the
-// conversion's rounding, for long batches only).
+// What each CPU level has per type (stored-row tiles of its own or the scalar
+// spec, packed, converted and interleaved rows) is its make_kernel_set's
+// business; kernels::kernel_table_text(set) prints it from the built set (the
+// load log shows the line of the level a model runs, and tests/test_kernels.cpp
+// pins every level's row). A level without converted rows for a type
+// multiplies it as stored at every batch size (its results then differ from
+// the levels that convert by the conversion's rounding, for long batches only).
 #pragma once
 
 #include "../detail/abi.hpp"
@@ -83,57 +66,80 @@ inline float reference_dot_converted(const uint8_t* w, const uint8_t* x, size_t 
         w, reinterpret_cast<const BlockQ8K32*>(x), cols / QK_K);
 }
 
-// A WeightTraits entry: the codec, then what the kernels add.
-template <GGMLType type, ActivationType activation_format, ReferenceDot dot,
-          size_t min_tokens_to_convert = 0, ReferenceDot converted_dot = nullptr>
-struct WeightTraitsOf : RowCodec<type> {
-    static constexpr ActivationType activation = activation_format;
-    static constexpr ReferenceDot dot_reference = dot;
-    // Batches of at least this many tokens multiply converted rows (0: never) ...
-    static constexpr size_t convert_min_tokens = min_tokens_to_convert;
-    // ... whose dot is this (kernels/scalar.hpp, "long batches").
-    static constexpr ReferenceDot converted_dot_reference = converted_dot;
-    // A conversion rule needs its reference dot, and only it has one: checked by
-    // test_kernels ("every type's converted rule has its reference dot"), not by a
-    // static_assert, since comparing a function's address with nullptr is not a
-    // constant expression under -fsanitize=undefined (the sanitizer CI stage).
+// The conversion fields of a type without long-batch conversion.
+struct NoConversion {
+    static constexpr size_t convert_min_tokens = 0;
+    static constexpr ReferenceDot converted_dot_reference = nullptr;
 };
 
 }  // namespace detail
 
+// One entry per WeightTypes type: its codec (RowCodec: type, Block, quantize,
+// dequantize), then what the kernels add, each a named field:
+//   activation               the format its matrices' inputs are quantized to
+//   dot_reference            the scalar dot with that format: the spec every
+//                            level's tiles are tested against
+//   convert_min_tokens       batches of at least this many tokens multiply rows
+//                            converted to 8 bits (0: never) ...
+//   converted_dot_reference  ... whose dot is this (kernels/scalar.hpp, "long batches")
+// A conversion rule needs its reference dot, and only it has one: checked by
+// test_kernels ("every type's converted rule has its reference dot"), not by a
+// static_assert, since comparing a function's address with nullptr is not a
+// constant expression under -fsanitize=undefined (the sanitizer CI stage).
 template <GGMLType type>
 struct WeightTraits;
 
 template <>
-struct WeightTraits<GGMLType::F32>
-    : detail::WeightTraitsOf<GGMLType::F32, ActivationType::F32, &detail::reference_dot_f32> {};
-template <>
-struct WeightTraits<GGMLType::F16>
-    : detail::WeightTraitsOf<GGMLType::F16, ActivationType::F32, &detail::reference_dot_f16> {};
-template <>
-struct WeightTraits<GGMLType::BF16>
-    : detail::WeightTraitsOf<GGMLType::BF16, ActivationType::F32, &detail::reference_dot_bf16> {};
-template <>
-struct WeightTraits<GGMLType::Q8_0>
-    : detail::WeightTraitsOf<GGMLType::Q8_0, ActivationType::Q8_0, &detail::reference_dot_q8_0> {};
-template <>
-struct WeightTraits<GGMLType::Q4_K>
-    : detail::WeightTraitsOf<
-          GGMLType::Q4_K, ActivationType::Q8_K32, &detail::reference_dot_q4k, 32,
-          &detail::reference_dot_converted<&kernels::scalar::convert_k4_block<false, BlockQ4K>,
-                                           sizeof(BlockQ4K)>> {};
-template <>
-struct WeightTraits<GGMLType::Q5_K>
-    : detail::WeightTraitsOf<
-          GGMLType::Q5_K, ActivationType::Q8_K32, &detail::reference_dot_q5k, 32,
-          &detail::reference_dot_converted<&kernels::scalar::convert_k4_block<true, BlockQ5K>,
-                                           sizeof(BlockQ5K)>> {};
-template <>
-struct WeightTraits<GGMLType::Q6_K>
-    : detail::WeightTraitsOf<
-          GGMLType::Q6_K, ActivationType::Q8_K32, &detail::reference_dot_q6k, 64,
-          &detail::reference_dot_converted<&kernels::scalar::convert_q6k_block, sizeof(BlockQ6K)>> {
+struct WeightTraits<GGMLType::F32> : RowCodec<GGMLType::F32>, detail::NoConversion {
+    static constexpr ActivationType activation = ActivationType::F32;
+    static constexpr ReferenceDot dot_reference = &detail::reference_dot_f32;
 };
+template <>
+struct WeightTraits<GGMLType::F16> : RowCodec<GGMLType::F16>, detail::NoConversion {
+    static constexpr ActivationType activation = ActivationType::F32;
+    static constexpr ReferenceDot dot_reference = &detail::reference_dot_f16;
+};
+template <>
+struct WeightTraits<GGMLType::BF16> : RowCodec<GGMLType::BF16>, detail::NoConversion {
+    static constexpr ActivationType activation = ActivationType::F32;
+    static constexpr ReferenceDot dot_reference = &detail::reference_dot_bf16;
+};
+template <>
+struct WeightTraits<GGMLType::Q8_0> : RowCodec<GGMLType::Q8_0>, detail::NoConversion {
+    static constexpr ActivationType activation = ActivationType::Q8_0;
+    static constexpr ReferenceDot dot_reference = &detail::reference_dot_q8_0;
+};
+// The K-quants convert from the golden engine's thresholds: 32 tokens for
+// Q4_K / Q5_K, 64 for Q6_K.
+template <>
+struct WeightTraits<GGMLType::Q4_K> : RowCodec<GGMLType::Q4_K> {
+    static constexpr ActivationType activation = ActivationType::Q8_K32;
+    static constexpr ReferenceDot dot_reference = &detail::reference_dot_q4k;
+    static constexpr size_t convert_min_tokens = 32;
+    static constexpr ReferenceDot converted_dot_reference =
+        &detail::reference_dot_converted<&kernels::scalar::convert_k4_block<false, BlockQ4K>,
+                                         sizeof(BlockQ4K)>;
+};
+template <>
+struct WeightTraits<GGMLType::Q5_K> : RowCodec<GGMLType::Q5_K> {
+    static constexpr ActivationType activation = ActivationType::Q8_K32;
+    static constexpr ReferenceDot dot_reference = &detail::reference_dot_q5k;
+    static constexpr size_t convert_min_tokens = 32;
+    static constexpr ReferenceDot converted_dot_reference =
+        &detail::reference_dot_converted<&kernels::scalar::convert_k4_block<true, BlockQ5K>,
+                                         sizeof(BlockQ5K)>;
+};
+template <>
+struct WeightTraits<GGMLType::Q6_K> : RowCodec<GGMLType::Q6_K> {
+    static constexpr ActivationType activation = ActivationType::Q8_K32;
+    static constexpr ReferenceDot dot_reference = &detail::reference_dot_q6k;
+    static constexpr size_t convert_min_tokens = 64;
+    static constexpr ReferenceDot converted_dot_reference =
+        &detail::reference_dot_converted<&kernels::scalar::convert_q6k_block, sizeof(BlockQ6K)>;
+};
+
+static_assert(detail::every_type_has<WeightTraits>(WeightTypes{}),
+              "a WeightTypes type has no WeightTraits entry (the checklist: quant/types.hpp)");
 
 // One WeightTraits entry as run-time values (for lookups by a type known only
 // at run time).

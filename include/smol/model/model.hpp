@@ -368,7 +368,12 @@ private:
                                 "smol: could not write the tuning to " + options.tune_file);
             }
         }
-        if (options.log) options.log(log_info, "smol: kernel params " + tuning_.text());
+        if (options.log) {
+            options.log(log_info, "smol: kernel params " + tuning_.text());
+            // Per weight type: the level's own tiles or the scalar spec, and its
+            // packed / converted / interleaved rows (kernels::kernel_table_text).
+            options.log(log_info, "smol: kernels " + kernels::kernel_table_text(net_.kernels()));
+        }
         return {};
     }
 

@@ -90,6 +90,9 @@ template <>
 struct RowCodec<GGMLType::Q8_K>
     : detail::RowCodecOf<GGMLType::Q8_K, BlockQ8K, &quantize_row_q8_k, &dequantize_row_q8_k> {};
 
+static_assert(detail::every_type_has<RowCodec>(WeightTypes{}),
+              "a WeightTypes type has no RowCodec entry (the checklist: quant/types.hpp)");
+
 // The types the reference converts: the weight types and Q8_K (the activation
 // format, for tests).
 using ReferenceTypes = TypeList<GGMLType::F32, GGMLType::F16, GGMLType::BF16, GGMLType::Q8_0,

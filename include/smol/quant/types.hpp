@@ -4,12 +4,33 @@
 // Knowing a type's geometry (elements per block, bytes per block) is enough to
 // bounds-check and view a tensor; whether smol can *compute* with it is the
 // list WeightTypes. Every per-type table is one entry per type of that list,
-// reached through visit_weight_type (never a switch of its own):
-//   quant/reference.hpp         RowCodec<type>: block struct, reference (de)quantization
-//   kernels/weight_types.hpp    WeightTraits<type>: + activation format, reference dot,
-//                               the long-batch conversion rule
-//   kernels/{scalar,x86,arm}    each CPU level's KernelSet (one entry per type)
-//   src/cuda/blocks.cuh         cuda_detail::Format<type>: the device's block decoding
+// with named fields, reached through visit_weight_type (never a switch of its
+// own), and each checks at compile time that every listed type has its entry
+// (detail::every_type_has).
+//
+// Adding a weight type (the whole checklist):
+//   1. quant/types.hpp          its id in WeightTypes (GGMLType and type_traits
+//                               already hold every ggml type's geometry)
+//   2. quant/blocks.hpp         the block struct as GGUF stores it, size asserted
+//   3. quant/reference.hpp      reference quantize / dequantize rows and its
+//                               RowCodec<type> entry
+//   4. kernels/scalar.hpp       the scalar dot with its activation format (and a
+//                               conversion for long batches, if it has one): the spec
+//   5. kernels/weight_types.hpp its WeightTraits<type> entry (activation,
+//                               dot_reference, convert_min_tokens, converted_dot_reference)
+//   6. per CPU level, optional: tiles in kernels/detail/*_tiles.inc set by the
+//      level's make_kernel_set (kernels/x86.hpp, kernels/arm.hpp); a level
+//      without them runs the scalar spec (kernels::complete_with_spec), which
+//      the load log's "kernels" line shows as "spec"
+//   7. src/cuda/blocks.cuh      a cuda_detail::Format<type> entry: the device's
+//      block decoding with matmul = true, or matmul = false (CPU only: a model
+//      with such matrices stays on the CPU under Device::automatic)
+//   8. kernels/activations.hpp  only for a new activation format
+// Tests: test_quant (round trips; dequantization against the fixtures'
+// independent dequant/ rows), test_kernels (kAllTypes and the per-level table:
+// every level against the scalar spec), test_cuda (kMatrixTypes, for a device
+// matmul), fixture goldens from the reference engine; then the README's list of
+// types and tools/smol-make-model's recipes.
 // This header stays plain C++ (nvcc compiles it for the CUDA kernels).
 #pragma once
 
@@ -18,6 +39,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 SMOL_NAMESPACE_BEGIN
 
@@ -160,6 +182,17 @@ constexpr bool visit_type_in(GGMLType type, F& f, TypeList<types...>) {
 template <template <GGMLType> class Traits, class F, GGMLType... types>
 constexpr void for_each_type_in(F& f, TypeList<types...>) {
     (f(Traits<types>{}), ...);
+}
+
+// Whether Traits<t> is defined (specialized) for every t of the list: the
+// per-type tables' compile-time completeness check.
+template <class T, class = void>
+struct is_complete : std::false_type {};
+template <class T>
+struct is_complete<T, std::void_t<decltype(sizeof(T))>> : std::true_type {};
+template <template <GGMLType> class Traits, GGMLType... types>
+constexpr bool every_type_has(TypeList<types...>) {
+    return (is_complete<Traits<types>>::value && ...);
 }
 
 template <GGMLType... types>
