@@ -402,3 +402,19 @@ def test_public_api_is_typed_and_documented():
     # PEP 561: type checkers read the package's hints.
     assert os.path.exists(os.path.join(os.path.dirname(smol.__file__), "py.typed"))
 
+
+
+def test_the_installed_package_stands_alone():
+    # Set by the python_installed ctest: these tests must have run on the
+    # package pip put into that venv, with the libsmol it bundled (not the
+    # source tree's package, nor a library found through SMOL_LIBRARY).
+    venv = os.environ.get("SMOL_EXPECT_INSTALLED_IN")
+    if not venv:
+        pytest.skip("SMOL_EXPECT_INSTALLED_IN not set (the python_installed ctest sets it)")
+    from importlib import metadata
+
+    venv = os.path.realpath(venv)
+    package = os.path.dirname(os.path.realpath(smol.__file__))
+    assert package.startswith(venv + os.sep), package
+    assert os.path.dirname(os.path.realpath(smol.library_path)) == package
+    assert metadata.version("smol") == smol.version() == smol.__version__
