@@ -55,9 +55,11 @@ if(SMOL_WERROR)
 endif()
 
 if(SMOL_INSTALL)
+  # Its own component, like libsmol: it needs a build (top CMakeLists.txt).
   install(TARGETS smol_cuda EXPORT smolCudaTargets
-    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-  install(EXPORT smolCudaTargets NAMESPACE smol:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/smol)
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT smol_cuda)
+  install(EXPORT smolCudaTargets NAMESPACE smol:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/smol
+          COMPONENT smol_cuda)
 endif()
 
 # The test: its own executable (tests/CMakeLists.txt is processed later and only

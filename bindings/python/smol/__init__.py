@@ -1,35 +1,41 @@
 """smol from Python: SmolLM3 GGUF inference through the C ABI (include/smol/smol.h).
 
-Pure ctypes, nothing to compile or pip-install: put bindings/python on
-PYTHONPATH, build the shared library (cmake --build build --target smol_shared),
-and the package finds it (smol/_native.py says where it looks).
+Pure ctypes over libsmol: `pip install ./bindings/python` bundles the library
+(setup.py says where it gets it), or put bindings/python on PYTHONPATH beside a
+build of it (smol/_native.py says where it looks).
 
     import smol
-    model = smol.Model("model.gguf")
-    gen = model.generator()
-    print(gen.generate("Once upon a time", max_tokens=32, temperature=0).text)
-    for piece in gen.stream("Once upon a time", max_tokens=32):
-        print(piece, end="", flush=True)
-    reply = gen.chat([{"role": "user", "content": "Hi!"}], enable_thinking=False)
+    with smol.Model("model.gguf") as model, model.generator() as gen:
+        print(gen.generate("Once upon a time", max_tokens=32, temperature=0).text)
+        for piece in gen.stream("Once upon a time", max_tokens=32):
+            print(piece, end="", flush=True)
+        reply = gen.chat([{"role": "user", "content": "Hi!"}], enable_thinking=False)
 
 Threads: a Model may be shared by any number of Generators on any threads; a
 Generator is used by one thread at a time, but cancel() may be called from any
 thread (the native call releases the GIL while it runs). Errors are smol.Error
-(with .kind: "io", "format", "invalid_argument", ...).
+with .kind, a smol.ErrorKind (the C++ smol::Error and smol::ErrorKind); an
+exception raised by a callback of yours (on_text, logits_hook, progress) stops
+the run and comes out of the call that ran it, as in C++. Model, Generator,
+Batcher, Stream and AsyncGeneration are context managers: `with` closes them.
 """
 
 import ctypes
+import enum
 import json
+import os
 import queue
 import threading
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from dataclasses import dataclass
+from types import TracebackType
+from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple,
+                    Type, TypeVar, Union)
 
 from . import _native
 from ._native import lib
 
-__all__ = ["Error", "Model", "Generator", "Batcher", "AsyncGeneration", "Result", "Stream",
-           "version", "build_info"]
+__all__ = ["Error", "ErrorKind", "Model", "Generator", "Batcher", "AsyncGeneration", "Result",
+           "Stream", "version", "build_info", "library_path"]
 
 STOP_REASONS = ["eos", "max_tokens", "stop_string", "cancelled", "context_full"]
 DEVICES = {"cpu": 0, "cuda": 1, "auto": 2}
@@ -37,17 +43,53 @@ KV_TYPES = {"f32": 0, "f16": 1, "q8_0": 2}
 CONTEXT_POLICIES = {"stop": 0, "shift": 1}
 
 
+# A piece callback: return False to stop the run.
+OnText = Callable[[str], Optional[bool]]
+# A chat message: {"role", "content", "model_output"?} or (role, content[, model_output]).
+Message = Union[Mapping[str, Any], Tuple[str, str], Tuple[str, str, bool]]
+_Self = TypeVar("_Self")
+
+
+class ErrorKind(str, enum.Enum):
+    """What went wrong: the C++ smol::ErrorKind. A str, so e.kind == "io" also holds."""
+
+    IO = "io"  # file missing, unreadable, not mappable
+    FORMAT = "format"  # malformed or truncated GGUF or session bytes
+    UNSUPPORTED = "unsupported"  # valid, but not implemented (e.g. cuda in a CPU build)
+    SHAPE = "shape"  # a tensor whose shape disagrees with the config
+    MISSING = "missing"  # a required key or tensor is absent
+    TYPE = "type"  # a metadata value of the wrong type
+    INVALID_ARGUMENT = "invalid_argument"  # bad option, bad UTF-8, ...
+    OUT_OF_RANGE = "out_of_range"  # a prompt or session longer than the context
+    CANCELLED = "cancelled"  # a load cancelled by its progress callback
+    INTERNAL = "internal"  # a bug in smol: please report it
+    RESOURCE = "resource"  # past the memory budget, or out of memory
+
+    def __str__(self) -> str:
+        return self.value
+
+
 class Error(Exception):
-    """A failed smol call: .code (the smol_status number), .kind ("io", ...), .message."""
+    """A failed smol call (the C++ smol::Error): .kind (an ErrorKind), .message,
+    .code (the C ABI's smol_status number)."""
+
+    code: int
+    kind: ErrorKind
+    message: str
 
     def __init__(self, code: int, message: str):
         self.code = code
-        self.kind = lib.smol_status_name(code).decode()
+        name = lib.smol_status_name(code).decode()
+        # A status newer than this package: internal, with its name kept in the message.
+        self.kind = ErrorKind(name) if name in ErrorKind._value2member_map_ else \
+            ErrorKind.INTERNAL
+        if self.kind.value != name:
+            message = f"[{name}] {message}"
         self.message = message
-        super().__init__(f"{self.kind}: {message}")
+        super().__init__(f"{self.kind.value}: {message}")
 
 
-def _raise_last():
+def _raise_last() -> None:
     raise Error(lib.smol_last_error(), lib.smol_last_error_message().decode("utf-8", "replace"))
 
 
@@ -58,11 +100,18 @@ def _check(handle):
 
 
 def version() -> str:
+    """The library's version ("0.1.0")."""
     return lib.smol_version().decode()
 
 
 def build_info() -> str:
+    """The library's version, compiler and kernel levels, in one line."""
     return lib.smol_build_info().decode()
+
+
+# The path of the libsmol this package loaded (smol/_native.py says where it looks).
+library_path: str = _native.library_path
+__version__: str = version()
 
 
 def _utf8(text: str) -> bytes:
@@ -73,6 +122,8 @@ def _utf8(text: str) -> bytes:
 
 @dataclass
 class Result:
+    """What a run produced (the C++ GenerateResult)."""
+
     text: str
     reasoning: str
     answer: str
@@ -133,10 +184,33 @@ _PARAM_NAMES = {
 }
 
 
+class _CallbackError:
+    """The first exception a callback of the caller's raised. It cannot cross the
+    C frames, so the callback stops the run and the call that ran it raises the
+    exception afterwards: a Python exception leaves generate() as a C++ one
+    leaves Generator::generate()."""
+
+    def __init__(self, generator_handle=None):
+        self.error: Optional[BaseException] = None
+        self.generator_handle = generator_handle
+
+    def record(self, error: BaseException) -> None:
+        if self.error is None:
+            self.error = error
+        if self.generator_handle:
+            # A hook that cannot stop the run itself (logits_hook) stops it so.
+            lib.smol_cancel(self.generator_handle)
+
+    def raise_if_any(self) -> None:
+        if self.error is not None:
+            error, self.error = self.error, None
+            raise error
+
+
 class _Params:
     """A smol_params and the buffers it points into (kept alive as long as this)."""
 
-    def __init__(self, kwargs: Dict[str, Any]):
+    def __init__(self, kwargs: Dict[str, Any], generator_handle=None):
         unknown = set(kwargs) - _PARAM_NAMES
         if unknown:
             raise TypeError("unknown generation parameter(s): " + ", ".join(sorted(unknown)))
@@ -144,6 +218,7 @@ class _Params:
         lib.smol_params_init(ctypes.byref(p))
         self.keep = []
         self.has_callbacks = False
+        self.errors = _CallbackError(generator_handle)
         for name, value in kwargs.items():
             if name == "stop":
                 if isinstance(value, str):
@@ -160,9 +235,15 @@ class _Params:
                 p.n_logit_bias = len(items)
             elif name == "logits_hook":
                 hook = value
+                errors = self.errors
 
                 def call(logits, n_vocab, _user, hook=hook):
-                    hook(logits, n_vocab)
+                    if errors.error is not None:
+                        return  # the run is being cancelled
+                    try:
+                        hook(logits, n_vocab)
+                    except BaseException as e:
+                        errors.record(e)
 
                 fn = _native.LOGITS_FN(call)
                 self.keep.append(fn)
@@ -208,21 +289,25 @@ class _Messages:
         self.count = len(items)
 
 
-def _piece_callback(on_text: Callable[[str], Any]):
-    """A smol_piece_fn over on_text(piece) (whose False stops the run)."""
+def _piece_callback(on_text: Optional[OnText], errors: _CallbackError):
+    """A smol_piece_fn over on_text(piece) (whose False stops the run); an
+    exception stops the run and goes to errors."""
+    if on_text is None:
+        return _native.PIECE_FN()
 
     def call(piece, length, _user):
         try:
             keep_going = on_text(ctypes.string_at(piece, length).decode("utf-8", "replace"))
             return 0 if keep_going is False else 1
-        except BaseException:  # an exception cannot cross the C frames: stop the run
+        except BaseException as e:
+            errors.record(e)
             return 0
 
     return _native.PIECE_FN(call)
 
 
 def _load_options(n_threads, device, cuda_device, memory_budget, interleave_weights, cpu,
-                  progress, log, keep):
+                  progress, log, keep, errors: _CallbackError):
     o = _native.LoadOptions()
     lib.smol_load_options_init(ctypes.byref(o))
     o.n_threads = n_threads
@@ -235,7 +320,15 @@ def _load_options(n_threads, device, cuda_device, memory_budget, interleave_weig
     if cpu is not None:
         o.cpu = cpu.encode()
     if progress is not None:
-        fn = _native.PROGRESS_FN(lambda value, _user: 0 if progress(value) is False else 1)
+
+        def call(value, _user):
+            try:
+                return 0 if progress(value) is False else 1
+            except BaseException as e:
+                errors.record(e)
+                return 0
+
+        fn = _native.PROGRESS_FN(call)
         keep.append(fn)
         o.progress = fn
     if log is not None:
@@ -246,74 +339,111 @@ def _load_options(n_threads, device, cuda_device, memory_budget, interleave_weig
     return o
 
 
-class Model:
-    """A loaded GGUF file, immutable and shared by any number of generators.
+class _Closable:
+    """close() on leaving a `with` block, and on collection. Using a closed
+    object raises ValueError, as a closed Python file does (the C ABI would
+    quietly answer 0 or "" for a NULL handle)."""
+
+    _handle: Any = None
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    @property
+    def closed(self) -> bool:
+        """Whether close() was called (or construction failed)."""
+        return not self._handle
+
+    def _live(self):
+        if not self._handle:
+            raise ValueError(f"operation on a closed smol.{type(self).__name__}")
+        return self._handle
+
+    def __enter__(self: _Self) -> _Self:
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]],
+                 exc: Optional[BaseException], traceback: Optional[TracebackType]) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+class Model(_Closable):
+    """A loaded GGUF file, immutable and shared by any number of generators
+    (the C++ smol::Model).
 
     Model(path) or Model(data=bytes); options as the C++ LoadOptions: n_threads,
     device ("cpu", "cuda", "auto"), cuda_device, memory_budget,
     interleave_weights, cpu (a kernel level name), progress(fraction) -> False
-    cancels, log(level, message)."""
+    cancels (Error "cancelled"; an exception it raises comes out of Model()),
+    log(level, message). Raises Error (kind "io", "format", ...)."""
 
-    def __init__(self, path: Optional[str] = None, *, data: Optional[bytes] = None,
-                 n_threads: int = 0, device: str = "cpu", cuda_device: int = 0,
-                 memory_budget: int = 0, interleave_weights: bool = True,
-                 cpu: Optional[str] = None, progress=None, log=None):
+    def __init__(self, path: Optional[Union[str, "os.PathLike[str]"]] = None, *,
+                 data: Optional[bytes] = None, n_threads: int = 0, device: str = "cpu",
+                 cuda_device: int = 0, memory_budget: int = 0,
+                 interleave_weights: bool = True, cpu: Optional[str] = None,
+                 progress: Optional[Callable[[float], Optional[bool]]] = None,
+                 log: Optional[Callable[[int, str], None]] = None):
         self._handle = None
-        keep = []
+        keep: List[Any] = []
+        errors = _CallbackError()
         options = _load_options(n_threads, device, cuda_device, memory_budget,
-                                interleave_weights, cpu, progress, log, keep)
+                                interleave_weights, cpu, progress, log, keep, errors)
         if (path is None) == (data is None):
             raise TypeError("Model needs a path or data=, not both")
         if path is not None:
             self._data = None
-            self._handle = _check(lib.smol_model_load(_utf8(str(path)), ctypes.byref(options)))
+            handle = lib.smol_model_load(_utf8(os.fspath(path)), ctypes.byref(options))
         else:
             # The library reads the buffer for the model's whole life.
             self._data = ctypes.create_string_buffer(bytes(data), len(data))
-            self._handle = _check(lib.smol_model_load_memory(self._data, len(data),
-                                                             ctypes.byref(options)))
+            handle = lib.smol_model_load_memory(self._data, len(data), ctypes.byref(options))
+        if not handle:
+            errors.raise_if_any()  # the progress callback's own exception first
+        self._handle = _check(handle)
 
     @property
     def identity(self) -> str:
-        return lib.smol_model_identity(self._handle).decode()
+        """A string naming the file's contents (architecture, sizes, types)."""
+        return lib.smol_model_identity(self._live()).decode()
 
     @property
     def cpu_level(self) -> str:
-        return lib.smol_model_cpu_level(self._handle).decode()
+        """The kernel level the CPU code runs at ("avx2", "neon", ...)."""
+        return lib.smol_model_cpu_level(self._live()).decode()
 
     @property
     def device(self) -> str:
-        return {v: k for k, v in DEVICES.items()}[lib.smol_model_device(self._handle)]
+        """Where the weights are: "cpu" or "cuda"."""
+        return {v: k for k, v in DEVICES.items()}[lib.smol_model_device(self._live())]
 
     @property
     def n_vocab(self) -> int:
-        return lib.smol_model_n_vocab(self._handle)
+        """The vocabulary's size."""
+        return lib.smol_model_n_vocab(self._live())
 
     @property
     def n_ctx_train(self) -> int:
-        return lib.smol_model_n_ctx_train(self._handle)
+        """The context length the model was trained for."""
+        return lib.smol_model_n_ctx_train(self._live())
 
-    def generator(self, **options) -> "Generator":
+    def generator(self, **options: Any) -> "Generator":
+        """A new Generator on this model; options as Generator()."""
         return Generator(self, **options)
 
-    def close(self):
-        # Generators keep the weights alive on their own.
+    def close(self) -> None:
+        """Lets go of the model; its generators keep the weights alive on their
+        own. Called by `with` and on collection; closing twice does nothing."""
         if self._handle:
             lib.smol_model_free(self._handle)
             self._handle = None
 
-    def __enter__(self):
-        return self
 
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
-
-
-class Batcher:
-    """Generators given one batcher decode in shared forward passes."""
+class Batcher(_Closable):
+    """Generators given one batcher decode in shared forward passes (the C++
+    smol::Batcher). Generators keep their batcher alive."""
 
     def __init__(self, model: Model):
         self._handle = None
@@ -321,18 +451,16 @@ class Batcher:
         # model needs: a Model(data=...) reads its Python buffer for as long as
         # the native model lives, and collecting the Model would free it.
         self.model = model
-        self._handle = _check(lib.smol_batcher_new(model._handle))
+        self._handle = _check(lib.smol_batcher_new(model._live()))
 
-    def close(self):
+    def close(self) -> None:
+        """Lets go of the batcher (its generators keep it alive)."""
         if self._handle:
             lib.smol_batcher_free(self._handle)
             self._handle = None
 
-    def __del__(self):
-        self.close()
 
-
-class Generator:
+class Generator(_Closable):
     """One conversation: a KV cache and its history (the C++ smol::Generator).
 
     Options: n_ctx (0: min(4096, the model's)), kv_type ("f16", "f32", "q8_0": 53 % of F16's bytes, CPU only),
@@ -346,10 +474,11 @@ class Generator:
     enable_thinking, ...)."""
 
     def __init__(self, model: Model, *, n_ctx: int = 0, kv_type: str = "f16",
-                 prefill_chunk: int = 0, batcher: Optional[Batcher] = None, log=None,
-                 context_policy: str = "stop", n_keep: int = 0, _handle=None):
+                 prefill_chunk: int = 0, batcher: Optional[Batcher] = None,
+                 log: Optional[Callable[[int, str], None]] = None,
+                 context_policy: str = "stop", n_keep: int = 0, _handle: Any = None):
         self._handle = None
-        self._keep = []
+        self._keep: List[Any] = []
         self.model = model
         if _handle is not None:
             self._handle = _handle
@@ -367,81 +496,99 @@ class Generator:
         o.context_policy = CONTEXT_POLICIES[context_policy]
         o.n_keep = n_keep
         if batcher is not None:
-            o.batcher = batcher._handle
+            o.batcher = batcher._live()
             self._keep.append(batcher)
         if log is not None:
             fn = _native.LOG_FN(lambda level, message, _user: log(level, message.decode(
                 "utf-8", "replace")))
             self._keep.append(fn)  # called for the generator's whole life
             o.log = fn
-        self._handle = _check(lib.smol_generator_new(model._handle, ctypes.byref(o)))
+        self._handle = _check(lib.smol_generator_new(model._live(), ctypes.byref(o)))
 
-    def generate(self, prompt: str, *, on_text: Optional[Callable[[str], Any]] = None,
-                 **params) -> Result:
-        """Completes prompt; on_text(piece) gets each piece (return False to stop)."""
-        p = _Params(params)
-        callback = _piece_callback(on_text) if on_text else _native.PIECE_FN()
-        return _take_result(lib.smol_generate(self._handle, _utf8(prompt), p.ref(), callback,
-                                              None))
+    def generate(self, prompt: str, *, on_text: Optional[OnText] = None,
+                 **params: Any) -> Result:
+        """Completes prompt (the C++ Generator::generate); on_text(piece) gets
+        each piece as it is decoded (return False to stop: stop_reason
+        "cancelled"). Raises Error, or what on_text or logits_hook raised."""
+        p = _Params(params, self._live())
+        callback = _piece_callback(on_text, p.errors)
+        result = _take_result(lib.smol_generate(self._handle, _utf8(prompt), p.ref(), callback,
+                                                None))
+        p.errors.raise_if_any()
+        return result
 
-    def chat(self, messages, *, on_text: Optional[Callable[[str], Any]] = None,
-             **params) -> Result:
-        """The assistant's reply to messages ([{"role", "content"}] or (role, content))."""
-        p = _Params(params)
+    def chat(self, messages: Sequence[Message], *, on_text: Optional[OnText] = None,
+             **params: Any) -> Result:
+        """The assistant's reply to messages ([{"role", "content"}] or (role,
+        content) pairs, through the model's chat template); otherwise as generate()."""
+        p = _Params(params, self._live())
         m = _Messages(messages)
-        callback = _piece_callback(on_text) if on_text else _native.PIECE_FN()
-        return _take_result(lib.smol_chat(self._handle, m.array, m.count, p.ref(), callback,
-                                          None))
+        callback = _piece_callback(on_text, p.errors)
+        result = _take_result(lib.smol_chat(self._handle, m.array, m.count, p.ref(), callback,
+                                            None))
+        p.errors.raise_if_any()
+        return result
 
-    def stream(self, prompt: str, **params) -> "Stream":
+    def stream(self, prompt: str, **params: Any) -> "Stream":
         """Iterates over the pieces of generate(prompt); .result holds the Result after."""
+        self._live()
         return Stream(self, lambda on_text: self.generate(prompt, on_text=on_text, **params))
 
-    def stream_chat(self, messages, **params) -> "Stream":
+    def stream_chat(self, messages: Sequence[Message], **params: Any) -> "Stream":
+        """Iterates over the pieces of chat(messages); .result holds the Result after."""
+        self._live()
         return Stream(self, lambda on_text: self.chat(messages, on_text=on_text, **params))
 
-    def generate_async(self, prompt: str, **params) -> "AsyncGeneration":
-        p = _Params(params)
+    def generate_async(self, prompt: str, **params: Any) -> "AsyncGeneration":
+        """Starts generate(prompt) on the generator's worker thread and returns at once."""
+        p = _Params(params, self._live())
         handle = _check(lib.smol_generate_async(self._handle, _utf8(prompt), p.ref()))
         return AsyncGeneration(self, handle, p)
 
-    def chat_async(self, messages, **params) -> "AsyncGeneration":
-        p = _Params(params)
+    def chat_async(self, messages: Sequence[Message], **params: Any) -> "AsyncGeneration":
+        """Starts chat(messages) on the generator's worker thread and returns at once."""
+        p = _Params(params, self._live())
         m = _Messages(messages)
         handle = _check(lib.smol_chat_async(self._handle, m.array, m.count, p.ref()))
         return AsyncGeneration(self, handle, p)
 
-    def cancel(self):
-        """Stops the run in progress; any thread."""
+    def cancel(self) -> None:
+        """Stops the run in progress; any thread. Nothing when none runs (or closed)."""
         lib.smol_cancel(self._handle)
 
-    def reset(self):
-        if lib.smol_reset(self._handle) != 0:
+    def reset(self) -> None:
+        """Forgets the conversation (history and cache)."""
+        if lib.smol_reset(self._live()) != 0:
             _raise_last()
 
     def fork(self) -> "Generator":
-        handle = _check(lib.smol_generator_fork(self._handle))
+        """A new generator with this one's history, sharing its cache blocks
+        until either writes them."""
+        handle = _check(lib.smol_generator_fork(self._live()))
         out = Generator(self.model, _handle=handle)
         out._keep = list(self._keep)
         return out
 
     def save_session(self) -> bytes:
+        """The history and cache as bytes, for restore_session()."""
         size = ctypes.c_size_t(0)
-        data = _check(lib.smol_session_save(self._handle, ctypes.byref(size)))
+        data = _check(lib.smol_session_save(self._live(), ctypes.byref(size)))
         try:
             return ctypes.string_at(data, size.value)
         finally:
             lib.smol_bytes_free(data)
 
-    def restore_session(self, data: bytes):
-        if lib.smol_session_restore(self._handle, data, len(data)) != 0:
+    def restore_session(self, data: bytes) -> None:
+        """Replaces the history and cache with save_session()'s bytes (Error
+        "format" for bytes that are not one, "out_of_range" if too long)."""
+        if lib.smol_session_restore(self._live(), data, len(data)) != 0:
             _raise_last()
 
     def tokenize(self, prompt: str, as_text: bool = False) -> List[int]:
         """The ids generate(prompt, prompt_as_text=as_text) would run; text that
         generate() refuses (bad UTF-8) raises the same Error here."""
         n = ctypes.c_size_t(0)
-        ids = _check(lib.smol_tokenize(self._handle, _utf8(prompt), int(as_text),
+        ids = _check(lib.smol_tokenize(self._live(), _utf8(prompt), int(as_text),
                                        ctypes.byref(n)))
         try:
             return ids[:n.value]
@@ -450,18 +597,20 @@ class Generator:
 
     @property
     def n_ctx(self) -> int:
-        return lib.smol_generator_n_ctx(self._handle)
+        """The context's size in tokens."""
+        return lib.smol_generator_n_ctx(self._live())
 
     @property
     def n_cached(self) -> int:
-        return lib.smol_generator_n_cached(self._handle)
+        """The tokens the cache holds."""
+        return lib.smol_generator_n_cached(self._live())
 
-    def cache_memory(self) -> tuple:
+    def cache_memory(self) -> Tuple[int, int]:
         """(owned, shared): the KV cache's bytes held by this generator alone,
         and shared with its forks (a fork shares the cache's blocks until it
         writes them; shared bytes are counted in each fork, held once)."""
         owned, shared = ctypes.c_uint64(0), ctypes.c_uint64(0)
-        if lib.smol_generator_cache_memory(self._handle, ctypes.byref(owned),
+        if lib.smol_generator_cache_memory(self._live(), ctypes.byref(owned),
                                            ctypes.byref(shared)) != 0:
             _raise_last()
         return owned.value, shared.value
@@ -470,51 +619,48 @@ class Generator:
     def history(self) -> List[int]:
         """The ids of the last run's prompt and generated tokens, as the cache holds them."""
         n = ctypes.c_size_t(0)
-        ids = _check(lib.smol_generator_history(self._handle, ctypes.byref(n)))
+        ids = _check(lib.smol_generator_history(self._live(), ctypes.byref(n)))
         try:
             return ids[:n.value]
         finally:
             lib.smol_tokens_free(ids)
 
-    def erase(self, first: int, count: int):
+    def erase(self, first: int, count: int) -> None:
         """Removes history tokens [first, first + count) and their cache entries (the
         later ones move down, nothing is prefilled again). Past the history: Error
         "out_of_range"; from inside a run's callback: "invalid_argument"."""
         if first < 0 or count < 0:
             raise ValueError("erase: first and count must not be negative")
-        if lib.smol_erase(self._handle, first, count) != 0:
+        if lib.smol_erase(self._live(), first, count) != 0:
             _raise_last()
 
-    def close(self):
+    def close(self) -> None:
+        """Frees the generator (cancelling a run still going). Called by `with`
+        and on collection; closing twice does nothing."""
         if self._handle:
             lib.smol_generator_free(self._handle)
             self._handle = None
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        self.close()
-
 
 class Stream:
     """The pieces of one run as an iterator: the run goes on a thread, the
-    pieces come through a queue. Leaving the loop early cancels the run."""
+    pieces come through a queue. Leaving the loop early, close() or the end of
+    a `with` block cancels the run. The run's error (Error, or what a callback
+    raised) is raised where the iteration ends; .result is the Result after a
+    complete one. One pass: iterating again yields nothing."""
 
     _END = object()
 
-    def __init__(self, generator: Generator, run):
+    def __init__(self, generator: Generator, run: Callable[[OnText], Result]):
         self.result: Optional[Result] = None
         self._generator = generator
-        self._queue: "queue.Queue" = queue.Queue()
+        self._queue: "queue.Queue[Any]" = queue.Queue()
         self._error: Optional[BaseException] = None
+        self._finished = False
         self._thread = threading.Thread(target=self._work, args=(run,), daemon=True)
         self._thread.start()
 
-    def _work(self, run):
+    def _work(self, run: Callable[[OnText], Result]) -> None:
         try:
             self.result = run(self._queue.put)
         except BaseException as e:  # handed to the iterating thread
@@ -523,6 +669,11 @@ class Stream:
             self._queue.put(self._END)
 
     def __iter__(self) -> Iterator[str]:
+        # A generator function, so that a loop left early (break, an exception)
+        # runs the finally below when the loop drops it: the run is cancelled
+        # then, not when the Stream itself is collected.
+        if self._finished:
+            return
         try:
             while True:
                 piece = self._queue.get()
@@ -530,18 +681,35 @@ class Stream:
                     break
                 yield piece
         finally:
-            if self._thread.is_alive():
-                self._generator.cancel()
-            self._thread.join()
+            self.close()
         if self._error is not None:
-            raise self._error
+            error, self._error = self._error, None
+            raise error
+
+    def close(self) -> None:
+        """Cancels the run if it is still going and waits for its thread."""
+        if self._finished:
+            return
+        self._finished = True
+        if self._thread.is_alive():
+            self._generator.cancel()
+        self._thread.join()
+
+    def __enter__(self) -> "Stream":
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]],
+                 exc: Optional[BaseException], traceback: Optional[TracebackType]) -> None:
+        self.close()
 
 
-class AsyncGeneration:
-    """A run on the generator's worker thread: poll() each frame, cancel(), wait().
-    .generator is the generator it runs on, kept alive by the handle."""
+class AsyncGeneration(_Closable):
+    """A run on the generator's worker thread (the C++ AsyncGeneration): poll()
+    each frame, cancel(), wait(). .generator is the generator it runs on, kept
+    alive by the handle. close() (or the end of a `with` block) cancels a run
+    still going and frees the handle."""
 
-    def __init__(self, generator: Generator, handle, params: _Params):
+    def __init__(self, generator: Generator, handle: Any, params: _Params):
         self._handle = handle
         self._params = params  # its callbacks must live as long as the run
         # The generator the run is on. Freeing a generator cancels its run, so
@@ -554,21 +722,27 @@ class AsyncGeneration:
     def poll(self) -> str:
         """The text produced since the last poll ("" if none); never blocks."""
         n = ctypes.c_size_t(0)
-        text = lib.smol_async_poll(self._handle, ctypes.byref(n))
+        text = lib.smol_async_poll(self._live(), ctypes.byref(n))
         return ctypes.string_at(text, n.value).decode("utf-8", "replace") if n.value else ""
 
     @property
     def done(self) -> bool:
-        return bool(lib.smol_async_done(self._handle))
+        """Whether the run has ended (then wait() returns at once)."""
+        return bool(lib.smol_async_done(self._live()))
 
-    def cancel(self):
+    def cancel(self) -> None:
+        """Asks the run to stop; it ends "cancelled" soon after. Any thread."""
         lib.smol_async_cancel(self._handle)
 
     def wait(self) -> Result:
-        """Blocks until the run ends (releasing the GIL); raises its error."""
-        return _take_result(lib.smol_async_wait(self._handle))
+        """Blocks until the run ends (releasing the GIL) and returns its Result;
+        raises its Error, or what its logits_hook raised."""
+        result = _take_result(lib.smol_async_wait(self._live()))
+        self._params.errors.raise_if_any()
+        return result
 
-    def close(self):
+    def close(self) -> None:
+        """Cancels the run if it is still going and frees the handle; twice: nothing."""
         if self._handle:
             if self._params.has_callbacks and not self.done:
                 # The worker may still call a callback of ours: let it stop first.
@@ -576,6 +750,3 @@ class AsyncGeneration:
                 lib.smol_result_free(lib.smol_async_wait(self._handle))
             lib.smol_async_free(self._handle)  # cancels a run still going
             self._handle = None
-
-    def __del__(self):
-        self.close()

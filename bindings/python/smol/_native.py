@@ -3,10 +3,12 @@
 The shared library (libsmol.so, smol.dll, libsmol.dylib; CMake target
 smol::shared) is looked for, first found wins:
   1. the path in the environment variable SMOL_LIBRARY;
-  2. beside this package (bindings/python/smol/, or wherever it was copied);
-  3. the build folders of the source tree this package sits in
-     (<repo>/build, then <repo>/build-*/, newest first);
+  2. beside this package (where `pip install bindings/python` puts it, or
+     wherever it was copied);
+  3. only when this package sits in smol's source tree (bindings/python/smol):
+     the tree's build folders (<repo>/build, then <repo>/build-*/, newest first);
   4. the system's library path (ctypes.util.find_library("smol")).
+library_path is the one loaded.
 """
 
 import ctypes
@@ -17,6 +19,7 @@ import sys
 
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_double, c_float, c_int,
                     c_int32, c_int64, c_size_t, c_uint8, c_uint64, c_void_p)
+from typing import List, Optional, Tuple
 
 if sys.platform == "win32":
     LIBRARY_NAMES = ["smol.dll", "libsmol.dll"]
@@ -26,32 +29,47 @@ else:
     LIBRARY_NAMES = ["libsmol.so"]
 
 
-def library_candidates():
+def source_tree() -> Optional[str]:
+    """smol's source tree when this package is its bindings/python/smol, else None.
+    An installed package (site-packages/smol) has no such tree above it, and
+    guessing build folders there would load whatever happens to lie around."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(here)))
+    marker = os.path.join(repo, "include", "smol", "smol.h")
+    return repo if os.path.exists(marker) else None
+
+
+def library_candidates() -> List[str]:
     """The paths tried, in order (the system search comes last, by name)."""
     here = os.path.dirname(os.path.abspath(__file__))
     out = []
     if os.environ.get("SMOL_LIBRARY"):
         out.append(os.environ["SMOL_LIBRARY"])
     out += [os.path.join(here, name) for name in LIBRARY_NAMES]
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(here)))
-    builds = [os.path.join(repo, "build")]
-    builds += sorted(glob.glob(os.path.join(repo, "build-*")), key=os.path.getmtime, reverse=True)
-    for folder in builds:
-        out += [os.path.join(folder, name) for name in LIBRARY_NAMES]
+    repo = source_tree()
+    if repo is not None:
+        builds = [os.path.join(repo, "build")]
+        builds += sorted(glob.glob(os.path.join(repo, "build-*")), key=os.path.getmtime,
+                         reverse=True)
+        for folder in builds:
+            out += [os.path.join(folder, name) for name in LIBRARY_NAMES]
     return out
 
 
-def load_library():
+def load_library() -> Tuple[ctypes.CDLL, str]:
+    """The library and its path; OSError naming every place tried."""
     tried = []
     for path in library_candidates():
         if os.path.exists(path):
-            return ctypes.CDLL(path)
+            return ctypes.CDLL(path), path
         tried.append(path)
     found = ctypes.util.find_library("smol")
     if found:
-        return ctypes.CDLL(found)
-    raise OSError("smol: the shared library was not found; build it (cmake --build build "
-                  "--target smol_shared) or set SMOL_LIBRARY. Tried: " + ", ".join(tried))
+        return ctypes.CDLL(found), found
+    raise OSError("smol: the shared library (libsmol) was not found. Install the package "
+                  "with pip (pip install ./bindings/python builds or bundles it), or build "
+                  "it (cmake -S . -B build && cmake --build build --target smol_shared) "
+                  "and set SMOL_LIBRARY to its path. Tried: " + ", ".join(tried))
 
 
 PROGRESS_FN = CFUNCTYPE(c_int, c_float, c_void_p)
@@ -173,4 +191,5 @@ def declare(lib):
     return lib
 
 
-lib = declare(load_library())
+_lib, library_path = load_library()
+lib = declare(_lib)

@@ -301,3 +301,120 @@ def test_load_from_memory(model):
     from_memory = smol.Model(data=data)
     assert from_memory.identity == model.identity
     assert from_memory.n_vocab == 128256 and from_memory.device == "cpu"
+
+
+def test_with_blocks_close_everything(model):
+    path = fixture_path("tiny-q4km.gguf")
+    with smol.Model(path, n_threads=1) as m, m.generator(n_ctx=128) as gen, \
+            smol.Batcher(m) as batcher:
+        assert not m.closed and not gen.closed and not batcher.closed
+        with gen.generate_async(PROMPT, max_tokens=-1, ignore_eos=True) as run:
+            assert not run.closed
+        # Leaving the block cancelled the run and freed the handle: the
+        # generator takes the next run at once.
+        assert run.closed
+        with gen.stream(PROMPT, max_tokens=-1, ignore_eos=True) as stream:
+            assert next(iter(stream))
+        assert gen.generate(PROMPT, max_tokens=2, temperature=0).tokens
+    for closed in (m, gen, batcher):
+        assert closed.closed
+        closed.close()  # twice: nothing
+    # A closed object refuses, as a closed file does, instead of answering 0 or "".
+    for use in (lambda: m.n_vocab, lambda: m.generator(), lambda: gen.n_ctx,
+                lambda: gen.generate(PROMPT), lambda: gen.history, lambda: smol.Batcher(m),
+                lambda: run.poll(), lambda: run.wait()):
+        with pytest.raises(ValueError, match="closed"):
+            use()
+    gen.cancel()  # any thread, any time: never raises
+
+
+def test_callback_exceptions_leave_the_call(model):
+    class Stop(Exception):
+        pass
+
+    gen = model.generator()
+
+    def on_text(_piece):
+        raise Stop("from on_text")
+
+    with pytest.raises(Stop, match="from on_text"):
+        gen.generate(PROMPT, max_tokens=-1, ignore_eos=True, on_text=on_text)
+    calls = []
+
+    def hook(_logits, _n_vocab):
+        calls.append(1)
+        raise Stop("from the hook")
+
+    with pytest.raises(Stop, match="from the hook"):
+        gen.chat([("user", "Hi")], max_tokens=-1, ignore_eos=True, logits_hook=hook)
+    assert len(calls) == 1  # the run stopped at the first exception
+    run = gen.generate_async(PROMPT, max_tokens=-1, ignore_eos=True, logits_hook=hook)
+    with pytest.raises(Stop, match="from the hook"):
+        run.wait()
+    run.close()
+    # A stream raises its run's error where the iteration ends.
+    with pytest.raises(smol.Error) as error:
+        for _ in gen.stream(PROMPT, grammar="root ::= ("):
+            pass
+    assert error.value.kind == smol.ErrorKind.INVALID_ARGUMENT
+    # The generator is free and consistent after each.
+    assert len(gen.generate(PROMPT, max_tokens=3, ignore_eos=True).tokens) == 3
+
+    def progress(_fraction):
+        raise Stop("from progress")
+
+    with pytest.raises(Stop, match="from progress"):
+        smol.Model(fixture_path("tiny-q4km.gguf"), progress=progress)
+
+
+def test_iteration_and_error_kinds(model):
+    gen = model.generator()
+    stream = gen.stream(PROMPT, max_tokens=6, temperature=0, ignore_eos=True)
+    pieces = list(stream)
+    assert len(stream.result.tokens) == 6 and "".join(pieces) == stream.result.text
+    assert list(stream) == []  # one pass, as a file or a generator
+    with pytest.raises(smol.Error) as error:
+        smol.Model("/nonexistent.gguf")
+    assert error.value.kind is smol.ErrorKind.IO and error.value.kind == "io"
+    assert str(error.value).startswith("io: ")
+    assert {k.value for k in smol.ErrorKind} >= {"io", "format", "cancelled", "resource"}
+
+
+def test_public_api_is_typed_and_documented():
+    import inspect
+    import typing
+
+    assert smol.__version__ == smol.version()
+    assert os.path.exists(smol.library_path)
+    for name in smol.__all__:
+        obj = getattr(smol, name)
+        if not inspect.isclass(obj) and not inspect.isfunction(obj):
+            continue
+        assert obj.__doc__, f"smol.{name} has no docstring"
+        members = [(name, obj)] if inspect.isfunction(obj) else [
+            (f"{name}.{m}", f) for m, f in vars(obj).items()
+            if not m.startswith("_") and (inspect.isfunction(f) or isinstance(f, property))]
+        for qualified, member in members:
+            function = member.fget if isinstance(member, property) else member
+            assert function.__doc__, f"smol.{qualified} has no docstring"
+            hints = typing.get_type_hints(function)  # the forward references resolve
+            assert "return" in hints, f"smol.{qualified} has no return type"
+    # PEP 561: type checkers read the package's hints.
+    assert os.path.exists(os.path.join(os.path.dirname(smol.__file__), "py.typed"))
+
+
+
+def test_the_installed_package_stands_alone():
+    # Set by the python_installed ctest: these tests must have run on the
+    # package pip put into that venv, with the libsmol it bundled (not the
+    # source tree's package, nor a library found through SMOL_LIBRARY).
+    venv = os.environ.get("SMOL_EXPECT_INSTALLED_IN")
+    if not venv:
+        pytest.skip("SMOL_EXPECT_INSTALLED_IN not set (the python_installed ctest sets it)")
+    from importlib import metadata
+
+    venv = os.path.realpath(venv)
+    package = os.path.dirname(os.path.realpath(smol.__file__))
+    assert package.startswith(venv + os.sep), package
+    assert os.path.dirname(os.path.realpath(smol.library_path)) == package
+    assert metadata.version("smol") == smol.version() == smol.__version__
