@@ -96,11 +96,14 @@
 //       token_to_piece append_piece vocab_size bos_id eos_id eot_id pad_id add_bos pre_type
 //       end_of_generation_ids is_end_of_generation token_id token_text token_type is_control
 //       is_special file detail_table_stats
-//   model/backend.hpp
-//     Device, device_name, parse_device, KVType, kv_type_name, parse_kv_type, kv_row_bytes, KVPart,
-//       CacheMemory, ForwardOptions, Segment, DeviceBackendFactory
+//   model/device.hpp
+//     Device, device_name, parse_device
+//   model/backend_cache.hpp
+//     KVType, kv_type_name, parse_kv_type, kv_row_bytes, KVPart, CacheMemory
 //     BackendCache: size n_ctx n_layers n_kv_heads head_dim device truncate clear memory serialize
 //       restore try_restore clone
+//   model/backend.hpp
+//     ForwardOptions, Segment, DeviceBackendFactory
 //     Backend: device name vocab_size context_length max_chunk default_chunk batch_rows
 //       try_make_cache make_cache try_erase erase try_forward forward
 //   model/config.hpp
@@ -109,10 +112,12 @@
 //     KVCache: try_create fork clone memory type row_bytes bytes compatible set_size prepare_write
 //       block_table block_shift stream_offset row store erase_positions load_row serialize
 //       deserialize try_deserialize restore try_restore
-//   model/smollm3.hpp
+//   model/forward_zones.hpp
 //     ForwardZone, forward_zone_name, ForwardZoneTimes, ForwardZoneRecorder
+//   model/smollm3.hpp
 //     SmolLM3: try_create config weights file kernels use_kernels rope file_ptr interleave_weights
 //       forward
+//   model/cpu_backend.hpp
 //     CpuBackend: name network thread_pool
 //   model/weights.hpp
 //     LayerWeights
@@ -222,11 +227,12 @@
 //   quant/quantize.hpp
 //     QuantizeEffort, quantize_row_f32, quantize_row_f16, quantize_row_bf16, quantize_row_q8_0,
 //       quantize_row_q8_k, quantize_row_q4_k, quantize_row_q5_k, quantize_row_q6_k
-//   constrain/grammar.hpp
+//   constrain/compiled_grammar.hpp
 //     GrammarLimits
 //     ByteSet: test set set_range empty
 //     Grammar: Kind Position try_parse parse root n_rules alternatives position n_positions
 //       byte_set n_byte_sets rule_name saturated_position position_rule has_repetition_families
+//   constrain/grammar_compiler.hpp
 //     GrammarCompiler: run
 //   constrain/json_schema.hpp
 //     try_json_schema_to_grammar, json_schema_to_grammar

@@ -27,12 +27,14 @@
 // Each matrix input is quantized once (Q8_K32 for the K-quants, see
 // kernels/activations.hpp); q/k/v and gate/up, which read the same input, each
 // run as one matmul_batch.
-// The work buffers of a pass (Workspace) come from a small pool the SmolLM3
-// keeps (WorkspacePool): once warm, a decode step allocates nothing.
+// The work buffers of a pass (Workspace, model/detail/forward_workspace.hpp)
+// come from a small pool the SmolLM3 keeps (WorkspacePool): once warm, a decode
+// step allocates nothing. Each step opens a timing zone (model/forward_zones.hpp).
 //
-// CpuBackend (end of file) puts this forward pass behind the backend seam of
-// model/backend.hpp; forward() below is that seam over one segment, so the
-// argument checks and the chunking exist once, in Backend::forward.
+// CpuBackend (model/cpu_backend.hpp, included at the end) puts this forward
+// pass behind the backend seam of model/backend.hpp; forward() below is that
+// seam over one segment, so the argument checks and the chunking exist once,
+// in Backend::forward.
 //
 // Contract of forward(tokens, n, start_pos, kv, logits, pool, options):
 //   - start_pos <= kv.size() (positions from start_pos on are overwritten) and
@@ -54,13 +56,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -72,97 +72,12 @@
 #include "../kernels/kernels.hpp"
 #include "backend.hpp"
 #include "config.hpp"
+#include "detail/forward_workspace.hpp"
+#include "forward_zones.hpp"
 #include "kv_cache.hpp"
 #include "weights.hpp"
 
 SMOL_NAMESPACE_BEGIN
-
-// ---- Timing zones ------------------------------------------------------------------
-// Where a pass's time goes, op by op, measured inside the pass itself (smol-bench
-// --ops), so the profile follows the forward order by construction. A thread opts
-// in with a ForwardZoneRecorder; every pass it then runs (Model::forward, a step
-// of the CPU backend) adds each zone's wall time, pool barriers included, and the
-// weight bytes its matrices read.
-//
-// A run-time switch rather than a compile-time one: a unit that compiled the
-// zones in would need its own copy of every smol type (its own ABI tag,
-// detail/abi.hpp, as ISA flags get) to keep one definition per name, and such a
-// unit could not link the prebuilt smol::cuda library, which smol-bench needs.
-// Switched off, a zone costs a test of a pointer the pass read once (about ten
-// zones per layer): no clock is read, no result changes.
-enum class ForwardZone : uint32_t {
-    embed,        // token rows and the RoPE table of the pass
-    rmsnorm,      // 2 per layer + the head's
-    quantize,     // a matrix input into its activation format, once per format of each y = Wx
-    attn_qkv,     // q, k, v as one matmul_batch
-    rope,         // rotating q and k
-    kv_store,     // k, v into each row's cache
-    attention,    // scores, softmax, weighted values
-    attn_output,  // Wo
-    residual,     // x += Wo o, x += Wdown h
-    ffn_gate_up,  // gate, up as one matmul_batch
-    swiglu,
-    ffn_down,
-    lm_head,  // the head's matrix (and the copy into several chunks' logits)
-};
-constexpr size_t kForwardZones = size_t(ForwardZone::lm_head) + 1;
-
-inline const char* forward_zone_name(ForwardZone zone) noexcept {
-    static constexpr const char* kNames[kForwardZones] = {
-        "embed",       "rmsnorm",  "quantize",    "attn_q+k+v", "rope",     "kv_store", "attention",
-        "attn_output", "residual", "ffn_gate+up", "swiglu",     "ffn_down", "lm_head"};
-    return size_t(zone) < kForwardZones ? kNames[size_t(zone)] : "?";
-}
-
-// Totals over the passes a ForwardZoneRecorder saw.
-struct ForwardZoneTimes {
-    double ms[kForwardZones] = {};            // wall time inside each zone
-    double weight_bytes[kForwardZones] = {};  // bytes of the matrices each zone multiplied
-    uint64_t passes = 0;
-};
-
-namespace detail {
-// The totals the current thread's passes add to; null: not timed.
-inline thread_local ForwardZoneTimes* forward_zone_times = nullptr;
-
-// Adds the time from its construction to its end to zone `zone` of *times (if any).
-class ZoneTimer {
-public:
-    ZoneTimer(ForwardZoneTimes* times, ForwardZone zone) noexcept : times_(times), zone_(zone) {
-        if (times_) start_ = std::chrono::steady_clock::now();
-    }
-    ~ZoneTimer() {
-        if (times_)
-            times_->ms[size_t(zone_)] +=
-                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_)
-                    .count();
-    }
-    ZoneTimer(const ZoneTimer&) = delete;
-    ZoneTimer& operator=(const ZoneTimer&) = delete;
-
-private:
-    ForwardZoneTimes* times_;
-    ForwardZone zone_;
-    std::chrono::steady_clock::time_point start_{};
-};
-}  // namespace detail
-
-// While it lives, the passes this thread runs add their zones to `times`
-// (nested recorders: the innermost wins, the outer one resumes after it).
-class ForwardZoneRecorder {
-public:
-    explicit ForwardZoneRecorder(ForwardZoneTimes& times) noexcept
-        : previous_(detail::forward_zone_times) {
-        detail::forward_zone_times = &times;
-    }
-    ~ForwardZoneRecorder() { detail::forward_zone_times = previous_; }
-    ForwardZoneRecorder(const ForwardZoneRecorder&) = delete;
-    ForwardZoneRecorder& operator=(const ForwardZoneRecorder&) = delete;
-
-private:
-    ForwardZoneTimes* previous_;
-};
-
 class SmolLM3 {
 public:
     // Reads the config and binds the weights of `file` (kept alive by the model);
@@ -241,54 +156,12 @@ public:
 private:
     friend class CpuBackend;
 
-    // One row of a pass: a token at position `pos` of the sequence whose keys
-    // and values live in *kv.
-    struct Row {
-        KVCache* kv;
-        size_t pos;
-    };
-
-    // The work buffers of a pass over m rows. They only grow (grow() below),
-    // so a workspace that served a pass serves any smaller one without
-    // allocating; stale contents are never read (each step writes what it
-    // reads next).
-    struct Workspace {
-        explicit Workspace(const kernels::KernelSet& k) : input(k) {}
-        std::vector<Row> rows;        // [m]: each row's cache and position
-        std::vector<float> x;         // [m][hidden]: the residual stream
-        std::vector<float> normed;    // [m][hidden]: rmsnorm(x) * weight, the next
-                                      // matrices' input (the head's: [wanted][hidden])
-        std::vector<float> q;         // [m][n_heads][head_dim]
-        std::vector<float> k, v;      // [m][n_kv_heads][head_dim]
-        std::vector<float> attn;      // [m][n_heads][head_dim]: attention's output, Wo's input
-        std::vector<float> out;       // [m][hidden]: Wo attn or Wdown h, added to x
-        std::vector<float> gate, up;  // [m][ffn]; gate then holds silu(gate) * up
-        std::vector<float> rope_cos;  // [m][rope_dims / 2]: cos(pos_r * frequency_i)
-        std::vector<float> rope_sin;  // [m][rope_dims / 2]
-        std::vector<float> scores;    // [threads][heads_per_kv][positions]: one softmax row
-                                      // per query head of a GQA group (sized for n_ctx)
-        std::vector<float> logits;    // [wanted][vocab]: the head's rows when several
-                                      // chunks want logits (one chunk: its own buffer)
-        std::vector<size_t> sequence_sizes;  // [chunks]: rows per chunk of the pass (or per
-                                             // chunk's logits)
-        QuantizedInput input;  // the current matrix input [m][cols], quantized to the format
-                               // the matrix's type reads
-        MatmulScratch matmul;  // matmul_batch's plans and tile buffers, kept so that a warm
-                               // step (decode or prompt chunk) allocates nothing
-        ForwardZoneTimes* zones = nullptr;  // where this pass's zones add up (null: untimed)
-
-        // Bytes of the buffers that grow with the rows of a pass (all but the
-        // scores, which follow the caches' context instead, and the quantized
-        // input, about a quarter of gate/up).
-        size_t row_bytes_held() const noexcept {
-            size_t bytes =
-                rows.capacity() * sizeof(Row) + sequence_sizes.capacity() * sizeof(size_t);
-            for (const std::vector<float>* b :
-                 {&x, &normed, &q, &k, &v, &attn, &out, &gate, &up, &rope_cos, &rope_sin, &logits})
-                bytes += b->capacity() * sizeof(float);
-            return bytes;
-        }
-    };
+    // One row of a pass (a token, its position and cache) and the work
+    // buffers of a pass with their pool: the run state
+    // (model/detail/forward_workspace.hpp).
+    using Row = detail::ForwardRow;
+    using Workspace = detail::ForwardWorkspace;
+    using WorkspacePool = detail::ForwardWorkspacePool;
 
     // What one row of a pass takes in a workspace's row buffers (the logits aside).
     size_t workspace_bytes_per_row() const noexcept {
@@ -303,42 +176,6 @@ private:
         if (v.size() < n) v.resize(n);
         return v.data();
     }
-
-    // The workspaces of the passes, shared by every thread that runs one: a
-    // step takes one (or makes one when none is idle: the first step, or more
-    // steps at once than ever before) and gives it back when done, so a warm
-    // decode step allocates nothing, while the buffers of a long prefill (a
-    // 512-row pass of the 3B file needs ~67 MB) are not held after it.
-    // Rule: at most kIdle workspaces wait here, and one whose row buffers
-    // exceed kKeepBytes is freed instead of kept (a decode step of 8 sequences
-    // of the 3B file uses ~5 MB, a prefill chunk of 256 rows ~34 MB); a step
-    // expected to exceed it gets a new workspace, so the idle ones stay as
-    // small as the decode steps that use them.
-    class WorkspacePool {
-    public:
-        static constexpr size_t kIdle = 4;
-        static constexpr size_t kKeepBytes = size_t(32) << 20;
-
-        std::unique_ptr<Workspace> take(const kernels::KernelSet& kernel_set, size_t bytes) {
-            if (bytes <= kKeepBytes) {
-                std::lock_guard<std::mutex> lock(mutex_);
-                if (n_idle_ > 0) return std::move(idle_[--n_idle_]);
-            }
-            return std::unique_ptr<Workspace>(new Workspace(kernel_set));
-        }
-
-        void give_back(std::unique_ptr<Workspace> workspace) noexcept {
-            if (workspace->row_bytes_held() > kKeepBytes) return;  // freed here, outside the lock
-            workspace->zones = nullptr;
-            std::lock_guard<std::mutex> lock(mutex_);
-            if (n_idle_ < kIdle) idle_[n_idle_++] = std::move(workspace);
-        }
-
-    private:
-        std::mutex mutex_;
-        std::unique_ptr<Workspace> idle_[kIdle];
-        size_t n_idle_ = 0;
-    };
 
     // A workspace from the pool for one scope (a backend step of `rows` rows).
     class WorkspaceLease {
@@ -638,79 +475,7 @@ private:
     std::shared_ptr<WorkspacePool> workspaces_;
 };
 
-// The CPU backend: SmolLM3 on a thread pool behind the Backend seam. Both are
-// borrowed (smol::Model owns them). forward_step runs every chunk of a step as
-// one pass (SmolLM3::run_pass): the rows of all chunks go through each matrix
-// together, so a decode step of N sequences reads and unpacks the weights once,
-// not N times.
-class CpuBackend final : public Backend {
-public:
-    CpuBackend(const SmolLM3& net, ThreadPool& pool) noexcept
-        : Backend(Device::cpu, &detail::kCpuCacheOwner, net.config().vocab_size,
-                  net.config().context_length, net.config().n_layers, net.config().n_kv_heads,
-                  net.config().head_dim, /*max_chunk=*/0, ForwardOptions::kDefaultChunk),
-          net_(&net),
-          pool_(&pool) {
-        batch_rows_ = size_t(kernels::kMaxTileCols);
-    }
-
-    std::string name() const override {
-        return std::string("cpu (") + cpu_level_name(net_->kernels().level) + ", " +
-               std::to_string(pool_->size()) + (pool_->size() == 1 ? " thread)" : " threads)");
-    }
-
-    const SmolLM3& network() const noexcept { return *net_; }
-    ThreadPool& thread_pool() const noexcept { return *pool_; }
-
-protected:
-    Expected<std::unique_ptr<BackendCache>> do_make_cache(size_t n_ctx, KVType type,
-                                                          uint64_t memory_budget) const override {
-        SMOL_TRY_ASSIGN(KVCache cache,
-                        KVCache::try_create(net_->config(), n_ctx, type, memory_budget));
-        return std::unique_ptr<BackendCache>(new KVCache(std::move(cache)));
-    }
-    Status do_erase(BackendCache& cache, size_t first, size_t count) const override {
-        // The seam checked that the cache is a KVCache (device cpu, the CPU owner tag).
-        return static_cast<KVCache&>(cache).erase_positions(first, count, net_->config(),
-                                                            net_->rope());
-    }
-
-    // Passes of whole chunks, at most kMaxPassRows rows each (or one longer
-    // chunk): the work buffers grow with the rows ([rows][ffn] twice), and past
-    // a few hundred rows a weight read is already shared by so many that
-    // another pass costs little.
-    static constexpr size_t kMaxPassRows = 2 * ForwardOptions::kDefaultChunk;
-
-    // The step's passes share one workspace from the network's pool.
-    Status forward_step(const Segment* chunks, size_t n_chunks,
-                        const std::atomic<bool>* cancel) const override {
-        size_t rows = 0;
-        for (size_t i = 0; i < n_chunks; ++i) {
-            rows += chunks[i].n_tokens;
-            // The seam checked that each cache is a KVCache (device cpu, the CPU owner tag).
-            SMOL_TRY(static_cast<KVCache*>(chunks[i].cache)
-                         ->prepare_write(chunks[i].start, chunks[i].n_tokens));
-        }
-        const SmolLM3::WorkspaceLease workspace(*net_, rows);
-        for (size_t first = 0; first < n_chunks;) {
-            size_t end = first + 1, rows = chunks[first].n_tokens;
-            while (end < n_chunks && rows + chunks[end].n_tokens <= kMaxPassRows)
-                rows += chunks[end++].n_tokens;
-            SMOL_TRY(net_->run_pass(chunks + first, end - first, *pool_, cancel, *workspace));
-            first = end;
-        }
-        return {};
-    }
-
-private:
-    const SmolLM3* net_;
-    ThreadPool* pool_;
-};
-
-inline void SmolLM3::forward(const int32_t* tokens, size_t n, size_t start_pos, KVCache& kv,
-                             float* logits, ThreadPool& pool, const ForwardOptions& options) const {
-    CpuBackend(*this, pool)
-        .forward(Segment{tokens, n, start_pos, &kv, logits, options.all_logits}, options);
-}
-
 SMOL_NAMESPACE_END
+
+// CpuBackend, which SmolLM3::forward runs on the spot.
+#include "cpu_backend.hpp"
