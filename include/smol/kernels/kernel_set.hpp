@@ -44,9 +44,7 @@ using TileKernel = void (*)(const uint8_t* w, size_t w_row_bytes, size_t n_rows,
 
 // Most tokens one tile serves: each weight block is unpacked (and, with AVX2,
 // transposed) once per this many tokens. 8 beat 4 and 6 columns with the AVX2
-// Q4_K tile (benchmarks/log/2026-11.md, "Moved from code comments"); wider tiles
-// were tried at avx512 and not kept (benchmarks/log/2026-11.md, "Packed Q4_K rows for the
-// prompt's mat-mat, side by side").
+// Q4_K tile; wider tiles were tried at avx512 and not kept.
 constexpr int kMaxTileCols = 8;
 
 // One kernel per column count: [n - 1] is the tile of n columns.

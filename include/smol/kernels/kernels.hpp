@@ -5,6 +5,21 @@
 // (kernels/kernel_set.hpp) chosen by kernels/dispatch.hpp from what the CPU
 // supports (or SMOL_CPU / LoadOptions::cpu), never by the consumer's flags.
 //
+// Which kernel runs, from a model's matmul_batch to a tile:
+//   1. the set: the level (kernels/dispatch.hpp: kernel_set(level, params),
+//      built by the level's make_kernel_set(params) and completed with the
+//      scalar spec where the level has no tiles; the load log's "kernels"
+//      line prints what it has per type) and its tuning (KernelParams: which
+//      one-token tile candidates, how many decode chunks; same bits for all);
+//   2. the plan (kernels/matmul_plan.hpp): per matrix and per sequence of the
+//      input, the row layout: converted rows from the type's
+//      convert_min_tokens tokens (where the set has them), packed rows from
+//      packed.min_tokens, interleaved tiles where the matrix was interleaved at
+//      load and the set reads it so, else the rows as stored; then the chunks;
+//   3. the run (run_batch): each chunk's rows through that layout's TileRow,
+//      tokens in groups of at most kMaxTileCols (tiles[n - 1] for n tokens),
+//      i.e. for a decode token tiles[0] of the stored or interleaved layout.
+//
 // Public API (namespace smol):
 //
 //   struct WeightMatrix   the host view of one matrix (quant/weight_matrix.hpp):

@@ -36,8 +36,8 @@
 //      go through the tiles in as few groups of at most kMaxTileCols as
 //      possible, of near-equal sizes (9 as 5 + 4, not 8 + 1): a token's bits do
 //      not depend on its group, and a lone column runs the slowest tile per token.
-// The measurements behind 3 and 4: benchmarks/log/2026-11.md, "Batched steps: wide
-// Q6_K rows in twos, steps that end on 8 rows, and where the bound is".
+// Rules 3 and 4 follow measurements (benchmarks/RESULTS.md and the log have
+// them); the rules themselves stand as written.
 #pragma once
 
 #include "../detail/abi.hpp"

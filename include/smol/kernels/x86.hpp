@@ -209,7 +209,7 @@ inline const Block* block_row(const uint8_t* base, size_t row_bytes, size_t row)
 //
 // Multiplying one 32-weight sub-block per vector needs one madd per vector to
 // apply that sub-block's scale: per 256 weights and token, 8 maddubs + 8 madd +
-// 8 add (benchmarks/log/2026-11.md, "Kernels": the steps to these kernels). The
+// 8 add. The
 // kernels below first transpose the weights in
 // registers so that every vector holds 4 weights of each of 4 sub-blocks (one per
 // 32-bit element): then int16 maddubs results of several vectors can be summed
@@ -391,9 +391,7 @@ inline KernelSet make_kernel_set(const KernelParams& p = {}) noexcept {
 
     // Q6_K has no converted rows here, so it is multiplied as stored at every
     // batch size: without vpdpbusd its signed 8-bit values need the sign trick
-    // per instruction, which measured slower than the stored rows
-    // (benchmarks/log/2026-11.md, "Long batches on converted rows: the reference's
-    // rule, side by side").
+    // per instruction, which measured slower than the stored rows.
     set.of(GGMLType::Q6_K).tiles = tile_row([](auto n) { return &tile_q6k<decltype(n)::value>; });
     use_stored_prefetch(set, p);
     return set;
@@ -411,8 +409,7 @@ inline KernelSet make_kernel_set(const KernelParams& p = {}) noexcept {
     // No packed Q4_K, although this level compiles the same tiles
     // (tile_k4<PackedQ4K256>, same bits): packing was added for the avx2 level
     // and measured only there, with that level forced on a CPU that could not
-    // run this one (benchmarks/log/2026-11.md, "Packed Q4_K rows for the prompt's
-    // mat-mat, side by side"); it stays off here until measured on an AVX-VNNI
+    // run this one; it stays off here until measured on an AVX-VNNI
     // CPU. Since converted rows serve 32 tokens and more, it could only help
     // runs of 9 to 31 tokens.
     TypeKernels& q4k = set.of(GGMLType::Q4_K);

@@ -102,7 +102,7 @@ public:
     // The rows a step computes for about the cost of one group of them (0: not
     // known): a step's cost climbs a stair past each multiple. The CPU's tiles
     // take up to 8 rows at a time, so a 9th row is a second pass over the
-    // weights (benchmarks/log/2026-11.md, "Batched steps"). A scheduler that fills steps
+    // weights. A scheduler that fills steps
     // (smol::Batcher) stops at a multiple.
     size_t batch_rows() const noexcept { return batch_rows_; }
 

@@ -60,50 +60,44 @@ inline void dequantize_row_q8_k(const BlockQ8K* src, float* dst, size_t n) noexc
     }
 }
 
-inline void dequantize_row_q4_k(const BlockQ4K* src, float* dst, size_t n) noexcept {
+namespace detail {
+// Q4_K and Q5_K: per 64-weight chunk c, sub-block 2c takes the low nibbles of
+// qs[32c..32c+31] and 2c + 1 the high ones, each weight d * scale * q - dmin *
+// min; Q5_K adds bit 2c (low) / 2c + 1 (high) of qh[i] as the fifth bit.
+template <bool has_high_bit, class Block>
+inline void dequantize_row_k4(const Block* src, float* dst, size_t n) noexcept {
     for (size_t b = 0; b < n / QK_K; ++b) {
-        const BlockQ4K& block = src[b];
+        const Block& block = src[b];
         const float d = fp16_to_fp32(block.d);
         const float dmin = fp16_to_fp32(block.dmin);
         float* out = dst + b * QK_K;
         for (int chunk = 0; chunk < 4; ++chunk) {
             uint8_t scale_lo, min_lo, scale_hi, min_hi;
-            detail::unpack_scale_min_k4(block.scales, 2 * chunk, scale_lo, min_lo);
-            detail::unpack_scale_min_k4(block.scales, 2 * chunk + 1, scale_hi, min_hi);
+            unpack_scale_min_k4(block.scales, 2 * chunk, scale_lo, min_lo);
+            unpack_scale_min_k4(block.scales, 2 * chunk + 1, scale_hi, min_hi);
             const float step_lo = d * float(scale_lo), offset_lo = dmin * float(min_lo);
             const float step_hi = d * float(scale_hi), offset_hi = dmin * float(min_hi);
             const uint8_t* qs = block.qs + 32 * chunk;
             for (int i = 0; i < 32; ++i) {
-                out[64 * chunk + i] = step_lo * float(qs[i] & 0x0F) - offset_lo;
-                out[64 * chunk + 32 + i] = step_hi * float(qs[i] >> 4) - offset_hi;
-            }
-        }
-    }
-}
-
-inline void dequantize_row_q5_k(const BlockQ5K* src, float* dst, size_t n) noexcept {
-    for (size_t b = 0; b < n / QK_K; ++b) {
-        const BlockQ5K& block = src[b];
-        const float d = fp16_to_fp32(block.d);
-        const float dmin = fp16_to_fp32(block.dmin);
-        float* out = dst + b * QK_K;
-        for (int chunk = 0; chunk < 4; ++chunk) {
-            uint8_t scale_lo, min_lo, scale_hi, min_hi;
-            detail::unpack_scale_min_k4(block.scales, 2 * chunk, scale_lo, min_lo);
-            detail::unpack_scale_min_k4(block.scales, 2 * chunk + 1, scale_hi, min_hi);
-            const float step_lo = d * float(scale_lo), offset_lo = dmin * float(min_lo);
-            const float step_hi = d * float(scale_hi), offset_hi = dmin * float(min_hi);
-            const uint8_t* qs = block.qs + 32 * chunk;
-            const uint8_t bit_lo = uint8_t(1u << (2 * chunk));
-            const uint8_t bit_hi = uint8_t(1u << (2 * chunk + 1));
-            for (int i = 0; i < 32; ++i) {
-                const int q_lo = (qs[i] & 0x0F) | ((block.qh[i] & bit_lo) ? 16 : 0);
-                const int q_hi = (qs[i] >> 4) | ((block.qh[i] & bit_hi) ? 16 : 0);
+                int q_lo = qs[i] & 0x0F, q_hi = qs[i] >> 4;
+                if constexpr (has_high_bit) {
+                    q_lo |= ((block.qh[i] >> (2 * chunk)) & 1) << 4;
+                    q_hi |= ((block.qh[i] >> (2 * chunk + 1)) & 1) << 4;
+                }
                 out[64 * chunk + i] = step_lo * float(q_lo) - offset_lo;
                 out[64 * chunk + 32 + i] = step_hi * float(q_hi) - offset_hi;
             }
         }
     }
+}
+}  // namespace detail
+
+inline void dequantize_row_q4_k(const BlockQ4K* src, float* dst, size_t n) noexcept {
+    detail::dequantize_row_k4<false>(src, dst, n);
+}
+
+inline void dequantize_row_q5_k(const BlockQ5K* src, float* dst, size_t n) noexcept {
+    detail::dequantize_row_k4<true>(src, dst, n);
 }
 
 inline void dequantize_row_q6_k(const BlockQ6K* src, float* dst, size_t n) noexcept {
