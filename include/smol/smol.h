@@ -71,6 +71,7 @@
  * targets (integers are int64_t, reals double), so no struct has padding a
  * later field could fall into. Planned next: more KV cache types
  * (smol_kv_type gains values).
+
  *
  * Long conversations (C++: "Long conversations" in generation/generator.hpp).
  * With SMOL_CONTEXT_SHIFT in smol_generator_options.context_policy, a prompt
@@ -164,6 +165,13 @@ typedef enum smol_context_policy {
     SMOL_CONTEXT_SHIFT = 1 /* the oldest tokens after n_keep leave the context */
 } smol_context_policy;
 
+/* The kernels' tuning at load (C++ TuneMode, kernels/tune.hpp). */
+typedef enum smol_tune_mode {
+    SMOL_TUNE_AUTO = 0, /* measure for models of at least 256 MiB of weights */
+    SMOL_TUNE_ON = 1,   /* measure whatever the size */
+    SMOL_TUNE_OFF = 2   /* the defaults */
+} smol_tune_mode;
+
 typedef enum smol_stop_reason {
     SMOL_STOP_EOS = 0,
     SMOL_STOP_MAX_TOKENS = 1,
@@ -202,6 +210,18 @@ typedef struct smol_load_options {
     void* progress_user_data;
     smol_log_fn log; /* may be NULL (silent) */
     void* log_user_data;
+    /* The kernels' speed-only settings (same bits whatever they are; C++
+     * LoadOptions::tune, tune_file, kernel_params). */
+    int64_t tune;          /* smol_tune_mode; default SMOL_TUNE_AUTO (SMOL_TUNE=off wins) */
+    const char* tune_file; /* where tuned settings are remembered; NULL or "": none */
+    /* Nonzero: pin the four settings below instead of tuning (each one of its
+     * candidates in kernels/kernel_set.hpp, else SMOL_ERR_INVALID_ARGUMENT);
+     * default 0. Their defaults are the C++ KernelParams' own. */
+    int64_t pin_kernel_params;
+    int64_t kernel_pace_steps;
+    int64_t kernel_interleaved_prefetch;
+    int64_t kernel_stored_prefetch;
+    int64_t kernel_decode_chunks;
 } smol_load_options;
 
 SMOL_API void smol_load_options_init(smol_load_options* options) SMOL_NOEXCEPT;
@@ -223,14 +243,49 @@ SMOL_API const char* smol_model_cpu_level(const smol_model* model) SMOL_NOEXCEPT
 SMOL_API smol_device smol_model_device(const smol_model* model) SMOL_NOEXCEPT;
 SMOL_API size_t smol_model_n_vocab(const smol_model* model) SMOL_NOEXCEPT;
 SMOL_API size_t smol_model_n_ctx_train(const smol_model* model) SMOL_NOEXCEPT;
+/* The kernel settings the load chose and why ("pace 60, ... (tuned in 180
+ * ms)" or "... (not tuned: <reason>)"; C++ Model::tuning().text()). Valid as
+ * long as the model handle; "" for NULL. */
+SMOL_API const char* smol_model_tuning(const smol_model* model) SMOL_NOEXCEPT;
+
+/* The text of token ids, as bytes (C++ Tokenizer::decode: a sequence may end
+ * inside a UTF-8 character, so the bytes need not be valid UTF-8); special
+ * tokens as their text, or left out when render_special is 0. NUL-terminated,
+ * *length bytes (length may be NULL); release with smol_string_free. NULL on
+ * failure: model NULL, ids NULL with n_ids > 0, an id outside the vocabulary
+ * (SMOL_ERR_INVALID_ARGUMENT). */
+SMOL_API char* smol_detokenize(const smol_model* model, const int32_t* ids, size_t n_ids,
+                               int render_special, size_t* length) SMOL_NOEXCEPT;
+SMOL_API void smol_string_free(char* text) SMOL_NOEXCEPT;
 
 /* ------------------------------------------------------------ batcher */
 
 /* Generators given one batcher decode in shared forward passes (many NPCs at
  * the speed of one); C++: generation/batcher.hpp, with its default options. */
 typedef struct smol_batcher smol_batcher;
-/* NULL on failure (model NULL: SMOL_ERR_INVALID_ARGUMENT). */
+/* How a batcher schedules (C++ BatcherOptions, same defaults and meaning). */
+typedef struct smol_batcher_options {
+    uint64_t size;     /* sizeof(smol_batcher_options) */
+    int64_t max_batch; /* requests (sequences) per step; 8 */
+    /* Prompt tokens per step of one request while others wait: at most this
+     * many, fewer when more would make a step slower than max_step_slowdown x
+     * a step without prompt tokens. 64 and 1.8. */
+    int64_t prefill_shared;
+    double max_step_slowdown;
+    int64_t prefill_alone; /* prompt tokens per step when alone */
+    /* How long a step waits for members between two steps: gather_ms, or
+     * gather_fraction of a step's measured time if longer. 5 ms and 0.25. */
+    double gather_ms;
+    double gather_fraction;
+} smol_batcher_options;
+
+SMOL_API void smol_batcher_options_init(smol_batcher_options* options) SMOL_NOEXCEPT;
+/* NULL on failure (model NULL: SMOL_ERR_INVALID_ARGUMENT). The default options. */
 SMOL_API smol_batcher* smol_batcher_new(const smol_model* model) SMOL_NOEXCEPT;
+/* As smol_batcher_new, with options (NULL: the defaults; a negative or zero
+ * count where one is needed: SMOL_ERR_INVALID_ARGUMENT). */
+SMOL_API smol_batcher* smol_batcher_new_with_options(
+    const smol_model* model, const smol_batcher_options* options) SMOL_NOEXCEPT;
 /* Generators that use it keep it alive. */
 SMOL_API void smol_batcher_free(smol_batcher* batcher) SMOL_NOEXCEPT;
 
@@ -324,7 +379,7 @@ typedef struct smol_tool {
     const char* parameters;
 } smol_tool;
 
-/* The arrays (logit_bias, stop, tools) come with their counts: a negative
+/* The arrays (logit_bias, stop, tools, ...) come with their counts: a negative
  * count, or a NULL array with a positive count, is SMOL_ERR_INVALID_ARGUMENT
  * (a NULL array with count 0 is none), as is a NULL stop string. */
 typedef struct smol_params {
@@ -365,6 +420,31 @@ typedef struct smol_params {
     int64_t json_max_exponent_digits;
     int64_t json_max_any_depth;
     int64_t constrain_tool_calls; /* 0 */
+    /* DRY, the repetition penalty on extended repeats (C++ SamplingParams). */
+    double dry_multiplier;      /* 0: off; must be >= 0 */
+    double dry_base;            /* 1.75; < 1: off */
+    int64_t dry_allowed_length; /* 2: repeats this long go unpenalized; >= 1 */
+    int64_t dry_penalty_last_n; /* -1: the whole history; 0: off */
+    /* Strings that end a repeat: smol_params_init points this at the C++
+     * defaults ("\n", ":", "\"", "*"; a static array, never freed); a count of
+     * 0 is none. A NULL string is SMOL_ERR_INVALID_ARGUMENT. */
+    const char* const* dry_sequence_breakers;
+    int64_t n_dry_sequence_breakers;
+    /* XTC: with this probability, drop the likeliest tokens above threshold. */
+    double xtc_probability; /* 0: off; in [0, 1] */
+    double xtc_threshold;   /* 0.1; > 0.5: off */
+    /* Lookup decoding (C++ LookupParams, generation/lookup.hpp): drafts from
+     * the context, checked k at a time; the same tokens as plain decoding. */
+    int64_t lookup;           /* nonzero: on; default 0 */
+    int64_t lookup_k;         /* drafted tokens per step, 1..16; 4 */
+    int64_t lookup_max_ngram; /* longest suffix looked up, 1..16; 3 */
+    /* The chat template's raw xml_tools (each inserted verbatim inside
+     * <tools></tools>; ignored when tools are given) and python_tools (the
+     * "<code>" section's descriptions). */
+    const char* const* xml_tools;
+    int64_t n_xml_tools;
+    const char* const* python_tools;
+    int64_t n_python_tools;
 } smol_params;
 
 SMOL_API void smol_params_init(smol_params* params) SMOL_NOEXCEPT;
@@ -404,6 +484,11 @@ typedef struct smol_result {
      * (prompt tokens the model never saw in this call). 0 otherwise. */
     uint64_t n_discarded_tokens;
     uint64_t n_prompt_discarded_tokens;
+    /* Forward passes after the prefill and, with lookup decoding, the drafts
+     * they ran and how many were accepted. */
+    uint64_t n_decode_steps;
+    uint64_t n_drafted_tokens;
+    uint64_t n_accepted_drafts;
 } smol_result;
 
 SMOL_API void smol_result_free(smol_result* result) SMOL_NOEXCEPT;
@@ -419,6 +504,13 @@ SMOL_API void smol_result_free(smol_result* result) SMOL_NOEXCEPT;
 SMOL_API smol_result* smol_generate(smol_generator* generator, const char* prompt,
                                     const smol_params* params, smol_piece_fn on_piece,
                                     void* user_data) SMOL_NOEXCEPT;
+/* Completes a prompt given as token ids (C++ Generator::generate_tokens; no
+ * BOS added): e.g. smol_tokenize's or smol_tokenize_chat's ids, edited. ids
+ * may be NULL only with n_ids 0. Otherwise as smol_generate. */
+SMOL_API smol_result* smol_generate_tokens(smol_generator* generator, const int32_t* ids,
+                                           size_t n_ids, const smol_params* params,
+                                           smol_piece_fn on_piece,
+                                           void* user_data) SMOL_NOEXCEPT;
 /* Renders the whole conversation with the model's chat template and generates
  * the assistant's reply; contents are always text. Reuses the cached prefix.
  * params and on_piece may be NULL; generator may not, nor messages unless
@@ -486,6 +578,21 @@ SMOL_API void smol_bytes_free(uint8_t* bytes) SMOL_NOEXCEPT;
 SMOL_API int32_t* smol_tokenize(const smol_generator* generator, const char* prompt, int as_text,
                                 size_t* n_tokens) SMOL_NOEXCEPT;
 SMOL_API void smol_tokens_free(int32_t* tokens) SMOL_NOEXCEPT;
+/* The exact ids smol_chat would run for the conversation with params' chat
+ * options (add_generation_prompt, enable_thinking, today, tools, xml_tools,
+ * python_tools, parse_special_in_content; params may be NULL): control tokens
+ * only where the template wrote them. Release with smol_tokens_free. NULL on
+ * failure (as smol_tokenize; messages as smol_chat's). */
+SMOL_API int32_t* smol_tokenize_chat(const smol_generator* generator,
+                                     const smol_message* messages, size_t n_messages,
+                                     const smol_params* params, size_t* n_tokens) SMOL_NOEXCEPT;
+/* The exact text smol_chat would run, for showing or logging (its ids are
+ * smol_tokenize_chat's; tokenizing this text would parse marker text in
+ * contents as control tokens). UTF-8, NUL-terminated, *length bytes (length
+ * may be NULL); release with smol_string_free. NULL on failure. */
+SMOL_API char* smol_render_chat(const smol_generator* generator, const smol_message* messages,
+                                size_t n_messages, const smol_params* params,
+                                size_t* length) SMOL_NOEXCEPT;
 
 #ifdef __cplusplus
 }
