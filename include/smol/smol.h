@@ -71,7 +71,10 @@
  * targets (integers are int64_t, reals double), so no struct has padding a
  * later field could fall into. Planned next: more KV cache types
  * (smol_kv_type gains values).
-
+ *
+ * Every field of the C++ option and result structs has its C counterpart,
+ * or a named reason not to: the parity table at the end of this header,
+ * which tests/test_surface.cpp checks both ways against the C++ headers.
  *
  * Long conversations (C++: "Long conversations" in generation/generator.hpp).
  * With SMOL_CONTEXT_SHIFT in smol_generator_options.context_policy, a prompt
@@ -593,6 +596,168 @@ SMOL_API int32_t* smol_tokenize_chat(const smol_generator* generator,
 SMOL_API char* smol_render_chat(const smol_generator* generator, const smol_message* messages,
                                 size_t n_messages, const smol_params* params,
                                 size_t* length) SMOL_NOEXCEPT;
+
+/* ------------------------------------------------------------ parity table
+ *
+ * Where C has each field of the C++ API's option and result structs (the
+ * C++ documentation of a field holds for its C counterpart). C++17 cannot
+ * list a struct's fields, so tests/test_surface.cpp reads them from the C++
+ * headers' text and checks this table both ways: a C++ field that is in no
+ * row, a row naming a C++ field, C field or C function that does not exist,
+ * and a field of a C struct below that no row names (its size aside) each
+ * fail the test. A new C++ field thus needs its C counterpart (the checklist
+ * "Adding a C ABI call" at the end of this header), or a row saying why not.
+ *
+ * A row: "Struct::field", then one of
+ *   smol_struct.field or smol_function()   the C counterparts (one or more);
+ *   nested Struct                           the field is a struct whose own
+ *                                           rows follow (Struct's);
+ *   exempt: why                             deliberately not in the C ABI;
+ *   not yet: why                            a known gap, reported by the test
+ *                                           (not a failure) until it is closed.
+ * Lines indented past a row continue it.
+ *
+ * parity-table-begin
+ *   LoadOptions::n_threads                  smol_load_options.n_threads
+ *   LoadOptions::cpu                        smol_load_options.cpu
+ *   LoadOptions::memory_budget              smol_load_options.memory_budget
+ *   LoadOptions::device                     smol_load_options.device
+ *   LoadOptions::cuda_device                smol_load_options.cuda_device
+ *   LoadOptions::device_backend             exempt: a C++ factory object
+ *       (smol::cuda_backend() of the static library smol::cuda); a C caller
+ *       picks the backend with device, and the shared library brings the
+ *       backends it was built with.
+ *   LoadOptions::interleave_weights         smol_load_options.interleave_weights
+ *   LoadOptions::tune                       smol_load_options.tune
+ *   LoadOptions::kernel_params              smol_load_options.pin_kernel_params
+ *   LoadOptions::tune_file                  smol_load_options.tune_file
+ *   LoadOptions::progress                   smol_load_options.progress
+ *                                           smol_load_options.progress_user_data
+ *   LoadOptions::log                        smol_load_options.log smol_load_options.log_user_data
+ *   KernelParams::pace_steps                smol_load_options.kernel_pace_steps
+ *   KernelParams::interleaved_prefetch      smol_load_options.kernel_interleaved_prefetch
+ *   KernelParams::stored_prefetch           smol_load_options.kernel_stored_prefetch
+ *   KernelParams::decode_chunks             smol_load_options.kernel_decode_chunks
+ *
+ *   GeneratorOptions::n_ctx                 smol_generator_options.n_ctx
+ *   GeneratorOptions::kv_type               smol_generator_options.kv_type
+ *   GeneratorOptions::prefill_chunk         smol_generator_options.prefill_chunk
+ *   GeneratorOptions::log                   smol_generator_options.log
+ *                                           smol_generator_options.log_user_data
+ *   GeneratorOptions::on_worker_start       smol_generator_options.on_worker_start
+ *                                           smol_generator_options.worker_start_user_data
+ *   GeneratorOptions::batcher               smol_generator_options.batcher
+ *   GeneratorOptions::context_policy        smol_generator_options.context_policy
+ *   GeneratorOptions::n_keep                smol_generator_options.n_keep
+ *
+ *   BatcherOptions::max_batch               smol_batcher_options.max_batch
+ *   BatcherOptions::prefill_shared          smol_batcher_options.prefill_shared
+ *   BatcherOptions::max_step_slowdown       smol_batcher_options.max_step_slowdown
+ *   BatcherOptions::prefill_alone           smol_batcher_options.prefill_alone
+ *   BatcherOptions::gather_ms               smol_batcher_options.gather_ms
+ *   BatcherOptions::gather_fraction         smol_batcher_options.gather_fraction
+ *
+ *   SamplingParams::temperature             smol_params.temperature
+ *   SamplingParams::top_k                   smol_params.top_k
+ *   SamplingParams::top_p                   smol_params.top_p
+ *   SamplingParams::min_p                   smol_params.min_p
+ *   SamplingParams::repeat_penalty          smol_params.repeat_penalty
+ *   SamplingParams::presence_penalty        smol_params.presence_penalty
+ *   SamplingParams::frequency_penalty       smol_params.frequency_penalty
+ *   SamplingParams::penalty_last_n          smol_params.penalty_last_n
+ *   SamplingParams::dry_multiplier          smol_params.dry_multiplier
+ *   SamplingParams::dry_base                smol_params.dry_base
+ *   SamplingParams::dry_allowed_length      smol_params.dry_allowed_length
+ *   SamplingParams::dry_penalty_last_n      smol_params.dry_penalty_last_n
+ *   SamplingParams::dry_sequence_breakers   smol_params.dry_sequence_breakers
+ *                                           smol_params.n_dry_sequence_breakers
+ *   SamplingParams::xtc_probability         smol_params.xtc_probability
+ *   SamplingParams::xtc_threshold           smol_params.xtc_threshold
+ *   SamplingParams::seed                    smol_params.seed
+ *   SamplingParams::logit_bias              smol_params.logit_bias smol_params.n_logit_bias
+ *                                           smol_logit_bias.token smol_logit_bias.bias
+ *   SamplingParams::logits_hook             smol_params.logits_hook
+ *                                           smol_params.logits_hook_user_data
+ *
+ *   GenerateParams::max_tokens              smol_params.max_tokens
+ *   GenerateParams::stop                    smol_params.stop smol_params.n_stop
+ *   GenerateParams::ignore_eos              smol_params.ignore_eos
+ *   GenerateParams::chat                    nested ChatTemplateOptions
+ *   GenerateParams::prompt_as_text          smol_params.prompt_as_text
+ *   GenerateParams::grammar                 smol_params.grammar
+ *   GenerateParams::json_schema             smol_params.json_schema
+ *   GenerateParams::json_schema_options     nested JsonSchemaOptions
+ *   GenerateParams::constrain_tool_calls    smol_params.constrain_tool_calls
+ *   GenerateParams::lookup                  nested LookupParams
+ *   LookupParams::enabled                   smol_params.lookup
+ *   LookupParams::k                         smol_params.lookup_k
+ *   LookupParams::max_ngram                 smol_params.lookup_max_ngram
+ *   LookupParams::draft_hook                exempt: a test and benchmark hook
+ *       that replaces the n-gram lookup (to force drafts accepted or
+ *       rejected); nothing a program needs, and the C++ tests cover it.
+ *   JsonSchemaOptions::max_indent           smol_params.json_max_indent
+ *   JsonSchemaOptions::max_integer_digits   smol_params.json_max_integer_digits
+ *   JsonSchemaOptions::max_fraction_digits  smol_params.json_max_fraction_digits
+ *   JsonSchemaOptions::max_exponent_digits  smol_params.json_max_exponent_digits
+ *   JsonSchemaOptions::max_any_depth        smol_params.json_max_any_depth
+ *   ChatTemplateOptions::add_generation_prompt smol_params.add_generation_prompt
+ *   ChatTemplateOptions::enable_thinking    smol_params.enable_thinking
+ *   ChatTemplateOptions::today              smol_params.today
+ *   ChatTemplateOptions::tools              smol_params.tools smol_params.n_tools
+ *   ChatTemplateOptions::xml_tools          smol_params.xml_tools smol_params.n_xml_tools
+ *   ChatTemplateOptions::python_tools       smol_params.python_tools smol_params.n_python_tools
+ *   ChatTemplateOptions::parse_special_in_content smol_params.parse_special_in_content
+ *   ToolDefinition::name                    smol_tool.name
+ *   ToolDefinition::description             smol_tool.description
+ *   ToolDefinition::parameters              smol_tool.parameters
+ *   ChatMessage::role                       smol_message.role
+ *   ChatMessage::content                    smol_message.content
+ *   ChatMessage::model_output               smol_message.model_output
+ *
+ *   GenerateResult::text                    smol_result.text smol_result.text_length
+ *   GenerateResult::reasoning               smol_result.reasoning smol_result.reasoning_length
+ *   GenerateResult::answer                  smol_result.answer smol_result.answer_length
+ *   GenerateResult::tokens                  smol_result.tokens smol_result.n_tokens
+ *   GenerateResult::stop_reason             smol_result.stop_reason
+ *   GenerateResult::matched_stop            smol_result.matched_stop
+ *   GenerateResult::tool_calls              smol_result.tool_calls_json
+ *   GenerateResult::n_prompt_tokens         smol_result.n_prompt_tokens
+ *   GenerateResult::n_reused_tokens         smol_result.n_reused_tokens
+ *   GenerateResult::n_discarded_tokens      smol_result.n_discarded_tokens
+ *   GenerateResult::n_prompt_discarded_tokens smol_result.n_prompt_discarded_tokens
+ *   GenerateResult::prefill_ms              smol_result.prefill_ms
+ *   GenerateResult::decode_ms               smol_result.decode_ms
+ *   GenerateResult::n_decode_steps          smol_result.n_decode_steps
+ *   GenerateResult::n_drafted_tokens        smol_result.n_drafted_tokens
+ *   GenerateResult::n_accepted_drafts       smol_result.n_accepted_drafts
+ *   GenerateResult::error                   exempt: only in builds without
+ *       exceptions; the C ABI reports a failed run as NULL with
+ *       smol_last_error_message().
+ *   GenerateResult::error_kind              exempt: as error; smol_last_error().
+ * parity-table-end
+ *
+ * Adding a C ABI call (or a field; the whole checklist):
+ *   1. include/smol/smol.h        the declaration with its contract (NULL
+ *      handling, ownership, errors, threading); a field is appended to its
+ *      struct, 64 bits wide, never inserted or reordered (the size rule at the
+ *      top); a C++ field's row in the parity table above
+ *   2. src/smol_c.cpp             the definition: noexcept, through guarded();
+ *      a struct read with read_sized(); its default in the struct's _init
+ *      taken from the C++ struct's own; the size static_assert updated
+ *   3. bindings/python/smol/_native.py   the ctypes field or the entry in
+ *      declare(); bindings/python/smol/__init__.py   the keyword argument,
+ *      method or property, with type hints and a docstring
+ *   4. bindings/csharp/Smol.cs    the Native struct field or [DllImport], and
+ *      the public option, property or method
+ *   5. tests: tests/c_abi/test_c_abi.c (the call, its errors, and an older
+ *      caller's smaller struct), tests/c_abi/test_c_abi_parity.cpp (the same
+ *      result as the C++ API), bindings/python/tests/test_smol.py, and
+ *      bindings/csharp/Sample.cs; each a behaviour check that fails when the
+ *      value does not arrive (tokens that change, a count, a text)
+ *   6. CHANGELOG.md               the Unreleased section
+ * test_surface (the parity table), test_c_abi, test_c_abi_parity,
+ * c_abi_symbols, python_bindings and csharp_bindings must pass.
+ */
 
 #ifdef __cplusplus
 }
