@@ -21,6 +21,7 @@
 
 struct smol_model {
     std::shared_ptr<const smol::Model> model;
+    std::string tuning;  // model->tuning().text(), made once: smol_model_tuning hands it out
 };
 struct smol_batcher {
     std::shared_ptr<smol::Batcher> batcher;
@@ -38,10 +39,11 @@ namespace {
 // The size rule relies on every field being 8 bytes on 64-bit targets: no
 // padding, so a field is covered by a caller's size or not at all.
 #if UINTPTR_MAX == UINT64_MAX
-static_assert(sizeof(smol_load_options) == 11 * 8, "smol_load_options has padding");
+static_assert(sizeof(smol_load_options) == 18 * 8, "smol_load_options has padding");
 static_assert(sizeof(smol_generator_options) == 11 * 8, "smol_generator_options has padding");
-static_assert(sizeof(smol_params) == 33 * 8, "smol_params has padding");
-static_assert(sizeof(smol_result) == 18 * 8, "smol_result has padding");
+static_assert(sizeof(smol_batcher_options) == 7 * 8, "smol_batcher_options has padding");
+static_assert(sizeof(smol_params) == 48 * 8, "smol_params has padding");
+static_assert(sizeof(smol_result) == 21 * 8, "smol_result has padding");
 #endif
 static_assert(int(SMOL_STOP_CONTEXT_FULL) == int(smol::StopReason::context_full), "stop reasons");
 static_assert(int(SMOL_ERR_RESOURCE) == int(smol::ErrorKind::resource) + 1, "error kinds");
@@ -49,6 +51,10 @@ static_assert(int(SMOL_DEVICE_AUTO) == int(smol::Device::automatic), "devices");
 static_assert(int(SMOL_KV_F16) == int(smol::KVType::f16), "kv types");
 static_assert(int(SMOL_KV_Q8_0) == int(smol::KVType::q8_0), "kv types");
 static_assert(int(SMOL_CONTEXT_SHIFT) == int(smol::ContextPolicy::shift), "context policies");
+static_assert(int(SMOL_TUNE_AUTO) == int(smol::TuneMode::automatic) &&
+                  int(SMOL_TUNE_ON) == int(smol::TuneMode::on) &&
+                  int(SMOL_TUNE_OFF) == int(smol::TuneMode::off),
+              "tune modes");
 
 struct LastError {
     smol_status code = SMOL_OK;
@@ -141,6 +147,23 @@ size_t array_count(const void* data, int64_t n, const char* what) {
     return size_t(n);
 }
 
+// A (strings, count) pair of smol_params as the C++ vector; a NULL string is
+// an error naming the array and the index.
+std::vector<std::string> to_strings(const char* const* strings, int64_t n, const char* what) {
+    const size_t count = array_count(strings, n, what);
+    std::vector<std::string> out;
+    out.reserve(count);
+    for (size_t i = 0; i < count; ++i)
+        out.emplace_back(
+            need_string(strings[i], (std::string(what) + "[" + std::to_string(i) + "]").c_str()));
+    return out;
+}
+
+size_t to_count(int64_t value, const char* what) {
+    if (value < 0) invalid(std::string(what) + " = " + std::to_string(value) + " is negative");
+    return size_t(value);
+}
+
 smol::LoadOptions to_load_options(const smol_load_options* user) {
     const smol_load_options o = read_sized(user, smol_load_options_init, "smol_load_options");
     smol::LoadOptions out;
@@ -169,6 +192,34 @@ smol::LoadOptions to_load_options(const smol_load_options* user) {
             fn(level, message.c_str(), user_data);
         };
     }
+    if (o.tune != SMOL_TUNE_AUTO && o.tune != SMOL_TUNE_ON && o.tune != SMOL_TUNE_OFF)
+        invalid("smol_load_options.tune = " + std::to_string(o.tune) + " is not a smol_tune_mode");
+    out.tune = smol::TuneMode(uint8_t(o.tune));
+    if (o.tune_file) out.tune_file = o.tune_file;
+    if (o.pin_kernel_params) {
+        // Checked against the candidates by the load itself (Error(invalid_argument)).
+        smol::kernels::KernelParams k;
+        k.pace_steps = to_int(o.kernel_pace_steps, "smol_load_options.kernel_pace_steps");
+        k.interleaved_prefetch =
+            to_int(o.kernel_interleaved_prefetch, "smol_load_options.kernel_interleaved_prefetch");
+        k.stored_prefetch =
+            to_int(o.kernel_stored_prefetch, "smol_load_options.kernel_stored_prefetch");
+        k.decode_chunks = to_int(o.kernel_decode_chunks, "smol_load_options.kernel_decode_chunks");
+        out.kernel_params = k;
+    }
+    return out;
+}
+
+smol::BatcherOptions to_batcher_options(const smol_batcher_options* user) {
+    const smol_batcher_options o =
+        read_sized(user, smol_batcher_options_init, "smol_batcher_options");
+    smol::BatcherOptions out;
+    out.max_batch = to_count(o.max_batch, "smol_batcher_options.max_batch");
+    out.prefill_shared = to_count(o.prefill_shared, "smol_batcher_options.prefill_shared");
+    out.max_step_slowdown = o.max_step_slowdown;
+    out.prefill_alone = to_count(o.prefill_alone, "smol_batcher_options.prefill_alone");
+    out.gather_ms = o.gather_ms;
+    out.gather_fraction = o.gather_fraction;
     return out;
 }
 
@@ -242,6 +293,9 @@ smol::GenerateParams to_params(const smol_params* user) {
         if (p.tools[i].parameters) tool.parameters = p.tools[i].parameters;
         out.chat.tools.push_back(std::move(tool));
     }
+    out.chat.xml_tools = to_strings(p.xml_tools, p.n_xml_tools, "smol_params.xml_tools");
+    out.chat.python_tools =
+        to_strings(p.python_tools, p.n_python_tools, "smol_params.python_tools");
     out.chat.parse_special_in_content = p.parse_special_in_content != 0;
     if (p.grammar) out.grammar = p.grammar;
     if (p.json_schema) out.json_schema = p.json_schema;
@@ -255,6 +309,18 @@ smol::GenerateParams to_params(const smol_params* user) {
     out.json_schema_options.max_any_depth =
         to_int(p.json_max_any_depth, "smol_params.json_max_any_depth");
     out.constrain_tool_calls = p.constrain_tool_calls != 0;
+    // The sampler validates the values (Sampler::validate) as for C++ callers.
+    out.dry_multiplier = float(p.dry_multiplier);
+    out.dry_base = float(p.dry_base);
+    out.dry_allowed_length = to_int(p.dry_allowed_length, "smol_params.dry_allowed_length");
+    out.dry_penalty_last_n = to_int(p.dry_penalty_last_n, "smol_params.dry_penalty_last_n");
+    out.dry_sequence_breakers = to_strings(p.dry_sequence_breakers, p.n_dry_sequence_breakers,
+                                           "smol_params.dry_sequence_breakers");
+    out.xtc_probability = float(p.xtc_probability);
+    out.xtc_threshold = float(p.xtc_threshold);
+    out.lookup.enabled = p.lookup != 0;
+    out.lookup.k = to_count(p.lookup_k, "smol_params.lookup_k");
+    out.lookup.max_ngram = to_count(p.lookup_max_ngram, "smol_params.lookup_max_ngram");
     return out;
 }
 
@@ -331,6 +397,9 @@ smol_result* to_result(smol::GenerateResult result) {
     c.decode_ms = r.decode_ms;
     c.n_discarded_tokens = r.n_discarded_tokens;
     c.n_prompt_discarded_tokens = r.n_prompt_discarded_tokens;
+    c.n_decode_steps = r.n_decode_steps;
+    c.n_drafted_tokens = r.n_drafted_tokens;
+    c.n_accepted_drafts = r.n_accepted_drafts;
     box->data = data.release();
     return &box.release()->c;
 }
@@ -355,6 +424,16 @@ smol_result* run_with_callback(smol_piece_fn on_piece, void* user_data, Run&& ru
     return to_result(run(callback));
 }
 
+// A NUL-terminated malloc'd copy of text (freed by smol_string_free).
+char* copy_string(const std::string& text, size_t* length) {
+    char* out = static_cast<char*>(std::malloc(text.size() + 1));
+    if (!out) throw std::bad_alloc();
+    std::memcpy(out, text.data(), text.size());
+    out[text.size()] = '\0';
+    if (length) *length = text.size();
+    return out;
+}
+
 template <class T>
 T* copy_out(const std::vector<T>& values) {
     // malloc, so that an empty result is still a pointer the caller frees.
@@ -362,6 +441,33 @@ T* copy_out(const std::vector<T>& values) {
     if (!out) throw std::bad_alloc();
     if (!values.empty()) std::memcpy(out, values.data(), values.size() * sizeof(T));
     return out;
+}
+
+// SamplingParams' default DRY breakers as a C array, for smol_params_init:
+// built once (thread-safe), never freed, so the pointers it hands out stay
+// valid for the process. NULL if that first allocation failed (init cannot
+// fail: the caller then gets no breakers, and can set them itself).
+struct DefaultBreakers {
+    std::vector<std::string> strings = smol::SamplingParams{}.dry_sequence_breakers;
+    std::vector<const char*> pointers;
+    DefaultBreakers() {
+        for (const std::string& b : strings) pointers.push_back(b.c_str());
+    }
+};
+const DefaultBreakers* default_breakers() noexcept {
+    static const DefaultBreakers* const breakers = []() noexcept -> const DefaultBreakers* {
+        try {
+            return new DefaultBreakers();
+        } catch (...) {
+            return nullptr;
+        }
+    }();
+    return breakers;
+}
+
+smol_model* new_model(std::shared_ptr<const smol::Model> model) {
+    std::string tuning = model->tuning().text();
+    return new smol_model{std::move(model), std::move(tuning)};
 }
 
 }  // namespace
@@ -399,8 +505,16 @@ void smol_load_options_init(smol_load_options* options) noexcept {
     if (!options) return;
     *options = smol_load_options{};
     options->size = sizeof(smol_load_options);
-    options->device = SMOL_DEVICE_CPU;
-    options->interleave_weights = 1;
+    // The defaults from the C++ struct, so the two never disagree.
+    const smol::LoadOptions d;
+    options->device = int64_t(d.device);
+    options->interleave_weights = d.interleave_weights;
+    options->tune = int64_t(d.tune);
+    const smol::kernels::KernelParams k;
+    options->kernel_pace_steps = k.pace_steps;
+    options->kernel_interleaved_prefetch = k.interleaved_prefetch;
+    options->kernel_stored_prefetch = k.stored_prefetch;
+    options->kernel_decode_chunks = k.decode_chunks;
 }
 
 smol_model* smol_model_load(const char* path, const smol_load_options* options) noexcept {
@@ -409,7 +523,7 @@ smol_model* smol_model_load(const char* path, const smol_load_options* options) 
         smol::Expected<std::shared_ptr<const smol::Model>> model =
             smol::Model::try_load(path, to_load_options(options));
         if (!model) smol::detail::fail(model.take_error());
-        return new smol_model{std::move(model).value()};
+        return new_model(std::move(model).value());
     });
 }
 
@@ -420,7 +534,7 @@ smol_model* smol_model_load_memory(const void* data, size_t size,
         smol::Expected<std::shared_ptr<const smol::Model>> model =
             smol::Model::try_load_from_memory(data, size, to_load_options(options));
         if (!model) smol::detail::fail(model.take_error());
-        return new smol_model{std::move(model).value()};
+        return new_model(std::move(model).value());
     });
 }
 
@@ -448,10 +562,49 @@ size_t smol_model_n_ctx_train(const smol_model* model) noexcept {
     return model ? model->model->config().context_length : 0;
 }
 
+const char* smol_model_tuning(const smol_model* model) noexcept {
+    return model ? model->tuning.c_str() : "";
+}
+
+char* smol_detokenize(const smol_model* model, const int32_t* ids, size_t n_ids, int render_special,
+                      size_t* length) noexcept {
+    if (length) *length = 0;
+    return guarded<char*>(nullptr, [&] {
+        const smol_model& m = need(model, "smol_detokenize: model");
+        if (n_ids > 0 && !ids)
+            invalid("smol_detokenize: ids is NULL with a count of " + std::to_string(n_ids));
+        const std::vector<int32_t> v(ids, ids + n_ids);
+        return copy_string(m.model->tokenizer().decode(v, render_special != 0), length);
+    });
+}
+
+void smol_string_free(char* text) noexcept {
+    std::free(text);
+}
+
+void smol_batcher_options_init(smol_batcher_options* options) noexcept {
+    if (!options) return;
+    *options = smol_batcher_options{};
+    options->size = sizeof(smol_batcher_options);
+    const smol::BatcherOptions d;
+    options->max_batch = int64_t(d.max_batch);
+    options->prefill_shared = int64_t(d.prefill_shared);
+    options->max_step_slowdown = d.max_step_slowdown;
+    options->prefill_alone = int64_t(d.prefill_alone);
+    options->gather_ms = d.gather_ms;
+    options->gather_fraction = d.gather_fraction;
+}
+
 smol_batcher* smol_batcher_new(const smol_model* model) noexcept {
+    return smol_batcher_new_with_options(model, nullptr);
+}
+
+smol_batcher* smol_batcher_new_with_options(const smol_model* model,
+                                            const smol_batcher_options* options) noexcept {
     return guarded<smol_batcher*>(nullptr, [&] {
         const smol_model& m = need(model, "smol_batcher_new: model");
-        return new smol_batcher{std::make_shared<smol::Batcher>(m.model)};
+        return new smol_batcher{
+            std::make_shared<smol::Batcher>(m.model, to_batcher_options(options))};
     });
 }
 
@@ -579,6 +732,20 @@ void smol_params_init(smol_params* params) noexcept {
     params->json_max_exponent_digits = d.json_schema_options.max_exponent_digits;
     params->json_max_any_depth = d.json_schema_options.max_any_depth;
     params->constrain_tool_calls = d.constrain_tool_calls;
+    params->dry_multiplier = d.dry_multiplier;
+    params->dry_base = d.dry_base;
+    params->dry_allowed_length = d.dry_allowed_length;
+    params->dry_penalty_last_n = d.dry_penalty_last_n;
+    // The default breakers, so a caller sees what C++ would use (0: none).
+    if (const DefaultBreakers* breakers = default_breakers()) {
+        params->dry_sequence_breakers = breakers->pointers.data();
+        params->n_dry_sequence_breakers = int64_t(breakers->pointers.size());
+    }
+    params->xtc_probability = d.xtc_probability;
+    params->xtc_threshold = d.xtc_threshold;
+    params->lookup = d.lookup.enabled;
+    params->lookup_k = int64_t(d.lookup.k);
+    params->lookup_max_ngram = int64_t(d.lookup.max_ngram);
 }
 
 void smol_result_free(smol_result* result) noexcept {
@@ -596,6 +763,21 @@ smol_result* smol_generate(smol_generator* generator, const char* prompt, const 
         const smol::GenerateParams p = to_params(params);
         return run_with_callback(on_piece, user_data, [&](const smol::TokenCallback& callback) {
             return g.generate(prompt, p, callback);
+        });
+    });
+}
+
+smol_result* smol_generate_tokens(smol_generator* generator, const int32_t* ids, size_t n_ids,
+                                  const smol_params* params, smol_piece_fn on_piece,
+                                  void* user_data) noexcept {
+    return guarded<smol_result*>(nullptr, [&] {
+        smol::Generator& g = *need(generator, "smol_generate_tokens: generator").generator;
+        if (n_ids > 0 && !ids)
+            invalid("smol_generate_tokens: ids is NULL with a count of " + std::to_string(n_ids));
+        const std::vector<int32_t> prompt(ids, ids + n_ids);
+        const smol::GenerateParams p = to_params(params);
+        return run_with_callback(on_piece, user_data, [&](const smol::TokenCallback& callback) {
+            return g.generate_tokens(prompt, p, callback);
         });
     });
 }
@@ -708,6 +890,31 @@ int32_t* smol_tokenize(const smol_generator* generator, const char* prompt, int 
 
 void smol_tokens_free(int32_t* tokens) noexcept {
     std::free(tokens);
+}
+
+int32_t* smol_tokenize_chat(const smol_generator* generator, const smol_message* messages,
+                            size_t n_messages, const smol_params* params,
+                            size_t* n_tokens) noexcept {
+    if (n_tokens) *n_tokens = 0;
+    return guarded<int32_t*>(nullptr, [&] {
+        const smol::Generator& g = *need(generator, "smol_tokenize_chat: generator").generator;
+        if (!n_tokens) invalid("smol_tokenize_chat: n_tokens is NULL");
+        const std::vector<int32_t> ids =
+            g.tokenize_chat(to_messages(messages, n_messages), to_params(params).chat);
+        int32_t* out = copy_out(ids);
+        *n_tokens = ids.size();
+        return out;
+    });
+}
+
+char* smol_render_chat(const smol_generator* generator, const smol_message* messages,
+                       size_t n_messages, const smol_params* params, size_t* length) noexcept {
+    if (length) *length = 0;
+    return guarded<char*>(nullptr, [&] {
+        const smol::Generator& g = *need(generator, "smol_render_chat: generator").generator;
+        return copy_string(g.render_chat(to_messages(messages, n_messages), to_params(params).chat),
+                           length);
+    });
 }
 
 }  // extern "C"

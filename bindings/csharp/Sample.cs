@@ -15,6 +15,13 @@ static class Sample {
     const int Tokens = 24;
     static int failures = 0;
 
+    static bool Same(int[] a, int[] b) {
+        if (a.Length != b.Length) return false;
+        for (int i = 0; i < a.Length; ++i)
+            if (a[i] != b[i]) return false;
+        return true;
+    }
+
     static void Check(bool ok, string what) {
         if (ok) return;
         Console.Error.WriteLine("FAILED: " + what);
@@ -143,6 +150,53 @@ static class Sample {
                 using (var stopping = new Smol.Generator(model, new Smol.GeneratorOptions { NCtx = 64 })) {
                     Check(stopping.Generate(Prompt, p).StopReason == Smol.StopReason.ContextFull,
                           "without shift the run ends at the context");
+                }
+            }
+
+            // The knobs past the basics: DRY, XTC, lookup decoding, token ids,
+            // the chat's ids and text, the tuning, a batcher's options.
+            {
+                const string repeats = "one two three four, one two three four, one two three four, one two";
+                Func<Smol.GenerateParams, Smol.Result> fresh = p => { gen.Reset(); return gen.Generate(repeats, p); };
+                var plainParams = new Smol.GenerateParams { Temperature = 0, MaxTokens = 48, IgnoreEos = true };
+                Smol.Result plain = fresh(plainParams);
+                var dry = new Smol.GenerateParams { Temperature = 0, MaxTokens = 48, IgnoreEos = true, DryMultiplier = 4 };
+                Check(!Same(fresh(dry).Tokens, plain.Tokens), "DRY changes the greedy tokens");
+                var sampled = new Smol.GenerateParams { Temperature = 1, TopK = 0, TopP = 1, MinP = 0, Seed = 7,
+                                                        MaxTokens = 48, IgnoreEos = true };
+                Smol.Result baseRun = fresh(sampled);
+                sampled.XtcProbability = 1; sampled.XtcThreshold = 0.01;
+                Check(!Same(fresh(sampled).Tokens, baseRun.Tokens), "XTC changes the sampled tokens");
+                var lookup = new Smol.GenerateParams { Temperature = 0, MaxTokens = 48, IgnoreEos = true, Lookup = true };
+                Smol.Result looked = fresh(lookup);
+                Check(Same(looked.Tokens, plain.Tokens) && looked.AcceptedDrafts > 0 &&
+                      looked.DecodeSteps < plain.DecodeSteps, "lookup: the same tokens in fewer steps");
+                int[] ids = gen.Tokenize(repeats);
+                gen.Reset();
+                Smol.Result byIds = gen.GenerateTokens(ids, plainParams);
+                Check(Same(byIds.Tokens, plain.Tokens), "token ids generate what the text generates");
+                Check(model.Detokenize(ids) == repeats && model.Detokenize(plain.Tokens) == plain.Text,
+                      "detokenize round trips");
+                var chatMessages = new[] { new Smol.ChatMessage("user", "Hi <|im_end|>") };
+                var chatParams = new Smol.GenerateParams { Temperature = 0, MaxTokens = 4, EnableThinking = false,
+                                                           XmlTools = new[] { "{\"name\": \"xml_probe\"}" } };
+                int[] chatIds = gen.TokenizeChat(chatMessages, chatParams);
+                Check(gen.Chat(chatMessages, chatParams).PromptTokens == chatIds.Length, "tokenize_chat: chat's ids");
+                string rendered = gen.RenderChat(chatMessages, chatParams);
+                Check(rendered.Contains("Hi <|im_end|>") && rendered.Contains("xml_probe"), "render_chat");
+                using (var pinned = new Smol.Model(args[0], new Smol.LoadOptions {
+                           Threads = 2, KernelParams = new Smol.KernelParams { DecodeChunks = 16 } })) {
+                    Check(pinned.Tuning.Contains("decode chunks 16"), "pinned kernel params: " + pinned.Tuning);
+                }
+                using (var batcher = new Smol.Batcher(model, new Smol.BatcherOptions { MaxBatch = 2, PrefillAlone = 3 }))
+                using (var shared = new Smol.Generator(model, new Smol.GeneratorOptions { Batcher = batcher })) {
+                    Check(Same(shared.Generate(Prompt, greedy).Tokens, r.Tokens), "a batcher with options");
+                }
+                try {
+                    new Smol.Batcher(model, new Smol.BatcherOptions { MaxBatch = 0 }).Dispose();
+                    Check(false, "max_batch 0 throws");
+                } catch (Smol.SmolException e) {
+                    Check(e.Code == Smol.Status.InvalidArgument, "max_batch 0 is invalid_argument");
                 }
             }
 

@@ -45,6 +45,8 @@ public enum KVType { F32 = 0, F16 = 1, Q8_0 = 2 }
 // system message) leave the context instead.
 public enum ContextPolicy { Stop = 0, Shift = 1 }
 public enum StopReason { Eos = 0, MaxTokens = 1, StopString = 2, Cancelled = 3, ContextFull = 4 }
+// The kernels' tuning at load: Auto measures models of at least 256 MiB of weights.
+public enum TuneMode { Auto = 0, On = 1, Off = 2 }
 
 public sealed class SmolException : Exception {
     public readonly Status Code;
@@ -71,6 +73,21 @@ public sealed class LoadOptions {
     public bool InterleaveWeights = true;
     public string Cpu = null;  // kernel level name; null: automatic
     public Func<float, bool> Progress;  // false cancels the load
+    public TuneMode Tune = TuneMode.Auto;
+    public string TuneFile = null;  // where tuned kernel settings are remembered; null: none
+    public KernelParams KernelParams = null;  // pins the kernel settings instead of tuning
+}
+
+// The kernels' speed-only settings (C++ kernels::KernelParams, same defaults):
+// each one of its candidates (kernels/kernel_set.hpp).
+public sealed class KernelParams {
+    public long PaceSteps = 60, InterleavedPrefetch = 8192, StoredPrefetch = 4096, DecodeChunks = 8;
+}
+
+// How a Batcher schedules (C++ BatcherOptions); unset fields keep the library's defaults.
+public sealed class BatcherOptions {
+    public long? MaxBatch, PrefillShared, PrefillAlone;
+    public double? MaxStepSlowdown, GatherMs, GatherFraction;
 }
 
 public sealed class GeneratorOptions {
@@ -93,6 +110,17 @@ public sealed class GenerateParams {
     public bool? EnableThinking;
     public string Today, Grammar, JsonSchema;
     public Tool[] Tools;
+    public string[] XmlTools, PythonTools;  // the chat template's raw tool lists
+    // DRY: the repetition penalty on extended repeats; null: the defaults
+    // (DrySequenceBreakers null: the library's; empty: none).
+    public double? DryMultiplier, DryBase;
+    public long? DryAllowedLength, DryPenaltyLastN;
+    public string[] DrySequenceBreakers;
+    // XTC: with this probability, drop the likeliest tokens above the threshold.
+    public double? XtcProbability, XtcThreshold;
+    // Lookup decoding: drafts from the context, the same tokens as plain decoding.
+    public bool Lookup;
+    public long? LookupK, LookupMaxNgram;
 }
 
 public sealed class Result {
@@ -104,6 +132,8 @@ public sealed class Result {
     // ContextPolicy.Shift: tokens this call left out of the context or erased
     // from it, and the prompt's share of them.
     public long DiscardedTokens, PromptDiscardedTokens;
+    // Forward passes after the prefill and, with Lookup, the drafts they ran and kept.
+    public long DecodeSteps, DraftedTokens, AcceptedDrafts;
     // The prompt tokens actually run: less what the cache held and what a shift left out.
     public long PrefilledTokens { get { return PromptTokens - ReusedTokens - PromptDiscardedTokens; } }
 }
@@ -121,6 +151,13 @@ internal static class Native {
         public ulong size; public long n_threads, device, cuda_device; public ulong memory_budget;
         public long interleave_weights; public IntPtr cpu, progress, progress_user_data, log,
             log_user_data;
+        public long tune; public IntPtr tune_file; public long pin_kernel_params, kernel_pace_steps,
+            kernel_interleaved_prefetch, kernel_stored_prefetch, kernel_decode_chunks;
+    }
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct BatcherOptions {
+        public ulong size; public long max_batch, prefill_shared; public double max_step_slowdown;
+        public long prefill_alone; public double gather_ms, gather_fraction;
     }
     [StructLayout(LayoutKind.Sequential)]
     internal struct GeneratorOptions {
@@ -141,6 +178,12 @@ internal static class Native {
         public IntPtr grammar, json_schema;
         public long json_max_indent, json_max_integer_digits, json_max_fraction_digits,
             json_max_exponent_digits, json_max_any_depth, constrain_tool_calls;
+        public double dry_multiplier, dry_base; public long dry_allowed_length, dry_penalty_last_n;
+        public IntPtr dry_sequence_breakers; public long n_dry_sequence_breakers;
+        public double xtc_probability, xtc_threshold;
+        public long lookup, lookup_k, lookup_max_ngram;
+        public IntPtr xml_tools; public long n_xml_tools;
+        public IntPtr python_tools; public long n_python_tools;
     }
     [StructLayout(LayoutKind.Sequential)]
     internal struct CResult {
@@ -150,6 +193,7 @@ internal static class Native {
         public ulong n_tokens; public long stop_reason; public ulong n_prompt_tokens,
             n_reused_tokens; public double prefill_ms, decode_ms;
         public ulong n_discarded_tokens, n_prompt_discarded_tokens;
+        public ulong n_decode_steps, n_drafted_tokens, n_accepted_drafts;
     }
 
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int smol_last_error();
@@ -161,6 +205,11 @@ internal static class Native {
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern void smol_model_free(IntPtr model);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_model_identity(IntPtr model);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern UIntPtr smol_model_n_vocab(IntPtr model);
+    [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_model_tuning(IntPtr model);
+    [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_detokenize(IntPtr model, int[] ids, UIntPtr n, int renderSpecial, out UIntPtr length);
+    [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern void smol_string_free(IntPtr text);
+    [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern void smol_batcher_options_init(ref BatcherOptions o);
+    [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_batcher_new_with_options(IntPtr model, ref BatcherOptions o);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_batcher_new(IntPtr model);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern void smol_batcher_free(IntPtr batcher);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern void smol_generator_options_init(ref GeneratorOptions o);
@@ -178,7 +227,11 @@ internal static class Native {
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern void smol_params_init(ref Params p);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern void smol_result_free(IntPtr result);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_generate(IntPtr gen, byte[] prompt, ref Params p, PieceFn onPiece, IntPtr userData);
+    [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_generate_tokens(IntPtr gen, int[] ids, UIntPtr n, ref Params p, PieceFn onPiece, IntPtr userData);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_chat(IntPtr gen, IntPtr messages, UIntPtr n, ref Params p, PieceFn onPiece, IntPtr userData);
+    [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_tokenize(IntPtr gen, byte[] prompt, int asText, out UIntPtr n);
+    [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_tokenize_chat(IntPtr gen, IntPtr messages, UIntPtr n, ref Params p, out UIntPtr nTokens);
+    [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_render_chat(IntPtr gen, IntPtr messages, UIntPtr n, ref Params p, out UIntPtr length);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_generate_async(IntPtr gen, byte[] prompt, ref Params p);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_chat_async(IntPtr gen, IntPtr messages, UIntPtr n, ref Params p);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_async_poll(IntPtr run, out UIntPtr length);
@@ -214,6 +267,28 @@ internal static class Native {
     internal static IntPtr Check(IntPtr handle) {
         if (handle == IntPtr.Zero) throw LastError();
         return handle;
+    }
+    // A library-allocated int32 array (smol_tokens_free) as a managed copy.
+    internal static int[] TakeTokens(IntPtr ids, UIntPtr n) {
+        Check(ids);
+        try {
+            var tokens = new int[(long)n.ToUInt64()];
+            if (tokens.Length > 0) Marshal.Copy(ids, tokens, 0, tokens.Length);
+            return tokens;
+        } finally {
+            smol_tokens_free(ids);
+        }
+    }
+    // A library-allocated string (smol_string_free) as bytes.
+    internal static byte[] TakeBytes(IntPtr text, UIntPtr length) {
+        Check(text);
+        try {
+            var bytes = new byte[(long)length.ToUInt64()];
+            if (bytes.Length > 0) Marshal.Copy(text, bytes, 0, bytes.Length);
+            return bytes;
+        } finally {
+            smol_string_free(text);
+        }
     }
 
     // Callbacks: static, marked for IL2CPP, the managed target in a GCHandle.
@@ -259,6 +334,9 @@ internal static class Native {
                 DecodeMs = r.decode_ms,
                 DiscardedTokens = (long)r.n_discarded_tokens,
                 PromptDiscardedTokens = (long)r.n_prompt_discarded_tokens,
+                DecodeSteps = (long)r.n_decode_steps,
+                DraftedTokens = (long)r.n_drafted_tokens,
+                AcceptedDrafts = (long)r.n_accepted_drafts,
             };
         } finally {
             smol_result_free(pointer);
@@ -342,7 +420,31 @@ internal sealed class NativeMemory : IDisposable {
         p.grammar = String(g.Grammar);
         p.json_schema = String(g.JsonSchema);
         p.constrain_tool_calls = g.ConstrainToolCalls ? 1 : 0;
+        if (g.XmlTools != null) { p.xml_tools = Strings(g.XmlTools); p.n_xml_tools = g.XmlTools.Length; }
+        if (g.PythonTools != null) {
+            p.python_tools = Strings(g.PythonTools);
+            p.n_python_tools = g.PythonTools.Length;
+        }
+        if (g.DryMultiplier.HasValue) p.dry_multiplier = g.DryMultiplier.Value;
+        if (g.DryBase.HasValue) p.dry_base = g.DryBase.Value;
+        if (g.DryAllowedLength.HasValue) p.dry_allowed_length = g.DryAllowedLength.Value;
+        if (g.DryPenaltyLastN.HasValue) p.dry_penalty_last_n = g.DryPenaltyLastN.Value;
+        if (g.DrySequenceBreakers != null) {
+            p.dry_sequence_breakers = Strings(g.DrySequenceBreakers);
+            p.n_dry_sequence_breakers = g.DrySequenceBreakers.Length;
+        }
+        if (g.XtcProbability.HasValue) p.xtc_probability = g.XtcProbability.Value;
+        if (g.XtcThreshold.HasValue) p.xtc_threshold = g.XtcThreshold.Value;
+        p.lookup = g.Lookup ? 1 : 0;
+        if (g.LookupK.HasValue) p.lookup_k = g.LookupK.Value;
+        if (g.LookupMaxNgram.HasValue) p.lookup_max_ngram = g.LookupMaxNgram.Value;
         return p;
+    }
+    // A (const char* const*) array of UTF-8 copies.
+    IntPtr Strings(string[] strings) {
+        var pointers = new IntPtr[strings.Length];
+        for (int i = 0; i < strings.Length; ++i) pointers[i] = String(strings[i]);
+        return Pointers(pointers);
     }
 }
 
@@ -362,8 +464,17 @@ public sealed class Model : IDisposable {
         o.cuda_device = options.CudaDevice;
         o.memory_budget = options.MemoryBudget;
         o.interleave_weights = options.InterleaveWeights ? 1 : 0;
+        o.tune = (long)options.Tune;
+        if (options.KernelParams != null) {
+            o.pin_kernel_params = 1;
+            o.kernel_pace_steps = options.KernelParams.PaceSteps;
+            o.kernel_interleaved_prefetch = options.KernelParams.InterleavedPrefetch;
+            o.kernel_stored_prefetch = options.KernelParams.StoredPrefetch;
+            o.kernel_decode_chunks = options.KernelParams.DecodeChunks;
+        }
         using (var memory = new NativeMemory()) {
             o.cpu = memory.String(options.Cpu);
+            o.tune_file = memory.String(options.TuneFile);
             GCHandle progress = default(GCHandle);
             if (options.Progress != null) {
                 progress = GCHandle.Alloc(options.Progress);
@@ -379,6 +490,19 @@ public sealed class Model : IDisposable {
     }
     public string Identity { get { return Native.FromUtf8(Native.smol_model_identity(Handle)); } }
     public long VocabSize { get { return (long)Native.smol_model_n_vocab(Handle).ToUInt64(); } }
+    // The kernel settings the load chose and why ("... (tuned in 180 ms)" or "... (not tuned: ...)").
+    public string Tuning { get { return Native.FromUtf8(Native.smol_model_tuning(Handle)); } }
+    // The text of token ids (special tokens as their text unless renderSpecial is
+    // false). Ids may end inside a UTF-8 character: DetokenizeBytes gives the
+    // bytes as they are, Detokenize decodes them (a partial character as U+FFFD).
+    public byte[] DetokenizeBytes(int[] ids, bool renderSpecial = true) {
+        UIntPtr length;
+        return Native.TakeBytes(Native.smol_detokenize(Handle, ids, (UIntPtr)ids.Length,
+                                                       renderSpecial ? 1 : 0, out length), length);
+    }
+    public string Detokenize(int[] ids, bool renderSpecial = true) {
+        return Encoding.UTF8.GetString(DetokenizeBytes(ids, renderSpecial));
+    }
     public void Dispose() {
         // Generators keep the weights alive on their own.
         if (Handle != IntPtr.Zero) Native.smol_model_free(Handle);
@@ -388,7 +512,19 @@ public sealed class Model : IDisposable {
 
 public sealed class Batcher : IDisposable {
     internal IntPtr Handle;
-    public Batcher(Model model) { Handle = Native.Check(Native.smol_batcher_new(model.Handle)); }
+    public Batcher(Model model, BatcherOptions options = null) {
+        var o = new Native.BatcherOptions();
+        Native.smol_batcher_options_init(ref o);
+        if (options != null) {
+            if (options.MaxBatch.HasValue) o.max_batch = options.MaxBatch.Value;
+            if (options.PrefillShared.HasValue) o.prefill_shared = options.PrefillShared.Value;
+            if (options.MaxStepSlowdown.HasValue) o.max_step_slowdown = options.MaxStepSlowdown.Value;
+            if (options.PrefillAlone.HasValue) o.prefill_alone = options.PrefillAlone.Value;
+            if (options.GatherMs.HasValue) o.gather_ms = options.GatherMs.Value;
+            if (options.GatherFraction.HasValue) o.gather_fraction = options.GatherFraction.Value;
+        }
+        Handle = Native.Check(Native.smol_batcher_new_with_options(model.Handle, ref o));
+    }
     public void Dispose() {
         if (Handle != IntPtr.Zero) Native.smol_batcher_free(Handle);
         Handle = IntPtr.Zero;
@@ -427,6 +563,41 @@ public sealed class Generator : IDisposable {
             IntPtr m = memory.Messages(messages);
             return WithCallback(onText, (fn, user) =>
                 Native.smol_chat(handle, m, (UIntPtr)messages.Length, ref p, fn, user));
+        }
+    }
+    // Completes a prompt given as token ids (no BOS added), e.g. Tokenize's, edited.
+    public Result GenerateTokens(int[] ids, GenerateParams parameters = null,
+                                 Func<string, bool> onText = null) {
+        using (var memory = new NativeMemory()) {
+            var p = memory.Params(parameters);
+            return WithCallback(onText, (fn, user) =>
+                Native.smol_generate_tokens(handle, ids, (UIntPtr)ids.Length, ref p, fn, user));
+        }
+    }
+    // The ids Generate(prompt) would run (control tokens parsed unless asText).
+    public int[] Tokenize(string prompt, bool asText = false) {
+        UIntPtr n;
+        return Native.TakeTokens(Native.smol_tokenize(handle, Native.Utf8(prompt), asText ? 1 : 0, out n), n);
+    }
+    // The exact ids and text Chat(messages, parameters) would run (the chat
+    // template's options of parameters: tools, thinking, date, ...); the text's
+    // markers in contents are text, so tokenizing it would give other ids.
+    public int[] TokenizeChat(ChatMessage[] messages, GenerateParams parameters = null) {
+        using (var memory = new NativeMemory()) {
+            var p = memory.Params(parameters);
+            IntPtr m = memory.Messages(messages);
+            UIntPtr n;
+            return Native.TakeTokens(
+                Native.smol_tokenize_chat(handle, m, (UIntPtr)messages.Length, ref p, out n), n);
+        }
+    }
+    public string RenderChat(ChatMessage[] messages, GenerateParams parameters = null) {
+        using (var memory = new NativeMemory()) {
+            var p = memory.Params(parameters);
+            IntPtr m = memory.Messages(messages);
+            UIntPtr length;
+            return Encoding.UTF8.GetString(Native.TakeBytes(
+                Native.smol_render_chat(handle, m, (UIntPtr)messages.Length, ref p, out length), length));
         }
     }
     delegate IntPtr Run(Native.PieceFn fn, IntPtr userData);

@@ -72,6 +72,10 @@
  * later field could fall into. Planned next: more KV cache types
  * (smol_kv_type gains values).
  *
+ * Every field of the C++ option and result structs has its C counterpart,
+ * or a named reason not to: the parity table at the end of this header,
+ * which tests/test_surface.cpp checks both ways against the C++ headers.
+ *
  * Long conversations (C++: "Long conversations" in generation/generator.hpp).
  * With SMOL_CONTEXT_SHIFT in smol_generator_options.context_policy, a prompt
  * longer than the context, or a run that fills it, drops the oldest tokens
@@ -164,6 +168,13 @@ typedef enum smol_context_policy {
     SMOL_CONTEXT_SHIFT = 1 /* the oldest tokens after n_keep leave the context */
 } smol_context_policy;
 
+/* The kernels' tuning at load (C++ TuneMode, kernels/tune.hpp). */
+typedef enum smol_tune_mode {
+    SMOL_TUNE_AUTO = 0, /* measure for models of at least 256 MiB of weights */
+    SMOL_TUNE_ON = 1,   /* measure whatever the size */
+    SMOL_TUNE_OFF = 2   /* the defaults */
+} smol_tune_mode;
+
 typedef enum smol_stop_reason {
     SMOL_STOP_EOS = 0,
     SMOL_STOP_MAX_TOKENS = 1,
@@ -202,6 +213,18 @@ typedef struct smol_load_options {
     void* progress_user_data;
     smol_log_fn log; /* may be NULL (silent) */
     void* log_user_data;
+    /* The kernels' speed-only settings (same bits whatever they are; C++
+     * LoadOptions::tune, tune_file, kernel_params). */
+    int64_t tune;          /* smol_tune_mode; default SMOL_TUNE_AUTO (SMOL_TUNE=off wins) */
+    const char* tune_file; /* where tuned settings are remembered; NULL or "": none */
+    /* Nonzero: pin the four settings below instead of tuning (each one of its
+     * candidates in kernels/kernel_set.hpp, else SMOL_ERR_INVALID_ARGUMENT);
+     * default 0. Their defaults are the C++ KernelParams' own. */
+    int64_t pin_kernel_params;
+    int64_t kernel_pace_steps;
+    int64_t kernel_interleaved_prefetch;
+    int64_t kernel_stored_prefetch;
+    int64_t kernel_decode_chunks;
 } smol_load_options;
 
 SMOL_API void smol_load_options_init(smol_load_options* options) SMOL_NOEXCEPT;
@@ -223,14 +246,49 @@ SMOL_API const char* smol_model_cpu_level(const smol_model* model) SMOL_NOEXCEPT
 SMOL_API smol_device smol_model_device(const smol_model* model) SMOL_NOEXCEPT;
 SMOL_API size_t smol_model_n_vocab(const smol_model* model) SMOL_NOEXCEPT;
 SMOL_API size_t smol_model_n_ctx_train(const smol_model* model) SMOL_NOEXCEPT;
+/* The kernel settings the load chose and why ("pace 60, ... (tuned in 180
+ * ms)" or "... (not tuned: <reason>)"; C++ Model::tuning().text()). Valid as
+ * long as the model handle; "" for NULL. */
+SMOL_API const char* smol_model_tuning(const smol_model* model) SMOL_NOEXCEPT;
+
+/* The text of token ids, as bytes (C++ Tokenizer::decode: a sequence may end
+ * inside a UTF-8 character, so the bytes need not be valid UTF-8); special
+ * tokens as their text, or left out when render_special is 0. NUL-terminated,
+ * *length bytes (length may be NULL); release with smol_string_free. NULL on
+ * failure: model NULL, ids NULL with n_ids > 0, an id outside the vocabulary
+ * (SMOL_ERR_INVALID_ARGUMENT). */
+SMOL_API char* smol_detokenize(const smol_model* model, const int32_t* ids, size_t n_ids,
+                               int render_special, size_t* length) SMOL_NOEXCEPT;
+SMOL_API void smol_string_free(char* text) SMOL_NOEXCEPT;
 
 /* ------------------------------------------------------------ batcher */
 
 /* Generators given one batcher decode in shared forward passes (many NPCs at
  * the speed of one); C++: generation/batcher.hpp, with its default options. */
 typedef struct smol_batcher smol_batcher;
-/* NULL on failure (model NULL: SMOL_ERR_INVALID_ARGUMENT). */
+/* How a batcher schedules (C++ BatcherOptions, same defaults and meaning). */
+typedef struct smol_batcher_options {
+    uint64_t size;     /* sizeof(smol_batcher_options) */
+    int64_t max_batch; /* requests (sequences) per step; 8 */
+    /* Prompt tokens per step of one request while others wait: at most this
+     * many, fewer when more would make a step slower than max_step_slowdown x
+     * a step without prompt tokens. 64 and 1.8. */
+    int64_t prefill_shared;
+    double max_step_slowdown;
+    int64_t prefill_alone; /* prompt tokens per step when alone */
+    /* How long a step waits for members between two steps: gather_ms, or
+     * gather_fraction of a step's measured time if longer. 5 ms and 0.25. */
+    double gather_ms;
+    double gather_fraction;
+} smol_batcher_options;
+
+SMOL_API void smol_batcher_options_init(smol_batcher_options* options) SMOL_NOEXCEPT;
+/* NULL on failure (model NULL: SMOL_ERR_INVALID_ARGUMENT). The default options. */
 SMOL_API smol_batcher* smol_batcher_new(const smol_model* model) SMOL_NOEXCEPT;
+/* As smol_batcher_new, with options (NULL: the defaults; a negative or zero
+ * count where one is needed: SMOL_ERR_INVALID_ARGUMENT). */
+SMOL_API smol_batcher* smol_batcher_new_with_options(
+    const smol_model* model, const smol_batcher_options* options) SMOL_NOEXCEPT;
 /* Generators that use it keep it alive. */
 SMOL_API void smol_batcher_free(smol_batcher* batcher) SMOL_NOEXCEPT;
 
@@ -324,7 +382,7 @@ typedef struct smol_tool {
     const char* parameters;
 } smol_tool;
 
-/* The arrays (logit_bias, stop, tools) come with their counts: a negative
+/* The arrays (logit_bias, stop, tools, ...) come with their counts: a negative
  * count, or a NULL array with a positive count, is SMOL_ERR_INVALID_ARGUMENT
  * (a NULL array with count 0 is none), as is a NULL stop string. */
 typedef struct smol_params {
@@ -365,6 +423,31 @@ typedef struct smol_params {
     int64_t json_max_exponent_digits;
     int64_t json_max_any_depth;
     int64_t constrain_tool_calls; /* 0 */
+    /* DRY, the repetition penalty on extended repeats (C++ SamplingParams). */
+    double dry_multiplier;      /* 0: off; must be >= 0 */
+    double dry_base;            /* 1.75; < 1: off */
+    int64_t dry_allowed_length; /* 2: repeats this long go unpenalized; >= 1 */
+    int64_t dry_penalty_last_n; /* -1: the whole history; 0: off */
+    /* Strings that end a repeat: smol_params_init points this at the C++
+     * defaults ("\n", ":", "\"", "*"; a static array, never freed); a count of
+     * 0 is none. A NULL string is SMOL_ERR_INVALID_ARGUMENT. */
+    const char* const* dry_sequence_breakers;
+    int64_t n_dry_sequence_breakers;
+    /* XTC: with this probability, drop the likeliest tokens above threshold. */
+    double xtc_probability; /* 0: off; in [0, 1] */
+    double xtc_threshold;   /* 0.1; > 0.5: off */
+    /* Lookup decoding (C++ LookupParams, generation/lookup.hpp): drafts from
+     * the context, checked k at a time; the same tokens as plain decoding. */
+    int64_t lookup;           /* nonzero: on; default 0 */
+    int64_t lookup_k;         /* drafted tokens per step, 1..16; 4 */
+    int64_t lookup_max_ngram; /* longest suffix looked up, 1..16; 3 */
+    /* The chat template's raw xml_tools (each inserted verbatim inside
+     * <tools></tools>; ignored when tools are given) and python_tools (the
+     * "<code>" section's descriptions). */
+    const char* const* xml_tools;
+    int64_t n_xml_tools;
+    const char* const* python_tools;
+    int64_t n_python_tools;
 } smol_params;
 
 SMOL_API void smol_params_init(smol_params* params) SMOL_NOEXCEPT;
@@ -404,6 +487,11 @@ typedef struct smol_result {
      * (prompt tokens the model never saw in this call). 0 otherwise. */
     uint64_t n_discarded_tokens;
     uint64_t n_prompt_discarded_tokens;
+    /* Forward passes after the prefill and, with lookup decoding, the drafts
+     * they ran and how many were accepted. */
+    uint64_t n_decode_steps;
+    uint64_t n_drafted_tokens;
+    uint64_t n_accepted_drafts;
 } smol_result;
 
 SMOL_API void smol_result_free(smol_result* result) SMOL_NOEXCEPT;
@@ -419,6 +507,13 @@ SMOL_API void smol_result_free(smol_result* result) SMOL_NOEXCEPT;
 SMOL_API smol_result* smol_generate(smol_generator* generator, const char* prompt,
                                     const smol_params* params, smol_piece_fn on_piece,
                                     void* user_data) SMOL_NOEXCEPT;
+/* Completes a prompt given as token ids (C++ Generator::generate_tokens; no
+ * BOS added): e.g. smol_tokenize's or smol_tokenize_chat's ids, edited. ids
+ * may be NULL only with n_ids 0. Otherwise as smol_generate. */
+SMOL_API smol_result* smol_generate_tokens(smol_generator* generator, const int32_t* ids,
+                                           size_t n_ids, const smol_params* params,
+                                           smol_piece_fn on_piece,
+                                           void* user_data) SMOL_NOEXCEPT;
 /* Renders the whole conversation with the model's chat template and generates
  * the assistant's reply; contents are always text. Reuses the cached prefix.
  * params and on_piece may be NULL; generator may not, nor messages unless
@@ -486,6 +581,183 @@ SMOL_API void smol_bytes_free(uint8_t* bytes) SMOL_NOEXCEPT;
 SMOL_API int32_t* smol_tokenize(const smol_generator* generator, const char* prompt, int as_text,
                                 size_t* n_tokens) SMOL_NOEXCEPT;
 SMOL_API void smol_tokens_free(int32_t* tokens) SMOL_NOEXCEPT;
+/* The exact ids smol_chat would run for the conversation with params' chat
+ * options (add_generation_prompt, enable_thinking, today, tools, xml_tools,
+ * python_tools, parse_special_in_content; params may be NULL): control tokens
+ * only where the template wrote them. Release with smol_tokens_free. NULL on
+ * failure (as smol_tokenize; messages as smol_chat's). */
+SMOL_API int32_t* smol_tokenize_chat(const smol_generator* generator,
+                                     const smol_message* messages, size_t n_messages,
+                                     const smol_params* params, size_t* n_tokens) SMOL_NOEXCEPT;
+/* The exact text smol_chat would run, for showing or logging (its ids are
+ * smol_tokenize_chat's; tokenizing this text would parse marker text in
+ * contents as control tokens). UTF-8, NUL-terminated, *length bytes (length
+ * may be NULL); release with smol_string_free. NULL on failure. */
+SMOL_API char* smol_render_chat(const smol_generator* generator, const smol_message* messages,
+                                size_t n_messages, const smol_params* params,
+                                size_t* length) SMOL_NOEXCEPT;
+
+/* ------------------------------------------------------------ parity table
+ *
+ * Where C has each field of the C++ API's option and result structs (the
+ * C++ documentation of a field holds for its C counterpart). C++17 cannot
+ * list a struct's fields, so tests/test_surface.cpp reads them from the C++
+ * headers' text and checks this table both ways: a C++ field that is in no
+ * row, a row naming a C++ field, C field or C function that does not exist,
+ * and a field of a C struct below that no row names (its size aside) each
+ * fail the test. A new C++ field thus needs its C counterpart (the checklist
+ * "Adding a C ABI call" at the end of this header), or a row saying why not.
+ *
+ * A row: "Struct::field", then one of
+ *   smol_struct.field or smol_function()   the C counterparts (one or more);
+ *   nested Struct                           the field is a struct whose own
+ *                                           rows follow (Struct's);
+ *   exempt: why                             deliberately not in the C ABI;
+ *   not yet: why                            a known gap, reported by the test
+ *                                           (not a failure) until it is closed.
+ * Lines indented past a row continue it.
+ *
+ * parity-table-begin
+ *   LoadOptions::n_threads                  smol_load_options.n_threads
+ *   LoadOptions::cpu                        smol_load_options.cpu
+ *   LoadOptions::memory_budget              smol_load_options.memory_budget
+ *   LoadOptions::device                     smol_load_options.device
+ *   LoadOptions::cuda_device                smol_load_options.cuda_device
+ *   LoadOptions::device_backend             exempt: a C++ factory object
+ *       (smol::cuda_backend() of the static library smol::cuda); a C caller
+ *       picks the backend with device, and the shared library brings the
+ *       backends it was built with.
+ *   LoadOptions::interleave_weights         smol_load_options.interleave_weights
+ *   LoadOptions::tune                       smol_load_options.tune
+ *   LoadOptions::kernel_params              smol_load_options.pin_kernel_params
+ *   LoadOptions::tune_file                  smol_load_options.tune_file
+ *   LoadOptions::progress                   smol_load_options.progress
+ *                                           smol_load_options.progress_user_data
+ *   LoadOptions::log                        smol_load_options.log smol_load_options.log_user_data
+ *   KernelParams::pace_steps                smol_load_options.kernel_pace_steps
+ *   KernelParams::interleaved_prefetch      smol_load_options.kernel_interleaved_prefetch
+ *   KernelParams::stored_prefetch           smol_load_options.kernel_stored_prefetch
+ *   KernelParams::decode_chunks             smol_load_options.kernel_decode_chunks
+ *
+ *   GeneratorOptions::n_ctx                 smol_generator_options.n_ctx
+ *   GeneratorOptions::kv_type               smol_generator_options.kv_type
+ *   GeneratorOptions::prefill_chunk         smol_generator_options.prefill_chunk
+ *   GeneratorOptions::log                   smol_generator_options.log
+ *                                           smol_generator_options.log_user_data
+ *   GeneratorOptions::on_worker_start       smol_generator_options.on_worker_start
+ *                                           smol_generator_options.worker_start_user_data
+ *   GeneratorOptions::batcher               smol_generator_options.batcher
+ *   GeneratorOptions::context_policy        smol_generator_options.context_policy
+ *   GeneratorOptions::n_keep                smol_generator_options.n_keep
+ *
+ *   BatcherOptions::max_batch               smol_batcher_options.max_batch
+ *   BatcherOptions::prefill_shared          smol_batcher_options.prefill_shared
+ *   BatcherOptions::max_step_slowdown       smol_batcher_options.max_step_slowdown
+ *   BatcherOptions::prefill_alone           smol_batcher_options.prefill_alone
+ *   BatcherOptions::gather_ms               smol_batcher_options.gather_ms
+ *   BatcherOptions::gather_fraction         smol_batcher_options.gather_fraction
+ *
+ *   SamplingParams::temperature             smol_params.temperature
+ *   SamplingParams::top_k                   smol_params.top_k
+ *   SamplingParams::top_p                   smol_params.top_p
+ *   SamplingParams::min_p                   smol_params.min_p
+ *   SamplingParams::repeat_penalty          smol_params.repeat_penalty
+ *   SamplingParams::presence_penalty        smol_params.presence_penalty
+ *   SamplingParams::frequency_penalty       smol_params.frequency_penalty
+ *   SamplingParams::penalty_last_n          smol_params.penalty_last_n
+ *   SamplingParams::dry_multiplier          smol_params.dry_multiplier
+ *   SamplingParams::dry_base                smol_params.dry_base
+ *   SamplingParams::dry_allowed_length      smol_params.dry_allowed_length
+ *   SamplingParams::dry_penalty_last_n      smol_params.dry_penalty_last_n
+ *   SamplingParams::dry_sequence_breakers   smol_params.dry_sequence_breakers
+ *                                           smol_params.n_dry_sequence_breakers
+ *   SamplingParams::xtc_probability         smol_params.xtc_probability
+ *   SamplingParams::xtc_threshold           smol_params.xtc_threshold
+ *   SamplingParams::seed                    smol_params.seed
+ *   SamplingParams::logit_bias              smol_params.logit_bias smol_params.n_logit_bias
+ *                                           smol_logit_bias.token smol_logit_bias.bias
+ *   SamplingParams::logits_hook             smol_params.logits_hook
+ *                                           smol_params.logits_hook_user_data
+ *
+ *   GenerateParams::max_tokens              smol_params.max_tokens
+ *   GenerateParams::stop                    smol_params.stop smol_params.n_stop
+ *   GenerateParams::ignore_eos              smol_params.ignore_eos
+ *   GenerateParams::chat                    nested ChatTemplateOptions
+ *   GenerateParams::prompt_as_text          smol_params.prompt_as_text
+ *   GenerateParams::grammar                 smol_params.grammar
+ *   GenerateParams::json_schema             smol_params.json_schema
+ *   GenerateParams::json_schema_options     nested JsonSchemaOptions
+ *   GenerateParams::constrain_tool_calls    smol_params.constrain_tool_calls
+ *   GenerateParams::lookup                  nested LookupParams
+ *   LookupParams::enabled                   smol_params.lookup
+ *   LookupParams::k                         smol_params.lookup_k
+ *   LookupParams::max_ngram                 smol_params.lookup_max_ngram
+ *   LookupParams::draft_hook                exempt: a test and benchmark hook
+ *       that replaces the n-gram lookup (to force drafts accepted or
+ *       rejected); nothing a program needs, and the C++ tests cover it.
+ *   JsonSchemaOptions::max_indent           smol_params.json_max_indent
+ *   JsonSchemaOptions::max_integer_digits   smol_params.json_max_integer_digits
+ *   JsonSchemaOptions::max_fraction_digits  smol_params.json_max_fraction_digits
+ *   JsonSchemaOptions::max_exponent_digits  smol_params.json_max_exponent_digits
+ *   JsonSchemaOptions::max_any_depth        smol_params.json_max_any_depth
+ *   ChatTemplateOptions::add_generation_prompt smol_params.add_generation_prompt
+ *   ChatTemplateOptions::enable_thinking    smol_params.enable_thinking
+ *   ChatTemplateOptions::today              smol_params.today
+ *   ChatTemplateOptions::tools              smol_params.tools smol_params.n_tools
+ *   ChatTemplateOptions::xml_tools          smol_params.xml_tools smol_params.n_xml_tools
+ *   ChatTemplateOptions::python_tools       smol_params.python_tools smol_params.n_python_tools
+ *   ChatTemplateOptions::parse_special_in_content smol_params.parse_special_in_content
+ *   ToolDefinition::name                    smol_tool.name
+ *   ToolDefinition::description             smol_tool.description
+ *   ToolDefinition::parameters              smol_tool.parameters
+ *   ChatMessage::role                       smol_message.role
+ *   ChatMessage::content                    smol_message.content
+ *   ChatMessage::model_output               smol_message.model_output
+ *
+ *   GenerateResult::text                    smol_result.text smol_result.text_length
+ *   GenerateResult::reasoning               smol_result.reasoning smol_result.reasoning_length
+ *   GenerateResult::answer                  smol_result.answer smol_result.answer_length
+ *   GenerateResult::tokens                  smol_result.tokens smol_result.n_tokens
+ *   GenerateResult::stop_reason             smol_result.stop_reason
+ *   GenerateResult::matched_stop            smol_result.matched_stop
+ *   GenerateResult::tool_calls              smol_result.tool_calls_json
+ *   GenerateResult::n_prompt_tokens         smol_result.n_prompt_tokens
+ *   GenerateResult::n_reused_tokens         smol_result.n_reused_tokens
+ *   GenerateResult::n_discarded_tokens      smol_result.n_discarded_tokens
+ *   GenerateResult::n_prompt_discarded_tokens smol_result.n_prompt_discarded_tokens
+ *   GenerateResult::prefill_ms              smol_result.prefill_ms
+ *   GenerateResult::decode_ms               smol_result.decode_ms
+ *   GenerateResult::n_decode_steps          smol_result.n_decode_steps
+ *   GenerateResult::n_drafted_tokens        smol_result.n_drafted_tokens
+ *   GenerateResult::n_accepted_drafts       smol_result.n_accepted_drafts
+ *   GenerateResult::error                   exempt: only in builds without
+ *       exceptions; the C ABI reports a failed run as NULL with
+ *       smol_last_error_message().
+ *   GenerateResult::error_kind              exempt: as error; smol_last_error().
+ * parity-table-end
+ *
+ * Adding a C ABI call (or a field; the whole checklist):
+ *   1. include/smol/smol.h        the declaration with its contract (NULL
+ *      handling, ownership, errors, threading); a field is appended to its
+ *      struct, 64 bits wide, never inserted or reordered (the size rule at the
+ *      top); a C++ field's row in the parity table above
+ *   2. src/smol_c.cpp             the definition: noexcept, through guarded();
+ *      a struct read with read_sized(); its default in the struct's _init
+ *      taken from the C++ struct's own; the size static_assert updated
+ *   3. bindings/python/smol/_native.py   the ctypes field or the entry in
+ *      declare(); bindings/python/smol/__init__.py   the keyword argument,
+ *      method or property, with type hints and a docstring
+ *   4. bindings/csharp/Smol.cs    the Native struct field or [DllImport], and
+ *      the public option, property or method
+ *   5. tests: tests/c_abi/test_c_abi.c (the call, its errors, and an older
+ *      caller's smaller struct), tests/c_abi/test_c_abi_parity.cpp (the same
+ *      result as the C++ API), bindings/python/tests/test_smol.py, and
+ *      bindings/csharp/Sample.cs; each a behaviour check that fails when the
+ *      value does not arrive (tokens that change, a count, a text)
+ *   6. CHANGELOG.md               the Unreleased section
+ * test_surface (the parity table), test_c_abi, test_c_abi_parity,
+ * c_abi_symbols, python_bindings and csharp_bindings must pass.
+ */
 
 #ifdef __cplusplus
 }

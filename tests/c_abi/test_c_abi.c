@@ -821,6 +821,324 @@ static void test_batcher(smol_model* model) {
     smol_batcher_free(NULL);
 }
 
+/* Two runs' token ids differ. */
+static int tokens_differ(const smol_result* a, const smol_result* b) {
+    return a->n_tokens != b->n_tokens ||
+           memcmp(a->tokens, b->tokens, a->n_tokens * sizeof(int32_t)) != 0;
+}
+
+/* A run on a fresh cache: one knob against its default on the same prompt. */
+static smol_result* fresh_run(smol_generator* gen, const char* prompt, const smol_params* p) {
+    CHECK(smol_reset(gen) == SMOL_OK);
+    return smol_generate(gen, prompt, p, NULL, NULL);
+}
+
+/* The knobs appended to smol_params after constrain_tool_calls (DRY, XTC,
+ * lookup decoding, xml_tools / python_tools), smol_generate_tokens,
+ * smol_detokenize, smol_tokenize_chat and smol_render_chat. */
+static void test_knobs(smol_model* model) {
+    /* A prompt whose greedy continuation repeats itself: what DRY penalizes
+     * and what lookup decoding drafts from. */
+    const char* prompt = "one two three four, one two three four, one two three four, one two";
+    smol_generator* gen = smol_generator_new(model, NULL);
+    smol_params p = greedy(48);
+    smol_params q;
+    smol_result* plain;
+    smol_result* r;
+    p.ignore_eos = 1;
+    CHECK(gen != NULL);
+    if (!gen) return;
+    plain = fresh_run(gen, prompt, &p);
+    CHECK(plain != NULL && plain->n_tokens == 48);
+    if (!plain) return;
+    /* Plain decoding: one step per token after the first, nothing drafted. */
+    CHECK(plain->n_decode_steps + 1 >= plain->n_tokens && plain->n_drafted_tokens == 0);
+
+    /* The defaults are the C++ ones, the breakers included. */
+    smol_params_init(&q);
+    CHECK(q.dry_multiplier == 0 && q.dry_base == 1.75 && q.dry_allowed_length == 2);
+    CHECK(q.dry_penalty_last_n == -1 && q.n_dry_sequence_breakers == 4);
+    CHECK(q.dry_sequence_breakers && strcmp(q.dry_sequence_breakers[0], "\n") == 0 &&
+          strcmp(q.dry_sequence_breakers[3], "*") == 0);
+    CHECK(q.xtc_probability == 0 && q.xtc_threshold > 0.09 && q.xtc_threshold < 0.11);
+    CHECK(q.lookup == 0 && q.lookup_k == 4 && q.lookup_max_ngram == 3);
+    CHECK(q.n_xml_tools == 0 && q.n_python_tools == 0);
+
+    /* DRY on: the repeats are penalized, so the greedy tokens change. */
+    q = p;
+    q.dry_multiplier = 4;
+    r = fresh_run(gen, prompt, &q);
+    CHECK(r && tokens_differ(r, plain));
+    smol_result_free(r);
+    /* DRY with its window off (dry_penalty_last_n 0) is plain decoding. */
+    q.dry_penalty_last_n = 0;
+    r = fresh_run(gen, prompt, &q);
+    CHECK(r && same_tokens(r, plain));
+    smol_result_free(r);
+    q = p;
+    q.dry_allowed_length = 0;
+    CHECK_FAILS(fresh_run(gen, prompt, &q), SMOL_ERR_INVALID_ARGUMENT);
+    q = p;
+    q.n_dry_sequence_breakers = -1;
+    CHECK_FAILS(fresh_run(gen, prompt, &q), SMOL_ERR_INVALID_ARGUMENT);
+    {
+        const char* breakers[2] = {"\n", NULL};
+        q = p;
+        q.dry_multiplier = 4;
+        q.dry_sequence_breakers = breakers;
+        q.n_dry_sequence_breakers = 2;
+        CHECK_FAILS(fresh_run(gen, prompt, &q), SMOL_ERR_INVALID_ARGUMENT);
+        CHECK(strstr(smol_last_error_message(), "dry_sequence_breakers[1]") != NULL);
+        /* No breakers at all (a count of 0) is allowed. */
+        q.n_dry_sequence_breakers = 0;
+        r = fresh_run(gen, prompt, &q);
+        CHECK(r && tokens_differ(r, plain));
+        smol_result_free(r);
+    }
+
+    /* XTC on a seeded sampled run: removing the likeliest tokens changes them. */
+    {
+        smol_params sampled = p;
+        smol_result* base;
+        sampled.temperature = 1.0;
+        sampled.top_k = 0;
+        sampled.top_p = 1.0;
+        sampled.min_p = 0;
+        sampled.seed = 7;
+        base = fresh_run(gen, prompt, &sampled);
+        q = sampled;
+        q.xtc_probability = 1.0;
+        q.xtc_threshold = 0.01;
+        r = fresh_run(gen, prompt, &q);
+        CHECK(base && r && tokens_differ(r, base));
+        smol_result_free(r);
+        /* A threshold above 0.5 turns it off: the same tokens as without. */
+        q.xtc_threshold = 0.6;
+        r = fresh_run(gen, prompt, &q);
+        CHECK(base && r && same_tokens(r, base));
+        smol_result_free(r);
+        smol_result_free(base);
+        q.xtc_probability = 1.5;
+        CHECK_FAILS(fresh_run(gen, prompt, &q), SMOL_ERR_INVALID_ARGUMENT);
+    }
+
+    /* Lookup decoding: greedy output is plain decoding's, in fewer steps. */
+    q = p;
+    q.lookup = 1;
+    q.lookup_k = 4;
+    r = fresh_run(gen, prompt, &q);
+    CHECK(r && same_tokens(r, plain));
+    CHECK(r && r->n_drafted_tokens > 0 && r->n_accepted_drafts > 0);
+    CHECK(r && r->n_accepted_drafts <= r->n_drafted_tokens);
+    CHECK(r && r->n_decode_steps < plain->n_decode_steps);
+    smol_result_free(r);
+    q.lookup_k = -1;
+    CHECK_FAILS(fresh_run(gen, prompt, &q), SMOL_ERR_INVALID_ARGUMENT);
+    q.lookup_k = 4;
+    q.lookup_max_ngram = 0;
+    CHECK_FAILS(fresh_run(gen, prompt, &q), SMOL_ERR_INVALID_ARGUMENT);
+
+    /* An older caller's smol_params that ends before the new fields: they
+     * keep their defaults, whatever lies past its size. */
+    q = p;
+    q.size = offsetof(smol_params, dry_multiplier);
+    q.dry_multiplier = 4;
+    q.lookup = 1;
+    q.lookup_k = -5;
+    r = fresh_run(gen, prompt, &q);
+    CHECK(r && same_tokens(r, plain) && r->n_drafted_tokens == 0);
+    smol_result_free(r);
+
+    /* The token ids of the prompt generate what the text generates. */
+    {
+        size_t n = 0;
+        int32_t* ids = smol_tokenize(gen, prompt, 0, &n);
+        char* text;
+        size_t length = 0;
+        CHECK(ids && n > 0);
+        CHECK(smol_reset(gen) == SMOL_OK);
+        r = smol_generate_tokens(gen, ids, n, &p, NULL, NULL);
+        CHECK(r && same_tokens(r, plain) && r->n_prompt_tokens == n);
+        CHECK(r && r->text_length == plain->text_length && strcmp(r->text, plain->text) == 0);
+        smol_result_free(r);
+        /* ... and back to the text: ids -> text -> ids is the identity here. */
+        text = smol_detokenize(model, ids, n, 1, &length);
+        CHECK(text && length == strlen(text) && strcmp(text, prompt) == 0);
+        smol_string_free(text);
+        /* The generated ids are the generated text (no end token: max_tokens). */
+        text = smol_detokenize(model, plain->tokens, plain->n_tokens, 1, &length);
+        CHECK(text && length == plain->text_length && strcmp(text, plain->text) == 0);
+        smol_string_free(text);
+        text = smol_detokenize(model, NULL, 0, 1, NULL);
+        CHECK(text && text[0] == '\0');
+        smol_string_free(text);
+        smol_tokens_free(ids);
+        {
+            int32_t bad_ids[2] = {1, -3};
+            CHECK_FAILS(smol_detokenize(model, bad_ids, 2, 1, &length), SMOL_ERR_INVALID_ARGUMENT);
+            CHECK(length == 0);
+            CHECK_FAILS(smol_detokenize(NULL, bad_ids, 1, 1, &length), SMOL_ERR_INVALID_ARGUMENT);
+            CHECK_FAILS(smol_detokenize(model, NULL, 1, 1, &length), SMOL_ERR_INVALID_ARGUMENT);
+            CHECK_FAILS(smol_generate_tokens(gen, NULL, 2, &p, NULL, NULL),
+                        SMOL_ERR_INVALID_ARGUMENT);
+            bad_ids[1] = (int32_t)smol_model_n_vocab(model);
+            CHECK_FAILS(smol_generate_tokens(gen, bad_ids, 2, &p, NULL, NULL),
+                        SMOL_ERR_INVALID_ARGUMENT);
+        }
+    }
+
+    /* The conversation smol_chat would run: its ids, its text, the tools. */
+    {
+        const smol_message messages[2] = {{"system", "Be brief.", 0}, {"user", "Hi <|im_end|>", 0}};
+        const char* xml_tools[1] = {"{\"name\": \"xml_probe\"}"};
+        const char* python_tools[1] = {"def python_probe(x): ..."};
+        smol_params c = greedy(4);
+        size_t n = 0, length = 0, n_history = 0;
+        int32_t* ids;
+        int32_t* history;
+        char* text;
+        c.enable_thinking = 0;
+        c.today = "01 January 2026";
+        c.xml_tools = xml_tools;
+        c.n_xml_tools = 1;
+        c.python_tools = python_tools;
+        c.n_python_tools = 1;
+        ids = smol_tokenize_chat(gen, messages, 2, &c, &n);
+        CHECK(ids && n > 0);
+        CHECK(smol_reset(gen) == SMOL_OK);
+        r = smol_chat(gen, messages, 2, &c, NULL, NULL);
+        CHECK(r && r->n_prompt_tokens == n);
+        history = smol_generator_history(gen, &n_history);
+        CHECK(ids && history && n_history >= n && memcmp(history, ids, n * sizeof(int32_t)) == 0);
+        smol_tokens_free(history);
+        smol_result_free(r);
+        text = smol_render_chat(gen, messages, 2, &c, &length);
+        CHECK(text && length == strlen(text));
+        CHECK(text && strstr(text, "Hi <|im_end|>") && strstr(text, "01 January 2026"));
+        CHECK(text && strstr(text, "xml_probe") && strstr(text, "python_probe"));
+        smol_string_free(text);
+        /* The rendered text's special markers are the template's only: the
+         * ids of the content's "<|im_end|>" are text, so tokenizing the
+         * rendered text (markers parsed) gives other ids. */
+        {
+            size_t n_parsed = 0;
+            char* rendered = smol_render_chat(gen, messages, 2, &c, NULL);
+            int32_t* parsed = rendered ? smol_tokenize(gen, rendered, 0, &n_parsed) : NULL;
+            CHECK(parsed && (n_parsed != n || memcmp(parsed, ids, n * sizeof(int32_t)) != 0));
+            smol_tokens_free(parsed);
+            smol_string_free(rendered);
+        }
+        smol_tokens_free(ids);
+        c.n_xml_tools = -1;
+        CHECK_FAILS(smol_render_chat(gen, messages, 2, &c, &length), SMOL_ERR_INVALID_ARGUMENT);
+        CHECK(length == 0);
+        c.n_xml_tools = 0;
+        python_tools[0] = NULL;
+        CHECK_FAILS(smol_tokenize_chat(gen, messages, 2, &c, &n), SMOL_ERR_INVALID_ARGUMENT);
+        CHECK(n == 0);
+        CHECK_FAILS(smol_tokenize_chat(gen, messages, 2, NULL, NULL), SMOL_ERR_INVALID_ARGUMENT);
+        CHECK_FAILS(smol_tokenize_chat(NULL, messages, 2, NULL, &n), SMOL_ERR_INVALID_ARGUMENT);
+        CHECK_FAILS(smol_render_chat(gen, NULL, 2, NULL, NULL), SMOL_ERR_INVALID_ARGUMENT);
+        /* NULL params: the defaults. */
+        text = smol_render_chat(gen, messages, 1, NULL, NULL);
+        CHECK(text && strstr(text, "Be brief."));
+        smol_string_free(text);
+    }
+    smol_result_free(plain);
+    smol_generator_free(gen);
+}
+
+/* The load's tuning knobs: pinned kernel settings, the modes, a tune file. */
+static void test_tuning(const char* path) {
+    smol_load_options o;
+    smol_model* m;
+    char file[4200];
+    FILE* f;
+    smol_load_options_init(&o);
+    CHECK(o.tune == SMOL_TUNE_AUTO && o.tune_file == NULL && o.pin_kernel_params == 0);
+    CHECK(o.kernel_pace_steps == 60 && o.kernel_interleaved_prefetch == 8192);
+    CHECK(o.kernel_stored_prefetch == 4096 && o.kernel_decode_chunks == 8);
+    o.n_threads = 2;
+    o.pin_kernel_params = 1;
+    o.kernel_decode_chunks = 16;
+    m = smol_model_load(path, &o);
+    CHECK(m && strstr(smol_model_tuning(m), "decode chunks 16") != NULL);
+    smol_model_free(m);
+    CHECK(smol_model_tuning(NULL)[0] == '\0');
+    o.kernel_decode_chunks = 5; /* not a candidate */
+    CHECK_FAILS(smol_model_load(path, &o), SMOL_ERR_INVALID_ARGUMENT);
+    smol_load_options_init(&o);
+    o.tune = 3;
+    CHECK_FAILS(smol_model_load(path, &o), SMOL_ERR_INVALID_ARGUMENT);
+    /* tune off: the defaults, "not tuned". */
+    o.tune = SMOL_TUNE_OFF;
+    o.n_threads = 2;
+    m = smol_model_load(path, &o);
+    CHECK(m && strstr(smol_model_tuning(m), "not tuned") != NULL);
+    smol_model_free(m);
+    /* tune on with a file: measured (unless SMOL_TUNE=off), then remembered. */
+    snprintf(file, sizeof file, "%s", "smol_c_abi_tune.txt");
+    remove(file);
+    o.tune = SMOL_TUNE_ON;
+    o.tune_file = file;
+    m = smol_model_load(path, &o);
+    CHECK(m != NULL);
+    {
+        const char* env = getenv("SMOL_TUNE");
+        const int off = env && (strcmp(env, "off") == 0 || strcmp(env, "0") == 0);
+        if (m && !off) {
+            CHECK(strstr(smol_model_tuning(m), "tuned in") != NULL);
+            f = fopen(file, "rb");
+            CHECK(f != NULL);
+            if (f) fclose(f);
+        }
+    }
+    smol_model_free(m);
+    remove(file);
+}
+
+/* smol_batcher_options: the defaults are C++'s, bad values are refused, and
+ * generators on a batcher made with options run as without one. */
+static void test_batcher_options(smol_model* model) {
+    smol_batcher_options bo;
+    smol_batcher* batcher;
+    smol_generator_options go;
+    smol_generator* a;
+    smol_generator* alone;
+    smol_params p = greedy(8);
+    smol_result* ra;
+    smol_result* rb;
+    smol_batcher_options_init(&bo);
+    CHECK(bo.size == sizeof bo && bo.max_batch == 8 && bo.prefill_shared == 64);
+    CHECK(bo.max_step_slowdown == 1.8 && bo.prefill_alone > 0);
+    CHECK(bo.gather_ms == 5.0 && bo.gather_fraction == 0.25);
+    bo.max_batch = 0;
+    CHECK_FAILS(smol_batcher_new_with_options(model, &bo), SMOL_ERR_INVALID_ARGUMENT);
+    bo.max_batch = -2;
+    CHECK_FAILS(smol_batcher_new_with_options(model, &bo), SMOL_ERR_INVALID_ARGUMENT);
+    CHECK_FAILS(smol_batcher_new_with_options(NULL, NULL), SMOL_ERR_INVALID_ARGUMENT);
+    bo.size = 0;
+    CHECK_FAILS(smol_batcher_new_with_options(model, &bo), SMOL_ERR_INVALID_ARGUMENT);
+    smol_batcher_options_init(&bo);
+    bo.max_batch = 2;
+    bo.prefill_alone = 3; /* a prompt in steps of 3 tokens: the same result */
+    bo.gather_ms = 1;
+    batcher = smol_batcher_new_with_options(model, &bo);
+    CHECK(batcher != NULL);
+    smol_generator_options_init(&go);
+    go.batcher = batcher;
+    a = smol_generator_new(model, &go);
+    alone = smol_generator_new(model, NULL);
+    smol_batcher_free(batcher);
+    ra = smol_generate(a, "Once upon a time", &p, NULL, NULL);
+    rb = smol_generate(alone, "Once upon a time", &p, NULL, NULL);
+    CHECK(ra && rb && same_tokens(ra, rb));
+    smol_result_free(ra);
+    smol_result_free(rb);
+    smol_generator_free(a);
+    smol_generator_free(alone);
+}
+
 int main(int argc, char** argv) {
     const char* dir = getenv("SMOL_FIXTURES");
     const char* required = getenv("SMOL_REQUIRE_FIXTURES");
@@ -877,6 +1195,9 @@ int main(int argc, char** argv) {
     test_batcher(model);
     test_erase(model);
     test_shift(model);
+    test_knobs(model);
+    test_batcher_options(model);
+    test_tuning(path);
 
     /* A generator outlives the handle of its model. */
     {

@@ -5,6 +5,9 @@
 //     last error staying per thread;
 //   - smol_cancel from another thread stops a run;
 //   - context shift and erase: the same tokens, counts and history;
+//   - the knobs past the basics (DRY, XTC, lookup decoding, xml / python
+//     tools, token ids in, ids to text, the chat's ids and text): the same
+//     tokens, counts and text as the C++ API given the same values;
 //   - writes the reference greedy text for the Python and C# tests.
 // Usage: test_c_abi_parity FIXTURES_DIR [GREEDY_OUT] ($SMOL_FIXTURES wins)
 //        test_c_abi_parity FIXTURES_DIR --bench [RUNS]: microseconds per token
@@ -161,6 +164,112 @@ void check_context_parity(const std::shared_ptr<const smol::Model>& cpp_model,
     smol_generator_free(c);
 }
 
+// Each knob set both ways, on its own generator pair: the C ABI must hand the
+// C++ API the very values (a field read at the wrong offset, or dropped,
+// changes the tokens of at least one of these runs).
+void check_knob_parity(const std::shared_ptr<const smol::Model>& cpp_model, smol_model* c_model) {
+    const char* prompt = "one two three four, one two three four, one two three four, one two";
+    smol::Generator cpp(cpp_model);
+    smol_generator* c = smol_generator_new(c_model, nullptr);
+    EXPECT(c != nullptr);
+    if (!c) return;
+    auto both = [&](const smol::GenerateParams& want_params, const smol_params& got_params) {
+        cpp.reset();
+        smol_reset(c);
+        const smol::GenerateResult want = cpp.generate(prompt, want_params);
+        CResult got(smol_generate(c, prompt, &got_params, nullptr, nullptr));
+        EXPECT(got != nullptr);
+        if (!got) return;
+        EXPECT(tokens_of(*got) == want.tokens);
+        EXPECT(got->n_decode_steps == want.n_decode_steps);
+        EXPECT(got->n_drafted_tokens == want.n_drafted_tokens);
+        EXPECT(got->n_accepted_drafts == want.n_accepted_drafts);
+    };
+    smol::GenerateParams cpp_params = greedy_cpp(40);
+    cpp_params.ignore_eos = true;
+    smol_params p = greedy_c(40);
+    p.ignore_eos = 1;
+    {  // DRY, with breakers of our own and a window
+        smol::GenerateParams a = cpp_params;
+        a.dry_multiplier = 2.5f;
+        a.dry_base = 1.5f;
+        a.dry_allowed_length = 3;
+        a.dry_penalty_last_n = 32;
+        a.dry_sequence_breakers = {","};
+        smol_params b = p;
+        const char* breakers[] = {","};
+        b.dry_multiplier = 2.5;
+        b.dry_base = 1.5;
+        b.dry_allowed_length = 3;
+        b.dry_penalty_last_n = 32;
+        b.dry_sequence_breakers = breakers;
+        b.n_dry_sequence_breakers = 1;
+        both(a, b);
+    }
+    {  // XTC, sampled and seeded
+        smol::GenerateParams a = cpp_params;
+        a.temperature = 0.9f;
+        a.seed = 99;
+        a.xtc_probability = 0.7f;
+        a.xtc_threshold = 0.05f;
+        smol_params b = p;
+        b.temperature = 0.9;
+        b.seed = 99;
+        b.xtc_probability = 0.7;
+        b.xtc_threshold = 0.05;
+        both(a, b);
+    }
+    {  // lookup decoding: the same drafts and acceptances
+        smol::GenerateParams a = cpp_params;
+        a.lookup.enabled = true;
+        a.lookup.k = 3;
+        a.lookup.max_ngram = 2;
+        smol_params b = p;
+        b.lookup = 1;
+        b.lookup_k = 3;
+        b.lookup_max_ngram = 2;
+        both(a, b);
+    }
+    {  // token ids in, and ids to text
+        const std::vector<int32_t> ids = cpp.tokenize(prompt);
+        cpp.reset();
+        smol_reset(c);
+        const smol::GenerateResult want = cpp.generate_tokens(ids, cpp_params);
+        CResult got(smol_generate_tokens(c, ids.data(), ids.size(), &p, nullptr, nullptr));
+        EXPECT(got && tokens_of(*got) == want.tokens);
+        size_t length = 0;
+        char* text = smol_detokenize(c_model, want.tokens.data(), want.tokens.size(), 1, &length);
+        EXPECT(text && std::string(text, length) == cpp_model->tokenizer().decode(want.tokens));
+        smol_string_free(text);
+    }
+    {  // the chat's ids and text, with every chat option set
+        const std::vector<smol::ChatMessage> messages = {{"system", "Be brief."}, {"user", "Hi"}};
+        const smol_message c_messages[2] = {{"system", "Be brief.", 0}, {"user", "Hi", 0}};
+        smol::ChatOptions options;
+        options.enable_thinking = false;
+        options.today = "02 February 2026";
+        options.xml_tools = {"{\"name\": \"a\"}"};
+        options.python_tools = {"def b(): ..."};
+        smol_params b = p;
+        const char* xml[] = {"{\"name\": \"a\"}"};
+        const char* python[] = {"def b(): ..."};
+        b.enable_thinking = 0;
+        b.today = "02 February 2026";
+        b.xml_tools = xml;
+        b.n_xml_tools = 1;
+        b.python_tools = python;
+        b.n_python_tools = 1;
+        size_t n = 0, length = 0;
+        int32_t* ids = smol_tokenize_chat(c, c_messages, 2, &b, &n);
+        EXPECT(ids && std::vector<int32_t>(ids, ids + n) == cpp.tokenize_chat(messages, options));
+        smol_tokens_free(ids);
+        char* text = smol_render_chat(c, c_messages, 2, &b, &length);
+        EXPECT(text && std::string(text, length) == cpp.render_chat(messages, options));
+        smol_string_free(text);
+    }
+    smol_generator_free(c);
+}
+
 void check_threads(smol_model* model, const std::vector<int32_t>& want) {
     constexpr int kThreads = 8;
     std::atomic<int> mismatches{0}, leaked_errors{0};
@@ -296,6 +405,7 @@ int main(int argc, char** argv) {
 
     check_parity(cpp_model, c_model);
     check_context_parity(cpp_model, c_model);
+    check_knob_parity(cpp_model, c_model);
     smol::Generator reference(cpp_model);
     const smol::GenerateResult want = reference.generate(kPrompt, greedy_cpp(kTokens));
     check_threads(c_model, want.tokens);

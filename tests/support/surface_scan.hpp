@@ -16,6 +16,7 @@
 // header first, so a scanner that stopped finding names fails there.
 #pragma once
 
+#include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <set>
@@ -341,6 +342,122 @@ inline std::string read_text(const std::string& path) {
 inline std::vector<Name> names_in(const std::string& text, const std::string& file) {
     std::vector<Name> out;
     Scanner(tokenize(strip(text)), file).run(out);
+    return out;
+}
+
+// The public, non-static data members of the struct or class `type` as the
+// first definition of it in `text` declares them, in order (a base's members
+// are the base's own: scan it separately). For the C ABI's parity
+// table (test_surface.cpp): C++17 cannot list a struct's fields, so the
+// header's text is the only source. A statement in the body is a data member
+// unless it is a function (a '(' outside template arguments that is not a
+// function pointer's "(*"), a type, an alias, static, a friend or a
+// static_assert; braces after '=' or right after the name are an
+// initializer, any other braces a body or a nested type (skipped).
+// Empty when `text` does not define `type`.
+inline std::vector<std::string> data_members(const std::string& text, const std::string& type) {
+    const std::vector<std::string> t = tokenize(strip(text));
+    size_t i = 0;
+    for (; i + 1 < t.size(); ++i) {
+        if (t[i] != "struct" && t[i] != "class") continue;
+        if (i > 0 && (t[i - 1] == "friend" || t[i - 1] == "enum")) continue;
+        size_t j = i + 1;  // past [[attributes]] and alignas(...)
+        while (j < t.size() && (t[j] == "[" || t[j] == "alignas")) {
+            const std::string close = t[j] == "[" ? "]" : ")";
+            while (j < t.size() && t[j] != close) ++j;
+            while (j < t.size() && t[j] == close) ++j;
+        }
+        if (j >= t.size() || t[j] != type) continue;
+        ++j;
+        while (j < t.size() && t[j] != "{" && t[j] != ";" && t[j] != "(") ++j;
+        if (j < t.size() && t[j] == "{") {
+            i = j + 1;
+            break;
+        }
+    }
+    std::vector<std::string> out;
+    if (i + 1 >= t.size()) return out;
+    // `struct` starts public, `class` private: look back at the keyword.
+    bool is_public = true;
+    for (size_t k = i; k-- > 0;)
+        if (t[k] == "struct" || t[k] == "class") {
+            is_public = t[k] == "struct";
+            break;
+        }
+    std::vector<std::string> s;
+    auto skip_braces = [&](size_t& k) {
+        for (int depth = 0; k < t.size(); ++k) {
+            if (t[k] == "{") ++depth;
+            if (t[k] == "}" && --depth == 0) {
+                ++k;
+                return;
+            }
+        }
+    };
+    auto member_name = [](const std::vector<std::string>& st) -> std::string {
+        static const std::set<std::string> not_members = {"using",  "typedef", "friend",
+                                                          "static", "struct",  "class",
+                                                          "enum",   "union",   "static_assert"};
+        if (st.empty() || not_members.count(st[0])) return "";
+        int angle = 0;
+        std::string last;
+        for (size_t k = 0; k < st.size(); ++k) {
+            const std::string& tok = st[k];
+            if (tok == "<") ++angle;
+            if (tok == ">") --angle;
+            if (angle > 0) continue;
+            if (tok == "=" || tok == "{" || tok == "[" || tok == ":") break;
+            if (tok == "(") {
+                // A function pointer member: ( * name ) ( ... )
+                if (k + 2 < st.size() && st[k + 1] == "*" && is_ident(st[k + 2])) return st[k + 2];
+                return "";  // a function
+            }
+            if (tok == "operator") return "";
+            if (is_ident(tok)) last = tok;
+        }
+        return last;
+    };
+    while (i < t.size()) {
+        const std::string& tok = t[i];
+        if (tok == "}") break;
+        if (s.empty() && (tok == "public" || tok == "private" || tok == "protected") &&
+            i + 1 < t.size() && t[i + 1] == ":") {
+            is_public = tok == "public";
+            i += 2;
+            continue;
+        }
+        if (tok == "{") {
+            // An initializer (after '=' or right after the member's name) stays
+            // in the statement; anything else is a body or a nested type.
+            const bool initializer =
+                !s.empty() &&
+                (std::find(s.begin(), s.end(), "=") != s.end() ||
+                 (is_ident(s.back()) && std::find(s.begin(), s.end(), "(") == s.end()));
+            const bool type_body = !s.empty() && (s[0] == "struct" || s[0] == "class" ||
+                                                  s[0] == "enum" || s[0] == "union");
+            if (initializer && !type_body) {
+                skip_braces(i);
+                s.push_back("{");
+                continue;
+            }
+            skip_braces(i);
+            if (type_body) {
+                while (i < t.size() && t[i] != ";") ++i;  // `} object;` is rare: ignored
+                ++i;
+            }
+            s.clear();
+            continue;
+        }
+        if (tok == ";") {
+            const std::string name = member_name(s);
+            if (is_public && !name.empty()) out.push_back(name);
+            s.clear();
+            ++i;
+            continue;
+        }
+        s.push_back(tok);
+        ++i;
+    }
     return out;
 }
 

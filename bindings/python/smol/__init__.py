@@ -41,6 +41,8 @@ STOP_REASONS = ["eos", "max_tokens", "stop_string", "cancelled", "context_full"]
 DEVICES = {"cpu": 0, "cuda": 1, "auto": 2}
 KV_TYPES = {"f32": 0, "f16": 1, "q8_0": 2}
 CONTEXT_POLICIES = {"stop": 0, "shift": 1}
+TUNE_MODES = {"auto": 0, "on": 1, "off": 2}
+KERNEL_PARAMS = ("pace_steps", "interleaved_prefetch", "stored_prefetch", "decode_chunks")
 
 
 # A piece callback: return False to stop the run.
@@ -139,6 +141,11 @@ class Result:
     # erased from it, and the prompt's share of them.
     n_discarded_tokens: int = 0
     n_prompt_discarded_tokens: int = 0
+    # Forward passes after the prefill and, with lookup=True, the drafts they
+    # ran and how many were accepted.
+    n_decode_steps: int = 0
+    n_drafted_tokens: int = 0
+    n_accepted_drafts: int = 0
 
     @property
     def n_prefilled_tokens(self) -> int:
@@ -169,6 +176,9 @@ def _take_result(pointer) -> Result:
             decode_ms=r.decode_ms,
             n_discarded_tokens=r.n_discarded_tokens,
             n_prompt_discarded_tokens=r.n_prompt_discarded_tokens,
+            n_decode_steps=r.n_decode_steps,
+            n_drafted_tokens=r.n_drafted_tokens,
+            n_accepted_drafts=r.n_accepted_drafts,
         )
     finally:
         lib.smol_result_free(pointer)
@@ -180,8 +190,18 @@ _PARAM_NAMES = {
     "stop", "ignore_eos", "prompt_as_text", "add_generation_prompt", "enable_thinking", "today",
     "tools", "parse_special_in_content", "grammar", "json_schema", "json_max_indent",
     "json_max_integer_digits", "json_max_fraction_digits", "json_max_exponent_digits",
-    "json_max_any_depth", "constrain_tool_calls"
+    "json_max_any_depth", "constrain_tool_calls", "dry_multiplier", "dry_base",
+    "dry_allowed_length", "dry_penalty_last_n", "dry_sequence_breakers", "xtc_probability",
+    "xtc_threshold", "lookup", "lookup_k", "lookup_max_ngram", "xml_tools", "python_tools"
 }
+# What render_chat() and tokenize_chat() take: the chat template's options.
+_CHAT_PARAM_NAMES = {
+    "add_generation_prompt", "enable_thinking", "today", "tools", "xml_tools", "python_tools",
+    "parse_special_in_content"
+}
+# The string-list parameters, each with its count field.
+_STRING_LISTS = {"stop": "n_stop", "dry_sequence_breakers": "n_dry_sequence_breakers",
+                 "xml_tools": "n_xml_tools", "python_tools": "n_python_tools"}
 
 
 class _CallbackError:
@@ -210,8 +230,8 @@ class _CallbackError:
 class _Params:
     """A smol_params and the buffers it points into (kept alive as long as this)."""
 
-    def __init__(self, kwargs: Dict[str, Any], generator_handle=None):
-        unknown = set(kwargs) - _PARAM_NAMES
+    def __init__(self, kwargs: Dict[str, Any], generator_handle=None, allowed=_PARAM_NAMES):
+        unknown = set(kwargs) - allowed
         if unknown:
             raise TypeError("unknown generation parameter(s): " + ", ".join(sorted(unknown)))
         p = _native.Params()
@@ -220,13 +240,13 @@ class _Params:
         self.has_callbacks = False
         self.errors = _CallbackError(generator_handle)
         for name, value in kwargs.items():
-            if name == "stop":
+            if name in _STRING_LISTS:
                 if isinstance(value, str):
                     value = [value]
                 array = (ctypes.c_char_p * max(1, len(value)))(*[_utf8(s) for s in value])
                 self.keep.append(array)
-                p.stop = ctypes.cast(array, ctypes.POINTER(ctypes.c_char_p))
-                p.n_stop = len(value)
+                setattr(p, name, ctypes.cast(array, ctypes.POINTER(ctypes.c_char_p)))
+                setattr(p, _STRING_LISTS[name], len(value))
             elif name == "logit_bias":
                 items = list(value.items())
                 array = (_native.LogitBias * max(1, len(items)))(*items)
@@ -266,7 +286,7 @@ class _Params:
             elif name in ("today", "grammar", "json_schema"):
                 setattr(p, name, None if value is None else _utf8(value))
             elif name in ("ignore_eos", "prompt_as_text", "add_generation_prompt",
-                          "parse_special_in_content", "constrain_tool_calls"):
+                          "parse_special_in_content", "constrain_tool_calls", "lookup"):
                 setattr(p, name, int(bool(value)))
             else:
                 setattr(p, name, value)
@@ -307,7 +327,8 @@ def _piece_callback(on_text: Optional[OnText], errors: _CallbackError):
 
 
 def _load_options(n_threads, device, cuda_device, memory_budget, interleave_weights, cpu,
-                  progress, log, keep, errors: _CallbackError):
+                  progress, log, keep, errors: _CallbackError, tune="auto", tune_file=None,
+                  kernel_params=None):
     o = _native.LoadOptions()
     lib.smol_load_options_init(ctypes.byref(o))
     o.n_threads = n_threads
@@ -319,6 +340,18 @@ def _load_options(n_threads, device, cuda_device, memory_budget, interleave_weig
     o.interleave_weights = int(bool(interleave_weights))
     if cpu is not None:
         o.cpu = cpu.encode()
+    if tune not in TUNE_MODES:
+        raise ValueError(f"tune must be one of {sorted(TUNE_MODES)}, not {tune!r}")
+    o.tune = TUNE_MODES[tune]
+    if tune_file is not None:
+        o.tune_file = _utf8(os.fspath(tune_file))
+    if kernel_params is not None:
+        unknown = set(kernel_params) - set(KERNEL_PARAMS)
+        if unknown:
+            raise TypeError("unknown kernel_params key(s): " + ", ".join(sorted(unknown)))
+        o.pin_kernel_params = 1
+        for key, value in kernel_params.items():  # the keys left out keep their defaults
+            setattr(o, "kernel_" + key, value)
     if progress is not None:
 
         def call(value, _user):
@@ -376,21 +409,28 @@ class Model(_Closable):
 
     Model(path) or Model(data=bytes); options as the C++ LoadOptions: n_threads,
     device ("cpu", "cuda", "auto"), cuda_device, memory_budget,
-    interleave_weights, cpu (a kernel level name), progress(fraction) -> False
-    cancels (Error "cancelled"; an exception it raises comes out of Model()),
-    log(level, message). Raises Error (kind "io", "format", ...)."""
+    interleave_weights, cpu (a kernel level name), tune ("auto", "on", "off"),
+    tune_file (where tuned kernel settings are remembered), kernel_params (a dict
+    of pace_steps, interleaved_prefetch, stored_prefetch, decode_chunks: pins
+    them instead of tuning; keys left out keep their defaults),
+    progress(fraction) -> False cancels (Error "cancelled"; an exception it
+    raises comes out of Model()), log(level, message). Raises Error (kind "io",
+    "format", ...)."""
 
     def __init__(self, path: Optional[Union[str, "os.PathLike[str]"]] = None, *,
                  data: Optional[bytes] = None, n_threads: int = 0, device: str = "cpu",
                  cuda_device: int = 0, memory_budget: int = 0,
                  interleave_weights: bool = True, cpu: Optional[str] = None,
                  progress: Optional[Callable[[float], Optional[bool]]] = None,
-                 log: Optional[Callable[[int, str], None]] = None):
+                 log: Optional[Callable[[int, str], None]] = None, tune: str = "auto",
+                 tune_file: Optional[Union[str, "os.PathLike[str]"]] = None,
+                 kernel_params: Optional[Mapping[str, int]] = None):
         self._handle = None
         keep: List[Any] = []
         errors = _CallbackError()
         options = _load_options(n_threads, device, cuda_device, memory_budget,
-                                interleave_weights, cpu, progress, log, keep, errors)
+                                interleave_weights, cpu, progress, log, keep, errors, tune,
+                                tune_file, kernel_params)
         if (path is None) == (data is None):
             raise TypeError("Model needs a path or data=, not both")
         if path is not None:
@@ -429,6 +469,29 @@ class Model(_Closable):
         """The context length the model was trained for."""
         return lib.smol_model_n_ctx_train(self._live())
 
+    @property
+    def tuning(self) -> str:
+        """The kernel settings the load chose and why ("pace 60, ... (tuned in
+        180 ms)" or "... (not tuned: <reason>)")."""
+        return lib.smol_model_tuning(self._live()).decode()
+
+    def detokenize(self, ids: Sequence[int], *, render_special: bool = True,
+                   as_bytes: bool = False) -> Union[str, bytes]:
+        """The text of token ids (the C++ Tokenizer::decode): special tokens as
+        their text, or left out without render_special. The bytes need not be
+        whole UTF-8 (ids may end inside a character): as_bytes=True returns
+        them as they are, else a str with such bytes as U+FFFD. An id outside
+        the vocabulary raises Error "invalid_argument"."""
+        array = (ctypes.c_int32 * max(1, len(ids)))(*ids)
+        n = ctypes.c_size_t(0)
+        text = _check(lib.smol_detokenize(self._live(), array, len(ids), int(render_special),
+                                          ctypes.byref(n)))
+        try:
+            data = ctypes.string_at(text, n.value)
+        finally:
+            lib.smol_string_free(text)
+        return data if as_bytes else data.decode("utf-8", "replace")
+
     def generator(self, **options: Any) -> "Generator":
         """A new Generator on this model; options as Generator()."""
         return Generator(self, **options)
@@ -443,15 +506,25 @@ class Model(_Closable):
 
 class Batcher(_Closable):
     """Generators given one batcher decode in shared forward passes (the C++
-    smol::Batcher). Generators keep their batcher alive."""
+    smol::Batcher). Generators keep their batcher alive. Options as the C++
+    BatcherOptions (same defaults): max_batch, prefill_shared,
+    max_step_slowdown, prefill_alone, gather_ms, gather_fraction."""
 
-    def __init__(self, model: Model):
+    def __init__(self, model: Model, **options: Any):
         self._handle = None
         # The native batcher keeps the native model alive, so it needs what that
         # model needs: a Model(data=...) reads its Python buffer for as long as
         # the native model lives, and collecting the Model would free it.
         self.model = model
-        self._handle = _check(lib.smol_batcher_new(model._live()))
+        o = _native.BatcherOptions()
+        lib.smol_batcher_options_init(ctypes.byref(o))
+        known = {name for name, _ in _native.BatcherOptions._fields_} - {"size"}
+        unknown = set(options) - known
+        if unknown:
+            raise TypeError("unknown batcher option(s): " + ", ".join(sorted(unknown)))
+        for name, value in options.items():
+            setattr(o, name, value)
+        self._handle = _check(lib.smol_batcher_new_with_options(model._live(), ctypes.byref(o)))
 
     def close(self) -> None:
         """Lets go of the batcher (its generators keep it alive)."""
@@ -471,7 +544,8 @@ class Generator(_Closable):
     Generation parameters are
     keyword arguments named as the C++ GenerateParams / smol_params fields
     (temperature, top_k, max_tokens, stop, seed, grammar, json_schema, tools,
-    enable_thinking, ...)."""
+    enable_thinking, dry_multiplier, dry_sequence_breakers, xtc_probability,
+    lookup, lookup_k, xml_tools, python_tools, ...)."""
 
     def __init__(self, model: Model, *, n_ctx: int = 0, kv_type: str = "f16",
                  prefill_chunk: int = 0, batcher: Optional[Batcher] = None,
@@ -514,6 +588,19 @@ class Generator(_Closable):
         callback = _piece_callback(on_text, p.errors)
         result = _take_result(lib.smol_generate(self._handle, _utf8(prompt), p.ref(), callback,
                                                 None))
+        p.errors.raise_if_any()
+        return result
+
+    def generate_tokens(self, ids: Sequence[int], *, on_text: Optional[OnText] = None,
+                        **params: Any) -> Result:
+        """Completes a prompt given as token ids (the C++ Generator::generate_tokens;
+        no BOS added), e.g. tokenize()'s or tokenize_chat()'s, edited; otherwise
+        as generate()."""
+        p = _Params(params, self._live())
+        array = (ctypes.c_int32 * max(1, len(ids)))(*ids)
+        callback = _piece_callback(on_text, p.errors)
+        result = _take_result(lib.smol_generate_tokens(self._handle, array, len(ids), p.ref(),
+                                                       callback, None))
         p.errors.raise_if_any()
         return result
 
@@ -594,6 +681,35 @@ class Generator(_Closable):
             return ids[:n.value]
         finally:
             lib.smol_tokens_free(ids)
+
+    def tokenize_chat(self, messages: Sequence[Message], **chat: Any) -> List[int]:
+        """The exact ids chat(messages, **chat) would run: control tokens only
+        where the template wrote them. Takes the chat template's options
+        (add_generation_prompt, enable_thinking, today, tools, xml_tools,
+        python_tools, parse_special_in_content)."""
+        p = _Params(chat, self._live(), _CHAT_PARAM_NAMES)
+        m = _Messages(messages)
+        n = ctypes.c_size_t(0)
+        ids = _check(lib.smol_tokenize_chat(self._handle, m.array, m.count, p.ref(),
+                                            ctypes.byref(n)))
+        try:
+            return ids[:n.value]
+        finally:
+            lib.smol_tokens_free(ids)
+
+    def render_chat(self, messages: Sequence[Message], **chat: Any) -> str:
+        """The exact text chat(messages, **chat) would run, for showing or
+        logging (its ids are tokenize_chat()'s: tokenizing this text would parse
+        marker text in contents as control tokens). Options as tokenize_chat()."""
+        p = _Params(chat, self._live(), _CHAT_PARAM_NAMES)
+        m = _Messages(messages)
+        n = ctypes.c_size_t(0)
+        text = _check(lib.smol_render_chat(self._handle, m.array, m.count, p.ref(),
+                                           ctypes.byref(n)))
+        try:
+            return ctypes.string_at(text, n.value).decode("utf-8")
+        finally:
+            lib.smol_string_free(text)
 
     @property
     def n_ctx(self) -> int:

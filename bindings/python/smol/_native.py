@@ -83,7 +83,10 @@ class LoadOptions(Structure):
     _fields_ = [("size", c_uint64), ("n_threads", c_int64), ("device", c_int64),
                 ("cuda_device", c_int64), ("memory_budget", c_uint64),
                 ("interleave_weights", c_int64), ("cpu", c_char_p), ("progress", PROGRESS_FN),
-                ("progress_user_data", c_void_p), ("log", LOG_FN), ("log_user_data", c_void_p)]
+                ("progress_user_data", c_void_p), ("log", LOG_FN), ("log_user_data", c_void_p),
+                ("tune", c_int64), ("tune_file", c_char_p), ("pin_kernel_params", c_int64),
+                ("kernel_pace_steps", c_int64), ("kernel_interleaved_prefetch", c_int64),
+                ("kernel_stored_prefetch", c_int64), ("kernel_decode_chunks", c_int64)]
 
 
 class GeneratorOptions(Structure):
@@ -92,6 +95,12 @@ class GeneratorOptions(Structure):
                 ("log_user_data", c_void_p), ("on_worker_start", WORKER_START_FN),
                 ("worker_start_user_data", c_void_p), ("context_policy", c_int64),
                 ("n_keep", c_int64)]
+
+
+class BatcherOptions(Structure):
+    _fields_ = [("size", c_uint64), ("max_batch", c_int64), ("prefill_shared", c_int64),
+                ("max_step_slowdown", c_double), ("prefill_alone", c_int64),
+                ("gather_ms", c_double), ("gather_fraction", c_double)]
 
 
 class LogitBias(Structure):
@@ -117,7 +126,14 @@ class Params(Structure):
                 ("json_schema", c_char_p), ("json_max_indent", c_int64),
                 ("json_max_integer_digits", c_int64), ("json_max_fraction_digits", c_int64),
                 ("json_max_exponent_digits", c_int64), ("json_max_any_depth", c_int64),
-                ("constrain_tool_calls", c_int64)]
+                ("constrain_tool_calls", c_int64), ("dry_multiplier", c_double),
+                ("dry_base", c_double), ("dry_allowed_length", c_int64),
+                ("dry_penalty_last_n", c_int64), ("dry_sequence_breakers", POINTER(c_char_p)),
+                ("n_dry_sequence_breakers", c_int64), ("xtc_probability", c_double),
+                ("xtc_threshold", c_double), ("lookup", c_int64), ("lookup_k", c_int64),
+                ("lookup_max_ngram", c_int64), ("xml_tools", POINTER(c_char_p)),
+                ("n_xml_tools", c_int64), ("python_tools", POINTER(c_char_p)),
+                ("n_python_tools", c_int64)]
 
 
 class Message(Structure):
@@ -131,7 +147,9 @@ class CResult(Structure):
                 ("matched_stop", c_char_p), ("tokens", POINTER(c_int32)), ("n_tokens", c_uint64),
                 ("stop_reason", c_int64), ("n_prompt_tokens", c_uint64),
                 ("n_reused_tokens", c_uint64), ("prefill_ms", c_double), ("decode_ms", c_double),
-                ("n_discarded_tokens", c_uint64), ("n_prompt_discarded_tokens", c_uint64)]
+                ("n_discarded_tokens", c_uint64), ("n_prompt_discarded_tokens", c_uint64),
+                ("n_decode_steps", c_uint64), ("n_drafted_tokens", c_uint64),
+                ("n_accepted_drafts", c_uint64)]
 
 
 def declare(lib):
@@ -152,7 +170,12 @@ def declare(lib):
         "smol_model_device": (c_int, [h]),
         "smol_model_n_vocab": (c_size_t, [h]),
         "smol_model_n_ctx_train": (c_size_t, [h]),
+        "smol_model_tuning": (c_char_p, [h]),
+        "smol_detokenize": (c_void_p, [h, POINTER(c_int32), c_size_t, c_int, POINTER(c_size_t)]),
+        "smol_string_free": (None, [c_void_p]),
+        "smol_batcher_options_init": (None, [POINTER(BatcherOptions)]),
         "smol_batcher_new": (h, [h]),
+        "smol_batcher_new_with_options": (h, [h, POINTER(BatcherOptions)]),
         "smol_batcher_free": (None, [h]),
         "smol_generator_options_init": (None, [POINTER(GeneratorOptions)]),
         "smol_generator_new": (h, [h, POINTER(GeneratorOptions)]),
@@ -169,6 +192,8 @@ def declare(lib):
         "smol_params_init": (None, [POINTER(Params)]),
         "smol_result_free": (None, [POINTER(CResult)]),
         "smol_generate": (POINTER(CResult), [h, c_char_p, POINTER(Params), PIECE_FN, c_void_p]),
+        "smol_generate_tokens": (POINTER(CResult), [h, POINTER(c_int32), c_size_t,
+                                                    POINTER(Params), PIECE_FN, c_void_p]),
         "smol_chat": (POINTER(CResult),
                       [h, POINTER(Message), c_size_t, POINTER(Params), PIECE_FN, c_void_p]),
         "smol_generate_async": (h, [h, c_char_p, POINTER(Params)]),
@@ -183,6 +208,10 @@ def declare(lib):
         "smol_bytes_free": (None, [POINTER(c_uint8)]),
         "smol_tokenize": (POINTER(c_int32), [h, c_char_p, c_int, POINTER(c_size_t)]),
         "smol_tokens_free": (None, [POINTER(c_int32)]),
+        "smol_tokenize_chat": (POINTER(c_int32), [h, POINTER(Message), c_size_t, POINTER(Params),
+                                                  POINTER(c_size_t)]),
+        "smol_render_chat": (c_void_p, [h, POINTER(Message), c_size_t, POINTER(Params),
+                                        POINTER(c_size_t)]),
     }
     for name, (restype, argtypes) in table.items():
         fn = getattr(lib, name)

@@ -380,6 +380,111 @@ def test_iteration_and_error_kinds(model):
     assert {k.value for k in smol.ErrorKind} >= {"io", "format", "cancelled", "resource"}
 
 
+# A prompt whose greedy continuation repeats: what DRY penalizes and lookup drafts from.
+REPEATS = "one two three four, one two three four, one two three four, one two"
+
+
+def test_dry_xtc_lookup_change_what_they_should(model):
+    gen = model.generator()
+    greedy = dict(max_tokens=48, temperature=0, ignore_eos=True)
+
+    def run(**params):
+        gen.reset()
+        return gen.generate(REPEATS, **params)
+
+    plain = run(**greedy)
+    assert len(plain.tokens) == 48 and plain.n_drafted_tokens == 0
+    # DRY penalizes the repeats: other tokens; its window off: the same ones.
+    assert run(dry_multiplier=4, **greedy).tokens != plain.tokens
+    assert run(dry_multiplier=4, dry_penalty_last_n=0, **greedy).tokens == plain.tokens
+    assert run(dry_multiplier=4, dry_sequence_breakers=[], **greedy).tokens != plain.tokens
+    with pytest.raises(smol.Error) as e:
+        run(dry_allowed_length=0, **greedy)
+    assert e.value.kind == "invalid_argument"
+    # XTC on a seeded sampled run: other tokens; a threshold above 0.5 turns it off.
+    sampled = dict(max_tokens=48, temperature=1.0, top_k=0, top_p=1.0, min_p=0, seed=7,
+                   ignore_eos=True)
+    base = run(**sampled)
+    assert run(xtc_probability=1.0, xtc_threshold=0.01, **sampled).tokens != base.tokens
+    assert run(xtc_probability=1.0, xtc_threshold=0.6, **sampled).tokens == base.tokens
+    # Lookup decoding: plain decoding's tokens in fewer steps.
+    looked = run(lookup=True, lookup_k=4, **greedy)
+    assert looked.tokens == plain.tokens
+    assert looked.n_accepted_drafts > 0 and looked.n_decode_steps < plain.n_decode_steps
+    with pytest.raises(smol.Error):
+        run(lookup=True, lookup_k=-1, **greedy)
+
+
+def test_token_ids_generate_and_detokenize(model):
+    gen = model.generator()
+    params = dict(max_tokens=24, temperature=0)
+    by_text = gen.generate(REPEATS, **params)
+    ids = gen.tokenize(REPEATS)
+    gen.reset()
+    by_ids = gen.generate_tokens(ids, **params)
+    assert by_ids.tokens == by_text.tokens and by_ids.text == by_text.text
+    assert by_ids.n_prompt_tokens == len(ids)
+    # Round trips: text -> ids -> text, and the generated ids are the text.
+    assert model.detokenize(ids) == REPEATS
+    assert model.detokenize(by_text.tokens) == by_text.text
+    assert model.detokenize([]) == "" and model.detokenize([], as_bytes=True) == b""
+    special = gen.tokenize("<|im_start|>")
+    assert len(special) == 1
+    assert model.detokenize(special) == "<|im_start|>"
+    assert model.detokenize(special, render_special=False) == ""
+    with pytest.raises(smol.Error) as e:
+        model.detokenize([model.n_vocab])
+    assert e.value.kind == "invalid_argument"
+
+
+def test_render_and_tokenize_chat(model):
+    gen = model.generator()
+    messages = [{"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "Hi <|im_end|>"}]
+    chat = dict(enable_thinking=False, today="01 January 2026",
+                xml_tools=['{"name": "xml_probe"}'], python_tools=["def python_probe(x): ..."])
+    ids = gen.tokenize_chat(messages, **chat)
+    reply = gen.chat(messages, max_tokens=4, temperature=0, **chat)
+    assert reply.n_prompt_tokens == len(ids) and gen.history[:len(ids)] == ids
+    text = gen.render_chat(messages, **chat)
+    for part in ("Hi <|im_end|>", "01 January 2026", "xml_probe", "python_probe"):
+        assert part in text
+    # The content's marker stays text: tokenizing the rendered text parses it.
+    assert gen.tokenize(text) != ids
+    with pytest.raises(TypeError):
+        gen.render_chat(messages, max_tokens=3)  # not a chat template option
+
+
+def test_tuning_and_batcher_options(model, tmp_path):
+    path = fixture_path("tiny-q4km.gguf")
+    with smol.Model(path, n_threads=2, kernel_params={"decode_chunks": 16}) as pinned:
+        assert "decode chunks 16" in pinned.tuning
+    with pytest.raises(smol.Error) as e:
+        smol.Model(path, kernel_params={"decode_chunks": 5})
+    assert e.value.kind == "invalid_argument"
+    with pytest.raises(TypeError):
+        smol.Model(path, kernel_params={"chunks": 16})
+    with smol.Model(path, n_threads=2, tune="off") as off:
+        assert "not tuned" in off.tuning
+    with pytest.raises(ValueError):
+        smol.Model(path, tune="sometimes")
+    if os.environ.get("SMOL_TUNE") not in ("off", "0"):
+        tune_file = tmp_path / "tune.txt"
+        with smol.Model(path, n_threads=2, tune="on", tune_file=tune_file) as tuned:
+            assert "tuned in" in tuned.tuning
+        assert tune_file.exists()
+    # A batcher with options: generators on it run as alone.
+    with pytest.raises(smol.Error):
+        smol.Batcher(model, max_batch=0)
+    with pytest.raises(TypeError):
+        smol.Batcher(model, batch=2)
+    with smol.Batcher(model, max_batch=2, prefill_alone=3, gather_ms=1.0) as batcher:
+        shared = model.generator(batcher=batcher)
+        alone = model.generator()
+        assert shared.generate(PROMPT, max_tokens=8, temperature=0).tokens == \
+            alone.generate(PROMPT, max_tokens=8, temperature=0).tokens
+
+
 def test_public_api_is_typed_and_documented():
     import inspect
     import typing
