@@ -107,6 +107,7 @@
 #include "inputs.hpp"
 #include "lookup.hpp"
 #include "params.hpp"
+#include "sampling_state.hpp"
 #include "session_format.hpp"
 #include "run_gate.hpp"
 #include "text_sink.hpp"
@@ -361,17 +362,9 @@ private:
                                            // cache holds history[0, kv->size())
         std::vector<float> logits;         // [vocab]
         ChatFormat chat_format = ChatFormat::chatml;
-        // Structured output: the vocabulary's token trie (built on the first
-        // constrained run) and the last compiled constraint, kept with its warm
-        // mask caches for the next run that asks for the same one.
-        std::shared_ptr<const TokenVocabulary> vocabulary;
-        std::string constraint_key;
-        std::shared_ptr<TokenMasker> masker;
-        int32_t constraint_trigger = -1, constraint_end = -1;
-        // DRY's sequence breakers mapped to token sequences, kept for the next
-        // run with the same breaker strings.
-        std::vector<std::string> dry_breaker_strings;
-        std::shared_ptr<const DryBreakers> dry_breakers;
+        // The compiled constraint and DRY's breaker table, kept warm for the
+        // next run that asks for the same (generation/sampling_state.hpp).
+        detail::SamplingState sampling;
 
         // One run at a time, cancel, the async worker (generation/run_gate.hpp).
         // Declared last: its worker stops before the rest of the state goes.
@@ -389,7 +382,7 @@ private:
         state_->history = from.history;
         state_->logits.resize(from.logits.size());
         state_->chat_format = from.chat_format;
-        state_->vocabulary = from.vocabulary;
+        state_->sampling = from.sampling.fork();
     }
 
     // Everything a new generator needs, checked and allocated as values.
@@ -583,17 +576,8 @@ private:
             return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
         };
         Sampler sampler(params);  // run_inputs_status checked the parameters
-        if (Sampler::dry_active(params) && !params.dry_sequence_breakers.empty()) {
-            SMOL_TRY_ASSIGN(std::shared_ptr<const DryBreakers> breakers,
-                            dry_breakers(params.dry_sequence_breakers));
-            sampler.set_dry_breakers(std::move(breakers));
-        }
-        SMOL_TRY_ASSIGN(const std::unique_ptr<TokenConstraint> constraint, make_constraint(params));
-        if (constraint) {
-            sampler.set_constraint([c = constraint.get()](float* logits, size_t n_vocab) {
-                return c->apply(logits, n_vocab);
-            });
-        }
+        SMOL_TRY_ASSIGN(const std::unique_ptr<TokenConstraint> constraint,
+                        state_->sampling.prepare(sampler, params, state_->model->tokenizer()));
         const Batcher::Membership membership(state_->options.batcher.get());
         GenerateResult result;
         result.n_prompt_tokens = prompt.size();
@@ -629,91 +613,6 @@ private:
         if (!params.chat.tools.empty() || !params.chat.xml_tools.empty())
             result.tool_calls = parse_tool_calls(result.text);
         return finish(std::move(result), reason);
-    }
-
-    // The token table of DRY's breaker strings, built on the vocabulary once
-    // per distinct list (a pass over every token's text).
-    Expected<std::shared_ptr<const DryBreakers>> dry_breakers(
-        const std::vector<std::string>& strings) {
-        if (!state_->dry_breakers || state_->dry_breaker_strings != strings) {
-            const Tokenizer& tokenizer = state_->model->tokenizer();
-            SMOL_TRY_ASSIGN(DryBreakers table,
-                            DryBreakers::build(
-                                tokenizer.vocab_size(),
-                                [&](int32_t id, std::string& out) {
-                                    out.clear();
-                                    tokenizer.append_piece(id, out);
-                                },
-                                [&](std::string_view text, std::vector<int32_t>& out) {
-                                    return tokenizer.try_encode(text, /*parse_special=*/false, out);
-                                },
-                                strings));
-            state_->dry_breakers = std::make_shared<const DryBreakers>(std::move(table));
-            state_->dry_breaker_strings = strings;
-        }
-        return state_->dry_breakers;
-    }
-
-    // The run's structured-output constraint (GenerateParams::grammar,
-    // json_schema, constrain_tool_calls), or null. The compiled grammar and
-    // its masks are kept for the next run with the same text and options.
-    Expected<std::unique_ptr<TokenConstraint>> make_constraint(const GenerateParams& params) {
-        const JsonSchemaOptions& o = params.json_schema_options;
-        const std::string options =
-            std::to_string(o.max_indent) + "," + std::to_string(o.max_integer_digits) + "," +
-            std::to_string(o.max_fraction_digits) + "," + std::to_string(o.max_exponent_digits) +
-            "," + std::to_string(o.max_any_depth) + ":";
-        std::string key;
-        if (!params.grammar.empty()) {
-            key = "grammar:" + params.grammar;
-        } else if (!params.json_schema.empty()) {
-            key = "schema:" + options + params.json_schema;
-        } else if (params.constrain_tool_calls) {
-            key = "tools:" + options;
-            for (const ToolDefinition& tool : params.chat.tools)
-                key += std::to_string(tool.name.size()) + ":" + tool.name +
-                       std::to_string(tool.parameters.size()) + ":" + tool.parameters;
-        } else {
-            return std::unique_ptr<TokenConstraint>();
-        }
-        State& st = *state_;
-        if (!st.masker || st.constraint_key != key) {
-            st.masker.reset();
-            const Tokenizer& tokenizer = st.model->tokenizer();
-            std::string text;
-            int32_t trigger = -1, end = -1;
-            if (!params.grammar.empty()) {
-                text = params.grammar;
-            } else if (!params.json_schema.empty()) {
-                SMOL_TRY_ASSIGN(text, try_json_schema_to_grammar(params.json_schema, o));
-            } else {
-                SMOL_TRY_ASSIGN(text, try_tool_call_grammar(params.chat.tools, o));
-                const std::optional<int32_t> open = tokenizer.token_id("<tool_call>");
-                const std::optional<int32_t> close = tokenizer.token_id("</tool_call>");
-                if (!open || !close)
-                    return ErrorInfo{ErrorKind::invalid_argument,
-                                     "constrain_tool_calls: the vocabulary has no <tool_call> and "
-                                     "</tool_call> tokens"};
-                trigger = *open;
-                end = *close;
-            }
-            SMOL_TRY_ASSIGN(Grammar grammar, Grammar::try_parse(text));
-            if (!st.vocabulary) st.vocabulary = std::make_shared<const TokenVocabulary>(tokenizer);
-            auto masker = std::make_shared<TokenMasker>(
-                std::make_shared<const Grammar>(std::move(grammar)), st.vocabulary);
-            // A start state past a MatcherLimits bound (e.g. 10,000 parses at
-            // once) is refused before any token, and not kept.
-            if (masker->start() < 0)
-                return ErrorInfo{ErrorKind::resource,
-                                 "constraint: the grammar needs too much to follow: " +
-                                     masker->matcher().overflow_message()};
-            st.masker = std::move(masker);
-            st.constraint_key = std::move(key);
-            st.constraint_trigger = trigger;
-            st.constraint_end = end;
-        }
-        return std::make_unique<TokenConstraint>(st.masker, st.constraint_trigger,
-                                                 st.constraint_end);
     }
 
     // Keeps the longest prefix of `prompt` the cache already holds, but always
