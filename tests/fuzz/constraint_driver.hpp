@@ -1,7 +1,7 @@
 // Shared by fuzz_grammar and fuzz_json_schema: drives a compiled grammar the
-// way Generator::decode does (TokenConstraint::apply over the real 128k
-// vocabulary of tiny-q4km.gguf, then accept of an allowed token), with the
-// tokens picked by the input's choice bytes.
+// way the decode step (generation/decode_step.hpp) does (TokenConstraint::
+// apply over the real 128k vocabulary of tiny-q4km.gguf, then accept of an
+// allowed token), with the tokens picked by the input's choice bytes.
 // Must hold: every error is typed (resource naming a MatcherLimits bound, or
 // invalid_argument "no token can continue"), an allowed token is always
 // accepted, a live state can end or continue, and after an error a reset

@@ -1,12 +1,15 @@
 // AsyncGeneration: the handle of a generation running on a generator's worker
 // thread (Generator::generate_async / chat_async), for loops that must not
-// block, such as a game's frame loop.
+// block, such as a game's frame loop. Also what an async run's body does
+// with an error (detail::result_or_caught): nothing on the worker thread
+// could catch it, so it becomes the result.
 #pragma once
 
 #include "../detail/abi.hpp"
 
 #include <atomic>
 #include <condition_variable>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -98,5 +101,35 @@ private:
 
     std::shared_ptr<Shared> shared_;
 };
+
+namespace detail {
+
+// run() (a run returning GenerateResult), with every exception it throws
+// turned into a StopReason::error result. (The caller's callback or logits
+// hook may throw anything.) Without exceptions, run() already reports
+// errors as results.
+template <class Run>
+GenerateResult result_or_caught(Run&& run) {
+#if SMOL_HAS_EXCEPTIONS
+    GenerateResult result;
+    result.stop_reason = StopReason::error;
+    result.error_kind = ErrorKind::internal;
+    try {
+        return run();
+    } catch (const Error& e) {
+        result.error = e.what();
+        result.error_kind = e.kind();
+    } catch (const std::exception& e) {
+        result.error = e.what();
+    } catch (...) {
+        result.error = "unknown exception in an async generation";
+    }
+    return result;
+#else
+    return run();
+#endif
+}
+
+}  // namespace detail
 
 SMOL_NAMESPACE_END

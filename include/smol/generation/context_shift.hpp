@@ -1,5 +1,6 @@
 // ContextPolicy::shift's rule, as pure functions over token ids (the
-// Generator applies them: generation/generator.hpp, "Long conversations").
+// Generator applies them: generation/generator.hpp, "Long conversations";
+// the tokenizer is read only to find where chat turns start).
 //
 // A prompt P is cut into three parts: a head P[0, keep) that is never
 // dropped (n_keep tokens; chat(): also the system turn), a droppable middle,
@@ -22,7 +23,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
+
+#include "../text/tokenizer.hpp"
 
 SMOL_NAMESPACE_BEGIN
 
@@ -135,6 +140,38 @@ inline size_t plan_running_shift(const ShiftShape& shape, size_t cached, size_t 
     if (shape.any_cut) return std::min((cached - shape.keep) / 2, shape.protect - shape.keep);
     const size_t c = shape.cut_for(shape.keep, cached, n_ctx / 2);
     return c > shape.keep ? c - shape.keep : 0;
+}
+
+// Where `prompt` (not empty) may be cut: chat() turns start at
+// <|im_start|>; the system turn and the current turn (the last message, and
+// the generation prompt after it) stay. Text: anywhere after n_keep, the last
+// token stays.
+inline ShiftShape prompt_shift_shape(const std::vector<int32_t>& prompt, const Tokenizer& tokenizer,
+                                     size_t n_keep, bool chat, bool generation_prompt) {
+    ShiftShape shape;
+    const size_t last = prompt.size() - 1;  // run_inputs_status: not empty
+    shape.keep = std::min(n_keep, last);
+    shape.protect = last;
+    const std::optional<int32_t> start = tokenizer.token_id("<|im_start|>");
+    if (!chat || !start) return shape;
+    std::vector<size_t> turns;
+    for (size_t i = 0; i < prompt.size(); ++i)
+        if (prompt[i] == *start) turns.push_back(i);
+    if (turns.empty()) return shape;
+    size_t keep = shape.keep;
+    const size_t role_end = std::min(prompt.size(), turns[0] + 3);
+    const std::string role = tokenizer.decode(
+        std::vector<int32_t>(prompt.begin() + long(turns[0]) + 1, prompt.begin() + long(role_end)),
+        /*render_special=*/false);
+    if (turns.size() > 1 && role.rfind("system", 0) == 0) keep = std::max(keep, turns[1]);
+    size_t protect = turns.back();
+    if (generation_prompt && turns.size() > 1) protect = turns[turns.size() - 2];
+    shape.keep = std::min(keep, protect);
+    shape.protect = protect;
+    shape.any_cut = false;
+    for (const size_t t : turns)
+        if (t > shape.keep && t <= protect) shape.cuts.push_back(t);
+    return shape;
 }
 
 }  // namespace detail

@@ -11,6 +11,15 @@
 // same on the CPU or on CUDA (LoadOptions::device), and a saved session moves
 // between the two.
 //
+// The parts, one concept per header: what a session owns and the operations
+// on it (generation/session_state.hpp); the decode step, forward, mask,
+// sample, emit (generation/decode_step.hpp), with what proposes tokens
+// around it (generation/decode_strategy.hpp; lookup drafts:
+// generation/lookup.hpp); the constraint and DRY state kept between runs
+// (generation/sampling_state.hpp); ContextPolicy::shift's rule
+// (generation/context_shift.hpp). This file is the API and the order of a
+// run: prompt ids, prefix reuse, prefill, decode, result.
+//
 //   auto model = smol::Model::load("SmolLM3-3B-Q4_K_M.gguf");
 //   smol::Generator gen(model);                       // n_ctx: min(4096, model max)
 //   smol::GenerateParams p;  p.max_tokens = 128;  p.stop = {"\nUser:"};
@@ -104,10 +113,13 @@
 #include "async.hpp"
 #include "batcher.hpp"
 #include "context_shift.hpp"
+#include "decode_step.hpp"
 #include "inputs.hpp"
 #include "lookup.hpp"
 #include "params.hpp"
+#include "sampling_state.hpp"
 #include "session_format.hpp"
+#include "session_state.hpp"
 #include "run_gate.hpp"
 #include "text_sink.hpp"
 
@@ -118,7 +130,7 @@ public:
     // Throws smol::Error (invalid_argument for a bad n_ctx, resource for a
     // cache past the memory budget, ...).
     explicit Generator(std::shared_ptr<const Model> model, const GeneratorOptions& options = {})
-        : state_(detail::value_or_fail(make_state(std::move(model), options))) {
+        : state_(detail::value_or_fail(State::make(std::move(model), options))) {
         log_start();
     }
 
@@ -127,7 +139,7 @@ public:
     static std::unique_ptr<Generator> try_create(std::shared_ptr<const Model> model,
                                                  const GeneratorOptions& options = {},
                                                  ErrorInfo* error = nullptr) {
-        Expected<std::unique_ptr<State>> state = make_state(std::move(model), options);
+        Expected<std::unique_ptr<State>> state = State::make(std::move(model), options);
         if (!state) {
             if (error) *error = state.take_error();
             return nullptr;
@@ -256,7 +268,7 @@ public:
     // on different threads (the shared blocks are only read).
     Generator fork() {
         detail::RunGate::Scope scope(*state_->gate, "fork");
-        return Generator(PrivateTag{}, *state_);
+        return Generator(PrivateTag{}, state_->fork());
     }
 
     // Removes tokens [first, first + count) of history() and, where the cache
@@ -269,7 +281,7 @@ public:
     void erase(size_t first, size_t count) { detail::ok_or_fail(try_erase(first, count)); }
     Status try_erase(size_t first, size_t count) {
         SMOL_TRY(begin_exclusive("erase"));
-        Status status = erase_unlocked(first, count);
+        Status status = state_->erase(first, count);
         end_exclusive();
         return status;
     }
@@ -354,85 +366,12 @@ public:
     }
 
 private:
-    struct State {
-        std::shared_ptr<const Model> model;
-        GeneratorOptions options;
-        std::unique_ptr<BackendCache> kv;  // made by the model's backend (model/backend.hpp)
-        std::vector<int32_t> history;      // invariant: kv->size() <= history.size(), and the
-                                           // cache holds history[0, kv->size())
-        std::vector<float> logits;         // [vocab]
-        ChatFormat chat_format = ChatFormat::chatml;
-        // Structured output: the vocabulary's token trie (built on the first
-        // constrained run) and the last compiled constraint, kept with its warm
-        // mask caches for the next run that asks for the same one.
-        std::shared_ptr<const TokenVocabulary> vocabulary;
-        std::string constraint_key;
-        std::shared_ptr<TokenMasker> masker;
-        int32_t constraint_trigger = -1, constraint_end = -1;
-        // DRY's sequence breakers mapped to token sequences, kept for the next
-        // run with the same breaker strings.
-        std::vector<std::string> dry_breaker_strings;
-        std::shared_ptr<const DryBreakers> dry_breakers;
-
-        // One run at a time, cancel, the async worker (generation/run_gate.hpp).
-        // Declared last: its worker stops before the rest of the state goes.
-        std::unique_ptr<detail::RunGate> gate;
-    };
+    // What a session owns: model, options, cache, history, logits, sampling
+    // state, run gate (generation/session_state.hpp).
+    using State = detail::SessionState;
 
     struct PrivateTag {};
     Generator(PrivateTag, std::unique_ptr<State> state) : state_(std::move(state)) {}
-    // fork(): a copy of `from`'s session.
-    Generator(PrivateTag, const State& from) : state_(std::make_unique<State>()) {
-        state_->model = from.model;
-        state_->options = from.options;
-        state_->gate = std::make_unique<detail::RunGate>(from.options.on_worker_start);
-        state_->kv = from.kv->clone();
-        state_->history = from.history;
-        state_->logits.resize(from.logits.size());
-        state_->chat_format = from.chat_format;
-        state_->vocabulary = from.vocabulary;
-    }
-
-    // Everything a new generator needs, checked and allocated as values.
-    static Expected<std::unique_ptr<State>> make_state(std::shared_ptr<const Model> model,
-                                                       const GeneratorOptions& options) {
-        SMOL_TRY(options_status(model.get(), options));
-        auto state = std::make_unique<State>();
-        state->model = std::move(model);
-        state->options = options;
-        state->gate = std::make_unique<detail::RunGate>(options.on_worker_start);
-        SMOL_TRY_ASSIGN(state->kv,
-                        state->model->backend().try_make_cache(options.n_ctx, options.kv_type,
-                                                               state->model->memory_budget()));
-        state->logits.resize(state->model->config().vocab_size);
-        SMOL_TRY_ASSIGN(const auto chat_template,
-                        state->model->file().try_find<std::string>("tokenizer.chat_template"));
-        state->chat_format = detect_chat_format(chat_template ? std::string_view(*chat_template)
-                                                              : std::string_view());
-        return state;
-    }
-
-    static Status options_status(const Model* model, const GeneratorOptions& options) {
-        if (!model) return Status(ErrorKind::invalid_argument, "Generator: model is null");
-        const size_t limit = model->config().context_length;
-        if (options.n_ctx == 0)
-            return Status(ErrorKind::invalid_argument, "Generator: n_ctx must be positive");
-        if (options.n_ctx != KVCache::kDefaultSize && options.n_ctx > limit)
-            return Status(ErrorKind::invalid_argument,
-                          "Generator: n_ctx " + std::to_string(options.n_ctx) +
-                              " exceeds the model's context length " + std::to_string(limit));
-        if (options.kv_type != KVType::f16 && options.kv_type != KVType::f32 &&
-            options.kv_type != KVType::q8_0)
-            return Status(ErrorKind::invalid_argument, "Generator: unknown kv_type");
-        if (options.context_policy != ContextPolicy::stop &&
-            options.context_policy != ContextPolicy::shift)
-            return Status(ErrorKind::invalid_argument, "Generator: unknown context_policy");
-        if (options.batcher && &options.batcher->model() != model)
-            return Status(ErrorKind::invalid_argument,
-                          "Generator: the batcher belongs to another model");
-        return {};
-    }
-
     void log_start() const {
         log(log_info, build_info_string() + ", backend " + backend().name() + ", n_ctx " +
                           std::to_string(n_ctx()) + ", chat format " +
@@ -443,14 +382,12 @@ private:
                 "a CPU "
                 "without AVX2/NEON): decoding is several times slower");
     }
-    void log(int level, const std::string& message) const {
-        if (state_->options.log) state_->options.log(level, message);
-    }
+    void log(int level, const std::string& message) const { state_->log(level, message); }
 
     static std::shared_ptr<std::atomic<bool>> make_flag() {
         return std::make_shared<std::atomic<bool>>(false);
     }
-    const Backend& backend() const noexcept { return state_->model->backend(); }
+    const Backend& backend() const noexcept { return state_->backend(); }
 
     // ---- prompts: text or a conversation to ids (generation/inputs.hpp) ----
 
@@ -555,24 +492,9 @@ private:
     GenerateResult run_on_worker(PromptFn& prompt_ids, bool chat, const GenerateParams& params,
                                  const TokenCallback& on_text,
                                  const std::shared_ptr<std::atomic<bool>>& flag) {
-#if SMOL_HAS_EXCEPTIONS
-        GenerateResult result;
-        result.stop_reason = StopReason::error;
-        result.error_kind = ErrorKind::internal;
-        try {
+        return detail::result_or_caught([&] {
             return run_guarded(prompt_ids, chat, params, on_text, flag, /*exclusive_taken=*/true);
-        } catch (const Error& e) {
-            result.error = e.what();
-            result.error_kind = e.kind();
-        } catch (const std::exception& e) {
-            result.error = e.what();
-        } catch (...) {
-            result.error = "unknown exception in an async generation";
-        }
-        return result;
-#else
-        return run_guarded(prompt_ids, chat, params, on_text, flag, /*exclusive_taken=*/true);
-#endif
+        });
     }
 
     // The steps of a run: reuse the cached prefix, prefill the rest, decode.
@@ -584,33 +506,26 @@ private:
             return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
         };
         Sampler sampler(params);  // run_inputs_status checked the parameters
-        if (Sampler::dry_active(params) && !params.dry_sequence_breakers.empty()) {
-            SMOL_TRY_ASSIGN(std::shared_ptr<const DryBreakers> breakers,
-                            dry_breakers(params.dry_sequence_breakers));
-            sampler.set_dry_breakers(std::move(breakers));
-        }
-        SMOL_TRY_ASSIGN(const std::unique_ptr<TokenConstraint> constraint, make_constraint(params));
-        if (constraint) {
-            sampler.set_constraint([c = constraint.get()](float* logits, size_t n_vocab) {
-                return c->apply(logits, n_vocab);
-            });
-        }
+        SMOL_TRY_ASSIGN(const std::unique_ptr<TokenConstraint> constraint,
+                        state_->sampling.prepare(sampler, params, state_->model->tokenizer()));
         const Batcher::Membership membership(state_->options.batcher.get());
         GenerateResult result;
         result.n_prompt_tokens = prompt.size();
         detail::ShiftShape shape;
         const bool shifting = state_->options.context_policy == ContextPolicy::shift;
         if (shifting) {
-            shape = shift_shape(prompt, chat, params.chat.add_generation_prompt);
+            shape = detail::prompt_shift_shape(prompt, state_->model->tokenizer(),
+                                               state_->options.n_keep, chat,
+                                               params.chat.add_generation_prompt);
             SMOL_TRY(fit_prompt(prompt, shape, params, result));
         }
-        result.n_reused_tokens = reuse_cached_prefix(prompt);
+        result.n_reused_tokens = state_->reuse_cached_prefix(prompt);
 
         const auto prefill_start = Clock::now();
         const size_t reuse = result.n_reused_tokens;
         SMOL_TRY_ASSIGN(
             const bool prefilled,
-            run_forward(prompt.data() + reuse, prompt.size() - reuse, reuse, cancel_flag));
+            state_->forward(prompt.data() + reuse, prompt.size() - reuse, reuse, cancel_flag));
         result.prefill_ms = ms_since(prefill_start);
         if (!prefilled) {
             state_->history.resize(state_->kv->size());
@@ -619,9 +534,15 @@ private:
 
         const auto decode_start = Clock::now();
         detail::TextSink sink(state_->model->tokenizer(), params.stop, on_text, result.text);
-        SMOL_TRY_ASSIGN(StopReason reason,
-                        decode(sampler, constraint.get(), params, sink, cancel_flag,
-                               shifting ? &shape : nullptr, result));
+        // The step (generation/decode_step.hpp), and what proposes tokens
+        // around it: nothing, or lookup drafts (generation/lookup.hpp).
+        detail::PlainDecoding plain;
+        detail::LookupDecoding lookup(params.lookup);
+        detail::DecodeStrategy& strategy =
+            params.lookup.enabled ? static_cast<detail::DecodeStrategy&>(lookup) : plain;
+        detail::DecodeLoop decode(*state_, sampler, constraint.get(), params, sink, cancel_flag,
+                                  shifting ? &shape : nullptr, result);
+        SMOL_TRY_ASSIGN(StopReason reason, decode.run(strategy));
         if (sink.matched()) {  // also when the final flush completed a stop string
             reason = StopReason::stop_string;
             result.matched_stop = sink.matched_string();
@@ -630,156 +551,6 @@ private:
         if (!params.chat.tools.empty() || !params.chat.xml_tools.empty())
             result.tool_calls = parse_tool_calls(result.text);
         return finish(std::move(result), reason);
-    }
-
-    // The token table of DRY's breaker strings, built on the vocabulary once
-    // per distinct list (a pass over every token's text).
-    Expected<std::shared_ptr<const DryBreakers>> dry_breakers(
-        const std::vector<std::string>& strings) {
-        if (!state_->dry_breakers || state_->dry_breaker_strings != strings) {
-            const Tokenizer& tokenizer = state_->model->tokenizer();
-            SMOL_TRY_ASSIGN(DryBreakers table,
-                            DryBreakers::build(
-                                tokenizer.vocab_size(),
-                                [&](int32_t id, std::string& out) {
-                                    out.clear();
-                                    tokenizer.append_piece(id, out);
-                                },
-                                [&](std::string_view text, std::vector<int32_t>& out) {
-                                    return tokenizer.try_encode(text, /*parse_special=*/false, out);
-                                },
-                                strings));
-            state_->dry_breakers = std::make_shared<const DryBreakers>(std::move(table));
-            state_->dry_breaker_strings = strings;
-        }
-        return state_->dry_breakers;
-    }
-
-    // The run's structured-output constraint (GenerateParams::grammar,
-    // json_schema, constrain_tool_calls), or null. The compiled grammar and
-    // its masks are kept for the next run with the same text and options.
-    Expected<std::unique_ptr<TokenConstraint>> make_constraint(const GenerateParams& params) {
-        const JsonSchemaOptions& o = params.json_schema_options;
-        const std::string options =
-            std::to_string(o.max_indent) + "," + std::to_string(o.max_integer_digits) + "," +
-            std::to_string(o.max_fraction_digits) + "," + std::to_string(o.max_exponent_digits) +
-            "," + std::to_string(o.max_any_depth) + ":";
-        std::string key;
-        if (!params.grammar.empty()) {
-            key = "grammar:" + params.grammar;
-        } else if (!params.json_schema.empty()) {
-            key = "schema:" + options + params.json_schema;
-        } else if (params.constrain_tool_calls) {
-            key = "tools:" + options;
-            for (const ToolDefinition& tool : params.chat.tools)
-                key += std::to_string(tool.name.size()) + ":" + tool.name +
-                       std::to_string(tool.parameters.size()) + ":" + tool.parameters;
-        } else {
-            return std::unique_ptr<TokenConstraint>();
-        }
-        State& st = *state_;
-        if (!st.masker || st.constraint_key != key) {
-            st.masker.reset();
-            const Tokenizer& tokenizer = st.model->tokenizer();
-            std::string text;
-            int32_t trigger = -1, end = -1;
-            if (!params.grammar.empty()) {
-                text = params.grammar;
-            } else if (!params.json_schema.empty()) {
-                SMOL_TRY_ASSIGN(text, try_json_schema_to_grammar(params.json_schema, o));
-            } else {
-                SMOL_TRY_ASSIGN(text, try_tool_call_grammar(params.chat.tools, o));
-                const std::optional<int32_t> open = tokenizer.token_id("<tool_call>");
-                const std::optional<int32_t> close = tokenizer.token_id("</tool_call>");
-                if (!open || !close)
-                    return ErrorInfo{ErrorKind::invalid_argument,
-                                     "constrain_tool_calls: the vocabulary has no <tool_call> and "
-                                     "</tool_call> tokens"};
-                trigger = *open;
-                end = *close;
-            }
-            SMOL_TRY_ASSIGN(Grammar grammar, Grammar::try_parse(text));
-            if (!st.vocabulary) st.vocabulary = std::make_shared<const TokenVocabulary>(tokenizer);
-            auto masker = std::make_shared<TokenMasker>(
-                std::make_shared<const Grammar>(std::move(grammar)), st.vocabulary);
-            // A start state past a MatcherLimits bound (e.g. 10,000 parses at
-            // once) is refused before any token, and not kept.
-            if (masker->start() < 0)
-                return ErrorInfo{ErrorKind::resource,
-                                 "constraint: the grammar needs too much to follow: " +
-                                     masker->matcher().overflow_message()};
-            st.masker = std::move(masker);
-            st.constraint_key = std::move(key);
-            st.constraint_trigger = trigger;
-            st.constraint_end = end;
-        }
-        return std::make_unique<TokenConstraint>(st.masker, st.constraint_trigger,
-                                                 st.constraint_end);
-    }
-
-    // Keeps the longest prefix of `prompt` the cache already holds, but always
-    // leaves at least the last prompt token to run: its logits pick the first
-    // token. The history becomes the prompt. Returns the tokens kept.
-    size_t reuse_cached_prefix(const std::vector<int32_t>& prompt) {
-        std::vector<int32_t>& history = state_->history;
-        size_t reuse = 0;
-        const size_t limit = std::min(state_->kv->size(), prompt.size() - 1);
-        while (reuse < limit && history[reuse] == prompt[reuse]) ++reuse;
-        state_->kv->truncate(reuse);
-        history = prompt;
-        log(log_debug, "prompt " + std::to_string(prompt.size()) + " tokens, " +
-                           std::to_string(reuse) + " reused from the cache");
-        return reuse;
-    }
-
-    // erase() with the generator held: the cached part through the backend,
-    // then the history (the invariant: the cache holds history[0, kv->size())).
-    Status erase_unlocked(size_t first, size_t count) {
-        std::vector<int32_t>& history = state_->history;
-        BackendCache& kv = *state_->kv;
-        if (first > history.size() || count > history.size() - first)
-            return Status(ErrorKind::out_of_range,
-                          "erase: tokens " + std::to_string(first) + " + " + std::to_string(count) +
-                              " are past the history of " + std::to_string(history.size()));
-        if (count == 0) return {};
-        if (first < kv.size())
-            SMOL_TRY(backend().try_erase(kv, first, std::min(count, kv.size() - first)));
-        history.erase(history.begin() + long(first), history.begin() + long(first + count));
-        return {};
-    }
-
-    // Where `prompt` may be cut (generation/context_shift.hpp): chat() turns
-    // start at <|im_start|>; the system turn and the current turn (the last
-    // message, and the generation prompt after it) stay. Text: anywhere after
-    // n_keep, the last token stays.
-    detail::ShiftShape shift_shape(const std::vector<int32_t>& prompt, bool chat,
-                                   bool generation_prompt) const {
-        detail::ShiftShape shape;
-        const size_t last = prompt.size() - 1;  // run_inputs_status: not empty
-        shape.keep = std::min(state_->options.n_keep, last);
-        shape.protect = last;
-        const Tokenizer& tokenizer = state_->model->tokenizer();
-        const std::optional<int32_t> start = tokenizer.token_id("<|im_start|>");
-        if (!chat || !start) return shape;
-        std::vector<size_t> turns;
-        for (size_t i = 0; i < prompt.size(); ++i)
-            if (prompt[i] == *start) turns.push_back(i);
-        if (turns.empty()) return shape;
-        size_t keep = shape.keep;
-        const size_t role_end = std::min(prompt.size(), turns[0] + 3);
-        const std::string role =
-            tokenizer.decode(std::vector<int32_t>(prompt.begin() + long(turns[0]) + 1,
-                                                  prompt.begin() + long(role_end)),
-                             /*render_special=*/false);
-        if (turns.size() > 1 && role.rfind("system", 0) == 0) keep = std::max(keep, turns[1]);
-        size_t protect = turns.back();
-        if (generation_prompt && turns.size() > 1) protect = turns[turns.size() - 2];
-        shape.keep = std::min(keep, protect);
-        shape.protect = protect;
-        shape.any_cut = false;
-        for (const size_t t : turns)
-            if (t > shape.keep && t <= protect) shape.cuts.push_back(t);
-        return shape;
     }
 
     // ContextPolicy::shift before the prefix reuse: when the prompt (or the
@@ -804,9 +575,9 @@ private:
                               std::to_string(keep) + " tokens)");
         // The cache: the head and the span that stays, less what the new gap takes.
         if (plan.cached_span > 0) {
-            SMOL_TRY(erase_unlocked(keep + plan.cached_span,
-                                    state_->history.size() - (keep + plan.cached_span)));
-            SMOL_TRY(erase_unlocked(keep, plan.erase));
+            SMOL_TRY(state_->erase(keep + plan.cached_span,
+                                   state_->history.size() - (keep + plan.cached_span)));
+            SMOL_TRY(state_->erase(keep, plan.erase));
         }
         const size_t gap = plan.gap_end - keep;
         prompt.erase(prompt.begin() + long(keep), prompt.begin() + long(plan.gap_end));
@@ -823,191 +594,12 @@ private:
         return {};
     }
 
-    // Samples and runs one token at a time until a stop condition; returns it.
-    // With params.lookup, a step runs the token with its drafts and every row
-    // the sampler confirms is emitted without another step
-    // (generation/lookup.hpp); the tokens, the history and the cache at the
-    // end are plain decoding's.
-    Expected<StopReason> decode(Sampler& sampler, TokenConstraint* constraint,
-                                const GenerateParams& params, detail::TextSink& sink,
-                                const std::atomic<bool>& cancel_flag, detail::ShiftShape* shift,
-                                GenerateResult& result) {
-        const Tokenizer& tokenizer = state_->model->tokenizer();
-        BackendCache& kv = *state_->kv;
-        std::vector<int32_t>& history = state_->history;
-        const size_t max_tokens = params.max_tokens < 0 ? SIZE_MAX : size_t(params.max_tokens);
-        const size_t n_vocab = state_->logits.size();
-        const LookupParams& lookup = params.lookup;
-        // Lookup decoding: the step's chunk [token, drafts...] and its rows'
-        // logits, [k + 1][vocab]. Allocated only when asked for.
-        std::vector<int32_t> chunk, drafts;
-        std::vector<float> rows;
-        if (lookup.enabled) {
-            chunk.reserve(lookup.k + 1);
-            drafts.reserve(lookup.k);
-            rows.resize((lookup.k + 1) * n_vocab);
-        }
-        float* logits = state_->logits.data();  // the row the next token is sampled from
-        size_t next_draft = 0;                  // drafts[next_draft]: what that row may confirm
-        detail::DraftBudget budget(lookup.k);
-        // The cache never ends past the history: drafts after the last
-        // emitted token go (also on an error), and logits() is the row the
-        // run ended at, as after plain decoding.
-        auto trim = [&kv](size_t n) {
-            if (kv.size() > n) kv.truncate(n);
-        };
-        struct Settle {
-            Generator& generator;
-            float*& logits;
-            ~Settle() {
-                State& st = *generator.state_;
-                if (st.kv->size() > st.history.size()) st.kv->truncate(st.history.size());
-                if (logits != st.logits.data())
-                    std::copy(logits, logits + st.logits.size(), st.logits.begin());
-            }
-        } settle{*this, logits};
-        while (true) {
-            if (result.tokens.size() >= max_tokens) {
-                sink.flush();
-                return StopReason::max_tokens;
-            }
-            if (cancel_flag.load(std::memory_order_relaxed)) return StopReason::cancelled;
-            // A complete match in a vocabulary without end tokens: nothing to sample.
-            if (constraint && constraint->finished() && tokenizer.end_of_generation_ids().empty()) {
-                sink.flush();
-                return StopReason::eos;
-            }
-            const bool drafted = next_draft < drafts.size();
-            SMOL_TRY_ASSIGN(
-                const DraftVerdict verdict,
-                verify_draft(sampler, logits, n_vocab, history, drafted ? drafts[next_draft] : -1));
-            const int32_t token = verdict.token;
-            const bool accepted = drafted && verdict.accepted;
-            if (accepted) ++result.n_accepted_drafts;
-            result.tokens.push_back(token);
-            history.push_back(token);
-            if (constraint) SMOL_TRY(constraint->accept(token));
-            const bool grammar_end = constraint && constraint->whole_text();
-            if ((!params.ignore_eos || grammar_end) && tokenizer.is_end_of_generation(token)) {
-                trim(history.size() - 1);
-                sink.flush();
-                return StopReason::eos;
-            }
-            sink.push(token);
-            if (sink.matched() || sink.callback_stopped()) {
-                trim(history.size() - 1);
-                return sink.matched() ? StopReason::stop_string : StopReason::cancelled;
-            }
-            if (result.tokens.size() >= max_tokens) {  // reported at the loop top
-                trim(history.size() - 1);
-                continue;
-            }
-            if (accepted) {  // the step ran this token too: its row is next
-                ++next_draft;
-                logits = rows.data() + next_draft * n_vocab;
-                continue;
-            }
-            // The token has not run yet; the cache holds what precedes it.
-            trim(history.size() - 1);
-            budget.record(drafts.size(), next_draft);
-            drafts.clear();
-            next_draft = 0;
-            if (kv.size() >= kv.n_ctx()) {
-                if (shift && shift->any_cut) shift->protect = kv.size();  // text: all may go
-                const size_t drop =
-                    shift ? detail::plan_running_shift(*shift, kv.size(), kv.n_ctx()) : 0;
-                if (drop == 0) {
-                    sink.flush();
-                    return StopReason::context_full;
-                }
-                SMOL_TRY(erase_unlocked(shift->keep, drop));
-                shift->drop(drop);
-                result.n_discarded_tokens += drop;
-                log(log_info, "context shift: erased " + std::to_string(drop) +
-                                  " tokens after the first " + std::to_string(shift->keep) +
-                                  " to keep generating");
-            }
-            if (lookup.enabled) {
-                const size_t cap = std::min({budget.next(), max_tokens - result.tokens.size() - 1,
-                                             kv.n_ctx() - kv.size() - 1});
-                find_drafts(lookup, cap, params.ignore_eos, drafts);
-            }
-            ++result.n_decode_steps;
-            if (drafts.empty()) {
-                logits = state_->logits.data();
-                SMOL_TRY_ASSIGN(const bool ran,
-                                run_forward(&history.back(), 1, kv.size(), cancel_flag));
-                if (!ran) return StopReason::cancelled;
-            } else {
-                chunk.assign(1, history.back());
-                chunk.insert(chunk.end(), drafts.begin(), drafts.end());
-                result.n_drafted_tokens += drafts.size();
-                logits = rows.data();
-                SMOL_TRY_ASSIGN(const bool ran,
-                                run_forward(chunk.data(), chunk.size(), kv.size(), cancel_flag,
-                                            rows.data(), /*all_logits=*/true));
-                if (!ran) return StopReason::cancelled;
-            }
-        }
-    }
-
-    // The drafts for the step that runs history.back(), at most `cap`: the
-    // budget's (detail::DraftBudget), and no more than the tokens the run may
-    // still emit after this one, less the one the last row picks, nor the
-    // positions left in the context after this one. None past an end token,
-    // after which nothing would run.
-    void find_drafts(const LookupParams& lookup, size_t cap, bool ignore_eos,
-                     std::vector<int32_t>& drafts) const {
-        const std::vector<int32_t>& history = state_->history;
-        if (cap == 0) return;
-        if (lookup.draft_hook) {
-            lookup.draft_hook(history, cap, drafts);
-            if (drafts.size() > cap) drafts.resize(cap);
-        } else {
-            find_lookup_drafts(history.data(), history.size(), cap, lookup.max_ngram, drafts);
-        }
-        if (ignore_eos) return;
-        const Tokenizer& tokenizer = state_->model->tokenizer();
-        for (size_t i = 0; i < drafts.size(); ++i)
-            if (tokenizer.is_end_of_generation(drafts[i])) {
-                drafts.resize(i + 1);
-                break;
-            }
-    }
-
     static GenerateResult finish(GenerateResult result, StopReason reason) {
         result.stop_reason = reason;
         ReasoningSplit split = split_reasoning(result.text);
         result.reasoning = std::move(split.reasoning);
         result.answer = std::move(split.answer);
         return result;
-    }
-
-    // Runs `tokens` at positions [start, start + n) through the model; false if
-    // cancelled (the backend checks the flag between layers). The backend
-    // extends the cache chunk by chunk, so after a cancel it holds [0, start +
-    // the chunks that completed): still valid, and kept.
-    // The logits go to logits() (the last position's), or with all_logits to
-    // `rows` ([n][vocab]).
-    Expected<bool> run_forward(const int32_t* tokens, size_t n, size_t start,
-                               const std::atomic<bool>& cancel_flag, float* rows = nullptr,
-                               bool all_logits = false) {
-        if (cancel_flag.load(std::memory_order_relaxed)) return false;
-        const Segment segment{
-            tokens,    n, start, state_->kv.get(), all_logits ? rows : state_->logits.data(),
-            all_logits};
-        Status status;
-        if (state_->options.batcher) {
-            status = state_->options.batcher->run(segment, &cancel_flag);
-        } else {
-            ForwardOptions options;
-            if (state_->options.prefill_chunk) options.chunk_size = state_->options.prefill_chunk;
-            options.cancel = &cancel_flag;
-            status = backend().try_forward(segment, options);
-        }
-        if (status) return true;
-        if (status.error().kind == ErrorKind::cancelled) return false;
-        return status.take_error();
     }
 
     // On error the generator keeps its state (generation/session_format.hpp checks all first).

@@ -9,7 +9,8 @@
 // context (code, quoted names, structured output, edits) then comes out
 // several tokens per step.
 //
-// One step (Generator::decode): the last sampled token and its drafts d1..dk
+// One step (generation/decode_step.hpp, with detail::LookupDecoding below as
+// its strategy: generation/decode_strategy.hpp): the last sampled token and its drafts d1..dk
 // run as one chunk with every row's logits (k + 1 rows: below the weight
 // table's convert_min_tokens, so the rows are read exactly as for one token;
 // kernels/matmul_plan.hpp, rule 1). Row i's logits then go through the
@@ -75,6 +76,7 @@
 
 #include "../error.hpp"
 #include "../sampling/sampler.hpp"
+#include "decode_strategy.hpp"
 
 SMOL_NAMESPACE_BEGIN
 
@@ -165,6 +167,34 @@ private:
     size_t pause_ = 1, wait_ = 0;
 };
 
+// Lookup decoding as the decode step's strategy: proposes the drafts
+// (find_lookup_drafts, or LookupParams::draft_hook) for the step that runs
+// history.back(), as many as the budget allows. Per run.
+class LookupDecoding final : public DecodeStrategy {
+public:
+    explicit LookupDecoding(const LookupParams& params) : params_(params), budget_(params.k) {}
+
+    size_t max_proposals() const noexcept override { return params_.k; }
+    void propose(const std::vector<int32_t>& history, size_t room,
+                 std::vector<int32_t>& drafts) override {
+        const size_t cap = std::min(budget_.next(), room);
+        if (cap == 0) return;
+        if (params_.draft_hook) {
+            params_.draft_hook(history, cap, drafts);
+            if (drafts.size() > cap) drafts.resize(cap);
+        } else {
+            find_lookup_drafts(history.data(), history.size(), cap, params_.max_ngram, drafts);
+        }
+    }
+    void record(size_t drafted, size_t accepted) noexcept override {
+        budget_.record(drafted, accepted);
+    }
+
+private:
+    const LookupParams& params_;
+    DraftBudget budget_;
+};
+
 }  // namespace detail
 
 // One row of a verify step: the sampler picks a token from `logits` as plain
@@ -172,6 +202,8 @@ private:
 // draft is accepted when it is that token. With a distribution p this
 // accepts with probability p(draft) and otherwise returns a token drawn from
 // p with the draft removed: the standard rule (see the top of this file).
+// The decode step applies the same rule to each row it samples
+// (generation/decode_step.hpp); this is that rule as one function.
 struct DraftVerdict {
     int32_t token = -1;  // what the row emits: the draft when accepted
     bool accepted = false;
