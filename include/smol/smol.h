@@ -74,11 +74,10 @@
  * library writes an older caller's smaller struct only up to its end, never
  * at the library's own, larger size. Bindings that declare the structs
  * themselves (Python, C#) call smol_*_init_sized with their own size. Fields
- * are only ever
- * appended, never reordered or removed; every field is 64 bits wide on 64-bit
- * targets (integers are int64_t, reals double), so no struct has padding a
- * later field could fall into. Planned next: more KV cache types
- * (smol_kv_type gains values).
+ * are only ever appended, never reordered or removed; every field is 64 bits
+ * wide on 64-bit targets (integers are int64_t, reals double), so no struct
+ * has padding a later field could fall into. Planned next: more KV cache
+ * types (smol_kv_type gains values).
  *
  * Every field of the C++ option and result structs has its C counterpart,
  * or a named reason not to: the parity table at the end of this header,
@@ -801,7 +800,8 @@ SMOL_API char* smol_render_chat(const smol_generator* generator, const smol_mess
  *      the public option, property or method (structs filled by the
  *      smol_*_init_sized calls with Marshal.SizeOf)
  *   5. tests: tests/c_abi/test_c_abi.c (the call, its errors, and an older
- *      caller's smaller struct), tests/c_abi/test_c_abi_parity.cpp (the same
+ *      caller's smaller struct; a new option struct's _sized init in
+ *      test_init_sized), tests/c_abi/test_c_abi_parity.cpp (the same
  *      result as the C++ API), bindings/python/tests/test_smol.py, and
  *      bindings/csharp/Sample.cs; each a behaviour check that fails when the
  *      value does not arrive (tokens that change, a count, a text)
