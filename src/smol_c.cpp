@@ -107,6 +107,13 @@ R guarded(R failed, F&& f) noexcept {
     return failed;
 }
 
+// Each option struct's defaults at this library's size, taken from the C++
+// structs so the two never disagree (defined below).
+void default_load_options(smol_load_options* options) noexcept;
+void default_batcher_options(smol_batcher_options* options) noexcept;
+void default_generator_options(smol_generator_options* options) noexcept;
+void default_params(smol_params* params) noexcept;
+
 // The caller's struct read by its size field: fields past it keep the defaults.
 template <class T>
 T read_sized(const T* user, void (*init)(T*), const char* what) {
@@ -165,7 +172,7 @@ size_t to_count(int64_t value, const char* what) {
 }
 
 smol::LoadOptions to_load_options(const smol_load_options* user) {
-    const smol_load_options o = read_sized(user, smol_load_options_init, "smol_load_options");
+    const smol_load_options o = read_sized(user, default_load_options, "smol_load_options");
     smol::LoadOptions out;
     out.n_threads = to_int(o.n_threads, "smol_load_options.n_threads");
     if (o.n_threads < 0) invalid("smol_load_options.n_threads is negative");
@@ -212,7 +219,7 @@ smol::LoadOptions to_load_options(const smol_load_options* user) {
 
 smol::BatcherOptions to_batcher_options(const smol_batcher_options* user) {
     const smol_batcher_options o =
-        read_sized(user, smol_batcher_options_init, "smol_batcher_options");
+        read_sized(user, default_batcher_options, "smol_batcher_options");
     smol::BatcherOptions out;
     out.max_batch = to_count(o.max_batch, "smol_batcher_options.max_batch");
     out.prefill_shared = to_count(o.prefill_shared, "smol_batcher_options.prefill_shared");
@@ -225,7 +232,7 @@ smol::BatcherOptions to_batcher_options(const smol_batcher_options* user) {
 
 smol::GeneratorOptions to_generator_options(const smol_generator_options* user) {
     const smol_generator_options o =
-        read_sized(user, smol_generator_options_init, "smol_generator_options");
+        read_sized(user, default_generator_options, "smol_generator_options");
     smol::GeneratorOptions out;
     if (o.n_ctx < 0) invalid("smol_generator_options.n_ctx is negative");
     if (o.n_ctx > 0) out.n_ctx = size_t(o.n_ctx);
@@ -256,7 +263,7 @@ smol::GeneratorOptions to_generator_options(const smol_generator_options* user) 
 }
 
 smol::GenerateParams to_params(const smol_params* user) {
-    const smol_params p = read_sized(user, smol_params_init, "smol_params");
+    const smol_params p = read_sized(user, default_params, "smol_params");
     smol::GenerateParams out;
     out.temperature = float(p.temperature);
     out.top_k = to_int(p.top_k, "smol_params.top_k");
@@ -443,7 +450,7 @@ T* copy_out(const std::vector<T>& values) {
     return out;
 }
 
-// SamplingParams' default DRY breakers as a C array, for smol_params_init:
+// SamplingParams' default DRY breakers as a C array, for default_params:
 // built once (thread-safe), never freed, so the pointers it hands out stay
 // valid for the process. NULL if that first allocation failed (init cannot
 // fail: the caller then gets no breakers, and can set them itself).
@@ -468,6 +475,113 @@ const DefaultBreakers* default_breakers() noexcept {
 smol_model* new_model(std::shared_ptr<const smol::Model> model) {
     std::string tuning = model->tuning().text();
     return new smol_model{std::move(model), std::move(tuning)};
+}
+
+void default_load_options(smol_load_options* options) noexcept {
+    *options = smol_load_options{};
+    options->size = sizeof(smol_load_options);
+    // The defaults from the C++ struct, so the two never disagree.
+    const smol::LoadOptions d;
+    options->device = int64_t(d.device);
+    options->interleave_weights = d.interleave_weights;
+    options->tune = int64_t(d.tune);
+    const smol::kernels::KernelParams k;
+    options->kernel_pace_steps = k.pace_steps;
+    options->kernel_interleaved_prefetch = k.interleaved_prefetch;
+    options->kernel_stored_prefetch = k.stored_prefetch;
+    options->kernel_decode_chunks = k.decode_chunks;
+}
+
+void default_batcher_options(smol_batcher_options* options) noexcept {
+    *options = smol_batcher_options{};
+    options->size = sizeof(smol_batcher_options);
+    const smol::BatcherOptions d;
+    options->max_batch = int64_t(d.max_batch);
+    options->prefill_shared = int64_t(d.prefill_shared);
+    options->max_step_slowdown = d.max_step_slowdown;
+    options->prefill_alone = int64_t(d.prefill_alone);
+    options->gather_ms = d.gather_ms;
+    options->gather_fraction = d.gather_fraction;
+}
+
+void default_generator_options(smol_generator_options* options) noexcept {
+    *options = smol_generator_options{};
+    options->size = sizeof(smol_generator_options);
+    // The defaults from the C++ struct, so the two never disagree.
+    const smol::GeneratorOptions d;
+    options->kv_type = int64_t(d.kv_type);
+    options->context_policy = int64_t(d.context_policy);
+    options->n_keep = int64_t(d.n_keep);
+}
+
+void default_params(smol_params* params) noexcept {
+    *params = smol_params{};
+    params->size = sizeof(smol_params);
+    // Each default from the C++ structs, so the two never disagree.
+    const smol::GenerateParams d;
+    params->temperature = d.temperature;
+    params->top_k = d.top_k;
+    params->top_p = d.top_p;
+    params->min_p = d.min_p;
+    params->repeat_penalty = d.repeat_penalty;
+    params->presence_penalty = d.presence_penalty;
+    params->frequency_penalty = d.frequency_penalty;
+    params->penalty_last_n = d.penalty_last_n;
+    params->seed = d.seed;
+    params->max_tokens = d.max_tokens;
+    params->ignore_eos = d.ignore_eos;
+    params->prompt_as_text = d.prompt_as_text;
+    params->add_generation_prompt = d.chat.add_generation_prompt;
+    params->enable_thinking = d.chat.enable_thinking ? (*d.chat.enable_thinking ? 1 : 0) : -1;
+    params->parse_special_in_content = d.chat.parse_special_in_content;
+    params->json_max_indent = d.json_schema_options.max_indent;
+    params->json_max_integer_digits = d.json_schema_options.max_integer_digits;
+    params->json_max_fraction_digits = d.json_schema_options.max_fraction_digits;
+    params->json_max_exponent_digits = d.json_schema_options.max_exponent_digits;
+    params->json_max_any_depth = d.json_schema_options.max_any_depth;
+    params->constrain_tool_calls = d.constrain_tool_calls;
+    params->dry_multiplier = d.dry_multiplier;
+    params->dry_base = d.dry_base;
+    params->dry_allowed_length = d.dry_allowed_length;
+    params->dry_penalty_last_n = d.dry_penalty_last_n;
+    // The default breakers, so a caller sees what C++ would use (0: none).
+    if (const DefaultBreakers* breakers = default_breakers()) {
+        params->dry_sequence_breakers = breakers->pointers.data();
+        params->n_dry_sequence_breakers = int64_t(breakers->pointers.size());
+    }
+    params->xtc_probability = d.xtc_probability;
+    params->xtc_threshold = d.xtc_threshold;
+    params->lookup = d.lookup.enabled;
+    params->lookup_k = int64_t(d.lookup.k);
+    params->lookup_max_ngram = int64_t(d.lookup.max_ngram);
+}
+
+// The size rule for the _init_sized functions: a caller's struct of `size`
+// bytes (its own sizeof, which smol.h's inline smol_*_init compiles into the
+// caller) is written at that size, never at this library's. An older caller's
+// smaller struct gets the defaults of the fields it has and nothing past its
+// end (writing at our size would overwrite the caller's next variable); a
+// newer caller's larger struct gets the fields this library does not know
+// zeroed (read_sized ignores them anyway). The size field records the caller's
+// size, which read_sized then honours.
+template <class T>
+smol_status init_sized(T* user, size_t size, void (*defaults)(T*), const char* what) noexcept {
+    const bool ok = guarded<bool>(false, [&] {
+        if (!user) invalid(std::string(what) + ": the struct is NULL");
+        if (size < sizeof(uint64_t))
+            invalid(std::string(what) + ": size " + std::to_string(size) +
+                    " does not hold the size field (8 bytes)");
+        T d;
+        defaults(&d);
+        // Bytes, not T: the caller's object may be smaller than a T.
+        unsigned char* out = reinterpret_cast<unsigned char*>(user);
+        std::memcpy(out, &d, std::min(size, sizeof(T)));
+        if (size > sizeof(T)) std::memset(out + sizeof(T), 0, size - sizeof(T));
+        const uint64_t caller_size = size;
+        std::memcpy(out, &caller_size, sizeof caller_size);
+        return true;
+    });
+    return ok ? SMOL_OK : smol_last_error();
 }
 
 }  // namespace
@@ -501,20 +615,22 @@ const char* smol_build_info(void) noexcept {
     }
 }
 
-void smol_load_options_init(smol_load_options* options) noexcept {
-    if (!options) return;
-    *options = smol_load_options{};
-    options->size = sizeof(smol_load_options);
-    // The defaults from the C++ struct, so the two never disagree.
-    const smol::LoadOptions d;
-    options->device = int64_t(d.device);
-    options->interleave_weights = d.interleave_weights;
-    options->tune = int64_t(d.tune);
-    const smol::kernels::KernelParams k;
-    options->kernel_pace_steps = k.pace_steps;
-    options->kernel_interleaved_prefetch = k.interleaved_prefetch;
-    options->kernel_stored_prefetch = k.stored_prefetch;
-    options->kernel_decode_chunks = k.decode_chunks;
+smol_status smol_load_options_init_sized(smol_load_options* options, size_t size) noexcept {
+    return init_sized(options, size, default_load_options, "smol_load_options_init_sized");
+}
+
+smol_status smol_batcher_options_init_sized(smol_batcher_options* options, size_t size) noexcept {
+    return init_sized(options, size, default_batcher_options, "smol_batcher_options_init_sized");
+}
+
+smol_status smol_generator_options_init_sized(smol_generator_options* options,
+                                              size_t size) noexcept {
+    return init_sized(options, size, default_generator_options,
+                      "smol_generator_options_init_sized");
+}
+
+smol_status smol_params_init_sized(smol_params* params, size_t size) noexcept {
+    return init_sized(params, size, default_params, "smol_params_init_sized");
 }
 
 smol_model* smol_model_load(const char* path, const smol_load_options* options) noexcept {
@@ -582,19 +698,6 @@ void smol_string_free(char* text) noexcept {
     std::free(text);
 }
 
-void smol_batcher_options_init(smol_batcher_options* options) noexcept {
-    if (!options) return;
-    *options = smol_batcher_options{};
-    options->size = sizeof(smol_batcher_options);
-    const smol::BatcherOptions d;
-    options->max_batch = int64_t(d.max_batch);
-    options->prefill_shared = int64_t(d.prefill_shared);
-    options->max_step_slowdown = d.max_step_slowdown;
-    options->prefill_alone = int64_t(d.prefill_alone);
-    options->gather_ms = d.gather_ms;
-    options->gather_fraction = d.gather_fraction;
-}
-
 smol_batcher* smol_batcher_new(const smol_model* model) noexcept {
     return smol_batcher_new_with_options(model, nullptr);
 }
@@ -610,17 +713,6 @@ smol_batcher* smol_batcher_new_with_options(const smol_model* model,
 
 void smol_batcher_free(smol_batcher* batcher) noexcept {
     delete batcher;
-}
-
-void smol_generator_options_init(smol_generator_options* options) noexcept {
-    if (!options) return;
-    *options = smol_generator_options{};
-    options->size = sizeof(smol_generator_options);
-    // The defaults from the C++ struct, so the two never disagree.
-    const smol::GeneratorOptions d;
-    options->kv_type = int64_t(d.kv_type);
-    options->context_policy = int64_t(d.context_policy);
-    options->n_keep = int64_t(d.n_keep);
 }
 
 smol_generator* smol_generator_new(const smol_model* model,
@@ -703,49 +795,6 @@ smol_status smol_erase(smol_generator* generator, size_t first, size_t count) no
         return true;
     });
     return ok ? SMOL_OK : smol_last_error();
-}
-
-void smol_params_init(smol_params* params) noexcept {
-    if (!params) return;
-    *params = smol_params{};
-    params->size = sizeof(smol_params);
-    // Each default from the C++ structs, so the two never disagree.
-    const smol::GenerateParams d;
-    params->temperature = d.temperature;
-    params->top_k = d.top_k;
-    params->top_p = d.top_p;
-    params->min_p = d.min_p;
-    params->repeat_penalty = d.repeat_penalty;
-    params->presence_penalty = d.presence_penalty;
-    params->frequency_penalty = d.frequency_penalty;
-    params->penalty_last_n = d.penalty_last_n;
-    params->seed = d.seed;
-    params->max_tokens = d.max_tokens;
-    params->ignore_eos = d.ignore_eos;
-    params->prompt_as_text = d.prompt_as_text;
-    params->add_generation_prompt = d.chat.add_generation_prompt;
-    params->enable_thinking = d.chat.enable_thinking ? (*d.chat.enable_thinking ? 1 : 0) : -1;
-    params->parse_special_in_content = d.chat.parse_special_in_content;
-    params->json_max_indent = d.json_schema_options.max_indent;
-    params->json_max_integer_digits = d.json_schema_options.max_integer_digits;
-    params->json_max_fraction_digits = d.json_schema_options.max_fraction_digits;
-    params->json_max_exponent_digits = d.json_schema_options.max_exponent_digits;
-    params->json_max_any_depth = d.json_schema_options.max_any_depth;
-    params->constrain_tool_calls = d.constrain_tool_calls;
-    params->dry_multiplier = d.dry_multiplier;
-    params->dry_base = d.dry_base;
-    params->dry_allowed_length = d.dry_allowed_length;
-    params->dry_penalty_last_n = d.dry_penalty_last_n;
-    // The default breakers, so a caller sees what C++ would use (0: none).
-    if (const DefaultBreakers* breakers = default_breakers()) {
-        params->dry_sequence_breakers = breakers->pointers.data();
-        params->n_dry_sequence_breakers = int64_t(breakers->pointers.size());
-    }
-    params->xtc_probability = d.xtc_probability;
-    params->xtc_threshold = d.xtc_threshold;
-    params->lookup = d.lookup.enabled;
-    params->lookup_k = int64_t(d.lookup.k);
-    params->lookup_max_ngram = int64_t(d.lookup.max_ngram);
 }
 
 void smol_result_free(smol_result* result) noexcept {

@@ -6,6 +6,7 @@
 //   the C++ API's, which tests/c_abi/test_c_abi_parity writes there)
 using System;
 using System.IO;
+using System.Runtime.InteropServices;
 using System.Text;
 using System.Threading;
 
@@ -28,12 +29,39 @@ static class Sample {
         ++failures;
     }
 
+    [DllImport("smol", CallingConvention = CallingConvention.Cdecl)]
+    static extern int smol_params_init_sized(IntPtr p, UIntPtr size);
+
+    // The binding fills its structs at its own size of them, so a newer
+    // library never writes past an older binding's smaller struct: three
+    // fields of smol_params, then guard bytes that must stay as they were.
+    static void CheckInitSized() {
+        var p = new Smol.Native.Params();
+        Smol.Native.Init(ref p);
+        Check(p.size == (ulong)Marshal.SizeOf(typeof(Smol.Native.Params)), "params filled at the binding's size");
+        const int older = 3 * 8, guard = 64;
+        IntPtr block = Marshal.AllocHGlobal(older + guard);
+        try {
+            for (int i = 0; i < older + guard; ++i) Marshal.WriteByte(block, i, 0xA5);
+            Check(smol_params_init_sized(block, (UIntPtr)older) == 0, "an older struct is filled");
+            Check(Marshal.ReadInt64(block, 0) == older, "an older struct keeps its size");
+            Check(BitConverter.Int64BitsToDouble(Marshal.ReadInt64(block, 8)) == p.temperature &&
+                  Marshal.ReadInt64(block, 16) == p.top_k, "an older struct gets the defaults");
+            bool intact = true;
+            for (int i = older; i < older + guard; ++i) intact &= Marshal.ReadByte(block, i) == 0xA5;
+            Check(intact, "nothing written past an older struct");
+        } finally {
+            Marshal.FreeHGlobal(block);
+        }
+    }
+
     static int Main(string[] args) {
         if (args.Length < 1) {
             Console.Error.WriteLine("usage: mono Sample.exe model.gguf [--check greedy.txt]");
             return 2;
         }
         Console.WriteLine(Smol.Library.BuildInfo);
+        CheckInitSized();
         var greedy = new Smol.GenerateParams { Temperature = 0, MaxTokens = Tokens };
 
         using (var model = new Smol.Model(args[0], new Smol.LoadOptions { Threads = 2 }))

@@ -99,7 +99,7 @@ public sealed class GeneratorOptions {
     public long NKeep = 0;  // with Shift: leading tokens never dropped
 }
 
-// Unset fields keep the library's defaults (smol_params_init).
+// Unset fields keep the library's defaults (smol_params_init_sized).
 public sealed class GenerateParams {
     public double? Temperature, TopP, MinP, RepeatPenalty, PresencePenalty, FrequencyPenalty;
     public long? TopK, PenaltyLastN, MaxTokens;
@@ -200,7 +200,7 @@ internal static class Native {
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_last_error_message();
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_version();
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_build_info();
-    [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern void smol_load_options_init(ref LoadOptions o);
+    [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int smol_load_options_init_sized(ref LoadOptions o, UIntPtr size);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_model_load(byte[] path, ref LoadOptions o);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern void smol_model_free(IntPtr model);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_model_identity(IntPtr model);
@@ -208,11 +208,11 @@ internal static class Native {
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_model_tuning(IntPtr model);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_detokenize(IntPtr model, int[] ids, UIntPtr n, int renderSpecial, out UIntPtr length);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern void smol_string_free(IntPtr text);
-    [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern void smol_batcher_options_init(ref BatcherOptions o);
+    [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int smol_batcher_options_init_sized(ref BatcherOptions o, UIntPtr size);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_batcher_new_with_options(IntPtr model, ref BatcherOptions o);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_batcher_new(IntPtr model);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern void smol_batcher_free(IntPtr batcher);
-    [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern void smol_generator_options_init(ref GeneratorOptions o);
+    [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int smol_generator_options_init_sized(ref GeneratorOptions o, UIntPtr size);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_generator_new(IntPtr model, ref GeneratorOptions o);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern void smol_generator_free(IntPtr gen);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_generator_fork(IntPtr gen);
@@ -224,7 +224,7 @@ internal static class Native {
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_generator_history(IntPtr gen, out UIntPtr n);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int smol_erase(IntPtr gen, UIntPtr first, UIntPtr count);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern void smol_tokens_free(IntPtr tokens);
-    [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern void smol_params_init(ref Params p);
+    [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int smol_params_init_sized(ref Params p, UIntPtr size);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern void smol_result_free(IntPtr result);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_generate(IntPtr gen, byte[] prompt, ref Params p, PieceFn onPiece, IntPtr userData);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_generate_tokens(IntPtr gen, int[] ids, UIntPtr n, ref Params p, PieceFn onPiece, IntPtr userData);
@@ -242,6 +242,23 @@ internal static class Native {
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern IntPtr smol_session_save(IntPtr gen, out UIntPtr size);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern int smol_session_restore(IntPtr gen, byte[] data, UIntPtr size);
     [DllImport(Lib, CallingConvention = CallingConvention.Cdecl)] internal static extern void smol_bytes_free(IntPtr bytes);
+
+    // The option structs filled through smol_*_init_sized at this binding's
+    // size of them (Marshal.SizeOf, the marshalled size), so a newer library
+    // writes no more than the struct declared here.
+    static UIntPtr SizeOf<T>() { return (UIntPtr)(ulong)Marshal.SizeOf(typeof(T)); }
+    internal static void Init(ref LoadOptions o) {
+        if (smol_load_options_init_sized(ref o, SizeOf<LoadOptions>()) != 0) throw LastError();
+    }
+    internal static void Init(ref BatcherOptions o) {
+        if (smol_batcher_options_init_sized(ref o, SizeOf<BatcherOptions>()) != 0) throw LastError();
+    }
+    internal static void Init(ref GeneratorOptions o) {
+        if (smol_generator_options_init_sized(ref o, SizeOf<GeneratorOptions>()) != 0) throw LastError();
+    }
+    internal static void Init(ref Params p) {
+        if (smol_params_init_sized(ref p, SizeOf<Params>()) != 0) throw LastError();
+    }
 
     internal static byte[] Utf8(string s) {
         if (s == null) return null;
@@ -383,7 +400,7 @@ internal sealed class NativeMemory : IDisposable {
 
     public Native.Params Params(GenerateParams g) {
         var p = new Native.Params();
-        Native.smol_params_init(ref p);
+        Native.Init(ref p);
         if (g == null) return p;
         if (g.Temperature.HasValue) p.temperature = g.Temperature.Value;
         if (g.TopK.HasValue) p.top_k = g.TopK.Value;
@@ -458,7 +475,7 @@ public sealed class Model : IDisposable {
     public Model(string path, LoadOptions options = null) {
         options = options ?? new LoadOptions();
         var o = new Native.LoadOptions();
-        Native.smol_load_options_init(ref o);
+        Native.Init(ref o);
         o.n_threads = options.Threads;
         o.device = (long)options.Device;
         o.cuda_device = options.CudaDevice;
@@ -514,7 +531,7 @@ public sealed class Batcher : IDisposable {
     internal IntPtr Handle;
     public Batcher(Model model, BatcherOptions options = null) {
         var o = new Native.BatcherOptions();
-        Native.smol_batcher_options_init(ref o);
+        Native.Init(ref o);
         if (options != null) {
             if (options.MaxBatch.HasValue) o.max_batch = options.MaxBatch.Value;
             if (options.PrefillShared.HasValue) o.prefill_shared = options.PrefillShared.Value;
@@ -537,7 +554,7 @@ public sealed class Generator : IDisposable {
     public Generator(Model model, GeneratorOptions options = null) {
         options = options ?? new GeneratorOptions();
         var o = new Native.GeneratorOptions();
-        Native.smol_generator_options_init(ref o);
+        Native.Init(ref o);
         o.n_ctx = options.NCtx;
         o.kv_type = (long)options.KVType;
         o.prefill_chunk = options.PrefillChunk;

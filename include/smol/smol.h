@@ -25,11 +25,12 @@
  * NULL: a function that can fail fails with SMOL_ERR_INVALID_ARGUMENT (NULL
  * or its status) when given a NULL handle, a NULL string it needs (a path, a
  * prompt, a message's role or content, a stop string, a tool's name) or a NULL
- * pointer it must write through (n_tokens, size). Where a NULL is allowed, its
- * declaration says so. The functions that cannot fail treat NULL as nothing
- * and leave the last error alone: the *_free and *_init functions and
- * smol_cancel / smol_async_cancel do nothing, the facts about a model or a
- * generator are 0 or "", smol_async_done is 1.
+ * pointer it must write through (n_tokens, size, an options struct to fill).
+ * Where a NULL is allowed, its declaration says so. The functions that cannot
+ * fail treat NULL as nothing and leave the last error alone: the *_free
+ * functions, the smol_*_init functions (not their _sized forms, which can
+ * fail) and smol_cancel / smol_async_cancel do nothing, the facts about a
+ * model or a generator are 0 or "", smol_async_done is 1.
  *
  * Ownership: handles (smol_model, smol_generator, smol_batcher, smol_async),
  * results and byte buffers are allocated by the library and released by their
@@ -60,17 +61,23 @@
  *     smol_model_load and for smol_generate / smol_chat (pieces, logits hook,
  *     log), the generator's worker thread for async runs (logits hook, log,
  *     worker start). A callback must not free the handle it was called for.
- *   - smol_version, smol_build_info, smol_last_error*, smol_*_init: any thread.
+ *   - smol_version, smol_build_info, smol_last_error*, smol_*_init and
+ *     smol_*_init_sized: any thread.
  *
  * Option structs begin with their own size. Fill them with smol_*_init (which
  * sets the size and the defaults; NULL: no effect), then change fields. The
  * library reads only the fields that the given size covers and uses the
  * defaults for the rest, so a program compiled against an older, smaller
- * struct keeps working when fields are appended. Fields are only ever
- * appended, never reordered or removed; every field is 64 bits wide on 64-bit
- * targets (integers are int64_t, reals double), so no struct has padding a
- * later field could fall into. Planned next: more KV cache types
- * (smol_kv_type gains values).
+ * struct keeps working when fields are appended. Filling works the same way
+ * round: smol_*_init is inline in this header and hands the library the
+ * struct's size as compiled into the caller (smol_*_init_sized), so a newer
+ * library writes an older caller's smaller struct only up to its end, never
+ * at the library's own, larger size. Bindings that declare the structs
+ * themselves (Python, C#) call smol_*_init_sized with their own size. Fields
+ * are only ever appended, never reordered or removed; every field is 64 bits
+ * wide on 64-bit targets (integers are int64_t, reals double), so no struct
+ * has padding a later field could fall into. Planned next: more KV cache
+ * types (smol_kv_type gains values).
  *
  * Every field of the C++ option and result structs has its C counterpart,
  * or a named reason not to: the parity table at the end of this header,
@@ -108,6 +115,15 @@
 extern "C" {
 #else
 #define SMOL_NOEXCEPT
+#endif
+
+/* The header's own small functions (smol_*_init): compiled into the caller,
+ * so what they pass the library (a struct's size) is the caller's. MSVC's C
+ * compiler before C11 knows only __inline. */
+#if defined(_MSC_VER) && !defined(__cplusplus)
+#define SMOL_INLINE static __inline
+#else
+#define SMOL_INLINE static inline
 #endif
 
 /* The version of this C ABI: bumped when an existing function or field
@@ -227,7 +243,21 @@ typedef struct smol_load_options {
     int64_t kernel_decode_chunks;
 } smol_load_options;
 
-SMOL_API void smol_load_options_init(smol_load_options* options) SMOL_NOEXCEPT;
+/* Fills an options struct of `size` bytes (the caller's sizeof) with the
+ * defaults: this library's defaults for the fields the size covers, nothing
+ * written past size bytes (an older caller's smaller struct), zeros past this
+ * library's struct (a newer caller's larger one: fields this library does not
+ * know, and ignores), and size in its size field. SMOL_OK; options NULL, or a
+ * size smaller than the size field (8 bytes): SMOL_ERR_INVALID_ARGUMENT,
+ * nothing written. Every smol_*_init_sized below is the same for its struct.
+ * From C and C++, call smol_load_options_init instead. */
+SMOL_API smol_status smol_load_options_init_sized(smol_load_options* options,
+                                                  size_t size) SMOL_NOEXCEPT;
+/* The defaults at the size this header declares (NULL: no effect). Inline, so
+ * a program keeps passing its own struct's size to a newer library. */
+SMOL_INLINE void smol_load_options_init(smol_load_options* options) SMOL_NOEXCEPT {
+    if (options) (void)smol_load_options_init_sized(options, sizeof *options);
+}
 
 /* options may be NULL (the defaults); path may not. NULL on failure. */
 SMOL_API smol_model* smol_model_load(const char* path,
@@ -282,7 +312,12 @@ typedef struct smol_batcher_options {
     double gather_fraction;
 } smol_batcher_options;
 
-SMOL_API void smol_batcher_options_init(smol_batcher_options* options) SMOL_NOEXCEPT;
+/* As smol_load_options_init_sized, for smol_batcher_options. */
+SMOL_API smol_status smol_batcher_options_init_sized(smol_batcher_options* options,
+                                                     size_t size) SMOL_NOEXCEPT;
+SMOL_INLINE void smol_batcher_options_init(smol_batcher_options* options) SMOL_NOEXCEPT {
+    if (options) (void)smol_batcher_options_init_sized(options, sizeof *options);
+}
 /* NULL on failure (model NULL: SMOL_ERR_INVALID_ARGUMENT). The default options. */
 SMOL_API smol_batcher* smol_batcher_new(const smol_model* model) SMOL_NOEXCEPT;
 /* As smol_batcher_new, with options (NULL: the defaults; a negative or zero
@@ -311,7 +346,12 @@ typedef struct smol_generator_options {
                      * preamble; smol_chat keeps the system message anyway); default 0 */
 } smol_generator_options;
 
-SMOL_API void smol_generator_options_init(smol_generator_options* options) SMOL_NOEXCEPT;
+/* As smol_load_options_init_sized, for smol_generator_options. */
+SMOL_API smol_status smol_generator_options_init_sized(smol_generator_options* options,
+                                                       size_t size) SMOL_NOEXCEPT;
+SMOL_INLINE void smol_generator_options_init(smol_generator_options* options) SMOL_NOEXCEPT {
+    if (options) (void)smol_generator_options_init_sized(options, sizeof *options);
+}
 /* options may be NULL, model may not. NULL on failure (bad n_ctx or kv_type,
  * a cache past the memory budget, ...). The generator keeps the model alive. */
 SMOL_API smol_generator* smol_generator_new(const smol_model* model,
@@ -450,7 +490,11 @@ typedef struct smol_params {
     int64_t n_python_tools;
 } smol_params;
 
-SMOL_API void smol_params_init(smol_params* params) SMOL_NOEXCEPT;
+/* As smol_load_options_init_sized, for smol_params. */
+SMOL_API smol_status smol_params_init_sized(smol_params* params, size_t size) SMOL_NOEXCEPT;
+SMOL_INLINE void smol_params_init(smol_params* params) SMOL_NOEXCEPT {
+    if (params) (void)smol_params_init_sized(params, sizeof *params);
+}
 
 /* One chat message. An array element, so no size field: this layout is fixed. */
 typedef struct smol_message {
@@ -742,15 +786,22 @@ SMOL_API char* smol_render_chat(const smol_generator* generator, const smol_mess
  *      struct, 64 bits wide, never inserted or reordered (the size rule at the
  *      top); a C++ field's row in the parity table above
  *   2. src/smol_c.cpp             the definition: noexcept, through guarded();
- *      a struct read with read_sized(); its default in the struct's _init
- *      taken from the C++ struct's own; the size static_assert updated
+ *      a struct read with read_sized(); its default in the struct's
+ *      default_*() filler taken from the C++ struct's own; the size
+ *      static_assert updated. A new option struct: its exported
+ *      smol_*_init_sized (through init_sized(), writing at the caller's size)
+ *      and the inline smol_*_init here that passes sizeof *options; the
+ *      _sized name in tests/c_abi/check_symbols.cmake
  *   3. bindings/python/smol/_native.py   the ctypes field or the entry in
  *      declare(); bindings/python/smol/__init__.py   the keyword argument,
- *      method or property, with type hints and a docstring
+ *      method or property, with type hints and a docstring (structs filled
+ *      by _init_struct, which passes ctypes.sizeof)
  *   4. bindings/csharp/Smol.cs    the Native struct field or [DllImport], and
- *      the public option, property or method
+ *      the public option, property or method (structs filled by the
+ *      smol_*_init_sized calls with Marshal.SizeOf)
  *   5. tests: tests/c_abi/test_c_abi.c (the call, its errors, and an older
- *      caller's smaller struct), tests/c_abi/test_c_abi_parity.cpp (the same
+ *      caller's smaller struct; a new option struct's _sized init in
+ *      test_init_sized), tests/c_abi/test_c_abi_parity.cpp (the same
  *      result as the C++ API), bindings/python/tests/test_smol.py, and
  *      bindings/csharp/Sample.cs; each a behaviour check that fails when the
  *      value does not arrive (tokens that change, a count, a text)

@@ -110,6 +110,140 @@ static smol_params greedy(int max_tokens) {
     return p;
 }
 
+/* ---------------------------------------------- filling at the caller's size */
+
+/* smol_params as a program compiled against an older smol.h declared it: a
+ * prefix of today's struct, size field first. guard stands for whatever the
+ * program keeps after it, which the library must not touch. */
+typedef struct {
+    struct {
+        uint64_t size;
+        double temperature;
+        int64_t top_k;
+    } params;
+    unsigned char guard[64];
+} OldCaller;
+
+#define GUARD_BYTE 0xA5
+
+/* Room for any of the option structs and more, aligned for them. */
+typedef union {
+    smol_params params;
+    smol_load_options load;
+    unsigned char bytes[1024];
+} InitBuffer;
+
+typedef smol_status (*InitSizedFn)(void* options, size_t size);
+static smol_status init_load(void* o, size_t n) {
+    return smol_load_options_init_sized((smol_load_options*)o, n);
+}
+static smol_status init_batcher(void* o, size_t n) {
+    return smol_batcher_options_init_sized((smol_batcher_options*)o, n);
+}
+static smol_status init_generator(void* o, size_t n) {
+    return smol_generator_options_init_sized((smol_generator_options*)o, n);
+}
+static smol_status init_params(void* o, size_t n) {
+    return smol_params_init_sized((smol_params*)o, n);
+}
+
+static int all_bytes(const unsigned char* bytes, size_t n, unsigned char value) {
+    size_t i;
+    for (i = 0; i < n; ++i)
+        if (bytes[i] != value) return 0;
+    return 1;
+}
+
+static uint64_t size_field(const void* options) {
+    uint64_t size;
+    memcpy(&size, options, sizeof size);
+    return size;
+}
+
+/* One smol_*_init_sized against callers built with other headers. current:
+ * the struct filled by the inline smol_*_init at this header's size. */
+static void check_init_sized(const char* what, InitSizedFn init, const void* current,
+                             size_t current_size) {
+    InitBuffer buf;
+    const size_t old_size = 3 * sizeof(uint64_t);
+    const size_t newer_size = current_size + 5 * sizeof(uint64_t);
+    const size_t n = sizeof buf.bytes;
+    int before = failures;
+
+    CHECK(size_field(current) == current_size);
+
+    /* An older caller: the fields it has get the defaults, and not one byte
+     * past its struct is written. */
+    memset(buf.bytes, GUARD_BYTE, n);
+    CHECK(init(buf.bytes, old_size) == SMOL_OK);
+    CHECK(smol_last_error() == SMOL_OK);
+    CHECK(size_field(buf.bytes) == old_size);
+    CHECK(memcmp(buf.bytes + 8, (const unsigned char*)current + 8, old_size - 8) == 0);
+    CHECK(all_bytes(buf.bytes + old_size, n - old_size, GUARD_BYTE));
+
+    /* The same caller as this header: the same bytes as smol_*_init. */
+    memset(buf.bytes, GUARD_BYTE, n);
+    CHECK(init(buf.bytes, current_size) == SMOL_OK);
+    CHECK(memcmp(buf.bytes, current, current_size) == 0);
+    CHECK(all_bytes(buf.bytes + current_size, n - current_size, GUARD_BYTE));
+
+    /* A newer caller: its size kept, the fields this library does not know
+     * zeroed, nothing written past its struct. */
+    memset(buf.bytes, GUARD_BYTE, n);
+    CHECK(init(buf.bytes, newer_size) == SMOL_OK);
+    CHECK(size_field(buf.bytes) == newer_size);
+    CHECK(memcmp(buf.bytes + 8, (const unsigned char*)current + 8, current_size - 8) == 0);
+    CHECK(all_bytes(buf.bytes + current_size, newer_size - current_size, 0));
+    CHECK(all_bytes(buf.bytes + newer_size, n - newer_size, GUARD_BYTE));
+
+    /* No room for the size field, or no struct: an error, nothing written. */
+    memset(buf.bytes, GUARD_BYTE, n);
+    CHECK(init(buf.bytes, 7) == SMOL_ERR_INVALID_ARGUMENT);
+    CHECK(smol_last_error() == SMOL_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(smol_last_error_message(), "size 7") != NULL);
+    CHECK(init(buf.bytes, 0) == SMOL_ERR_INVALID_ARGUMENT);
+    CHECK(all_bytes(buf.bytes, n, GUARD_BYTE));
+    CHECK(init(NULL, current_size) == SMOL_ERR_INVALID_ARGUMENT);
+    CHECK(strlen(smol_last_error_message()) > 0);
+    /* A success clears the record, as every call that can fail does. */
+    CHECK(init(buf.bytes, current_size) == SMOL_OK);
+    CHECK(smol_last_error() == SMOL_OK && smol_last_error_message()[0] == '\0');
+
+    if (failures != before) fprintf(stderr, "  in check_init_sized(%s)\n", what);
+}
+
+static void test_init_sized(void) {
+    smol_load_options lo;
+    smol_batcher_options bo;
+    smol_generator_options go;
+    smol_params p;
+    OldCaller old;
+
+    smol_load_options_init(&lo);
+    smol_batcher_options_init(&bo);
+    smol_generator_options_init(&go);
+    smol_params_init(&p);
+    check_init_sized("smol_load_options", init_load, &lo, sizeof lo);
+    check_init_sized("smol_batcher_options", init_batcher, &bo, sizeof bo);
+    check_init_sized("smol_generator_options", init_generator, &go, sizeof go);
+    check_init_sized("smol_params", init_params, &p, sizeof p);
+
+    /* The older program's own struct, by its fields. */
+    memset(&old, GUARD_BYTE, sizeof old);
+    CHECK(smol_params_init_sized((smol_params*)(void*)&old.params, sizeof old.params) == SMOL_OK);
+    CHECK(old.params.size == sizeof old.params);
+    CHECK(old.params.temperature == p.temperature && old.params.top_k == p.top_k);
+    CHECK(all_bytes(old.guard, sizeof old.guard, GUARD_BYTE));
+
+    /* The inline spellings: NULL does nothing, not even to the last error. */
+    CHECK(smol_params_init_sized(NULL, sizeof p) == SMOL_ERR_INVALID_ARGUMENT);
+    smol_load_options_init(NULL);
+    smol_batcher_options_init(NULL);
+    smol_generator_options_init(NULL);
+    smol_params_init(NULL);
+    CHECK(smol_last_error() == SMOL_ERR_INVALID_ARGUMENT);
+}
+
 static void test_errors_without_model(const char* path) {
     smol_load_options o;
     int never = -1, at_once = 0;
@@ -1150,6 +1284,13 @@ int main(int argc, char** argv) {
     size_t size = 0;
     int never = -1;
     FILE* probe;
+
+    /* Needs no model: runs even when the fixture is missing. */
+    test_init_sized();
+    if (failures) {
+        fprintf(stderr, "%d check(s) failed\n", failures);
+        return 1;
+    }
 
     if (!dir || !*dir) dir = argc > 1 ? argv[1] : "../shared/fixtures";
     snprintf(path, sizeof path, "%s/tiny-q4km.gguf", dir);

@@ -101,6 +101,15 @@ def _check(handle):
     return handle
 
 
+def _init_struct(init: Callable[..., int], struct: Any) -> Any:
+    """Fills a ctypes option struct with the library's defaults through its
+    smol_*_init_sized, at this package's size of the struct: a newer library
+    then writes no more than the struct this package declares."""
+    if init(ctypes.byref(struct), ctypes.sizeof(struct)) != 0:
+        _raise_last()
+    return struct
+
+
 def version() -> str:
     """The library's version ("0.1.0")."""
     return lib.smol_version().decode()
@@ -235,7 +244,7 @@ class _Params:
         if unknown:
             raise TypeError("unknown generation parameter(s): " + ", ".join(sorted(unknown)))
         p = _native.Params()
-        lib.smol_params_init(ctypes.byref(p))
+        _init_struct(lib.smol_params_init_sized, p)
         self.keep = []
         self.has_callbacks = False
         self.errors = _CallbackError(generator_handle)
@@ -330,7 +339,7 @@ def _load_options(n_threads, device, cuda_device, memory_budget, interleave_weig
                   progress, log, keep, errors: _CallbackError, tune="auto", tune_file=None,
                   kernel_params=None):
     o = _native.LoadOptions()
-    lib.smol_load_options_init(ctypes.byref(o))
+    _init_struct(lib.smol_load_options_init_sized, o)
     o.n_threads = n_threads
     if device not in DEVICES:
         raise ValueError(f"device must be one of {sorted(DEVICES)}, not {device!r}")
@@ -517,7 +526,7 @@ class Batcher(_Closable):
         # the native model lives, and collecting the Model would free it.
         self.model = model
         o = _native.BatcherOptions()
-        lib.smol_batcher_options_init(ctypes.byref(o))
+        _init_struct(lib.smol_batcher_options_init_sized, o)
         known = {name for name, _ in _native.BatcherOptions._fields_} - {"size"}
         unknown = set(options) - known
         if unknown:
@@ -558,7 +567,7 @@ class Generator(_Closable):
             self._handle = _handle
             return
         o = _native.GeneratorOptions()
-        lib.smol_generator_options_init(ctypes.byref(o))
+        _init_struct(lib.smol_generator_options_init_sized, o)
         o.n_ctx = n_ctx
         if kv_type not in KV_TYPES:
             raise ValueError(f"kv_type must be one of {sorted(KV_TYPES)}, not {kv_type!r}")

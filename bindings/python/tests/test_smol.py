@@ -40,6 +40,36 @@ def test_version_and_build_info():
     assert smol.version() in smol.build_info()
 
 
+def test_structs_filled_at_this_packages_size():
+    """The binding fills its structs through smol_*_init_sized with its own
+    ctypes.sizeof, so an older package's smaller struct is never written past
+    its end by a newer library (a guard after it survives)."""
+    import ctypes
+    from smol import _native
+
+    class OlderParams(ctypes.Structure):  # an older package's smol_params
+        _fields_ = [("size", ctypes.c_uint64), ("temperature", ctypes.c_double),
+                    ("top_k", ctypes.c_int64)]
+
+    class Guarded(ctypes.Structure):
+        _fields_ = [("params", OlderParams), ("guard", ctypes.c_ubyte * 64)]
+
+    lib = smol.lib
+    current = smol._init_struct(lib.smol_params_init_sized, _native.Params())
+    assert current.size == ctypes.sizeof(_native.Params)
+    g = Guarded()
+    ctypes.memset(ctypes.byref(g), 0xA5, ctypes.sizeof(g))
+    init = lib.smol_params_init_sized
+    assert init(ctypes.cast(ctypes.byref(g.params), ctypes.POINTER(_native.Params)),
+                ctypes.sizeof(OlderParams)) == 0
+    assert g.params.size == ctypes.sizeof(OlderParams)
+    assert (g.params.temperature, g.params.top_k) == (current.temperature, current.top_k)
+    assert list(g.guard) == [0xA5] * 64
+    with pytest.raises(smol.Error) as caught:
+        smol._init_struct(lambda struct, size: init(struct, 7), _native.Params())
+    assert caught.value.kind.value == "invalid_argument"
+
+
 def test_greedy_text_equals_the_cpp_api(model):
     expected_file = os.environ.get("SMOL_EXPECTED_GREEDY")
     if not expected_file or not os.path.exists(expected_file):
