@@ -29,30 +29,6 @@ void require_any_device() {
 
 }  // namespace
 
-void run_matmul(GGMLType type, const void* weights, size_t rows, size_t cols, const float* x,
-                size_t n_tokens, float* y) {
-    require_any_device();
-    const DeviceGuard device_guard(0);
-    if (!matmul_supports(type))
-        detail::fail(ErrorKind::unsupported, "cuda run_matmul: type " + type_name(type));
-    const size_t bytes = rows * row_bytes(type, cols);
-    DeviceBuffer w(bytes), in = upload_vector(x, n_tokens * cols),
-                           out(n_tokens * rows * sizeof(float));
-    DeviceBuffer act(act_blocks(n_tokens, cols) * sizeof(ActBlock));
-    w.upload(weights, bytes);
-    DeviceMatrix m;
-    m.data = w.get<const uint8_t>();
-    m.type = type;
-    m.rows = int(rows);
-    m.cols = int(cols);
-    m.row_bytes = row_bytes(type, cols);
-    launch_quantize(in.get<float>(), int(n_tokens), int(cols), act.get<ActBlock>(),
-                    act_rule_of(type), nullptr);
-    launch_matmul(m, act.get<ActBlock>(), int(n_tokens), out.get<float>(), false, nullptr);
-    SMOL_CUDA_CHECK(cudaGetLastError());
-    out.download(y, n_tokens * rows * sizeof(float));
-}
-
 void run_matmul_group(GGMLType type, const void* const* weights, const size_t* rows, size_t count,
                       size_t cols, const float* x, size_t n_tokens, float* const* y,
                       const bool* accumulate) {
@@ -85,6 +61,16 @@ void run_matmul_group(GGMLType type, const void* const* weights, const size_t* r
     launch_matmuls(targets.data(), int(count), act.get<ActBlock>(), int(n_tokens), nullptr);
     SMOL_CUDA_CHECK(cudaGetLastError());
     for (size_t i = 0; i < count; ++i) out[i].download(y[i], n_tokens * rows[i] * sizeof(float));
+}
+
+// One matrix: a group of one (launch_matmul is launch_matmuls of one target).
+void run_matmul(GGMLType type, const void* weights, size_t rows, size_t cols, const float* x,
+                size_t n_tokens, float* y) {
+    const void* const matrices[] = {weights};
+    const size_t row_counts[] = {rows};
+    float* const outputs[] = {y};
+    const bool accumulate[] = {false};
+    run_matmul_group(type, matrices, row_counts, 1, cols, x, n_tokens, outputs, accumulate);
 }
 
 void run_embed(GGMLType type, const void* table, size_t rows, size_t cols, const int32_t* tokens,
