@@ -22,6 +22,10 @@
 #include "support/fixtures.hpp"
 #include "support/generator_testutil.hpp"
 
+// In a namespace of its own: tests/CMakeLists.txt compiles it in one unit with
+// the other files of its group.
+namespace test_backend {
+
 namespace {
 
 using smol::Backend;
@@ -711,3 +715,5 @@ TEST_CASE(
     one_chunk.chunk_size = 512;  // each segment one chunk: 553 rows in one step
     check_batch_equals_alone(backend, seqs, one_chunk, "over kMaxPassRows");
 }
+
+}  // namespace test_backend

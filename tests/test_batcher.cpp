@@ -22,6 +22,10 @@
 
 #include "support/generator_testutil.hpp"
 
+// In a namespace of its own: tests/CMakeLists.txt compiles it in one unit with
+// the other files of its group.
+namespace test_batcher {
+
 namespace {
 
 using smol_test::greedy;
@@ -257,3 +261,5 @@ TEST_CASE("batcher: 8 generators on 4 threads start, cancel and go away at rando
     for (auto& thread : threads) thread.join();
     CHECK(finished.load() == 12);
 }
+
+}  // namespace test_batcher

@@ -17,6 +17,10 @@
 
 #include "support/fixtures.hpp"
 
+// In a namespace of its own: tests/CMakeLists.txt compiles it in one unit with
+// the other files of its group.
+namespace test_chat_template {
+
 using smol::ChatFormat;
 using smol::ChatMessage;
 using smol::ChatTemplateOptions;
@@ -431,3 +435,5 @@ TEST_CASE("chat template: random marker-free conversations keep their old ids") 
     }
     CHECK(compared > 150);
 }
+
+}  // namespace test_chat_template

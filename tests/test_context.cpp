@@ -21,6 +21,10 @@
 #include "support/model_testutil.hpp"
 #include "support/yarn_fixture.hpp"
 
+// In a namespace of its own: tests/CMakeLists.txt compiles it in one unit with
+// the other files of its group.
+namespace test_context {
+
 namespace {
 
 using smol::KVPart;
@@ -641,3 +645,5 @@ TEST_CASE("YaRN: n_ctx goes up to original x factor; erase rotates without mscal
     MESSAGE("YaRN layer 0 keys after erase vs a fresh prefill: worst relative error " << worst);
     CHECK(worst < 1.0 / 256);
 }
+
+}  // namespace test_context

@@ -10,6 +10,10 @@
 #include <type_traits>
 #include <vector>
 
+// In a namespace of its own: tests/CMakeLists.txt compiles it in one unit with
+// the other files of its group.
+namespace test_core {
+
 TEST_CASE("fp16 round trips every half value") {
     for (uint32_t h = 0; h < 65536; ++h) {
         const float f = smol::fp16_to_fp32(uint16_t(h));
@@ -143,3 +147,5 @@ TEST_CASE("errors as values: Status, Expected, SMOL_TRY and SMOL_TRY_ASSIGN") {
         CHECK(std::string(e.what()) == "odd sum 1");
     }
 }
+
+}  // namespace test_core

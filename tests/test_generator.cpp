@@ -25,6 +25,10 @@
 #include "support/fixtures.hpp"
 #include "support/generator_testutil.hpp"
 
+// In a namespace of its own: tests/CMakeLists.txt compiles it in one unit with
+// the other files of its group.
+namespace test_generator {
+
 using smol::detail::StopStringMatcher;
 
 namespace {
@@ -954,3 +958,5 @@ TEST_CASE("chat: turn N's ids stay a prefix of turn N+1's, contents with markers
         }
     }
 }
+
+}  // namespace test_generator

@@ -16,6 +16,10 @@
 #include "support/expect_error.hpp"
 #include "support/fixtures.hpp"
 
+// In a namespace of its own: tests/CMakeLists.txt compiles it in one unit with
+// the other files of its group.
+namespace test_grammar {
+
 namespace {
 
 std::shared_ptr<const smol::Grammar> compile(const std::string& text) {
@@ -452,3 +456,5 @@ TEST_CASE("token masks: an overflow mid-walk is reported, uncached, and recovere
     CHECK_FALSE(again.ok());
     CHECK(masker->n_cached_masks() == 0);
 }
+
+}  // namespace test_grammar

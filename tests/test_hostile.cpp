@@ -34,6 +34,10 @@
 #endif
 #endif
 
+// In a namespace of its own: tests/CMakeLists.txt compiles it in one unit with
+// the other files of its group.
+namespace test_hostile {
+
 namespace {
 
 using smol::ErrorKind;
@@ -325,3 +329,5 @@ TEST_CASE("hostile: a failed allocation is Error(resource)") {
     CHECK(gen.code == kGotKind);
 #endif
 }
+
+}  // namespace test_hostile

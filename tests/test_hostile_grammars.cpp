@@ -27,6 +27,10 @@
 #include "support/expect_error.hpp"
 #include "support/fixtures.hpp"
 
+// In a namespace of its own: tests/CMakeLists.txt compiles it in one unit with
+// the other files of its group.
+namespace test_hostile_grammars {
+
 namespace {
 
 std::shared_ptr<const smol::Model> tiny_model() {
@@ -393,3 +397,5 @@ TEST_CASE("hostile grammars: the issue's reproducers through the generator, whic
     free.max_tokens = 4;
     CHECK(gen.generate("x", free).tokens.size() == 4);
 }
+
+}  // namespace test_hostile_grammars

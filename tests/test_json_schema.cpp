@@ -19,6 +19,10 @@
 
 #include "support/json_schema_check.hpp"
 
+// In a namespace of its own: tests/CMakeLists.txt compiles it in one unit with
+// the other files of its group.
+namespace test_json_schema {
+
 namespace json = smol::detail::json;
 using smol::ErrorKind;
 using smol::JsonSchemaOptions;
@@ -954,3 +958,5 @@ TEST_CASE("json schema check: the test validator itself") {
     CHECK(valid(big, "-9223372036854775808"));
     CHECK_FALSE(valid(nlohmann::json::parse(R"({"maximum": -1})"), "18446744073709551615"));
 }
+
+}  // namespace test_json_schema

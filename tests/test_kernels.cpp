@@ -40,6 +40,10 @@
 #include <random>
 #include <vector>
 
+// In a namespace of its own: tests/CMakeLists.txt compiles it in one unit with
+// the other files of its group.
+namespace test_kernels {
+
 namespace {
 
 using smol::ActivationType;
@@ -1593,3 +1597,5 @@ TEST_CASE("golden: matmul over real fixture tensors matches independently dequan
     }
 }
 #endif
+
+}  // namespace test_kernels

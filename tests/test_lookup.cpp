@@ -12,6 +12,10 @@
 #include "support/generator_testutil.hpp"
 #include "support/model_testutil.hpp"
 
+// In a namespace of its own: tests/CMakeLists.txt compiles it in one unit with
+// the other files of its group.
+namespace test_lookup {
+
 namespace {
 
 // A prompt of `n` ids drawn from the vocabulary (fixed seed).
@@ -618,3 +622,5 @@ TEST_CASE("lookup decoding on forks: rewritten draft positions in shared blocks 
     // The parent still decodes as a fresh generator does.
     CHECK(parent.generate(prompt, with_lookup(greedy(40))).tokens == expected.tokens);
 }
+
+}  // namespace test_lookup

@@ -16,6 +16,10 @@
 #include "../tools/model_maker.hpp"
 #include "support/fixtures.hpp"
 
+// In a namespace of its own: tests/CMakeLists.txt compiles it in one unit with
+// the other files of its group.
+namespace test_quant {
+
 namespace {
 
 // Relative closeness with an absolute floor for values near zero.
@@ -518,3 +522,5 @@ TEST_CASE("model maker: other recipes, untied head, key_length and bad shapes") 
     CHECK_THROWS_AS(smol_tools::preset_shape("7b"), std::invalid_argument);
     CHECK_THROWS_AS(smol_tools::parse_recipe("q3_k_s"), std::invalid_argument);
 }
+
+}  // namespace test_quant

@@ -39,6 +39,10 @@
 #include "support/gguf_rebuild.hpp"
 #include "support/fixtures.hpp"
 
+// In a namespace of its own: tests/CMakeLists.txt compiles it in one unit with
+// the other files of its group.
+namespace test_reliability {
+
 namespace {
 
 using smol::ErrorKind;
@@ -458,3 +462,5 @@ TEST_CASE("[slow] memory stays flat across 100 generate calls on one generator")
     if (before > 0) CHECK(after - before < 2048);  // < 2 MiB over 100 calls
 }
 #endif
+
+}  // namespace test_reliability

@@ -14,6 +14,10 @@
 
 #include "support/fixtures.hpp"
 
+// In a namespace of its own: tests/CMakeLists.txt compiles it in one unit with
+// the other files of its group.
+namespace test_sampler {
+
 using smol::Sampler;
 using smol::SamplingParams;
 
@@ -749,3 +753,5 @@ TEST_CASE("dry / xtc: defaults are off, bad values name the field") {
     p.xtc_threshold = NAN;
     expect_bad(p, "xtc_threshold");
 }
+
+}  // namespace test_sampler

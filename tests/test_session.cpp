@@ -18,6 +18,10 @@
 #include "support/fixtures.hpp"
 #include "support/generator_testutil.hpp"
 
+// In a namespace of its own: tests/CMakeLists.txt compiles it in one unit with
+// the other files of its group.
+namespace test_session {
+
 using smol_test::made_model;
 
 namespace {
@@ -762,3 +766,5 @@ TEST_CASE(
         CHECK(original.size() == prefix.size() - 100);
     }
 }
+
+}  // namespace test_session

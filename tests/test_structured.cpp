@@ -22,6 +22,10 @@
 #include "support/generator_testutil.hpp"
 #include "support/json_schema_check.hpp"
 
+// In a namespace of its own: tests/CMakeLists.txt compiles it in one unit with
+// the other files of its group.
+namespace test_structured {
+
 namespace {
 
 std::shared_ptr<const smol::Model> fixture_model(const char* name) {
@@ -262,3 +266,5 @@ TEST_CASE("batched generators each apply their own constraint") {
     }
     CHECK(options.batcher->stats().widest > 1);
 }
+
+}  // namespace test_structured

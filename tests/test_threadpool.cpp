@@ -15,6 +15,10 @@
 #include <thread>
 #include <vector>
 
+// In a namespace of its own: tests/CMakeLists.txt compiles it in one unit with
+// the other files of its group.
+namespace test_threadpool {
+
 TEST_CASE("ThreadPool: each thread runs the job once, the caller is thread 0") {
     for (int n : {1, 2, 3, 5}) {
         smol::ThreadPool pool(n);
@@ -186,3 +190,5 @@ TEST_CASE("ThreadPool: destruction while idle, right after dynamic jobs") {
         if (i % 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
 }
+
+}  // namespace test_threadpool

@@ -24,6 +24,10 @@
 
 #include "support/fixtures.hpp"
 
+// In a namespace of its own: tests/CMakeLists.txt compiles it in one unit with
+// the other files of its group.
+namespace test_tokenizer {
+
 namespace {
 
 using Pieces = std::vector<std::string>;
@@ -1070,3 +1074,5 @@ TEST_CASE("tokenizer: encode_prompt equals encode(parse_special) when contents h
     }
     CHECK(compared > 200);
 }
+
+}  // namespace test_tokenizer

@@ -16,6 +16,10 @@
 #include "support/expect_error.hpp"
 #include "support/fixtures.hpp"
 
+// In a namespace of its own: tests/CMakeLists.txt compiles it in one unit with
+// the other files of its group.
+namespace test_tool_calls {
+
 using smol::ChatMessage;
 using smol::ChatTemplateOptions;
 using smol::ToolCall;
@@ -358,3 +362,5 @@ TEST_CASE("tool calls: text without calls, and tags in prose") {
     CHECK(quoted[0].error.find("invalid JSON") != std::string::npos);
     CHECK(quoted[1].error.find("invalid JSON") != std::string::npos);
 }
+
+}  // namespace test_tool_calls

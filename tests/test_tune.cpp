@@ -23,6 +23,10 @@
 
 #include "support/fixtures.hpp"
 
+// In a namespace of its own: tests/CMakeLists.txt compiles it in one unit with
+// the other files of its group.
+namespace test_tune {
+
 namespace {
 
 namespace kernels = smol::kernels;
@@ -246,3 +250,5 @@ TEST_CASE("tuning: LoadOptions::tune_file remembers the choice per CPU; a bad fi
     }
     std::remove(file.c_str());
 }
+
+}  // namespace test_tune

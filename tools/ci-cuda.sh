@@ -21,6 +21,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 . "$ROOT/tools/ci-ccache.sh"
+. "$ROOT/tools/ci-generator.sh"
 START=$(date +%s)
 say() { echo "=== [cuda] $* ($(( $(date +%s) - START )) s)"; }
 
@@ -43,7 +44,8 @@ export SMOL_REQUIRE_FIXTURES=${SMOL_REQUIRE_FIXTURES:-1}
 unset SMOL_GOLDEN_LOG
 
 say "configure build-cuda ($("$NVCC" --version | tail -n 2 | head -n 1), architectures $ARCHS)"
-cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DSMOL_CUDA=ON \
+smol_generator build-cuda
+cmake -S . -B build-cuda "${SMOL_GENERATOR_FLAGS[@]}" -DCMAKE_BUILD_TYPE=Release -DSMOL_CUDA=ON \
   -DCMAKE_CUDA_COMPILER="$NVCC" "-DCMAKE_CUDA_ARCHITECTURES=$ARCHS" \
   -DSMOL_BUILD_TESTS=ON -DSMOL_BUILD_EXAMPLES=ON -DSMOL_BUILD_BENCHMARKS=ON \
   -DSMOL_BUILD_TOOLS=OFF "${SMOL_CCACHE_FLAGS[@]}" \

@@ -12,6 +12,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 . "$ROOT/tools/ci-ccache.sh"
+. "$ROOT/tools/ci-generator.sh"
 JOBS=${SMOL_JOBS:-2}
 STAGES=${SMOL_SANITIZE_STAGES:-"asan tsan"}
 export SMOL_FIXTURES=${SMOL_FIXTURES:-$ROOT/../shared/fixtures}
@@ -48,8 +49,9 @@ run_stage() {  # run_stage DIR SANITIZERS TESTS...
   local dir=$1 sanitizers=$2; shift 2
   local tests="$*"
   if [ -z "$tests" ]; then say "$dir: no tests to build"; return 0; fi
-  say "$dir: configure (-DSMOL_SANITIZE=$sanitizers)"
-  cmake -S "$ROOT" -B "$ROOT/$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  smol_generator "$ROOT/$dir"
+  say "$dir: configure (-DSMOL_SANITIZE=$sanitizers${SMOL_GENERATOR_FLAGS:+ ${SMOL_GENERATOR_FLAGS[*]}})"
+  cmake -S "$ROOT" -B "$ROOT/$dir" "${SMOL_GENERATOR_FLAGS[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DSMOL_SANITIZE="$sanitizers" -DSMOL_BUILD_BENCHMARKS=OFF "${SMOL_CCACHE_FLAGS[@]}" \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
     -DSMOL_FIXTURES_DIR="$SMOL_FIXTURES" >/dev/null

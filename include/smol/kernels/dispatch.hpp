@@ -17,6 +17,14 @@
 // make_kernel_set(params) (scalar: kernel_set.hpp; avx2, avxvnni, avx512, amx:
 // x86.hpp; neon, dotprod: arm.hpp), the one way a set is made, and kept
 // unchanged for the whole program, so a pointer to it stays valid.
+//
+// Build time: the levels' kernels are most of what a unit that loads a model
+// compiles (on g++ 12 -O3, about 40 of a Generator program's 90 s). A program
+// with several such units can compile them once: define SMOL_SEPARATE_KERNELS
+// in every unit (the same flags in all) and include <smol/kernels/level_sets.hpp>
+// in exactly one of them, which then defines build_level_set for the others
+// (smol's own tests, examples and benchmarks build so: cmake/smolKernelSets.cmake).
+// The code and the results are the same either way.
 #pragma once
 
 #include "../detail/abi.hpp"
@@ -26,41 +34,25 @@
 #include <string>
 
 #include "../error.hpp"
-#include "arm.hpp"
 #include "cpu.hpp"
 #include "kernel_set.hpp"
-#include "x86.hpp"
+#if !defined(SMOL_SEPARATE_KERNELS)
+#include "level_sets.hpp"
+#endif
 
 SMOL_NAMESPACE_BEGIN
 namespace kernels {
 
-// The set of `level` (which this CPU can run) with the speed-only settings p:
-// the level's own make_kernel_set(p), completed with the scalar spec where it
-// has no tiles (complete_with_spec): the one way a set is built.
+#if defined(SMOL_SEPARATE_KERNELS)
+namespace separate {
+// Defined by the program's one unit that includes kernels/level_sets.hpp.
+KernelSet build_level_set(CpuLevel level, const KernelParams& p);
+}  // namespace separate
 inline KernelSet build_level_set(CpuLevel level, const KernelParams& p) {
-    switch (level) {
-#if defined(SMOL_HAS_X86_KERNELS)
-        case CpuLevel::avx2:
-            return avx2::make_kernel_set(p);
-        case CpuLevel::avxvnni:
-            return avxvnni::make_kernel_set(p);
-        case CpuLevel::avx512:
-            return avx512::make_kernel_set(p);
-#if defined(SMOL_HAS_AMX_KERNELS)
-        case CpuLevel::amx:
-            return amx::make_kernel_set(p);
-#endif
-#endif
-#if defined(SMOL_HAS_ARM_KERNELS)
-        case CpuLevel::neon:
-            return neon::make_kernel_set(p);
-        case CpuLevel::dotprod:
-            return dotprod::make_kernel_set(p);
-#endif
-        default:
-            return scalar::make_kernel_set(p);
-    }
+    return separate::build_level_set(level, p);
 }
+#endif
+
 inline KernelSet build_kernel_set(CpuLevel level, const KernelParams& p) {
     KernelSet set = build_level_set(level, p);
     complete_with_spec(set);
