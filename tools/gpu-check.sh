@@ -90,9 +90,11 @@ build() {  # build DIR: configure + build the GPU targets, log to build.log
     archs=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '.')
     archs=${archs:-90}
   fi
+  . "$ROOT/tools/ci-generator.sh"
+  smol_generator "$dir"
   {
     echo "nvcc: $("$NVCC" --version | tail -n 2 | head -n 1); architectures $archs; jobs $JOBS"
-    cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DSMOL_CUDA=ON \
+    cmake -S "$ROOT" -B "$dir" "${SMOL_GENERATOR_FLAGS[@]}" -DCMAKE_BUILD_TYPE=Release -DSMOL_CUDA=ON \
       -DCMAKE_CUDA_COMPILER="$NVCC" "-DCMAKE_CUDA_ARCHITECTURES=$archs" $prefix \
       -DSMOL_BUILD_TESTS=ON -DSMOL_BUILD_EXAMPLES=ON -DSMOL_BUILD_BENCHMARKS=ON \
       -DSMOL_BUILD_TOOLS=ON &&
