@@ -29,8 +29,8 @@
 #      `-p 512 -n 128` alternate between the engines (side.log, and each round
 #      in the summary), then the reference's own table;
 #   8. pp512 / tg128 at each SMOL_CUDA_SLICES_PER_LANE of SMOL_GPU_SWEEP (the
-#      mat-vec's lanes per row) and with programmatic dependent launch on
-#      (SMOL_CUDA_PDL=1).
+#      mat-vec's lanes per row) and with programmatic dependent launch off
+#      (SMOL_CUDA_PDL=0).
 # The last lines are a summary. Run from anywhere:
 #   tools/gpu-check.sh [LOGS]           (default LOGS: ./gpu-logs)
 # Environment:
@@ -50,7 +50,7 @@
 #                   in the background; SMOL_GPU_IK_WAIT: how long step 7 waits
 #                   for it (seconds, default 240).
 #   SMOL_GPU_ROUNDS side-by-side rounds (default 3).
-#   SMOL_GPU_SWEEP  SMOL_CUDA_SLICES_PER_LANE values to time (default "1 2 4").
+#   SMOL_GPU_SWEEP  SMOL_CUDA_SLICES_PER_LANE values to time (default "2 4 8").
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -154,13 +154,13 @@ else
   note "test_cuda: FAILED ($(grep -E '^\[doctest\] test cases' "$LOGS/test_cuda.log" | tr -s ' '))"
 fi
 grep -E 'skipping' "$LOGS/test_cuda.log" | sort | uniq -c | head -n 10
-# Programmatic dependent launch is opt-in (src/cuda/launch.cuh): the forward,
-# seam and batched cases again with it on.
-if SMOL_CUDA_PDL=1 SMOL_REQUIRE_DEVICE=1 timeout 180 "$TEST_CUDA" >"$LOGS/test_cuda_pdl.log" 2>&1; then
-  note "test_cuda with SMOL_CUDA_PDL=1: passed ($(grep -E '^\[doctest\] test cases' "$LOGS/test_cuda_pdl.log" | tr -s ' '))"
+# Programmatic dependent launch is on by default on sm_90 (src/cuda/launch.cuh):
+# every case again with it off, the plain stream order of earlier GPUs.
+if SMOL_CUDA_PDL=0 SMOL_REQUIRE_DEVICE=1 timeout 180 "$TEST_CUDA" >"$LOGS/test_cuda_pdl.log" 2>&1; then
+  note "test_cuda with SMOL_CUDA_PDL=0: passed ($(grep -E '^\[doctest\] test cases' "$LOGS/test_cuda_pdl.log" | tr -s ' '))"
 else
   grep -E 'ERROR|FATAL|error:|failed' "$LOGS/test_cuda_pdl.log" | head -n 20
-  note "test_cuda with SMOL_CUDA_PDL=1: FAILED (test_cuda_pdl.log)"
+  note "test_cuda with SMOL_CUDA_PDL=0: FAILED (test_cuda_pdl.log)"
 fi
 
 say "4. smol-generate on tiny-q4km: cuda against cpu, greedy"
@@ -263,10 +263,10 @@ print("%.1f %.1f" % (pp[0], tg[0]))'
     [ -n "${IK_CUDA_BENCH:-}" ] && timeout 60 "$IK_CUDA_BENCH" -m "$MODEL3B" -ngl 99 -fa 1 -p 512 -n 128 -r 2 >>"$LOGS/side.log" 2>&1
   fi
   say "8. SMOL_CUDA_SLICES_PER_LANE and SMOL_CUDA_PDL"
-  for v in ${SMOL_GPU_SWEEP:-1 2 4}; do
+  for v in ${SMOL_GPU_SWEEP:-2 4 8}; do
     note "pp512 tg128 with SMOL_CUDA_SLICES_PER_LANE=$v: $(SMOL_CUDA_SLICES_PER_LANE=$v timeout 60 "$BENCH" -m "$MODEL3B" --device cuda -p 512 -n 128 -r 2 --no-bandwidth --json 2>/dev/null | python3 -c "$py_smol")"
   done
-  note "pp512 tg128 with SMOL_CUDA_PDL=1: $(SMOL_CUDA_PDL=1 timeout 60 "$BENCH" -m "$MODEL3B" --device cuda -p 512 -n 128 -r 2 --no-bandwidth --json 2>/dev/null | python3 -c "$py_smol")"
+  note "pp512 tg128 with SMOL_CUDA_PDL=0: $(SMOL_CUDA_PDL=0 timeout 60 "$BENCH" -m "$MODEL3B" --device cuda -p 512 -n 128 -r 2 --no-bandwidth --json 2>/dev/null | python3 -c "$py_smol")"
 fi
 
 say "summary"

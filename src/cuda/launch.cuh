@@ -5,6 +5,7 @@
 
 #include <smol/detail/abi.hpp>
 
+#include <atomic>
 #include <cstdlib>
 #include <utility>
 
@@ -37,10 +38,11 @@ __device__ __forceinline__ float warp_max(float v) {
 // and its writes are visible, which hides the launch and ramp-up between them.
 // Every kernel calls await_previous_kernel() before touching global memory, so
 // finishing kernel N still implies that every kernel before it finished too.
-// It then lets its own dependents launch (they wait the same way). Opt-in
-// with SMOL_CUDA_PDL=1 until a GPU run has measured it and checked every
-// device test with it (tools/gpu-check.sh runs test_cuda both ways); earlier
-// GPUs always launch in plain stream order.
+// It then lets its own dependents launch (they wait the same way). On by
+// default on sm_90 and later (2026-11-28, H200: every test_cuda case passes
+// with it, decode +4 %; RESULTS.md "GPU"); SMOL_CUDA_PDL=0 turns it off (and
+// tools/gpu-check.sh runs test_cuda both ways). Earlier GPUs always launch in
+// plain stream order.
 __device__ __forceinline__ void await_previous_kernel() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -51,14 +53,25 @@ __device__ __forceinline__ void await_previous_kernel() {
 inline bool pdl_enabled_on_current_device() {
     static const bool allowed = [] {
         const char* text = std::getenv("SMOL_CUDA_PDL");
-        return text && text[0] == '1';
+        return !(text && text[0] == '0');
     }();
     if (!allowed) return false;
-    int device = 0, major = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess)
-        return false;
-    return major >= 9;
+    int device = 0;
+    if (cudaGetDevice(&device) != cudaSuccess) return false;
+    // Each device's compute capability, asked once: 0 not yet, 1 below sm_90, 2 sm_90 or later.
+    constexpr int kKnownDevices = 64;
+    static std::atomic<int> known[kKnownDevices];
+    if (device >= 0 && device < kKnownDevices) {
+        const int seen = known[device].load(std::memory_order_relaxed);
+        if (seen != 0) return seen == 2;
+    }
+    int major = 0;
+    const bool capable =
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+        major >= 9;
+    if (device >= 0 && device < kKnownDevices)
+        known[device].store(capable ? 2 : 1, std::memory_order_relaxed);
+    return capable;
 }
 
 // launch(kernel, grid, block, stream, args...), with programmatic stream

@@ -111,15 +111,16 @@ __global__ void __launch_bounds__(kMatmulThreads)
 }
 
 // Lanes per row for rows of `slices` slices: the fewest (32, 64 or 128) that
-// leave each lane at most kSlicesPerLane slices, so short rows pack several
-// rows into a block and long rows get four warps' loads in flight.
+// leave each lane at most 4 slices, so short rows pack several rows into a
+// block and long rows get four warps' loads in flight (4 measured best of
+// 1, 2, 4 on an H200, 2026-11-28: RESULTS.md "GPU").
 // SMOL_CUDA_SLICES_PER_LANE overrides it (1 to 16) for tuning runs; a
 // process uses one value throughout, so results stay deterministic.
 int slices_per_lane() {
     static const int value = [] {
         const char* text = std::getenv("SMOL_CUDA_SLICES_PER_LANE");
         const int parsed = text ? std::atoi(text) : 0;
-        return parsed >= 1 && parsed <= 16 ? parsed : 2;
+        return parsed >= 1 && parsed <= 16 ? parsed : 4;
     }();
     return value;
 }
