@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # CI stage: the optional CUDA backend. If nvcc exists, configures build-cuda
 # with -DSMOL_CUDA=ON (CUDA architectures 80 and 90), builds only smol::cuda,
-# test_cuda and the programs that take --device (smol-generate, smol-chat,
-# benchmarks/smol-bench; linked with smol::cuda), and
+# test_cuda and smol-generate (the --device plumbing of examples/common, which
+# smol-chat shares; smol-bench and bench_cuda are built by tools/gpu-check.sh on
+# a GPU machine, or here with SMOL_CUDA_EXTRA_TARGETS), and
 # runs test_cuda: on a machine without a GPU it checks the host emulation of the
 # kernels' block code, that the backend reports "unsupported" and that
 # LoadOptions::device auto falls back to the CPU, and skips the GPU cases with a
@@ -14,8 +15,9 @@
 #   tools/ci-cuda.sh
 # Environment: SMOL_FIXTURES (default ../shared/fixtures beside the repo),
 # SMOL_JOBS (default 2), SMOL_CUDA_ARCHITECTURES (default "80;90"),
-# SMOL_CUDA_BENCH_MODEL (a GGUF file: also run benchmarks/bench_cuda on it,
-# which prints pp512 / tg128 throughput when there is a GPU). Compiles through
+# SMOL_CUDA_EXTRA_TARGETS (more targets to build, e.g. "smol-bench smol-chat"),
+# SMOL_CUDA_BENCH_MODEL (a GGUF file: also build and run benchmarks/bench_cuda on
+# it, which prints pp512 / tg128 throughput when there is a GPU). Compiles through
 # ccache (tools/ci-ccache.sh), nvcc included.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,6 +39,9 @@ if [ -z "$NVCC" ]; then
 fi
 
 JOBS=${SMOL_JOBS:-2}
+if [ -n "${SMOL_CUDA_BENCH_MODEL:-}" ]; then
+  SMOL_CUDA_EXTRA_TARGETS="${SMOL_CUDA_EXTRA_TARGETS:-} bench_cuda"
+fi
 ARCHS=${SMOL_CUDA_ARCHITECTURES:-"80;90"}
 export SMOL_FIXTURES=${SMOL_FIXTURES:-$ROOT/../shared/fixtures}
 export SMOL_REQUIRE_FIXTURES=${SMOL_REQUIRE_FIXTURES:-1}
@@ -51,9 +56,8 @@ cmake -S . -B build-cuda "${SMOL_GENERATOR_FLAGS[@]}" -DCMAKE_BUILD_TYPE=Release
   -DSMOL_BUILD_TOOLS=OFF "${SMOL_CCACHE_FLAGS[@]}" \
   ${SMOL_LAUNCHER:+-DCMAKE_CUDA_COMPILER_LAUNCHER=$SMOL_LAUNCHER} >/dev/null
 
-say "build smol::cuda, test_cuda, bench_cuda and the --device examples"
-cmake --build build-cuda -j"$JOBS" --target smol_cuda test_cuda bench_cuda smol-generate smol-chat \
-  smol-bench
+say "build smol::cuda, test_cuda and smol-generate${SMOL_CUDA_EXTRA_TARGETS:+ (and $SMOL_CUDA_EXTRA_TARGETS)}"
+cmake --build build-cuda -j"$JOBS" --target smol_cuda test_cuda smol-generate ${SMOL_CUDA_EXTRA_TARGETS:-}
 
 say "run test_cuda"
 ./build-cuda/test_cuda
