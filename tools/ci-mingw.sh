@@ -56,65 +56,25 @@ int main(int argc, char** argv) {
 EOF
 
 fail=0
-JOBS=${SMOL_JOBS:-2}
-# Programs compile $JOBS at a time (each in the background, its log and a
-# .failed marker in $OUT); finish_builds waits for them and reports.
-running=0
-build() {  # build NAME FLAGS... SOURCE... (every unit compiled, then linked)
+build() {  # build NAME FLAGS... SOURCE
   local name=$1; shift
   say "compile $name"
-  (
-    flags=() sources=()
-    for a in "$@"; do
-      case $a in -*) flags+=("$a") ;; *) sources+=("$a") ;; esac
-    done
-    objects=()
-    for src in "${sources[@]}"; do
-      case $src in
-        *.o) objects+=("$src"); continue ;;
-      esac
-      obj="$OUT/$name.$(basename "$src").o"
-      $SMOL_LAUNCHER "$CXX" "${COMMON[@]}" "${flags[@]}" -c "$src" -o "$obj" || exit 1
-      objects+=("$obj")
-    done
-    "$CXX" "${flags[@]}" "${objects[@]}" -o "$OUT/$name.exe" -static-libgcc -static-libstdc++
-  ) > "$OUT/$name.log" 2>&1 || touch "$OUT/$name.failed" &
-  running=$((running + 1))
-  if [ "$running" -ge "$JOBS" ]; then wait -n || true; running=$((running - 1)); fi
-}
-finish_builds() {
-  wait
-  running=0
-  for log in "$OUT"/*.log; do
-    local name; name=$(basename "$log" .log)
-    if [ -e "$OUT/$name.failed" ]; then
-      cat "$log" >&2; echo "FAILED: $name" >&2; fail=1
-    elif [ -s "$log" ]; then
-      cat "$log"
-    fi
-    rm -f "$log"
-  done
+  if ! $SMOL_LAUNCHER "$CXX" "${COMMON[@]}" "$@" -c -o "$OUT/$name.o" 2> "$OUT/$name.log" ||
+     ! "$CXX" "$OUT/$name.o" -o "$OUT/$name.exe" -static-libgcc -static-libstdc++ 2>> "$OUT/$name.log"; then
+    cat "$OUT/$name.log" >&2
+    echo "FAILED: $name" >&2
+    fail=1
+  elif [ -s "$OUT/$name.log" ]; then
+    cat "$OUT/$name.log"
+  fi
 }
 
 build smol_headers_baseline "$OUT/smol_headers.cpp"
 build smol_headers_avx2 -mavx2 -mfma -mf16c "$OUT/smol_headers.cpp"
-# The examples as smol's CMake build makes them: the levels' kernels compiled
-# once (src/kernel_sets.cpp, SMOL_SEPARATE_KERNELS: kernels/dispatch.hpp), with
-# the examples' flags.
-say "compile kernel_sets.o (the levels' kernels, once for the examples)"
-if ! $SMOL_LAUNCHER "$CXX" "${COMMON[@]}" -mavx2 -mfma -mf16c -DSMOL_SEPARATE_KERNELS \
-    -c "$ROOT/src/kernel_sets.cpp" -o "$OUT/kernel_sets.o" 2> "$OUT/kernel_sets.log"; then
-  touch "$OUT/kernel_sets.failed"
-fi
 for src in "$ROOT"/examples/*.cpp; do
   [ -e "$src" ] || continue
-  build "$(basename "$src" .cpp)" -mavx2 -mfma -mf16c -DSMOL_SEPARATE_KERNELS "$src" "$OUT/kernel_sets.o"
+  build "$(basename "$src" .cpp)" -mavx2 -mfma -mf16c "$src"
 done
-# The kernel tests (every level this CPU runs against the scalar spec, bit for
-# bit) as a Windows program, run under wine64 below.
-ln -sfn /usr/include/doctest "$OUT/include/doctest"
-build test_kernels -static -I"$ROOT/tests" "$ROOT/tests/test_kernels.cpp" "$ROOT/tests/test_main.cpp"
-finish_builds
 
 # The C ABI as smol.dll (static runtime: one file beside the program), the C
 # test and the C example against it; the C test then runs for real under wine64
@@ -131,6 +91,18 @@ else
   stray=$(printf '%s\n' "$exported" | grep -v '^smol_' || true)
   echo "=== [mingw] smol.dll exports $(printf '%s\n' "$exported" | grep -c '^smol_') smol_* symbols"
   if [ -n "$stray" ]; then echo "FAILED: smol.dll exports more than smol_*: $stray" >&2; fail=1; fi
+  # The kernel tests (every level this CPU runs against the scalar spec, bit
+  # for bit) as a Windows program, run under wine64 below.
+  ln -sfn /usr/include/doctest "$OUT/include/doctest"
+  say "compile test_kernels.exe"
+  if ! $SMOL_LAUNCHER "$CXX" "${COMMON[@]}" -I"$ROOT/tests" -c "$ROOT/tests/test_kernels.cpp" \
+      -o "$OUT/test_kernels.o" 2> "$OUT/test_kernels.log" ||
+     ! $SMOL_LAUNCHER "$CXX" "${COMMON[@]}" -I"$ROOT/tests" -c "$ROOT/tests/test_main.cpp" \
+      -o "$OUT/test_main.o" 2>> "$OUT/test_kernels.log" ||
+     ! "$CXX" "$OUT/test_kernels.o" "$OUT/test_main.o" -o "$OUT/test_kernels.exe" -static \
+      -static-libgcc -static-libstdc++ 2>> "$OUT/test_kernels.log"; then
+    cat "$OUT/test_kernels.log" >&2; echo "FAILED: test_kernels.exe" >&2; fail=1
+  fi
   for c in "$ROOT/tests/c_abi/test_c_abi.c" "$ROOT/examples/c-chat.c"; do
     name=$(basename "$c" .c)
     say "compile $name.exe (C99, against smol.dll)"
