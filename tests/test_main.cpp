@@ -56,14 +56,13 @@ int main(int argc, char** argv) {
     doctest::Context context(argc, argv);
     // CI's sanitizer stage skips the slowest reference-only cases with this
     // (a doctest test-case-exclude pattern list, e.g. "*[slow]*").
-    if (const char* exclude = std::getenv("SMOL_TEST_EXCLUDE")) {
-        if (*exclude) context.addFilter("test-case-exclude", exclude);
-    }
+    const char* exclude = std::getenv("SMOL_TEST_EXCLUDE");
+    const bool excluding = exclude && *exclude;
+    if (excluding) context.addFilter("test-case-exclude", exclude);
     const int rc = context.run();
     if (context.shouldExit()) return rc;
     // With SMOL_TEST_EXCLUDE a component may rightly have nothing left to run.
-    const char* exclude = std::getenv("SMOL_TEST_EXCLUDE");
-    if (MatchedCases::count() == 0 && !(exclude && *exclude)) {
+    if (MatchedCases::count() == 0 && !excluding) {
         std::fprintf(stderr, "smol: no test case matched this run's filters\n");
         return rc != 0 ? rc : 1;
     }
