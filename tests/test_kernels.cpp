@@ -36,6 +36,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <random>
 #include <vector>
@@ -102,6 +103,39 @@ std::vector<uint8_t> random_weights(GGMLType type, size_t rows, size_t cols) {
                 for (size_t b = 0; b < cols / 32; ++b) {
                     reinterpret_cast<smol::BlockQ8_0*>(row)[b].d = half(uniform(0.001f, 0.01f));
                 }
+                break;
+            case GGMLType::Q4_0:
+            case GGMLType::Q5_0:
+            case GGMLType::IQ4_NL:
+                // d is the first field of each of these blocks.
+                for (size_t b = 0; b < cols / 32; ++b) {
+                    const uint16_t d = half(uniform(0.0002f, 0.002f));
+                    std::memcpy(row + b * smol::type_traits(type).type_size, &d, sizeof d);
+                }
+                break;
+            case GGMLType::Q4_1:
+            case GGMLType::Q5_1:
+                // d, then m.
+                for (size_t b = 0; b < cols / 32; ++b) {
+                    const uint16_t d = half(uniform(0.001f, 0.01f)), m = half(uniform(-0.05f, 0.05f));
+                    std::memcpy(row + b * smol::type_traits(type).type_size, &d, sizeof d);
+                    std::memcpy(row + b * smol::type_traits(type).type_size + 2, &m, sizeof m);
+                }
+                break;
+            case GGMLType::Q2_K:
+                for (size_t b = 0; b < cols / 256; ++b) {
+                    auto* block = reinterpret_cast<smol::BlockQ2K*>(row) + b;
+                    block->d = half(uniform(0.0005f, 0.004f));
+                    block->dmin = half(uniform(0.0005f, 0.004f));
+                }
+                break;
+            case GGMLType::Q3_K:
+                for (size_t b = 0; b < cols / 256; ++b)
+                    reinterpret_cast<smol::BlockQ3K*>(row)[b].d = half(uniform(0.0002f, 0.002f));
+                break;
+            case GGMLType::IQ4_XS:
+                for (size_t b = 0; b < cols / 256; ++b)
+                    reinterpret_cast<smol::BlockIQ4XS*>(row)[b].d = half(uniform(0.00002f, 0.0002f));
                 break;
             case GGMLType::F16: {
                 auto* h = reinterpret_cast<uint16_t*>(row);
@@ -184,8 +218,18 @@ const kernels::KernelSet& scalar_set() {
     return kernels::kernel_set(smol::CpuLevel::scalar);
 }
 
-const GGMLType kAllTypes[] = {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q8_0,
-                              GGMLType::F16,  GGMLType::BF16, GGMLType::F32};
+const GGMLType kAllTypes[] = {GGMLType::Q4_K, GGMLType::Q5_K,   GGMLType::Q6_K, GGMLType::Q8_0,
+                              GGMLType::F16,  GGMLType::BF16,   GGMLType::F32,  GGMLType::Q4_0,
+                              GGMLType::Q4_1, GGMLType::Q5_0,   GGMLType::Q5_1, GGMLType::IQ4_NL,
+                              GGMLType::Q2_K, GGMLType::Q3_K,   GGMLType::IQ4_XS};
+static_assert(std::size(kAllTypes) == smol::kWeightTypeCount, "every weight type is tested");
+
+// The types every level (but scalar) has stored-row tiles of its own for; the
+// others run the scalar spec except where a level's row in the kernel-set
+// table lists them.
+const GGMLType kTilesEverywhere[] = {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K,
+                                     GGMLType::Q8_0, GGMLType::F16,  GGMLType::BF16,
+                                     GGMLType::F32};
 
 }  // namespace
 
@@ -227,16 +271,19 @@ TEST_CASE("kernel sets: each level has the packed, converted and interleaved row
     struct Level {
         smol::CpuLevel level;
         std::vector<GGMLType> packed, converted, interleaved;
+        std::vector<GGMLType> own;  // own stored-row tiles beyond kTilesEverywhere
     };
     using T = GGMLType;
+    const std::vector<GGMLType> legacy32 = {T::Q4_0, T::Q4_1, T::Q5_0, T::Q5_1, T::IQ4_NL};
     const Level table[] = {
-        {smol::CpuLevel::scalar, {}, {T::Q4_K, T::Q5_K, T::Q6_K}, {}},
-        {smol::CpuLevel::avx2, {T::Q4_K}, {T::Q4_K, T::Q5_K}, {}},
-        {smol::CpuLevel::avxvnni, {}, {T::Q4_K, T::Q5_K, T::Q6_K}, {}},
-        {smol::CpuLevel::avx512, {T::Q4_K}, {T::Q4_K, T::Q5_K, T::Q6_K}, {T::Q4_K, T::Q5_K}},
-        {smol::CpuLevel::amx, {T::Q4_K}, {T::Q4_K, T::Q5_K, T::Q6_K}, {T::Q4_K, T::Q5_K}},
-        {smol::CpuLevel::neon, {}, {}, {}},
-        {smol::CpuLevel::dotprod, {}, {}, {}},
+        {smol::CpuLevel::scalar, {}, {T::Q4_K, T::Q5_K, T::Q6_K}, {}, {}},
+        {smol::CpuLevel::avx2, {T::Q4_K}, {T::Q4_K, T::Q5_K}, {}, legacy32},
+        {smol::CpuLevel::avxvnni, {}, {T::Q4_K, T::Q5_K, T::Q6_K}, {}, legacy32},
+        {smol::CpuLevel::avx512, {T::Q4_K}, {T::Q4_K, T::Q5_K, T::Q6_K}, {T::Q4_K, T::Q5_K},
+         legacy32},
+        {smol::CpuLevel::amx, {T::Q4_K}, {T::Q4_K, T::Q5_K, T::Q6_K}, {T::Q4_K, T::Q5_K}, legacy32},
+        {smol::CpuLevel::neon, {}, {}, {}, {}},
+        {smol::CpuLevel::dotprod, {}, {}, {}, {}},
     };
     auto has = [](const std::vector<GGMLType>& types, GGMLType type) {
         return std::find(types.begin(), types.end(), type) != types.end();
@@ -245,17 +292,20 @@ TEST_CASE("kernel sets: each level has the packed, converted and interleaved row
         const std::string level_name = set->name();
         CAPTURE(level_name);
         MESSAGE(kernels::kernel_table_text(*set));
-        // Every level has tiles of its own for every type today; the scalar
-        // level's are the spec itself.
-        for (GGMLType type : kAllTypes)
-            CHECK((set->of(type).tiles_from == kernels::TileSource::level) ==
-                  (set->level != smol::CpuLevel::scalar));
         const Level* row = nullptr;
         for (const Level& level : table)
             if (level.level == set->level) row = &level;
         REQUIRE(row != nullptr);
         for (GGMLType type : kAllTypes) {
             CAPTURE(smol::type_name(type));
+            // The scalar level's tiles are the spec itself; the others have their
+            // own for kTilesEverywhere and their row's `own`.
+            const bool own = set->level != smol::CpuLevel::scalar &&
+                             (has(row->own, type) ||
+                              std::find(std::begin(kTilesEverywhere), std::end(kTilesEverywhere),
+                                        type) != std::end(kTilesEverywhere));
+            CHECK((set->of(type).tiles_from == kernels::TileSource::level) == own);
+            CHECK(set->of(type).tiles_read_quantizer_order == !own);
             CHECK((set->packing(type) != nullptr) == has(row->packed, type));
             CHECK((set->of(type).converted.pack != nullptr) == has(row->converted, type));
             CHECK(set->interleaves(type) == has(row->interleaved, type));
@@ -549,28 +599,38 @@ TEST_CASE(
     // nor a sub-block meeting another sub-block's scale. An odd row count: tiles
     // that take rows in twos (Q6_K from 3 tokens) end on a row alone.
     const size_t cols = 512, rows = 7;
-    for (GGMLType type : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q8_0}) {
+    for (GGMLType type : kAllTypes) {
+        if (smol::activation_type_for(type) == ActivationType::F32) continue;
         CAPTURE(smol::type_name(type));
         std::vector<uint8_t> w = random_weights(type, rows, cols);
         const size_t w_row_bytes = smol::row_bytes(type, cols);
         const uint16_t one = smol::fp32_to_fp16(1.0f);
+        // The byte offsets of the block's fp16 scales (d, and dmin / m where it has one).
+        std::vector<size_t> scale_fields;
+        switch (type) {
+            case GGMLType::Q4_K:
+                scale_fields = {offsetof(smol::BlockQ4K, d), offsetof(smol::BlockQ4K, dmin)};
+                break;
+            case GGMLType::Q5_K:
+                scale_fields = {offsetof(smol::BlockQ5K, d), offsetof(smol::BlockQ5K, dmin)};
+                break;
+            case GGMLType::Q6_K: scale_fields = {offsetof(smol::BlockQ6K, d)}; break;
+            case GGMLType::Q2_K:
+                scale_fields = {offsetof(smol::BlockQ2K, d), offsetof(smol::BlockQ2K, dmin)};
+                break;
+            case GGMLType::Q3_K: scale_fields = {offsetof(smol::BlockQ3K, d)}; break;
+            case GGMLType::IQ4_XS: scale_fields = {offsetof(smol::BlockIQ4XS, d)}; break;
+            case GGMLType::Q4_1: scale_fields = {offsetof(smol::BlockQ4_1, d), offsetof(smol::BlockQ4_1, m)}; break;
+            case GGMLType::Q5_1: scale_fields = {offsetof(smol::BlockQ5_1, d), offsetof(smol::BlockQ5_1, m)}; break;
+            default: scale_fields = {0}; break;  // Q8_0, Q4_0, Q5_0, IQ4_NL: d first
+        }
+        const size_t block_bytes = smol::type_traits(type).type_size;
+        const size_t block_values = smol::type_traits(type).block_size;
         for (size_t r = 0; r < rows; ++r) {
             uint8_t* row = w.data() + r * w_row_bytes;
-            for (size_t b = 0; b < cols / 256; ++b) {
-                if (type == GGMLType::Q4_K) {
-                    reinterpret_cast<smol::BlockQ4K*>(row)[b].d = one;
-                    reinterpret_cast<smol::BlockQ4K*>(row)[b].dmin = one;
-                } else if (type == GGMLType::Q5_K) {
-                    reinterpret_cast<smol::BlockQ5K*>(row)[b].d = one;
-                    reinterpret_cast<smol::BlockQ5K*>(row)[b].dmin = one;
-                } else if (type == GGMLType::Q6_K) {
-                    reinterpret_cast<smol::BlockQ6K*>(row)[b].d = one;
-                }
-            }
-            if (type == GGMLType::Q8_0) {
-                for (size_t b = 0; b < cols / 32; ++b)
-                    reinterpret_cast<smol::BlockQ8_0*>(row)[b].d = one;
-            }
+            for (size_t b = 0; b < cols / block_values; ++b)
+                for (size_t field : scale_fields)
+                    std::memcpy(row + b * block_bytes + field, &one, sizeof one);
         }
         // The same rows one byte off their natural alignment (general.alignment = 1).
         std::vector<uint8_t> shifted_storage(w.size() + 1);
@@ -621,9 +681,10 @@ TEST_CASE(
                 const kernels::PackedTiles* packing = set->packing(type);
                 for (const uint8_t* weights : {static_cast<const uint8_t*>(w.data()), shifted}) {
                     std::vector<float> fast(size_t(n_cols) * rows, -1.0f);
-                    set->of(type).tiles[size_t(n_cols - 1)](weights, w_row_bytes, rows,
-                                                            x_kernel.data(), x_row_bytes, cols,
-                                                            fast.data(), rows);
+                    const bool quantizer_order = set->of(type).tiles_read_quantizer_order;
+                    set->of(type).tiles[size_t(n_cols - 1)](
+                        weights, w_row_bytes, rows, quantizer_order ? x.data() : x_kernel.data(),
+                        x_row_bytes, cols, fast.data(), rows);
                     // The packed tiles (mat-mat) read rows packed from the same weights.
                     std::vector<float> packed_out(size_t(n_cols) * rows, -1.0f);
                     if (packing) {
@@ -1247,7 +1308,7 @@ TEST_CASE("matmul: bad arguments throw smol::Error naming the problem") {
         CHECK(e.kind() == smol::ErrorKind::shape);
         CHECK(std::string(e.what()).find("blk.0.ffn_up") != std::string::npos);
     }
-    CHECK_THROWS_AS(smol::make_weight_matrix(GGMLType::Q2_K, w_bytes.data(), 2, 256), smol::Error);
+    CHECK_THROWS_AS(smol::make_weight_matrix(GGMLType::IQ2_XS, w_bytes.data(), 2, 256), smol::Error);
     CHECK_THROWS_AS(wrong_cols.quantize(GGMLType::Q4_K, x.data(), 1, 100), smol::Error);
 }
 

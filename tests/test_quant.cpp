@@ -3,7 +3,9 @@
 // recipe and output.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <cstdint>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -72,15 +74,15 @@ TEST_CASE("dequantize_row matches the fixtures' independent dequantization") {
 TEST_CASE("dequantize_row rejects unsupported types and partial blocks") {
     std::vector<uint8_t> bytes(1024);
     std::vector<float> out(256);
-    CHECK_THROWS_AS(smol::dequantize_row(smol::GGMLType::Q4_0, bytes.data(), out.data(), 32),
+    CHECK_THROWS_AS(smol::dequantize_row(smol::GGMLType::IQ3_S, bytes.data(), out.data(), 256),
                     smol::Error);
     CHECK_FALSE(smol::can_dequantize(smol::GGMLType::IQ2_XS));
     try {
-        smol::dequantize_row(smol::GGMLType::Q3_K, bytes.data(), out.data(), 256);
+        smol::dequantize_row(smol::GGMLType::IQ2_XXS, bytes.data(), out.data(), 256);
         FAIL("expected a throw");
     } catch (const smol::Error& e) {
         CHECK(e.kind() == smol::ErrorKind::unsupported);
-        CHECK(std::string(e.what()).find("Q3_K") != std::string::npos);
+        CHECK(std::string(e.what()).find("IQ2_XXS") != std::string::npos);
     }
     CHECK_THROWS_AS(smol::dequantize_row(smol::GGMLType::Q4_K, bytes.data(), out.data(), 100),
                     smol::Error);
@@ -272,12 +274,19 @@ TEST_CASE("quantize_row edge cases: zeros, constants, magnitudes, outliers") {
 
 TEST_CASE("type table: the weight types, their order, and the reference codecs over them") {
     // The list every per-type table follows (quant/types.hpp), in its order.
-    const GGMLType expected[] = {GGMLType::F32,  GGMLType::F16,  GGMLType::BF16, GGMLType::Q8_0,
-                                 GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K};
-    REQUIRE(smol::kWeightTypeCount == 7);
+    const GGMLType expected[] = {GGMLType::F32,  GGMLType::F16,    GGMLType::BF16, GGMLType::Q8_0,
+                                 GGMLType::Q4_K, GGMLType::Q5_K,   GGMLType::Q6_K, GGMLType::Q4_0,
+                                 GGMLType::Q4_1, GGMLType::Q5_0,   GGMLType::Q5_1, GGMLType::IQ4_NL,
+                                 GGMLType::Q2_K, GGMLType::Q3_K,   GGMLType::IQ4_XS};
+    REQUIRE(smol::kWeightTypeCount == 15);
     for (size_t i = 0; i < smol::kWeightTypeCount; ++i)
         CHECK(smol::weight_type_index(expected[i]) == int(i));
-    CHECK(smol::weight_type_names() == "F32, F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K");
+    CHECK(smol::weight_type_names() ==
+          "F32, F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, "
+          "IQ4_XS");
+    // The types smol writes as well as reads (the others come from other quantizers).
+    const GGMLType written[] = {GGMLType::F32,  GGMLType::F16,  GGMLType::BF16, GGMLType::Q8_0,
+                                GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q8_K};
     // Every GGUF id: a weight type is visited (once, with its own traits), and
     // the reference converts exactly the weight types and Q8_K.
     for (uint32_t id = 0; id <= 40; ++id) {
@@ -290,8 +299,9 @@ TEST_CASE("type table: the weight types, their order, and the reference codecs o
         });
         CHECK(visited == smol::is_supported_weight_type(type));
         CHECK(visits == (visited ? 1 : 0));
-        CHECK(smol::can_quantize(type) == (visited || type == GGMLType::Q8_K));
-        CHECK(smol::can_dequantize(type) == smol::can_quantize(type));
+        CHECK(smol::can_dequantize(type) == (visited || type == GGMLType::Q8_K));
+        CHECK(smol::can_quantize(type) ==
+              (std::find(std::begin(written), std::end(written), type) != std::end(written)));
         smol::visit_weight_type<smol::RowCodec, smol::ReferenceTypes>(type, [&](auto codec) {
             using Codec = decltype(codec);
             CHECK(Codec::type == type);

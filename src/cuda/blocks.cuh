@@ -322,6 +322,84 @@ struct FormatQ8_0 {
     }
 };
 
+// The formats the device reads as embedding tables only (no device matmul yet:
+// a model with such matrices stays on the CPU under Device::automatic). Byte
+// offsets are the GGUF blocks' (quant/blocks.hpp); weight j of a 32-weight
+// block has its low 4 bits in the low (j < 16) or high nibble of qs[j % 16].
+SMOL_HD int nibble_at(const uint8_t* qs, int j) {
+    return j < 16 ? (qs[j] & 0x0F) : (qs[j - 16] >> 4);
+}
+SMOL_HD int iq4_value(int q) {
+    const int8_t values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                               1,    13,   25,  38,  53,  69,  89,  113};
+    return values[q];
+}
+// Q4_0 (18 bytes: d, qs), Q4_1 (20: d, m, qs), Q5_0 (22: d, qh, qs),
+// Q5_1 (24: d, m, qh, qs), IQ4_NL (18: d, qs).
+template <int bytes, bool has_min, bool has_high_bit, bool nonlinear>
+struct FormatLegacy32 {
+    static constexpr int kBlockWeights = 32, kBlockBytes = bytes;
+    SMOL_HD static float element(const uint8_t* row, size_t i) {
+        const uint8_t* block = row + (i / 32) * kBlockBytes;
+        const int j = int(i % 32);
+        const int qs_at = 2 + (has_min ? 2 : 0) + (has_high_bit ? 4 : 0);
+        int q = nibble_at(block + qs_at, j);
+        if (has_high_bit) q |= ((block[2 + (has_min ? 2 : 0) + j / 8] >> (j % 8)) & 1) << 4;
+        const float d = half_bits_to_float(load_u16(block));
+        if (nonlinear) return d * float(iq4_value(q));
+        if (has_min) return d * float(q) + half_bits_to_float(load_u16(block + 2));
+        return d * float(q - (has_high_bit ? 16 : 8));
+    }
+};
+using FormatQ4_0 = FormatLegacy32<18, false, false, false>;
+using FormatQ4_1 = FormatLegacy32<20, true, false, false>;
+using FormatQ5_0 = FormatLegacy32<22, false, true, false>;
+using FormatQ5_1 = FormatLegacy32<24, true, true, false>;
+using FormatIQ4NL = FormatLegacy32<18, false, false, true>;
+
+// Q2_K / Q3_K: weight r = 128h + 32k + l of a block is bits 2k, 2k + 1 of qs[32h + l].
+SMOL_HD int k2_bits_at(const uint8_t* qs, int r) {
+    return (qs[32 * (r / 128) + r % 32] >> (2 * ((r % 128) / 32))) & 3;
+}
+// Q2_K (84 bytes: scales[16], qs[64], d, dmin).
+struct FormatQ2K {
+    static constexpr int kBlockWeights = 256, kBlockBytes = 84;
+    SMOL_HD static float element(const uint8_t* row, size_t i) {
+        const uint8_t* block = row + (i / 256) * kBlockBytes;
+        const int r = int(i % 256);
+        const int sc = block[r / 16];
+        return half_bits_to_float(load_u16(block + 80)) * float(sc & 0x0F) *
+                   float(k2_bits_at(block + 16, r)) -
+               half_bits_to_float(load_u16(block + 82)) * float(sc >> 4);
+    }
+};
+// Q3_K (110 bytes: hmask[32], qs[64], scales[12], d).
+struct FormatQ3K {
+    static constexpr int kBlockWeights = 256, kBlockBytes = 110;
+    SMOL_HD static float element(const uint8_t* row, size_t i) {
+        const uint8_t* block = row + (i / 256) * kBlockBytes;
+        const int r = int(i % 256), g = r / 16;
+        const uint8_t* scales = block + 96;
+        const int low = g < 8 ? (scales[g] & 0x0F) : (scales[g - 8] >> 4);
+        const int scale = (low | (((scales[8 + g % 4] >> (2 * (g / 4))) & 3) << 4)) - 32;
+        const int high = (block[r % 32] >> (4 * (r / 128) + (r % 128) / 32)) & 1;
+        const int q = k2_bits_at(block + 32, r) - (high ? 0 : 4);
+        return half_bits_to_float(load_u16(block + 108)) * float(scale) * float(q);
+    }
+};
+// IQ4_XS (136 bytes: d, scales_h, scales_l[4], qs[128]).
+struct FormatIQ4XS {
+    static constexpr int kBlockWeights = 256, kBlockBytes = 136;
+    SMOL_HD static float element(const uint8_t* row, size_t i) {
+        const uint8_t* block = row + (i / 256) * kBlockBytes;
+        const int r = int(i % 256), s = r / 32;
+        const int low = (block[4 + s / 2] >> (4 * (s % 2))) & 0x0F;
+        const int high = (load_u16(block + 2) >> (2 * s)) & 3;
+        const float step = half_bits_to_float(load_u16(block)) * float((low | (high << 4)) - 32);
+        return step * float(iq4_value(nibble_at(block + 8 + 16 * s, r % 32)));
+    }
+};
+
 // Plain float formats, for embedding tables only (matrices must be quantized).
 struct FormatF32 {
     SMOL_HD static float element(const uint8_t* row, size_t i) {
@@ -456,6 +534,22 @@ template <>
 struct Format<GGMLType::Q5_K> : FormatEntry<FormatQ5K, true, ActRule::kquant> {};
 template <>
 struct Format<GGMLType::Q6_K> : FormatEntry<FormatQ6K, true, ActRule::kquant> {};
+template <>
+struct Format<GGMLType::Q4_0> : FormatEntry<FormatQ4_0, false, ActRule::q8_0> {};
+template <>
+struct Format<GGMLType::Q4_1> : FormatEntry<FormatQ4_1, false, ActRule::q8_0> {};
+template <>
+struct Format<GGMLType::Q5_0> : FormatEntry<FormatQ5_0, false, ActRule::q8_0> {};
+template <>
+struct Format<GGMLType::Q5_1> : FormatEntry<FormatQ5_1, false, ActRule::q8_0> {};
+template <>
+struct Format<GGMLType::IQ4_NL> : FormatEntry<FormatIQ4NL, false, ActRule::q8_0> {};
+template <>
+struct Format<GGMLType::Q2_K> : FormatEntry<FormatQ2K, false, ActRule::kquant> {};
+template <>
+struct Format<GGMLType::Q3_K> : FormatEntry<FormatQ3K, false, ActRule::kquant> {};
+template <>
+struct Format<GGMLType::IQ4_XS> : FormatEntry<FormatIQ4XS, false, ActRule::kquant> {};
 
 // Every type smol computes with has an entry: a device matmul, or explicitly
 // none (CPU only).
@@ -471,7 +565,15 @@ constexpr bool format_matches() {
 static_assert(format_matches<GGMLType::Q8_0, FormatQ8_0>() &&
                   format_matches<GGMLType::Q4_K, FormatQ4K>() &&
                   format_matches<GGMLType::Q5_K, FormatQ5K>() &&
-                  format_matches<GGMLType::Q6_K, FormatQ6K>(),
+                  format_matches<GGMLType::Q6_K, FormatQ6K>() &&
+                  format_matches<GGMLType::Q4_0, FormatQ4_0>() &&
+                  format_matches<GGMLType::Q4_1, FormatQ4_1>() &&
+                  format_matches<GGMLType::Q5_0, FormatQ5_0>() &&
+                  format_matches<GGMLType::Q5_1, FormatQ5_1>() &&
+                  format_matches<GGMLType::IQ4_NL, FormatIQ4NL>() &&
+                  format_matches<GGMLType::Q2_K, FormatQ2K>() &&
+                  format_matches<GGMLType::Q3_K, FormatQ3K>() &&
+                  format_matches<GGMLType::IQ4_XS, FormatIQ4XS>(),
               "a CUDA format disagrees with the GGUF type table");
 
 // The activation rule of a matrix of `type` (kquant for types without matrices).

@@ -109,6 +109,10 @@ struct TypeKernels {
     // a type runs it correctly and slowly, and says so (kernel_table_text),
     // never through a null pointer.
     TileSource tiles_from = TileSource::scalar_spec;
+    // The stored-row tiles read activations as the quantizer wrote them
+    // (QuantizedInput::row) rather than in the set's Q8_K32 permutation
+    // (kernel_row): the scalar spec's always do.
+    bool tiles_read_quantizer_order = false;
     // ---- the same over packed rows, where the level has them (pack != nullptr) ----
     PackedTiles packed;
     // ---- long batches over converted rows, where the level has them (pack != nullptr) ----
@@ -345,6 +349,7 @@ inline void complete_with_spec(KernelSet& set) noexcept {
         if (!complete) kernels.tiles = spec;
         kernels.tiles_from =
             kernels.tiles[0] == spec[0] ? TileSource::scalar_spec : TileSource::level;
+        if (kernels.tiles_from == TileSource::scalar_spec) kernels.tiles_read_quantizer_order = true;
     });
 }
 

@@ -368,7 +368,7 @@ inline void multiply_rows(const MatmulPlan& plan, const MatmulJob& job, const Qu
         const TileKernel* tiles = kernels.tiles.data();
         const uint8_t* w_rows = bytes;
         size_t w_row_bytes = w.row_bytes;
-        bool quantizer_order = false;  // x.row() rather than x.kernel_row()
+        bool quantizer_order = kernels.tiles_read_quantizer_order;  // x.row(), not x.kernel_row()
         if (grouped && run.layout == RowLayout::stored && plan.interleaved_tiles) {
             tiles = kernels.interleaved.data();
             quantizer_order = true;

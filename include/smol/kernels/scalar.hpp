@@ -26,6 +26,16 @@
 //     dot_s = sum_g scale[g] * (sum_{i in g} q6[i] * q8[i] - 32 * bsums[g])   (integer)
 //     result += (d(w) * d_s(x)) * dot_s
 //   Q8_0 x Q8_0, per 32: result += d(w) * d(x) * sum q(w) * q(x).
+//   Q4_0 / Q5_0 / IQ4_NL x Q8_0: as Q8_0 with q(w) the block's signed integer value
+//     (q - 8, q - 16, kIQ4Values[q]); Q4_1 / Q5_1 x Q8_0: q(w) unsigned, and per block
+//     result += m(w) * d(x) * sum q(x) (the offset meets the activations' integer sum).
+//   Q2_K x Q8_K32, per sub-block s, over its two 16-groups g = 2s, 2s + 1:
+//     dot_s = sum_g (sc[g] & 15) * sum_{i in g} q2[i] * q8[i],  min_s = sum_g (sc[g] >> 4) * bsums[g]
+//     result += (d(w) * d_s(x)) * dot_s - (dmin(w) * d_s(x)) * min_s
+//   Q3_K x Q8_K32: dot_s = sum_g scale[g] * sum_{i in g} q3[i] * q8[i] (q3 in [-4, 3]),
+//     result += (d(w) * d_s(x)) * dot_s
+//   IQ4_XS x Q8_K32: dot_s = scale[s] * sum_{i in s} kIQ4Values[q[i]] * q8[i],
+//     result += (d(w) * d_s(x)) * dot_s
 //   F32/F16/BF16 x F32: plain float dot (F16/BF16 widened exactly to float first).
 //
 // Activation quantization: Q8_K32 as specified in activations.hpp. Q8_0, per
@@ -334,6 +344,148 @@ inline float dot_q8_0_q8_0(const uint8_t* w, const BlockQ8_0* x, size_t n_blocks
             int32_t dot = 0;
             for (int i = 4 * k; i < 4 * k + 4; ++i) dot += int32_t(q[i]) * x[b].qs[i];
             lane[k] = smol::detail::fma(scale, float(dot), lane[k]);
+        }
+    }
+    return sum_lanes(lane);
+}
+
+// ---- the 32-weight formats against Q8_0 activations ----------------------------
+//
+// One entry per format: its block, the integer value of weight j (signed for
+// Q4_0 / Q5_0 / IQ4_NL, unsigned for Q4_1 / Q5_1, which add m), and whether it
+// has the offset m. Every block starts with its fp16 d.
+template <class Block>
+struct Legacy32;
+template <>
+struct Legacy32<BlockQ4_0> {
+    static constexpr bool has_min = false;
+    static int value(const uint8_t* block, int j) noexcept {
+        return smol::detail::nibble_of(block + offsetof(BlockQ4_0, qs), j) - 8;
+    }
+};
+template <>
+struct Legacy32<BlockQ4_1> {
+    static constexpr bool has_min = true;
+    static int value(const uint8_t* block, int j) noexcept {
+        return smol::detail::nibble_of(block + offsetof(BlockQ4_1, qs), j);
+    }
+};
+template <>
+struct Legacy32<BlockQ5_0> {
+    static constexpr bool has_min = false;
+    static int value(const uint8_t* block, int j) noexcept {
+        return (smol::detail::nibble_of(block + offsetof(BlockQ5_0, qs), j) |
+                (smol::detail::q5_high_bit(block + offsetof(BlockQ5_0, qh), j) << 4)) -
+               16;
+    }
+};
+template <>
+struct Legacy32<BlockQ5_1> {
+    static constexpr bool has_min = true;
+    static int value(const uint8_t* block, int j) noexcept {
+        return smol::detail::nibble_of(block + offsetof(BlockQ5_1, qs), j) |
+               (smol::detail::q5_high_bit(block + offsetof(BlockQ5_1, qh), j) << 4);
+    }
+};
+template <>
+struct Legacy32<BlockIQ4NL> {
+    static constexpr bool has_min = false;
+    static int value(const uint8_t* block, int j) noexcept {
+        return kIQ4Values[smol::detail::nibble_of(block + offsetof(BlockIQ4NL, qs), j)];
+    }
+};
+
+// w: n_blocks blocks at any byte address. As dot_q8_0_q8_0: lane k holds the
+// integer sums of values 4k .. 4k + 3 of every block; with an offset, each
+// lane then adds m(w) * d(x) times the same values' activation sum.
+template <class Block>
+inline float dot_legacy32_q8_0(const uint8_t* w, const BlockQ8_0* x, size_t n_blocks) noexcept {
+    using Format = Legacy32<Block>;
+    float lane[8] = {};
+    for (size_t b = 0; b < n_blocks; ++b) {
+        const uint8_t* block = w + b * sizeof(Block);
+        const float dx = fp16_to_fp32(x[b].d);
+        const float scale = fp16_to_fp32(load_u16(block)) * dx;
+        float offset = 0;
+        if constexpr (Format::has_min) offset = fp16_to_fp32(load_u16(block + 2)) * dx;
+        for (int k = 0; k < 8; ++k) {
+            int32_t dot = 0, sum = 0;
+            for (int j = 4 * k; j < 4 * k + 4; ++j) {
+                dot += Format::value(block, j) * x[b].qs[j];
+                sum += x[b].qs[j];
+            }
+            lane[k] = smol::detail::fma(scale, float(dot), lane[k]);
+            if constexpr (Format::has_min) lane[k] = smol::detail::fma(offset, float(sum), lane[k]);
+        }
+    }
+    return sum_lanes(lane);
+}
+
+// ---- Q2_K, Q3_K, IQ4_XS against Q8_K32 activations (lane s: sub-block s) ---------
+
+inline float dot_q2k_q8k32(const uint8_t* w, const BlockQ8K32* x, size_t n_blocks) noexcept {
+    float lane[8] = {};
+    for (size_t b = 0; b < n_blocks; ++b) {
+        const uint8_t* block = w + b * sizeof(BlockQ2K);
+        const uint8_t* scales = block + offsetof(BlockQ2K, scales);
+        const uint8_t* qs = block + offsetof(BlockQ2K, qs);
+        const float d = fp16_to_fp32(load_u16(block + offsetof(BlockQ2K, d)));
+        const float dmin = fp16_to_fp32(load_u16(block + offsetof(BlockQ2K, dmin)));
+        for (int s = 0; s < 8; ++s) {
+            int32_t dot = 0, min_term = 0;
+            for (int g = 2 * s; g < 2 * s + 2; ++g) {
+                int32_t group_dot = 0;
+                for (int i = 16 * g; i < 16 * g + 16; ++i)
+                    group_dot += smol::detail::k2_bits(qs, i) * x[b].qs[i];
+                dot += (scales[g] & 0x0F) * group_dot;
+                min_term += (scales[g] >> 4) * x[b].bsums[g];
+            }
+            lane[s] = smol::detail::fma(d * x[b].d[s], float(dot), lane[s]);
+            lane[s] = smol::detail::fma(-(dmin * x[b].d[s]), float(min_term), lane[s]);
+        }
+    }
+    return sum_lanes(lane);
+}
+
+inline float dot_q3k_q8k32(const uint8_t* w, const BlockQ8K32* x, size_t n_blocks) noexcept {
+    float lane[8] = {};
+    for (size_t b = 0; b < n_blocks; ++b) {
+        const uint8_t* block = w + b * sizeof(BlockQ3K);
+        const uint8_t* hmask = block + offsetof(BlockQ3K, hmask);
+        const uint8_t* qs = block + offsetof(BlockQ3K, qs);
+        const uint8_t* scales = block + offsetof(BlockQ3K, scales);
+        const float d = fp16_to_fp32(load_u16(block + offsetof(BlockQ3K, d)));
+        for (int s = 0; s < 8; ++s) {
+            int32_t dot = 0;
+            for (int g = 2 * s; g < 2 * s + 2; ++g) {
+                int32_t group_dot = 0;
+                for (int i = 16 * g; i < 16 * g + 16; ++i) {
+                    const int q = smol::detail::k2_bits(qs, i) -
+                                  (smol::detail::q3k_high_bit(hmask, i) ? 0 : 4);
+                    group_dot += q * x[b].qs[i];
+                }
+                dot += smol::detail::q3k_scale(scales, g) * group_dot;
+            }
+            lane[s] = smol::detail::fma(d * x[b].d[s], float(dot), lane[s]);
+        }
+    }
+    return sum_lanes(lane);
+}
+
+inline float dot_iq4xs_q8k32(const uint8_t* w, const BlockQ8K32* x, size_t n_blocks) noexcept {
+    float lane[8] = {};
+    for (size_t b = 0; b < n_blocks; ++b) {
+        const uint8_t* block = w + b * sizeof(BlockIQ4XS);
+        const uint8_t* scales_l = block + offsetof(BlockIQ4XS, scales_l);
+        const uint16_t scales_h = load_u16(block + offsetof(BlockIQ4XS, scales_h));
+        const uint8_t* qs = block + offsetof(BlockIQ4XS, qs);
+        const float d = fp16_to_fp32(load_u16(block + offsetof(BlockIQ4XS, d)));
+        for (int s = 0; s < 8; ++s) {
+            int32_t dot = 0;
+            for (int j = 0; j < 32; ++j)
+                dot += kIQ4Values[smol::detail::nibble_of(qs + 16 * s, j)] * x[b].qs[32 * s + j];
+            dot *= smol::detail::iq4xs_scale(scales_l, scales_h, s);
+            lane[s] = smol::detail::fma(d * x[b].d[s], float(dot), lane[s]);
         }
     }
     return sum_lanes(lane);

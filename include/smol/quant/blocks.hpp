@@ -11,8 +11,17 @@
 //   Q8_K: ggml's activation format (float d per 256, int8 q, per-16 sums of q). smol's
 //         K-quant kernels use a finer one, BlockQ8K32 (kernels/activations.hpp: a scale
 //         per 32 values), which the golden tolerances need; Q8_K stays for files and tests.
-// Block format (32 weights per block):
+//   Q2_K: w = d * (sc[g] & 15) * q - dmin * (sc[g] >> 4), 16 groups of 16, 2-bit q; 2.625 bits.
+//   Q3_K: w = d * (sc[g] - 32) * (q - 4 * !hbit), 16 groups of 16, 6-bit scales packed in 12
+//         bytes, 2 low bits in qs and a high bit in hmask; 3.4375 bits per weight.
+//   IQ4_XS: w = d * (ls[s] - 32) * kIQ4Values[q], 8 sub-blocks of 32, 6-bit ls split in
+//         scales_l (4 bits) and scales_h (2 bits), 4-bit q indexing a 16-value table; 4.25 bits.
+// Block formats (32 weights per block; byte j of qs holds weight j in its low
+// nibble and weight j + 16 in its high one):
 //   Q8_0: w = d * q, fp16 d, int8 q.
+//   Q4_0: w = d * (q - 8), 4-bit q.            Q4_1: w = d * q + m.
+//   Q5_0: w = d * (q - 16), 5-bit q (bit j of qh is weight j's 5th bit).   Q5_1: w = d * q + m.
+//   IQ4_NL: w = d * kIQ4Values[q], 4-bit q.
 #pragma once
 
 #include "../detail/abi.hpp"
@@ -62,6 +71,63 @@ struct BlockQ8_0 {
     int8_t qs[QK8_0];
 };
 
+// The 32-weight 4- and 5-bit formats: fp16 d (and m), the low 4 bits of weight
+// j in the low nibble of qs[j % 16] (j < 16) or its high nibble (j >= 16).
+struct BlockQ4_0 {
+    uint16_t d;
+    uint8_t qs[QK8_0 / 2];
+};
+
+struct BlockQ4_1 {
+    uint16_t d;
+    uint16_t m;  // fp16 offset added to every weight
+    uint8_t qs[QK8_0 / 2];
+};
+
+struct BlockQ5_0 {
+    uint16_t d;
+    uint8_t qh[4];  // bit j (little-endian 32-bit word): the 5th bit of weight j
+    uint8_t qs[QK8_0 / 2];
+};
+
+struct BlockQ5_1 {
+    uint16_t d;
+    uint16_t m;
+    uint8_t qh[4];
+    uint8_t qs[QK8_0 / 2];
+};
+
+struct BlockIQ4NL {
+    uint16_t d;
+    uint8_t qs[QK8_0 / 2];  // indices into kIQ4Values
+};
+
+struct BlockQ2K {
+    uint8_t scales[QK_K / 16];  // per group of 16: scale (low nibble), min (high nibble)
+    uint8_t qs[QK_K / 4];       // 2-bit q: byte 32h + l holds weight 128h + 32k + l in bits 2k, 2k+1
+    uint16_t d;                 // fp16 scale of the scales
+    uint16_t dmin;              // fp16 scale of the mins
+};
+
+struct BlockQ3K {
+    uint8_t hmask[QK_K / 8];  // bit 4h + k of byte l: high bit of weight 128h + 32k + l
+    uint8_t qs[QK_K / 4];     // low 2 bits, laid out as in Q2_K
+    uint8_t scales[12];       // 16 6-bit scales (detail::q3k_scale)
+    uint16_t d;
+};
+
+struct BlockIQ4XS {
+    uint16_t d;
+    uint16_t scales_h;          // bits 2s, 2s+1: high 2 bits of sub-block s's scale
+    uint8_t scales_l[QK_K / 64];  // nibble s % 2 of byte s / 2: low 4 bits of sub-block s's scale
+    uint8_t qs[QK_K / 2];       // 8 sub-blocks of 16 bytes, each laid out as an IQ4_NL block's
+};
+
+// The 16 values the IQ4 formats' 4-bit indices stand for (ggml's
+// kvalues_iq4nl: a non-uniform grid, denser near zero).
+constexpr int8_t kIQ4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                   1,    13,   25,  38,  53,  69,  89,  113};
+
 // The one place the structs meet the GGUF geometry table (quant/types.hpp):
 // each struct is exactly its type's block, with no padding, so a tensor's
 // bytes are an array of them.
@@ -85,6 +151,16 @@ static_assert(detail::block_matches<BlockQ8K>(GGMLType::Q8_K, QK_K),
 static_assert(detail::block_matches<BlockQ8_0>(GGMLType::Q8_0, QK8_0) &&
                   sizeof(BlockQ8_0) == sizeof(uint16_t) + QK8_0,
               "BlockQ8_0 must be the 34-byte Q8_0 block");
+static_assert(detail::block_matches<BlockQ4_0>(GGMLType::Q4_0, QK8_0) &&
+                  detail::block_matches<BlockQ4_1>(GGMLType::Q4_1, QK8_0) &&
+                  detail::block_matches<BlockQ5_0>(GGMLType::Q5_0, QK8_0) &&
+                  detail::block_matches<BlockQ5_1>(GGMLType::Q5_1, QK8_0) &&
+                  detail::block_matches<BlockIQ4NL>(GGMLType::IQ4_NL, QK8_0),
+              "the 32-weight blocks must be ggml's Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL blocks");
+static_assert(detail::block_matches<BlockQ2K>(GGMLType::Q2_K, QK_K) &&
+                  detail::block_matches<BlockQ3K>(GGMLType::Q3_K, QK_K) &&
+                  detail::block_matches<BlockIQ4XS>(GGMLType::IQ4_XS, QK_K),
+              "the Q2_K, Q3_K and IQ4_XS structs must be their 84-, 110- and 136-byte blocks");
 static_assert(detail::block_matches<uint16_t>(GGMLType::F16, 1) &&
                   detail::block_matches<uint16_t>(GGMLType::BF16, 1) &&
                   detail::block_matches<float>(GGMLType::F32, 1),
@@ -126,6 +202,42 @@ inline void pack_scales_mins_k4(const uint8_t scales[8], const uint8_t mins[8],
         packed[j + 4] = uint8_t((mins[j] & 63) | ((mins[j + 4] >> 4) << 6));
         packed[j + 8] = uint8_t((scales[j + 4] & 0x0F) | ((mins[j + 4] & 0x0F) << 4));
     }
+}
+
+// Q3_K packs sixteen 6-bit scales into 12 bytes: scale g's low 4 bits are the
+// low (g < 8) or high (g >= 8) nibble of byte g % 8, its high 2 bits are bits
+// 2 (g / 4), 2 (g / 4) + 1 of byte 8 + g % 4; the value is that minus 32.
+inline int q3k_scale(const uint8_t* packed, int g) noexcept {
+    const int low = g < 8 ? (packed[g] & 0x0F) : (packed[g - 8] >> 4);
+    const int high = (packed[8 + g % 4] >> (2 * (g / 4))) & 3;
+    return (low | (high << 4)) - 32;
+}
+
+// IQ4_XS's scale of sub-block s (0..7), in [-32, 31].
+inline int iq4xs_scale(const uint8_t* scales_l, uint16_t scales_h, int s) noexcept {
+    const int low = (scales_l[s / 2] >> (4 * (s % 2))) & 0x0F;
+    const int high = (scales_h >> (2 * s)) & 3;
+    return (low | (high << 4)) - 32;
+}
+
+// The 4-bit index of weight j (0..31) of a 32-weight block's 16 qs bytes.
+inline int nibble_of(const uint8_t* qs, int j) noexcept {
+    return j < 16 ? (qs[j] & 0x0F) : (qs[j - 16] >> 4);
+}
+
+// The 5th bit of weight j of a Q5_0 / Q5_1 block.
+inline int q5_high_bit(const uint8_t* qh, int j) noexcept {
+    return (qh[j / 8] >> (j % 8)) & 1;
+}
+
+// The 2-bit field of weight i (0..255) of a Q2_K / Q3_K block's qs.
+inline int k2_bits(const uint8_t* qs, int i) noexcept {
+    return (qs[32 * (i / 128) + i % 32] >> (2 * ((i % 128) / 32))) & 3;
+}
+
+// Q3_K's high bit of weight i.
+inline int q3k_high_bit(const uint8_t* hmask, int i) noexcept {
+    return (hmask[i % 32] >> (4 * (i / 128) + (i % 128) / 32)) & 1;
 }
 
 }  // namespace detail

@@ -1,6 +1,6 @@
 // Reference (scalar) dequantization of the weight formats smol reads: F32,
-// F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K (and Q8_K, the activation format, for
-// tests), one function per type. Part of quant/reference.hpp, which holds
+// F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K,
+// Q6_K, IQ4_XS (and Q8_K, the activation format, for tests), one function per type. Part of quant/reference.hpp, which holds
 // dequantize_row(type, ...), the entry that picks among them.
 //
 // This file is the readable spec of what each block means; the SIMD kernels are
@@ -16,6 +16,17 @@
 //     weight 128h + i + 96 = high nibble of ql[64h + i + 32] + bits 6-7 of qh[32h + i]
 //     (the 2 high bits above the 4 low ones), and weight = d * scales[w / 16] * (q - 32).
 //   Q8_0: weight = d * q. Q8_K: weight = d * q (float d).
+//   Q4_0 / Q4_1 / Q5_0 / Q5_1 / IQ4_NL (32 weights): weight j's 4 low bits are the low
+//     nibble of qs[j] (j < 16) or the high nibble of qs[j - 16]; Q5's 5th bit is bit j
+//     of qh. Q4_0: d * (q - 8); Q4_1: d * q + m; Q5_0: d * (q - 16); Q5_1: d * q + m;
+//     IQ4_NL: d * kIQ4Values[q].
+//   Q2_K / Q3_K (256 weights = 2 halves of 128): weight 128h + 32k + l (k < 4, l < 32)
+//     is bits 2k, 2k + 1 of qs[32h + l]; Q3_K's third bit is bit 4h + k of hmask[l],
+//     and its value is the 2 bits minus 4 when that bit is 0. Group g = weight / 16.
+//     Q2_K: d * (scales[g] & 15) * q - dmin * (scales[g] >> 4);
+//     Q3_K: d * q3k_scale(g) * q3.
+//   IQ4_XS: sub-block s of 32 = the 16 bytes qs[16s ..] read as an IQ4_NL block's,
+//     weight = d * iq4xs_scale(s) * kIQ4Values[q].
 #pragma once
 
 #include "../detail/abi.hpp"
@@ -121,6 +132,88 @@ inline void dequantize_row_q6_k(const BlockQ6K* src, float* dst, size_t n) noexc
                 y[i + 64] = d * float(scales[sub + 4]) * float(q2);
                 y[i + 96] = d * float(scales[sub + 6]) * float(q3);
             }
+        }
+    }
+}
+
+// ---- the 32-weight formats ----
+
+namespace detail {
+// Weight j of a 32-weight block is step * value(q_j, j) + offset.
+template <class Block, class Value>
+inline void dequantize_row_32(const Block* src, float* dst, size_t n, Value value) noexcept {
+    for (size_t b = 0; b < n / QK8_0; ++b)
+        for (int j = 0; j < QK8_0; ++j) dst[b * QK8_0 + j] = value(src[b], j);
+}
+}  // namespace detail
+
+inline void dequantize_row_q4_0(const BlockQ4_0* src, float* dst, size_t n) noexcept {
+    detail::dequantize_row_32(src, dst, n, [](const BlockQ4_0& b, int j) {
+        return fp16_to_fp32(b.d) * float(detail::nibble_of(b.qs, j) - 8);
+    });
+}
+
+inline void dequantize_row_q4_1(const BlockQ4_1* src, float* dst, size_t n) noexcept {
+    detail::dequantize_row_32(src, dst, n, [](const BlockQ4_1& b, int j) {
+        return fp16_to_fp32(b.d) * float(detail::nibble_of(b.qs, j)) + fp16_to_fp32(b.m);
+    });
+}
+
+inline void dequantize_row_q5_0(const BlockQ5_0* src, float* dst, size_t n) noexcept {
+    detail::dequantize_row_32(src, dst, n, [](const BlockQ5_0& b, int j) {
+        const int q = detail::nibble_of(b.qs, j) | (detail::q5_high_bit(b.qh, j) << 4);
+        return fp16_to_fp32(b.d) * float(q - 16);
+    });
+}
+
+inline void dequantize_row_q5_1(const BlockQ5_1* src, float* dst, size_t n) noexcept {
+    detail::dequantize_row_32(src, dst, n, [](const BlockQ5_1& b, int j) {
+        const int q = detail::nibble_of(b.qs, j) | (detail::q5_high_bit(b.qh, j) << 4);
+        return fp16_to_fp32(b.d) * float(q) + fp16_to_fp32(b.m);
+    });
+}
+
+inline void dequantize_row_iq4_nl(const BlockIQ4NL* src, float* dst, size_t n) noexcept {
+    detail::dequantize_row_32(src, dst, n, [](const BlockIQ4NL& b, int j) {
+        return fp16_to_fp32(b.d) * float(kIQ4Values[detail::nibble_of(b.qs, j)]);
+    });
+}
+
+// ---- the 256-weight formats Q2_K, Q3_K, IQ4_XS ----
+
+inline void dequantize_row_q2_k(const BlockQ2K* src, float* dst, size_t n) noexcept {
+    for (size_t b = 0; b < n / QK_K; ++b) {
+        const BlockQ2K& block = src[b];
+        const float d = fp16_to_fp32(block.d), dmin = fp16_to_fp32(block.dmin);
+        for (int i = 0; i < QK_K; ++i) {
+            const uint8_t sc = block.scales[i / 16];
+            dst[b * QK_K + i] =
+                d * float(sc & 0x0F) * float(detail::k2_bits(block.qs, i)) - dmin * float(sc >> 4);
+        }
+    }
+}
+
+inline void dequantize_row_q3_k(const BlockQ3K* src, float* dst, size_t n) noexcept {
+    for (size_t b = 0; b < n / QK_K; ++b) {
+        const BlockQ3K& block = src[b];
+        const float d = fp16_to_fp32(block.d);
+        for (int i = 0; i < QK_K; ++i) {
+            const int q =
+                detail::k2_bits(block.qs, i) - (detail::q3k_high_bit(block.hmask, i) ? 0 : 4);
+            dst[b * QK_K + i] = d * float(detail::q3k_scale(block.scales, i / 16)) * float(q);
+        }
+    }
+}
+
+inline void dequantize_row_iq4_xs(const BlockIQ4XS* src, float* dst, size_t n) noexcept {
+    for (size_t b = 0; b < n / QK_K; ++b) {
+        const BlockIQ4XS& block = src[b];
+        const float d = fp16_to_fp32(block.d);
+        for (int s = 0; s < QK_K / 32; ++s) {
+            const float step = d * float(detail::iq4xs_scale(block.scales_l, block.scales_h, s));
+            for (int j = 0; j < 32; ++j)
+                dst[b * QK_K + 32 * s + j] =
+                    step * float(kIQ4Values[detail::nibble_of(block.qs + 16 * s, j)]);
         }
     }
 }

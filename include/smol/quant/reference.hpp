@@ -1,6 +1,9 @@
 // Reference (scalar) dequantization and quantization of the weight formats smol
 // reads and writes: F32, F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K (and Q8_K, the
-// activation format). The readable spec the SIMD kernels are tested against:
+// activation format) both ways; Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K and
+// IQ4_XS are read only (their files come from other quantizers: smol computes
+// with them but does not write them). The readable spec the SIMD kernels are
+// tested against:
 //   quant/dequantize.hpp   the per-type dequantize_row_*: what each block's bytes mean
 //   quant/quantize.hpp     the per-type quantize_row_* and QuantizeEffort
 //   here                   RowCodec<type>, the table that names them per type, and
@@ -39,10 +42,22 @@ template <GGMLType id, class BlockT, void (*quantize_fn)(const float*, BlockT*, 
           void (*dequantize_fn)(const BlockT*, float*, size_t)>
 struct RowCodecOf {
     static constexpr GGMLType type = id;
+    static constexpr bool quantizes = true;
     using Block = BlockT;
     static void quantize(const float* src, void* dst, size_t n, QuantizeEffort) {
         quantize_fn(src, static_cast<BlockT*>(dst), n);
     }
+    static void dequantize(const void* src, float* dst, size_t n) {
+        dequantize_fn(static_cast<const BlockT*>(src), dst, n);
+    }
+};
+// A type smol reads but does not write: no quantizer (quantizes = false).
+template <GGMLType id, class BlockT, void (*dequantize_fn)(const BlockT*, float*, size_t)>
+struct RowCodecReadOnly {
+    static constexpr GGMLType type = id;
+    static constexpr bool quantizes = false;
+    using Block = BlockT;
+    static void quantize(const float*, void*, size_t, QuantizeEffort) {}
     static void dequantize(const void* src, float* dst, size_t n) {
         dequantize_fn(static_cast<const BlockT*>(src), dst, n);
     }
@@ -53,6 +68,7 @@ template <GGMLType id, class BlockT,
           void (*dequantize_fn)(const BlockT*, float*, size_t)>
 struct RowCodecWithEffort {
     static constexpr GGMLType type = id;
+    static constexpr bool quantizes = true;
     using Block = BlockT;
     static void quantize(const float* src, void* dst, size_t n, QuantizeEffort effort) {
         quantize_fn(src, static_cast<BlockT*>(dst), n, effort);
@@ -87,6 +103,30 @@ template <>
 struct RowCodec<GGMLType::Q6_K>
     : detail::RowCodecOf<GGMLType::Q6_K, BlockQ6K, &quantize_row_q6_k, &dequantize_row_q6_k> {};
 template <>
+struct RowCodec<GGMLType::Q4_0>
+    : detail::RowCodecReadOnly<GGMLType::Q4_0, BlockQ4_0, &dequantize_row_q4_0> {};
+template <>
+struct RowCodec<GGMLType::Q4_1>
+    : detail::RowCodecReadOnly<GGMLType::Q4_1, BlockQ4_1, &dequantize_row_q4_1> {};
+template <>
+struct RowCodec<GGMLType::Q5_0>
+    : detail::RowCodecReadOnly<GGMLType::Q5_0, BlockQ5_0, &dequantize_row_q5_0> {};
+template <>
+struct RowCodec<GGMLType::Q5_1>
+    : detail::RowCodecReadOnly<GGMLType::Q5_1, BlockQ5_1, &dequantize_row_q5_1> {};
+template <>
+struct RowCodec<GGMLType::IQ4_NL>
+    : detail::RowCodecReadOnly<GGMLType::IQ4_NL, BlockIQ4NL, &dequantize_row_iq4_nl> {};
+template <>
+struct RowCodec<GGMLType::Q2_K>
+    : detail::RowCodecReadOnly<GGMLType::Q2_K, BlockQ2K, &dequantize_row_q2_k> {};
+template <>
+struct RowCodec<GGMLType::Q3_K>
+    : detail::RowCodecReadOnly<GGMLType::Q3_K, BlockQ3K, &dequantize_row_q3_k> {};
+template <>
+struct RowCodec<GGMLType::IQ4_XS>
+    : detail::RowCodecReadOnly<GGMLType::IQ4_XS, BlockIQ4XS, &dequantize_row_iq4_xs> {};
+template <>
 struct RowCodec<GGMLType::Q8_K>
     : detail::RowCodecOf<GGMLType::Q8_K, BlockQ8K, &quantize_row_q8_k, &dequantize_row_q8_k> {};
 
@@ -95,20 +135,26 @@ static_assert(detail::every_type_has<RowCodec>(WeightTypes{}),
 
 // The types the reference converts: the weight types and Q8_K (the activation
 // format, for tests).
-using ReferenceTypes = TypeList<GGMLType::F32, GGMLType::F16, GGMLType::BF16, GGMLType::Q8_0,
-                                GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q8_K>;
+using ReferenceTypes =
+    TypeList<GGMLType::F32, GGMLType::F16, GGMLType::BF16, GGMLType::Q8_0, GGMLType::Q4_K,
+             GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q4_0, GGMLType::Q4_1, GGMLType::Q5_0,
+             GGMLType::Q5_1, GGMLType::IQ4_NL, GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS,
+             GGMLType::Q8_K>;
 static_assert(ReferenceTypes::size == WeightTypes::size + 1,
               "the reference converts every weight type, and Q8_K");
 
 // True for the types quantize_row writes: Q4_K, Q5_K, Q6_K, Q8_0, F16, BF16, F32
 // (and Q8_K, the activation format).
 inline bool can_quantize(GGMLType type) noexcept {
-    return visit_weight_type<RowCodec, ReferenceTypes>(type, [](auto) {});
+    bool quantizes = false;
+    visit_weight_type<RowCodec, ReferenceTypes>(
+        type, [&](auto codec) { quantizes = decltype(codec)::quantizes; });
+    return quantizes;
 }
 
-// True for the types dequantize_row handles: the same as can_quantize.
+// True for the types dequantize_row handles: every weight type, and Q8_K.
 inline bool can_dequantize(GGMLType type) noexcept {
-    return can_quantize(type);
+    return visit_weight_type<RowCodec, ReferenceTypes>(type, [](auto) {});
 }
 
 // Quantizes n floats (n a multiple of the type's block size) into row_bytes(type, n)

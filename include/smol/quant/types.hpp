@@ -169,8 +169,10 @@ struct TypeList {
 
 // The types smol computes with (matrices and embedding tables), in the order of
 // every per-type array (weight_type_index).
-using WeightTypes = TypeList<GGMLType::F32, GGMLType::F16, GGMLType::BF16, GGMLType::Q8_0,
-                             GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K>;
+using WeightTypes =
+    TypeList<GGMLType::F32, GGMLType::F16, GGMLType::BF16, GGMLType::Q8_0, GGMLType::Q4_K,
+             GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q4_0, GGMLType::Q4_1, GGMLType::Q5_0,
+             GGMLType::Q5_1, GGMLType::IQ4_NL, GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS>;
 
 namespace detail {
 
