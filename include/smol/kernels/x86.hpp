@@ -378,6 +378,7 @@ inline KernelSet make_kernel_set(const KernelParams& p = {}) noexcept {
     KernelSet set = kernels::detail::x86_common(CpuLevel::avx2, &interleave_q8k32);
     set.of(GGMLType::Q8_0).tiles = tile_row([](auto n) { return &tile_q8_0<decltype(n)::value>; });
     use_legacy32_tiles(set);
+    use_k32_tiles(set);
 
     TypeKernels& q4k = set.of(GGMLType::Q4_K);
     q4k.tiles = tile_row([](auto n) { return &tile_q4k<decltype(n)::value>; });
@@ -407,6 +408,7 @@ inline KernelSet make_kernel_set(const KernelParams& p = {}) noexcept {
     KernelSet set = kernels::detail::x86_common(CpuLevel::avxvnni, &avx2::interleave_q8k32);
     set.of(GGMLType::Q8_0).tiles = tile_row([](auto n) { return &tile_q8_0<decltype(n)::value>; });
     use_legacy32_tiles(set);
+    use_k32_tiles(set);
 
     // No packed Q4_K, although this level compiles the same tiles
     // (tile_k4<PackedQ4K256>, same bits): packing was added for the avx2 level
@@ -462,6 +464,7 @@ inline KernelSet make_kernel_set(const KernelParams& p = {}) noexcept {
     set.attend = &attend;
     set.of(GGMLType::Q8_0).tiles = tile_row([](auto n) { return &tile_q8_0<decltype(n)::value>; });
     use_legacy32_tiles(set);
+    use_k32_tiles(set);
 
     TypeKernels& q4k = set.of(GGMLType::Q4_K);
     q4k.tiles = tile_row(
