@@ -173,6 +173,9 @@ std::vector<uint8_t> reference_activations(GGMLType weight_type, const std::vect
         } else if (act == ActivationType::Q8_0) {
             kernels::scalar::quantize_row_q8_0(x.data() + t * cols,
                                                reinterpret_cast<smol::BlockQ8_0*>(dst), cols);
+        } else if (act == ActivationType::Q8_K) {
+            kernels::scalar::quantize_row_q8_k_activations(
+                x.data() + t * cols, reinterpret_cast<smol::BlockQ8K*>(dst), cols);
         } else {
             std::memcpy(dst, x.data() + t * cols, cols * sizeof(float));
         }
@@ -246,6 +249,7 @@ TEST_CASE("dispatch: the default level is the best this CPU runs, judged indepen
         CAPTURE(level_name);
         CHECK((set->quantize_q8_k32 != nullptr));
         CHECK((set->quantize_q8_0 != nullptr));
+        CHECK((set->quantize_q8_k != nullptr));
         CHECK((set->dot_f32 != nullptr));
         CHECK((set->rmsnorm != nullptr));
         CHECK((set->swiglu != nullptr));
@@ -568,6 +572,25 @@ TEST_CASE("quantize_row_q8_0: fast path is bit-identical to the reference, which
     }
 }
 
+TEST_CASE("quantize_row_q8_k_activations: one scale per 256, codes within half a step, sums") {
+    const size_t n = 512;
+    std::vector<float> x = random_floats(n);
+    std::fill(x.begin() + 256, x.end(), 0.0f);  // an all-zero block
+    x[7] = -4.0f;                                // the largest magnitude is negative
+    std::vector<smol::BlockQ8K> q(n / 256);
+    kernels::scalar::quantize_row_q8_k_activations(x.data(), q.data(), n);
+    CHECK(q[0].d == 4.0f / 127.0f);
+    CHECK(q[0].qs[7] == -127);
+    for (int i = 0; i < 256; ++i) CHECK(std::fabs(q[0].d * q[0].qs[i] - x[size_t(i)]) <= q[0].d * 0.5f + 1e-6f);
+    for (int g = 0; g < 16; ++g) {
+        int sum = 0;
+        for (int i = 0; i < 16; ++i) sum += q[0].qs[16 * g + i];
+        CHECK(q[0].bsums[g] == sum);
+    }
+    CHECK(q[1].d == 0.0f);
+    for (int i = 0; i < 256; ++i) CHECK(q[1].qs[i] == 0);
+}
+
 TEST_CASE("scalar reference dots equal a double-precision dot of the dequantized operands") {
     for (GGMLType type : kAllTypes) {
         const size_t cols = (type == GGMLType::Q8_0) ? 96 : 512;
@@ -649,7 +672,18 @@ TEST_CASE(
                 std::vector<uint8_t> x(size_t(n_cols) * x_row_bytes);
                 for (int c = 0; c < n_cols; ++c) {
                     uint8_t* xr = x.data() + size_t(c) * x_row_bytes;
-                    if (act == ActivationType::Q8_K32) {
+                    if (act == ActivationType::Q8_K) {
+                        for (size_t b = 0; b < cols / 256; ++b) {
+                            smol::BlockQ8K& block = reinterpret_cast<smol::BlockQ8K*>(xr)[b];
+                            block.d = float(1 << uniform_int(0, 2)) * 0.5f;
+                            for (int i = 0; i < 256; ++i) block.qs[i] = int8_t(uniform_int(-3, 3));
+                            for (int g = 0; g < 16; ++g) {
+                                int sum = 0;
+                                for (int i = 0; i < 16; ++i) sum += block.qs[16 * g + i];
+                                block.bsums[g] = int16_t(sum);
+                            }
+                        }
+                    } else if (act == ActivationType::Q8_K32) {
                         for (size_t b = 0; b < cols / 256; ++b) {
                             smol::BlockQ8K32& block = reinterpret_cast<smol::BlockQ8K32*>(xr)[b];
                             for (int s = 0; s < 8; ++s)

@@ -191,7 +191,8 @@
 //   text/tool_calls.hpp
 //     ToolDefinition, ToolCall, try_render_tool, parse_tool_calls
 //   quant/blocks.hpp
-//     BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K, BlockQ8_0, load_u16
+//     BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K, BlockQ8_0, BlockQ4_0, BlockQ4_1, BlockQ5_0,
+//       BlockQ5_1, BlockIQ4NL, BlockQ2K, BlockQ3K, BlockIQ4XS, load_u16
 //   kernels/activations.hpp
 //     ActivationType, BlockQ8K32, activation_type_name, activation_block_size,
 //       activation_row_bytes, q8k32_scale, dequantize_activation_row
@@ -218,12 +219,16 @@
 //       dot_q4k_q8k32, dot_q5k_q8k32, q6k_value, dot_q6k_q8k32, ConvertedBlock, fp16_round,
 //       convert_k4_block, convert_q6k_block, converted_block_dot, dot_converted_q8k32,
 //       dot_q8_0_q8_0, widen_one, dot_in_lanes, dot_f32, dot_f16_f32, dot_bf16_f32,
-//       dot_f32_unaligned, rmsnorm, swiglu, softmax, rope, cache_value, attend, sum_bytes
+//       dot_f32_unaligned, rmsnorm, swiglu, softmax, rope, cache_value, attend, sum_bytes,
+//       Legacy32, dot_legacy32_q8k32, activation_scale, dot_q2k_q8k, dot_q3k_q8k,
+//       dot_iq4xs_q8k, quantize_row_q8_k_activations
 //   kernels/weight_types.hpp
 //     ReferenceDot, WeightTraits, WeightTypeInfo, weight_type_info
 //   quant/dequantize.hpp
 //     dequantize_row_f32, dequantize_row_f16, dequantize_row_bf16, dequantize_row_q8_0,
-//       dequantize_row_q8_k, dequantize_row_q4_k, dequantize_row_q5_k, dequantize_row_q6_k
+//       dequantize_row_q8_k, dequantize_row_q4_k, dequantize_row_q5_k, dequantize_row_q6_k,
+//       dequantize_row_q4_0, dequantize_row_q4_1, dequantize_row_q5_0, dequantize_row_q5_1,
+//       dequantize_row_iq4_nl, dequantize_row_q2_k, dequantize_row_q3_k, dequantize_row_iq4_xs
 //   quant/quantize.hpp
 //     QuantizeEffort, quantize_row_f32, quantize_row_f16, quantize_row_bf16, quantize_row_q8_0,
 //       quantize_row_q8_k, quantize_row_q4_k, quantize_row_q5_k, quantize_row_q6_k

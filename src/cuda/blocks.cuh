@@ -535,15 +535,15 @@ struct Format<GGMLType::Q5_K> : FormatEntry<FormatQ5K, true, ActRule::kquant> {}
 template <>
 struct Format<GGMLType::Q6_K> : FormatEntry<FormatQ6K, true, ActRule::kquant> {};
 template <>
-struct Format<GGMLType::Q4_0> : FormatEntry<FormatQ4_0, false, ActRule::q8_0> {};
+struct Format<GGMLType::Q4_0> : FormatEntry<FormatQ4_0, false, ActRule::kquant> {};
 template <>
-struct Format<GGMLType::Q4_1> : FormatEntry<FormatQ4_1, false, ActRule::q8_0> {};
+struct Format<GGMLType::Q4_1> : FormatEntry<FormatQ4_1, false, ActRule::kquant> {};
 template <>
-struct Format<GGMLType::Q5_0> : FormatEntry<FormatQ5_0, false, ActRule::q8_0> {};
+struct Format<GGMLType::Q5_0> : FormatEntry<FormatQ5_0, false, ActRule::kquant> {};
 template <>
-struct Format<GGMLType::Q5_1> : FormatEntry<FormatQ5_1, false, ActRule::q8_0> {};
+struct Format<GGMLType::Q5_1> : FormatEntry<FormatQ5_1, false, ActRule::kquant> {};
 template <>
-struct Format<GGMLType::IQ4_NL> : FormatEntry<FormatIQ4NL, false, ActRule::q8_0> {};
+struct Format<GGMLType::IQ4_NL> : FormatEntry<FormatIQ4NL, false, ActRule::kquant> {};
 template <>
 struct Format<GGMLType::Q2_K> : FormatEntry<FormatQ2K, false, ActRule::kquant> {};
 template <>

@@ -4,7 +4,12 @@
 //
 //   ActivationType::F32     F32/F16/BF16 weights: plain floats.
 //   ActivationType::Q8_0    Q8_0 weights: ggml's Q8_0 (per 32 values an fp16 d, int8 q).
-//   ActivationType::Q8_K32  Q4_K/Q5_K/Q6_K weights: per 256 values (one weight
+//   ActivationType::Q8_K    Q2_K, Q3_K, IQ4_XS weights: ggml's Q8_K (BlockQ8K, quant/blocks.hpp:
+//                           per 256 values one float d = max|x| / 127, q = round_half_even(x *
+//                           (127 / max|x|)), and the 16 sums of q over each 16 values), the
+//                           golden engine's activations for these types on x86.
+//   ActivationType::Q8_K32  Q4_K/Q5_K/Q6_K and the 32-weight formats (Q4_0 to IQ4_NL): per
+//                           256 values (one weight
 //                           super-block) 8 float scales, one per 32 values, 256 int8
 //                           q and the 16 sums of q over each 16 values.
 //
@@ -37,7 +42,7 @@
 
 SMOL_NAMESPACE_BEGIN
 
-enum class ActivationType : uint8_t { F32, Q8_0, Q8_K32 };
+enum class ActivationType : uint8_t { F32, Q8_0, Q8_K32, Q8_K };
 
 struct BlockQ8K32 {
     float d[QK_K / 32];        // scale of each 32 values (bf16-representable)
@@ -54,16 +59,19 @@ inline const char* activation_type_name(ActivationType type) noexcept {
             return "Q8_0";
         case ActivationType::Q8_K32:
             return "Q8_K32";
+        case ActivationType::Q8_K:
+            return "Q8_K";
     }
     return "?";
 }
 
-// Values per block: 1, 32, 256.
+// Values per block: 1, 32, 256, 256.
 inline size_t activation_block_size(ActivationType type) noexcept {
     switch (type) {
         case ActivationType::Q8_0:
             return QK8_0;
         case ActivationType::Q8_K32:
+        case ActivationType::Q8_K:
             return QK_K;
         default:
             return 1;
@@ -77,6 +85,8 @@ inline size_t activation_row_bytes(ActivationType type, size_t cols) noexcept {
             return cols / QK8_0 * sizeof(BlockQ8_0);
         case ActivationType::Q8_K32:
             return cols / QK_K * sizeof(BlockQ8K32);
+        case ActivationType::Q8_K:
+            return cols / QK_K * sizeof(BlockQ8K);
         default:
             return cols * sizeof(float);
     }
@@ -106,6 +116,12 @@ inline void dequantize_activation_row(ActivationType type, const void* row, floa
                 const BlockQ8K32& block = blocks[i / QK_K];
                 out[i] = block.d[(i % QK_K) / 32] * float(block.qs[i % QK_K]);
             }
+            break;
+        }
+        case ActivationType::Q8_K: {
+            const BlockQ8K* blocks = static_cast<const BlockQ8K*>(row);
+            for (size_t i = 0; i < cols; ++i)
+                out[i] = blocks[i / QK_K].d * float(blocks[i / QK_K].qs[i % QK_K]);
             break;
         }
     }

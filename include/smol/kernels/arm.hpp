@@ -219,6 +219,8 @@ inline KernelSet arm_common(CpuLevel level) noexcept {
     KernelSet set;
     set.level = level;
     set.quantize_q8_k32 = &neon_common::quantize_row_q8_k32;
+    // One scale per 256 values: the scalar quantizer serves every level.
+    set.quantize_q8_k = &scalar::quantize_row_q8_k_activations;
     set.quantize_q8_0 = &neon_common::quantize_row_q8_0;
     set.of(GGMLType::F32).tiles = tile_row(
         [](auto n) { return &neon_common::tile_float<GGMLType::F32, decltype(n)::value>; });

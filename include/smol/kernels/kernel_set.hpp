@@ -206,6 +206,7 @@ struct KernelSet {
     // ---- activation quantization (bit-identical across levels) ----
     void (*quantize_q8_k32)(const float* x, BlockQ8K32* y, size_t n) = nullptr;  // n % 256 == 0
     void (*quantize_q8_0)(const float* x, BlockQ8_0* y, size_t n) = nullptr;     // n % 32 == 0
+    void (*quantize_q8_k)(const float* x, BlockQ8K* y, size_t n) = nullptr;      // n % 256 == 0
     // Q8_K32 blocks from the quantizer's order into the order this set's K-quant
     // tiles read (they may permute values, see x86.hpp); nullptr: no permutation.
     void (*layout_q8_k32)(const BlockQ8K32* quantized, BlockQ8K32* out, size_t n_blocks) = nullptr;
@@ -313,6 +314,7 @@ inline KernelSet make_kernel_set(const KernelParams& params = {}) noexcept {
     set.level = CpuLevel::scalar;
     set.params = decode_chunks_only(params);
     set.quantize_q8_k32 = &quantize_row_q8_k32;
+    set.quantize_q8_k = &quantize_row_q8_k_activations;
     set.quantize_q8_0 = &quantize_row_q8_0;
     for_each_weight_type<WeightTraits>([&](auto traits) {
         using Traits = decltype(traits);

@@ -31,7 +31,7 @@
 //       the result keeps `name`, so it must outlive the matrix like the bytes.
 //   bool is_supported_weight_type(GGMLType);   // the WeightTypes list (quant/types.hpp)
 //   ActivationType activation_type_for(GGMLType weight_type);
-//       Q8_K32 for Q4_K/Q5_K/Q6_K, Q8_0 for Q8_0, F32 for F32/F16/BF16
+//       Q8_0 for Q8_0, F32 for F32/F16/BF16, Q8_K32 for the other quantized types
 //       (formats and the BlockQ8K32 layout: activations.hpp).
 //
 //   class QuantizedInput   activations quantized once, read by every matrix using them
@@ -122,7 +122,9 @@ inline WeightMatrix make_weight_matrix(GGMLType type, const void* data, size_t r
         smol::detail::fail(ErrorKind::unsupported,
                            what + ": type " + type_name(type) + " has no matmul kernel");
     }
-    const size_t block = type_traits(type).block_size;
+    // The activations' blocks too: a 32-weight format meets Q8_K32 (256 values).
+    const size_t block = std::max<size_t>(type_traits(type).block_size,
+                                          activation_block_size(activation_type_for(type)));
     if (cols == 0 || cols % block != 0) {
         smol::detail::fail(ErrorKind::shape, what + ": " + std::to_string(cols) +
                                                  " columns is not a multiple of the " +
@@ -215,6 +217,9 @@ public:
                         break;
                     case ActivationType::Q8_0:
                         kernels_->quantize_q8_0(src, reinterpret_cast<BlockQ8_0*>(dst), cols);
+                        break;
+                    case ActivationType::Q8_K:
+                        kernels_->quantize_q8_k(src, reinterpret_cast<BlockQ8K*>(dst), cols);
                         break;
                     case ActivationType::F32:
                         std::memcpy(dst, src, cols * sizeof(float));

@@ -26,16 +26,18 @@
 //     dot_s = sum_g scale[g] * (sum_{i in g} q6[i] * q8[i] - 32 * bsums[g])   (integer)
 //     result += (d(w) * d_s(x)) * dot_s
 //   Q8_0 x Q8_0, per 32: result += d(w) * d(x) * sum q(w) * q(x).
-//   Q4_0 / Q5_0 / IQ4_NL x Q8_0: as Q8_0 with q(w) the block's signed integer value
-//     (q - 8, q - 16, kIQ4Values[q]); Q4_1 / Q5_1 x Q8_0: q(w) unsigned, and per block
-//     result += m(w) * d(x) * sum q(x) (the offset meets the activations' integer sum).
-//   Q2_K x Q8_K32, per sub-block s, over its two 16-groups g = 2s, 2s + 1:
+//   Q4_0 / Q5_0 / IQ4_NL x Q8_K32: weight block j meets activation sub-block j (32
+//     values, scale d_j(x)) and is multiplied as Q8_0 with q(w) the block's signed
+//     integer value (q - 8, q - 16, kIQ4Values[q]): lane k += (d(w) * d_j(x)) * the sum
+//     over values 4k .. 4k + 3; Q4_1 / Q5_1: q(w) unsigned, and lane k then adds
+//     (m(w) * d_j(x)) * the same values' activation sum.
+//   Q2_K x Q8_K, per sub-block s of 32 (lane s), over its two 16-groups g = 2s, 2s + 1:
 //     dot_s = sum_g (sc[g] & 15) * sum_{i in g} q2[i] * q8[i],  min_s = sum_g (sc[g] >> 4) * bsums[g]
-//     result += (d(w) * d_s(x)) * dot_s - (dmin(w) * d_s(x)) * min_s
-//   Q3_K x Q8_K32: dot_s = sum_g scale[g] * sum_{i in g} q3[i] * q8[i] (q3 in [-4, 3]),
-//     result += (d(w) * d_s(x)) * dot_s
-//   IQ4_XS x Q8_K32: dot_s = scale[s] * sum_{i in s} kIQ4Values[q[i]] * q8[i],
-//     result += (d(w) * d_s(x)) * dot_s
+//     result += (d(w) * d(x)) * dot_s - (dmin(w) * d(x)) * min_s
+//   Q3_K x Q8_K: dot_s = sum_g scale[g] * sum_{i in g} q3[i] * q8[i] (q3 in [-4, 3]),
+//     result += (d(w) * d(x)) * dot_s
+//   IQ4_XS x Q8_K: dot_s = scale[s] * sum_{i in s} kIQ4Values[q[i]] * q8[i],
+//     result += (d(w) * d(x)) * dot_s
 //   F32/F16/BF16 x F32: plain float dot (F16/BF16 widened exactly to float first).
 //
 // Activation quantization: Q8_K32 as specified in activations.hpp. Q8_0, per
@@ -126,6 +128,27 @@ inline void quantize_row_q8_k32(const float* x, BlockQ8K32* y, size_t n) noexcep
             int sum = 0;
             for (int i = 0; i < 16; ++i) sum += block.qs[16 * g + i];
             block.bsums[g] = int16_t(sum);
+        }
+    }
+}
+
+// Q8_K activations, n a multiple of 256: per 256 values d = max|x| / 127 and
+// q = round_half_even(x * (127 / max|x|)) (|q| <= 127), all 0 for an all-zero
+// block; the golden engine's x86 rule (its scale is not rounded).
+inline void quantize_row_q8_k_activations(const float* x, BlockQ8K* y, size_t n) noexcept {
+    for (size_t b = 0; b < n / QK_K; ++b, x += QK_K) {
+        float max_abs = 0.0f;
+        for (int i = 0; i < QK_K; ++i) max_abs = std::fmax(max_abs, std::fabs(x[i]));
+        y[b].d = max_abs / 127.0f;
+        const float inverse = max_abs != 0.0f ? 127.0f / max_abs : 0.0f;
+        for (int i = 0; i < QK_K; ++i) {
+            const int q = detail::round_even(x[i] * inverse);
+            y[b].qs[i] = int8_t(q > 127 ? 127 : (q < -127 ? -127 : q));
+        }
+        for (int g = 0; g < QK_K / 16; ++g) {
+            int sum = 0;
+            for (int i = 0; i < 16; ++i) sum += y[b].qs[16 * g + i];
+            y[b].bsums[g] = int16_t(sum);
         }
     }
 }
@@ -349,7 +372,7 @@ inline float dot_q8_0_q8_0(const uint8_t* w, const BlockQ8_0* x, size_t n_blocks
     return sum_lanes(lane);
 }
 
-// ---- the 32-weight formats against Q8_0 activations ----------------------------
+// ---- the 32-weight formats against Q8_K32 activations --------------------------
 //
 // One entry per format: its block, the integer value of weight j (signed for
 // Q4_0 / Q5_0 / IQ4_NL, unsigned for Q4_1 / Q5_1, which add m), and whether it
@@ -395,24 +418,29 @@ struct Legacy32<BlockIQ4NL> {
     }
 };
 
-// w: n_blocks blocks at any byte address. As dot_q8_0_q8_0: lane k holds the
-// integer sums of values 4k .. 4k + 3 of every block; with an offset, each
-// lane then adds m(w) * d(x) times the same values' activation sum.
+// w: n_blocks 32-weight blocks at any byte address; x: Q8_K32 blocks, one per
+// 8 weight blocks (the reference engine's x86 kernels meet these formats with
+// its Q8_2 activations: per 32 values a bf16 scale and codes rounded against
+// it, the Q8_K32 rule; with ggml's Q8_0, fp16 scales, long prompts' greedy
+// paths leave the goldens at unambiguous steps). As dot_q8_0_q8_0: lane k
+// holds the integer sums of values 4k .. 4k + 3 of every block; with an
+// offset, each lane then adds m(w) * d(x) times the same values' activation sum.
 template <class Block>
-inline float dot_legacy32_q8_0(const uint8_t* w, const BlockQ8_0* x, size_t n_blocks) noexcept {
+inline float dot_legacy32_q8k32(const uint8_t* w, const BlockQ8K32* x, size_t n_blocks) noexcept {
     using Format = Legacy32<Block>;
     float lane[8] = {};
     for (size_t b = 0; b < n_blocks; ++b) {
         const uint8_t* block = w + b * sizeof(Block);
-        const float dx = fp16_to_fp32(x[b].d);
+        const float dx = x[b / 8].d[b % 8];
+        const int8_t* q8 = x[b / 8].qs + 32 * (b % 8);
         const float scale = fp16_to_fp32(load_u16(block)) * dx;
         float offset = 0;
         if constexpr (Format::has_min) offset = fp16_to_fp32(load_u16(block + 2)) * dx;
         for (int k = 0; k < 8; ++k) {
             int32_t dot = 0, sum = 0;
             for (int j = 4 * k; j < 4 * k + 4; ++j) {
-                dot += Format::value(block, j) * x[b].qs[j];
-                sum += x[b].qs[j];
+                dot += Format::value(block, j) * q8[j];
+                sum += q8[j];
             }
             lane[k] = smol::detail::fma(scale, float(dot), lane[k]);
             if constexpr (Format::has_min) lane[k] = smol::detail::fma(offset, float(sum), lane[k]);
@@ -421,9 +449,17 @@ inline float dot_legacy32_q8_0(const uint8_t* w, const BlockQ8_0* x, size_t n_bl
     return sum_lanes(lane);
 }
 
-// ---- Q2_K, Q3_K, IQ4_XS against Q8_K32 activations (lane s: sub-block s) ---------
+// ---- Q2_K, Q3_K, IQ4_XS against Q8_K activations (lane s: sub-block s) -----------
 
-inline float dot_q2k_q8k32(const uint8_t* w, const BlockQ8K32* x, size_t n_blocks) noexcept {
+// The scale of sub-block s of an activation block: Q8_K32's own, Q8_K's one.
+inline float activation_scale(const BlockQ8K32& x, int s) noexcept {
+    return x.d[s];
+}
+inline float activation_scale(const BlockQ8K& x, int) noexcept {
+    return x.d;
+}
+
+inline float dot_q2k_q8k(const uint8_t* w, const BlockQ8K* x, size_t n_blocks) noexcept {
     float lane[8] = {};
     for (size_t b = 0; b < n_blocks; ++b) {
         const uint8_t* block = w + b * sizeof(BlockQ2K);
@@ -440,14 +476,14 @@ inline float dot_q2k_q8k32(const uint8_t* w, const BlockQ8K32* x, size_t n_block
                 dot += (scales[g] & 0x0F) * group_dot;
                 min_term += (scales[g] >> 4) * x[b].bsums[g];
             }
-            lane[s] = smol::detail::fma(d * x[b].d[s], float(dot), lane[s]);
-            lane[s] = smol::detail::fma(-(dmin * x[b].d[s]), float(min_term), lane[s]);
+            lane[s] = smol::detail::fma(d * activation_scale(x[b], s), float(dot), lane[s]);
+            lane[s] = smol::detail::fma(-(dmin * activation_scale(x[b], s)), float(min_term), lane[s]);
         }
     }
     return sum_lanes(lane);
 }
 
-inline float dot_q3k_q8k32(const uint8_t* w, const BlockQ8K32* x, size_t n_blocks) noexcept {
+inline float dot_q3k_q8k(const uint8_t* w, const BlockQ8K* x, size_t n_blocks) noexcept {
     float lane[8] = {};
     for (size_t b = 0; b < n_blocks; ++b) {
         const uint8_t* block = w + b * sizeof(BlockQ3K);
@@ -466,13 +502,13 @@ inline float dot_q3k_q8k32(const uint8_t* w, const BlockQ8K32* x, size_t n_block
                 }
                 dot += smol::detail::q3k_scale(scales, g) * group_dot;
             }
-            lane[s] = smol::detail::fma(d * x[b].d[s], float(dot), lane[s]);
+            lane[s] = smol::detail::fma(d * activation_scale(x[b], s), float(dot), lane[s]);
         }
     }
     return sum_lanes(lane);
 }
 
-inline float dot_iq4xs_q8k32(const uint8_t* w, const BlockQ8K32* x, size_t n_blocks) noexcept {
+inline float dot_iq4xs_q8k(const uint8_t* w, const BlockQ8K* x, size_t n_blocks) noexcept {
     float lane[8] = {};
     for (size_t b = 0; b < n_blocks; ++b) {
         const uint8_t* block = w + b * sizeof(BlockIQ4XS);
@@ -485,7 +521,7 @@ inline float dot_iq4xs_q8k32(const uint8_t* w, const BlockQ8K32* x, size_t n_blo
             for (int j = 0; j < 32; ++j)
                 dot += kIQ4Values[smol::detail::nibble_of(qs + 16 * s, j)] * x[b].qs[32 * s + j];
             dot *= smol::detail::iq4xs_scale(scales_l, scales_h, s);
-            lane[s] = smol::detail::fma(d * x[b].d[s], float(dot), lane[s]);
+            lane[s] = smol::detail::fma(d * activation_scale(x[b], s), float(dot), lane[s]);
         }
     }
     return sum_lanes(lane);

@@ -62,12 +62,12 @@ inline float reference_dot_q6k(const uint8_t* w, const uint8_t* x, size_t cols) 
 }
 template <class Block>
 inline float reference_dot_legacy32(const uint8_t* w, const uint8_t* x, size_t cols) noexcept {
-    return kernels::scalar::dot_legacy32_q8_0<Block>(w, reinterpret_cast<const BlockQ8_0*>(x),
-                                                     cols / QK8_0);
+    return kernels::scalar::dot_legacy32_q8k32<Block>(w, reinterpret_cast<const BlockQ8K32*>(x),
+                                                      cols / QK8_0);
 }
-template <float (*dot)(const uint8_t*, const BlockQ8K32*, size_t)>
-inline float reference_dot_k32(const uint8_t* w, const uint8_t* x, size_t cols) noexcept {
-    return dot(w, reinterpret_cast<const BlockQ8K32*>(x), cols / QK_K);
+template <float (*dot)(const uint8_t*, const BlockQ8K*, size_t)>
+inline float reference_dot_q8k(const uint8_t* w, const uint8_t* x, size_t cols) noexcept {
+    return dot(w, reinterpret_cast<const BlockQ8K*>(x), cols / QK_K);
 }
 template <void (*convert)(const uint8_t*, kernels::scalar::ConvertedBlock&), size_t block_bytes>
 inline float reference_dot_converted(const uint8_t* w, const uint8_t* x, size_t cols) noexcept {
@@ -147,51 +147,54 @@ struct WeightTraits<GGMLType::Q6_K> : RowCodec<GGMLType::Q6_K> {
         &detail::reference_dot_converted<&kernels::scalar::convert_q6k_block, sizeof(BlockQ6K)>;
 };
 
-// The 32-weight formats meet Q8_0 activations, as the golden engine pairs
-// them on x86; Q2_K, Q3_K and IQ4_XS the K-quants' Q8_K32. None converts rows
-// for long batches.
+// The 32-weight formats meet the K-quants' Q8_K32 activations (a bf16-rounded
+// scale per 32 values: the golden engine's x86 Q8_2; they thus need rows of a
+// multiple of 256, as SmolLM3's are); Q2_K, Q3_K and IQ4_XS meet Q8_K (one
+// scale per 256), as the golden engine's x86 kernels do.
+// None converts rows for long batches: the golden engine converts Q4_0, Q5_0
+// and IQ4_NL rows to 8 bits without loss, so its long prompts compute the same.
 template <>
 struct WeightTraits<GGMLType::Q4_0> : RowCodec<GGMLType::Q4_0>, detail::NoConversion {
-    static constexpr ActivationType activation = ActivationType::Q8_0;
+    static constexpr ActivationType activation = ActivationType::Q8_K32;
     static constexpr ReferenceDot dot_reference = &detail::reference_dot_legacy32<BlockQ4_0>;
 };
 template <>
 struct WeightTraits<GGMLType::Q4_1> : RowCodec<GGMLType::Q4_1>, detail::NoConversion {
-    static constexpr ActivationType activation = ActivationType::Q8_0;
+    static constexpr ActivationType activation = ActivationType::Q8_K32;
     static constexpr ReferenceDot dot_reference = &detail::reference_dot_legacy32<BlockQ4_1>;
 };
 template <>
 struct WeightTraits<GGMLType::Q5_0> : RowCodec<GGMLType::Q5_0>, detail::NoConversion {
-    static constexpr ActivationType activation = ActivationType::Q8_0;
+    static constexpr ActivationType activation = ActivationType::Q8_K32;
     static constexpr ReferenceDot dot_reference = &detail::reference_dot_legacy32<BlockQ5_0>;
 };
 template <>
 struct WeightTraits<GGMLType::Q5_1> : RowCodec<GGMLType::Q5_1>, detail::NoConversion {
-    static constexpr ActivationType activation = ActivationType::Q8_0;
+    static constexpr ActivationType activation = ActivationType::Q8_K32;
     static constexpr ReferenceDot dot_reference = &detail::reference_dot_legacy32<BlockQ5_1>;
 };
 template <>
 struct WeightTraits<GGMLType::IQ4_NL> : RowCodec<GGMLType::IQ4_NL>, detail::NoConversion {
-    static constexpr ActivationType activation = ActivationType::Q8_0;
+    static constexpr ActivationType activation = ActivationType::Q8_K32;
     static constexpr ReferenceDot dot_reference = &detail::reference_dot_legacy32<BlockIQ4NL>;
 };
 template <>
 struct WeightTraits<GGMLType::Q2_K> : RowCodec<GGMLType::Q2_K>, detail::NoConversion {
-    static constexpr ActivationType activation = ActivationType::Q8_K32;
+    static constexpr ActivationType activation = ActivationType::Q8_K;
     static constexpr ReferenceDot dot_reference =
-        &detail::reference_dot_k32<&kernels::scalar::dot_q2k_q8k32>;
+        &detail::reference_dot_q8k<&kernels::scalar::dot_q2k_q8k>;
 };
 template <>
 struct WeightTraits<GGMLType::Q3_K> : RowCodec<GGMLType::Q3_K>, detail::NoConversion {
-    static constexpr ActivationType activation = ActivationType::Q8_K32;
+    static constexpr ActivationType activation = ActivationType::Q8_K;
     static constexpr ReferenceDot dot_reference =
-        &detail::reference_dot_k32<&kernels::scalar::dot_q3k_q8k32>;
+        &detail::reference_dot_q8k<&kernels::scalar::dot_q3k_q8k>;
 };
 template <>
 struct WeightTraits<GGMLType::IQ4_XS> : RowCodec<GGMLType::IQ4_XS>, detail::NoConversion {
-    static constexpr ActivationType activation = ActivationType::Q8_K32;
+    static constexpr ActivationType activation = ActivationType::Q8_K;
     static constexpr ReferenceDot dot_reference =
-        &detail::reference_dot_k32<&kernels::scalar::dot_iq4xs_q8k32>;
+        &detail::reference_dot_q8k<&kernels::scalar::dot_iq4xs_q8k>;
 };
 
 static_assert(detail::every_type_has<WeightTraits>(WeightTypes{}),

@@ -351,6 +351,8 @@ inline KernelSet x86_common(CpuLevel level, void (*layout_q8_k32)(const BlockQ8K
     KernelSet set;
     set.level = level;
     set.quantize_q8_k32 = &avx2::quantize_row_q8_k32;
+    // One scale per 256 values: the scalar quantizer serves every level.
+    set.quantize_q8_k = &scalar::quantize_row_q8_k_activations;
     set.quantize_q8_0 = &avx2::quantize_row_q8_0;
     set.layout_q8_k32 = layout_q8_k32;
     set.of(GGMLType::F32).tiles =
