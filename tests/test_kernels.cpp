@@ -117,7 +117,8 @@ std::vector<uint8_t> random_weights(GGMLType type, size_t rows, size_t cols) {
             case GGMLType::Q5_1:
                 // d, then m.
                 for (size_t b = 0; b < cols / 32; ++b) {
-                    const uint16_t d = half(uniform(0.001f, 0.01f)), m = half(uniform(-0.05f, 0.05f));
+                    const uint16_t d = half(uniform(0.001f, 0.01f)),
+                                   m = half(uniform(-0.05f, 0.05f));
                     std::memcpy(row + b * smol::type_traits(type).type_size, &d, sizeof d);
                     std::memcpy(row + b * smol::type_traits(type).type_size + 2, &m, sizeof m);
                 }
@@ -135,7 +136,8 @@ std::vector<uint8_t> random_weights(GGMLType type, size_t rows, size_t cols) {
                 break;
             case GGMLType::IQ4_XS:
                 for (size_t b = 0; b < cols / 256; ++b)
-                    reinterpret_cast<smol::BlockIQ4XS*>(row)[b].d = half(uniform(0.00002f, 0.0002f));
+                    reinterpret_cast<smol::BlockIQ4XS*>(row)[b].d =
+                        half(uniform(0.00002f, 0.0002f));
                 break;
             case GGMLType::F16: {
                 auto* h = reinterpret_cast<uint16_t*>(row);
@@ -221,18 +223,17 @@ const kernels::KernelSet& scalar_set() {
     return kernels::kernel_set(smol::CpuLevel::scalar);
 }
 
-const GGMLType kAllTypes[] = {GGMLType::Q4_K, GGMLType::Q5_K,   GGMLType::Q6_K, GGMLType::Q8_0,
-                              GGMLType::F16,  GGMLType::BF16,   GGMLType::F32,  GGMLType::Q4_0,
-                              GGMLType::Q4_1, GGMLType::Q5_0,   GGMLType::Q5_1, GGMLType::IQ4_NL,
-                              GGMLType::Q2_K, GGMLType::Q3_K,   GGMLType::IQ4_XS};
+const GGMLType kAllTypes[] = {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K,  GGMLType::Q8_0,
+                              GGMLType::F16,  GGMLType::BF16, GGMLType::F32,   GGMLType::Q4_0,
+                              GGMLType::Q4_1, GGMLType::Q5_0, GGMLType::Q5_1,  GGMLType::IQ4_NL,
+                              GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS};
 static_assert(std::size(kAllTypes) == smol::kWeightTypeCount, "every weight type is tested");
 
 // The types every level (but scalar) has stored-row tiles of its own for; the
 // others run the scalar spec except where a level's row in the kernel-set
 // table lists them.
-const GGMLType kTilesEverywhere[] = {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K,
-                                     GGMLType::Q8_0, GGMLType::F16,  GGMLType::BF16,
-                                     GGMLType::F32};
+const GGMLType kTilesEverywhere[] = {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q8_0,
+                                     GGMLType::F16,  GGMLType::BF16, GGMLType::F32};
 
 }  // namespace
 
@@ -278,13 +279,16 @@ TEST_CASE("kernel sets: each level has the packed, converted and interleaved row
         std::vector<GGMLType> own;  // own stored-row tiles beyond kTilesEverywhere
     };
     using T = GGMLType;
-    const std::vector<GGMLType> legacy32 = {T::Q4_0, T::Q4_1, T::Q5_0, T::Q5_1,
+    const std::vector<GGMLType> legacy32 = {T::Q4_0,   T::Q4_1, T::Q5_0, T::Q5_1,
                                             T::IQ4_NL, T::Q2_K, T::Q3_K, T::IQ4_XS};
     const Level table[] = {
         {smol::CpuLevel::scalar, {}, {T::Q4_K, T::Q5_K, T::Q6_K}, {}, {}},
         {smol::CpuLevel::avx2, {T::Q4_K}, {T::Q4_K, T::Q5_K}, {}, legacy32},
         {smol::CpuLevel::avxvnni, {}, {T::Q4_K, T::Q5_K, T::Q6_K}, {}, legacy32},
-        {smol::CpuLevel::avx512, {T::Q4_K}, {T::Q4_K, T::Q5_K, T::Q6_K}, {T::Q4_K, T::Q5_K},
+        {smol::CpuLevel::avx512,
+         {T::Q4_K},
+         {T::Q4_K, T::Q5_K, T::Q6_K},
+         {T::Q4_K, T::Q5_K},
          legacy32},
         {smol::CpuLevel::amx, {T::Q4_K}, {T::Q4_K, T::Q5_K, T::Q6_K}, {T::Q4_K, T::Q5_K}, legacy32},
         {smol::CpuLevel::neon, {}, {}, {}, {}},
@@ -576,12 +580,13 @@ TEST_CASE("quantize_row_q8_k_activations: one scale per 256, codes within half a
     const size_t n = 512;
     std::vector<float> x = random_floats(n);
     std::fill(x.begin() + 256, x.end(), 0.0f);  // an all-zero block
-    x[7] = -4.0f;                                // the largest magnitude is negative
+    x[7] = -4.0f;                               // the largest magnitude is negative
     std::vector<smol::BlockQ8K> q(n / 256);
     kernels::scalar::quantize_row_q8_k_activations(x.data(), q.data(), n);
     CHECK(q[0].d == 4.0f / 127.0f);
     CHECK(q[0].qs[7] == -127);
-    for (int i = 0; i < 256; ++i) CHECK(std::fabs(q[0].d * q[0].qs[i] - x[size_t(i)]) <= q[0].d * 0.5f + 1e-6f);
+    for (int i = 0; i < 256; ++i)
+        CHECK(std::fabs(q[0].d * q[0].qs[i] - x[size_t(i)]) <= q[0].d * 0.5f + 1e-6f);
     for (int g = 0; g < 16; ++g) {
         int sum = 0;
         for (int i = 0; i < 16; ++i) sum += q[0].qs[16 * g + i];
@@ -639,15 +644,27 @@ TEST_CASE(
             case GGMLType::Q5_K:
                 scale_fields = {offsetof(smol::BlockQ5K, d), offsetof(smol::BlockQ5K, dmin)};
                 break;
-            case GGMLType::Q6_K: scale_fields = {offsetof(smol::BlockQ6K, d)}; break;
+            case GGMLType::Q6_K:
+                scale_fields = {offsetof(smol::BlockQ6K, d)};
+                break;
             case GGMLType::Q2_K:
                 scale_fields = {offsetof(smol::BlockQ2K, d), offsetof(smol::BlockQ2K, dmin)};
                 break;
-            case GGMLType::Q3_K: scale_fields = {offsetof(smol::BlockQ3K, d)}; break;
-            case GGMLType::IQ4_XS: scale_fields = {offsetof(smol::BlockIQ4XS, d)}; break;
-            case GGMLType::Q4_1: scale_fields = {offsetof(smol::BlockQ4_1, d), offsetof(smol::BlockQ4_1, m)}; break;
-            case GGMLType::Q5_1: scale_fields = {offsetof(smol::BlockQ5_1, d), offsetof(smol::BlockQ5_1, m)}; break;
-            default: scale_fields = {0}; break;  // Q8_0, Q4_0, Q5_0, IQ4_NL: d first
+            case GGMLType::Q3_K:
+                scale_fields = {offsetof(smol::BlockQ3K, d)};
+                break;
+            case GGMLType::IQ4_XS:
+                scale_fields = {offsetof(smol::BlockIQ4XS, d)};
+                break;
+            case GGMLType::Q4_1:
+                scale_fields = {offsetof(smol::BlockQ4_1, d), offsetof(smol::BlockQ4_1, m)};
+                break;
+            case GGMLType::Q5_1:
+                scale_fields = {offsetof(smol::BlockQ5_1, d), offsetof(smol::BlockQ5_1, m)};
+                break;
+            default:
+                scale_fields = {0};
+                break;  // Q8_0, Q4_0, Q5_0, IQ4_NL: d first
         }
         const size_t block_bytes = smol::type_traits(type).type_size;
         const size_t block_values = smol::type_traits(type).block_size;
@@ -1344,7 +1361,8 @@ TEST_CASE("matmul: bad arguments throw smol::Error naming the problem") {
         CHECK(e.kind() == smol::ErrorKind::shape);
         CHECK(std::string(e.what()).find("blk.0.ffn_up") != std::string::npos);
     }
-    CHECK_THROWS_AS(smol::make_weight_matrix(GGMLType::IQ2_XS, w_bytes.data(), 2, 256), smol::Error);
+    CHECK_THROWS_AS(smol::make_weight_matrix(GGMLType::IQ2_XS, w_bytes.data(), 2, 256),
+                    smol::Error);
     CHECK_THROWS_AS(wrong_cols.quantize(GGMLType::Q4_K, x.data(), 1, 100), smol::Error);
 }
 

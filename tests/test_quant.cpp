@@ -274,10 +274,10 @@ TEST_CASE("quantize_row edge cases: zeros, constants, magnitudes, outliers") {
 
 TEST_CASE("type table: the weight types, their order, and the reference codecs over them") {
     // The list every per-type table follows (quant/types.hpp), in its order.
-    const GGMLType expected[] = {GGMLType::F32,  GGMLType::F16,    GGMLType::BF16, GGMLType::Q8_0,
-                                 GGMLType::Q4_K, GGMLType::Q5_K,   GGMLType::Q6_K, GGMLType::Q4_0,
-                                 GGMLType::Q4_1, GGMLType::Q5_0,   GGMLType::Q5_1, GGMLType::IQ4_NL,
-                                 GGMLType::Q2_K, GGMLType::Q3_K,   GGMLType::IQ4_XS};
+    const GGMLType expected[] = {GGMLType::F32,  GGMLType::F16,  GGMLType::BF16,  GGMLType::Q8_0,
+                                 GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K,  GGMLType::Q4_0,
+                                 GGMLType::Q4_1, GGMLType::Q5_0, GGMLType::Q5_1,  GGMLType::IQ4_NL,
+                                 GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS};
     REQUIRE(smol::kWeightTypeCount == 15);
     for (size_t i = 0; i < smol::kWeightTypeCount; ++i)
         CHECK(smol::weight_type_index(expected[i]) == int(i));

@@ -52,11 +52,11 @@ struct Recipe {
     float loose = 0.03f;
 };
 const Recipe kRecipes[] = {
-    {"Q4_0", GGMLType::Q4_0, false},     {"Q4_1", GGMLType::Q4_1, true},
-    {"Q5_0", GGMLType::Q5_0, true},      {"Q5_1", GGMLType::Q5_1, false},
-    {"IQ4_NL", GGMLType::IQ4_NL, true},  {"IQ4_XS", GGMLType::IQ4_XS, false, 0.05f},
-    {"Q3_K_S", GGMLType::Q3_K, false},   {"Q2_K", GGMLType::Q2_K, false},
-    {"Q3_K_M", GGMLType::Q3_K, true},    {"IQ4_XS-imatrix", GGMLType::IQ4_XS, false, 0.05f},
+    {"Q4_0", GGMLType::Q4_0, false},         {"Q4_1", GGMLType::Q4_1, true},
+    {"Q5_0", GGMLType::Q5_0, true},          {"Q5_1", GGMLType::Q5_1, false},
+    {"IQ4_NL", GGMLType::IQ4_NL, true},      {"IQ4_XS", GGMLType::IQ4_XS, false, 0.05f},
+    {"Q3_K_S", GGMLType::Q3_K, false},       {"Q2_K", GGMLType::Q2_K, false},
+    {"Q3_K_M", GGMLType::Q3_K, true},        {"IQ4_XS-imatrix", GGMLType::IQ4_XS, false, 0.05f},
     {"Q2_K-imatrix", GGMLType::Q2_K, false},
 };
 
@@ -90,7 +90,8 @@ TEST_CASE("weight types: the reference's logits and greedy paths on every recipe
         const auto layers = smol::gguf::File::open(types_dir() + name + ".layers.gguf");
         std::map<GGMLType, int> counts;
         for (const auto& t : layers->tensors()) ++counts[t.type];
-        CHECK_MESSAGE(counts[recipe.type] > 0, name << " holds no " << smol::type_name(recipe.type));
+        CHECK_MESSAGE(counts[recipe.type] > 0,
+                      name << " holds no " << smol::type_name(recipe.type));
 
         // The fixtures' rule, or the measured distance of a recipe not there yet.
         const float fraction = recipe.golden_rule ? 0.02f : recipe.loose;

@@ -351,7 +351,8 @@ inline void complete_with_spec(KernelSet& set) noexcept {
         if (!complete) kernels.tiles = spec;
         kernels.tiles_from =
             kernels.tiles[0] == spec[0] ? TileSource::scalar_spec : TileSource::level;
-        if (kernels.tiles_from == TileSource::scalar_spec) kernels.tiles_read_quantizer_order = true;
+        if (kernels.tiles_from == TileSource::scalar_spec)
+            kernels.tiles_read_quantizer_order = true;
     });
 }
 

@@ -32,8 +32,8 @@
 //     over values 4k .. 4k + 3; Q4_1 / Q5_1: q(w) unsigned, and lane k then adds
 //     (m(w) * d_j(x)) * the same values' activation sum.
 //   Q2_K x Q8_K, per sub-block s of 32 (lane s), over its two 16-groups g = 2s, 2s + 1:
-//     dot_s = sum_g (sc[g] & 15) * sum_{i in g} q2[i] * q8[i],  min_s = sum_g (sc[g] >> 4) * bsums[g]
-//     result += (d(w) * d(x)) * dot_s - (dmin(w) * d(x)) * min_s
+//     dot_s = sum_g (sc[g] & 15) * sum_{i in g} q2[i] * q8[i],  min_s = sum_g (sc[g] >> 4) *
+//     bsums[g] result += (d(w) * d(x)) * dot_s - (dmin(w) * d(x)) * min_s
 //   Q3_K x Q8_K: dot_s = sum_g scale[g] * sum_{i in g} q3[i] * q8[i] (q3 in [-4, 3]),
 //     result += (d(w) * d(x)) * dot_s
 //   IQ4_XS x Q8_K: dot_s = scale[s] * sum_{i in s} kIQ4Values[q[i]] * q8[i],
@@ -477,7 +477,8 @@ inline float dot_q2k_q8k(const uint8_t* w, const BlockQ8K* x, size_t n_blocks) n
                 min_term += (scales[g] >> 4) * x[b].bsums[g];
             }
             lane[s] = smol::detail::fma(d * activation_scale(x[b], s), float(dot), lane[s]);
-            lane[s] = smol::detail::fma(-(dmin * activation_scale(x[b], s)), float(min_term), lane[s]);
+            lane[s] =
+                smol::detail::fma(-(dmin * activation_scale(x[b], s)), float(min_term), lane[s]);
         }
     }
     return sum_lanes(lane);

@@ -104,9 +104,9 @@ struct BlockIQ4NL {
 
 struct BlockQ2K {
     uint8_t scales[QK_K / 16];  // per group of 16: scale (low nibble), min (high nibble)
-    uint8_t qs[QK_K / 4];       // 2-bit q: byte 32h + l holds weight 128h + 32k + l in bits 2k, 2k+1
-    uint16_t d;                 // fp16 scale of the scales
-    uint16_t dmin;              // fp16 scale of the mins
+    uint8_t qs[QK_K / 4];  // 2-bit q: byte 32h + l holds weight 128h + 32k + l in bits 2k, 2k+1
+    uint16_t d;            // fp16 scale of the scales
+    uint16_t dmin;         // fp16 scale of the mins
 };
 
 struct BlockQ3K {
@@ -118,9 +118,9 @@ struct BlockQ3K {
 
 struct BlockIQ4XS {
     uint16_t d;
-    uint16_t scales_h;          // bits 2s, 2s+1: high 2 bits of sub-block s's scale
+    uint16_t scales_h;            // bits 2s, 2s+1: high 2 bits of sub-block s's scale
     uint8_t scales_l[QK_K / 64];  // nibble s % 2 of byte s / 2: low 4 bits of sub-block s's scale
-    uint8_t qs[QK_K / 2];       // 8 sub-blocks of 16 bytes, each laid out as an IQ4_NL block's
+    uint8_t qs[QK_K / 2];         // 8 sub-blocks of 16 bytes, each laid out as an IQ4_NL block's
 };
 
 // The 16 values the IQ4 formats' 4-bit indices stand for (ggml's

@@ -1,7 +1,7 @@
 // Reference (scalar) dequantization of the weight formats smol reads: F32,
 // F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K,
-// Q6_K, IQ4_XS (and Q8_K, the activation format, for tests), one function per type. Part of quant/reference.hpp, which holds
-// dequantize_row(type, ...), the entry that picks among them.
+// Q6_K, IQ4_XS (and Q8_K, the activation format, for tests), one function per type. Part of
+// quant/reference.hpp, which holds dequantize_row(type, ...), the entry that picks among them.
 //
 // This file is the readable spec of what each block means; the SIMD kernels are
 // tested against it. Element order inside a block (see blocks.hpp for the bytes):

@@ -135,11 +135,10 @@ static_assert(detail::every_type_has<RowCodec>(WeightTypes{}),
 
 // The types the reference converts: the weight types and Q8_K (the activation
 // format, for tests).
-using ReferenceTypes =
-    TypeList<GGMLType::F32, GGMLType::F16, GGMLType::BF16, GGMLType::Q8_0, GGMLType::Q4_K,
-             GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q4_0, GGMLType::Q4_1, GGMLType::Q5_0,
-             GGMLType::Q5_1, GGMLType::IQ4_NL, GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS,
-             GGMLType::Q8_K>;
+using ReferenceTypes = TypeList<GGMLType::F32, GGMLType::F16, GGMLType::BF16, GGMLType::Q8_0,
+                                GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q4_0,
+                                GGMLType::Q4_1, GGMLType::Q5_0, GGMLType::Q5_1, GGMLType::IQ4_NL,
+                                GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS, GGMLType::Q8_K>;
 static_assert(ReferenceTypes::size == WeightTypes::size + 1,
               "the reference converts every weight type, and Q8_K");
 

@@ -12,8 +12,10 @@
 //   1. quant/types.hpp          its id in WeightTypes (GGMLType and type_traits
 //                               already hold every ggml type's geometry)
 //   2. quant/blocks.hpp         the block struct as GGUF stores it, size asserted
-//   3. quant/reference.hpp      reference quantize / dequantize rows and its
-//                               RowCodec<type> entry
+//   3. quant/dequantize.hpp     its dequantize_row_* (the spec of its bytes), and
+//      quant/reference.hpp      its RowCodec<type> entry (RowCodecReadOnly when smol
+//                               does not write the type; a quantizer in quant/quantize.hpp
+//                               when it does)
 //   4. kernels/scalar.hpp       the scalar dot with its activation format (and a
 //                               conversion for long batches, if it has one): the spec
 //   5. kernels/weight_types.hpp its WeightTraits<type> entry (activation,
@@ -25,12 +27,18 @@
 //   7. src/cuda/blocks.cuh      a cuda_detail::Format<type> entry: the device's
 //      block decoding with matmul = true, or matmul = false (CPU only: a model
 //      with such matrices stays on the CPU under Device::automatic)
-//   8. kernels/activations.hpp  only for a new activation format
-// Tests: test_quant (round trips; dequantization against the fixtures'
-// independent dequant/ rows), test_kernels (kAllTypes and the per-level table:
-// every level against the scalar spec), test_cuda (kMatrixTypes, for a device
-// matmul), fixture goldens from the reference engine; then the README's list of
-// types and tools/smol-make-model's recipes.
+//   8. kernels/activations.hpp  only for a new activation format (with its
+//      quantizer in each KernelSet and QuantizedInput::quantize, kernels/kernels.hpp)
+//   9. smol.hpp                 the new public names in its listing (test_surface)
+// (Q4_0, the first type added on this list, touched 1-6 and 9: seven files of
+// include/, plus src/cuda/blocks.cuh.)
+// Tests: test_quant (the type table; round trips for the types smol writes;
+// dequantization against the fixtures' independent dequant/ rows), test_kernels
+// (kAllTypes and the per-level table: every level against the scalar spec),
+// test_types (a type's reference-made fixture: tests/data/types/README.md and
+// tools/reference-logits/make-type-fixtures.sh make it), test_cuda (kMatrixTypes,
+// for a device matmul), fixture goldens from the reference engine; then the
+// README's list of types and tools/smol-make-model's recipes.
 // This header stays plain C++ (nvcc compiles it for the CUDA kernels).
 #pragma once
 
