@@ -281,16 +281,25 @@ TEST_CASE("kernel sets: each level has the packed, converted and interleaved row
     using T = GGMLType;
     const std::vector<GGMLType> legacy32 = {T::Q4_0,   T::Q4_1, T::Q5_0, T::Q5_1,
                                             T::IQ4_NL, T::Q2_K, T::Q3_K, T::IQ4_XS};
+    // Q2_K, Q3_K and IQ4_XS convert rows wherever the level has their tiles (x86).
+    auto with_q8k = [](std::vector<GGMLType> types) {
+        types.insert(types.end(), {GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS});
+        return types;
+    };
     const Level table[] = {
-        {smol::CpuLevel::scalar, {}, {T::Q4_K, T::Q5_K, T::Q6_K}, {}, {}},
-        {smol::CpuLevel::avx2, {T::Q4_K}, {T::Q4_K, T::Q5_K}, {}, legacy32},
-        {smol::CpuLevel::avxvnni, {}, {T::Q4_K, T::Q5_K, T::Q6_K}, {}, legacy32},
+        {smol::CpuLevel::scalar, {}, with_q8k({T::Q4_K, T::Q5_K, T::Q6_K}), {}, {}},
+        {smol::CpuLevel::avx2, {T::Q4_K}, with_q8k({T::Q4_K, T::Q5_K}), {}, legacy32},
+        {smol::CpuLevel::avxvnni, {}, with_q8k({T::Q4_K, T::Q5_K, T::Q6_K}), {}, legacy32},
         {smol::CpuLevel::avx512,
          {T::Q4_K},
-         {T::Q4_K, T::Q5_K, T::Q6_K},
+         with_q8k({T::Q4_K, T::Q5_K, T::Q6_K}),
          {T::Q4_K, T::Q5_K},
          legacy32},
-        {smol::CpuLevel::amx, {T::Q4_K}, {T::Q4_K, T::Q5_K, T::Q6_K}, {T::Q4_K, T::Q5_K}, legacy32},
+        {smol::CpuLevel::amx,
+         {T::Q4_K},
+         with_q8k({T::Q4_K, T::Q5_K, T::Q6_K}),
+         {T::Q4_K, T::Q5_K},
+         legacy32},
         {smol::CpuLevel::neon, {}, {}, {}, {}},
         {smol::CpuLevel::dotprod, {}, {}, {}, {}},
     };
@@ -847,6 +856,55 @@ TEST_CASE("converted rows: each weight within the conversion's rounding, the dot
     }
 }
 
+TEST_CASE("converted Q2_K, Q3_K, IQ4_XS rows: each weight within half a step, the dot exact") {
+    for (GGMLType type : {GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS}) {
+        CAPTURE(smol::type_name(type));
+        const smol::WeightTypeInfo& info = *smol::weight_type_info(type);
+        CHECK(info.convert_min_tokens == 32u);
+        const size_t cols = 512, rows = 6;
+        const std::vector<uint8_t> w = random_weights(type, rows, cols);
+        const std::vector<float> x = random_floats(cols);
+        const std::vector<uint8_t> xq = reference_activations(type, x, 1, cols);
+        std::vector<float> xd(cols), wd(cols);
+        smol::dequantize_activation_row(ActivationType::Q8_K, xq.data(), xd.data(), cols);
+        std::vector<uint8_t> packed(kernels::scalar::converted_q8k_row_bytes(cols));
+        for (size_t r = 0; r < rows; ++r) {
+            const uint8_t* row = w.data() + r * smol::row_bytes(type, cols);
+            smol::dequantize_row(type, row, wd.data(), cols);
+            if (type == GGMLType::Q2_K)
+                kernels::scalar::pack_converted_q8k<GGMLType::Q2_K>(row, 0, 1, cols, packed.data());
+            else if (type == GGMLType::Q3_K)
+                kernels::scalar::pack_converted_q8k<GGMLType::Q3_K>(row, 0, 1, cols, packed.data());
+            else
+                kernels::scalar::pack_converted_q8k<GGMLType::IQ4_XS>(row, 0, 1, cols,
+                                                                      packed.data());
+            double exact = 0.0, scale = 0.0;
+            for (size_t b = 0; b < cols / 256; ++b) {
+                const uint8_t* block = packed.data() + b * kernels::scalar::kConvertedQ8KBytes;
+                const double step = smol::fp16_to_fp32(smol::load_u16(block));
+                double largest = 0;
+                for (size_t i = 0; i < 256; ++i)
+                    largest = std::max(largest, std::fabs(double(wd[256 * b + i])));
+                for (size_t i = 0; i < 256; ++i) {
+                    const double converted = step * int8_t(block[2 + i]);
+                    const double stored = wd[256 * b + i];
+                    // Half a step, and the fp16 rounding of the stored scale over
+                    // up to 128 codes (2^-11 relative, twice for good measure).
+                    CHECK(std::fabs(converted - stored) <=
+                          0.5 * step + std::ldexp(largest, -10) + 1e-12);
+                    exact += converted * double(xd[256 * b + i]);
+                    scale += std::fabs(converted * double(xd[256 * b + i]));
+                }
+            }
+            const float got = info.converted_dot_reference(row, xq.data(), cols);
+            CHECK(std::fabs(double(got) - exact) <= 2e-5 * scale + 1e-9);
+            CHECK(got == kernels::scalar::dot_converted_q8k(
+                             packed.data(), reinterpret_cast<const smol::BlockQ8K*>(xq.data()),
+                             cols / 256));
+        }
+    }
+}
+
 TEST_CASE("converted rows: every level's tiles equal the converted reference, bit for bit") {
     for (const kernels::KernelSet* set : runnable_sets())
         for (GGMLType type : kAllTypes) {
@@ -896,7 +954,8 @@ TEST_CASE("converted rows: every level's tiles equal the converted reference, bi
 TEST_CASE("matmul of a long batch: converted rows from the weight table's threshold on") {
     smol::ThreadPool pool(2);
     for (const kernels::KernelSet* set : runnable_sets())
-        for (GGMLType type : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K}) {
+        for (GGMLType type : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q2_K,
+                              GGMLType::Q3_K, GGMLType::IQ4_XS}) {
             for (size_t n_tokens : {size_t(31), size_t(32), size_t(63), size_t(70)}) {
                 const size_t rows = 100, cols = 2048;  // several row chunks
                 const std::string level_name = set->name();
@@ -940,7 +999,8 @@ TEST_CASE("matmul of a long batch: converted rows from the weight table's thresh
 TEST_CASE("matmul of a long batch: every level gives the converted reference's bits") {
     smol::ThreadPool pool(2);
     for (const kernels::KernelSet* set : runnable_sets())
-        for (GGMLType type : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K}) {
+        for (GGMLType type : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q2_K,
+                              GGMLType::Q3_K, GGMLType::IQ4_XS}) {
             if (!set->of(type).converted.pack) continue;
             const smol::ReferenceDot converted_dot =
                 smol::weight_type_info(type)->converted_dot_reference;

@@ -36,28 +36,34 @@ std::string types_dir() {
 }
 
 // The recipes with goldens, and a type each must hold in its layers (the
-// type it exists to test). `golden_rule`: whether smol meets the fixtures'
-// rule on it (fixtures README, Tolerances). The others do not yet: their
-// last-position logits sit at cosine 0.9988-0.9990 and 2.2-2.4 % of the range
-// from the reference's (IQ4_XS's top-8 up to 4.8 % at a 15-token prompt), or
-// their greedy path leaves it at the 24th step where the reference's gap was
-// 0.30-0.51 (benchmarks/RESULTS.md, "The hub's other types"). Until they do,
-// they are held to the measured distance (`loose`: cosine >= 0.998, top-8 and
-// last-position error within 3 % of the range, 5 % for IQ4_XS), so a wrong
-// kernel still fails, and their greedy paths are reported, not checked.
+// type it exists to test). Most meet the fixtures' rule (fixtures README,
+// Tolerances) in full. Not yet (benchmarks/RESULTS.md, "The hub's other
+// types"):
+//   - Q4_0, Q5_1, Q2_K: logits within the rule, but the greedy path of the
+//     251-token prompt leaves the reference's at step 23, 23 and 9, where its
+//     top-1/top-2 gap was 0.30, 0.51 and 0.36 (the rule allows < 0.25): their
+//     greedy paths are reported, not checked;
+//   - IQ4_XS: the reference's own IQ4_XS product of fewer than 32 tokens
+//     disagrees with its dot product on every other row (0.370 against 0.408
+//     and the exact 0.404; tools/reference-logits/row-check.cpp), so its
+//     goldens of short prompts and decode steps are not an exact engine's;
+//     its long prompt, which the reference computes over converted rows,
+//     meets the rule. Held to the measured distance (top-8 and last-position
+//     error within 5 % of the range, cosine >= 0.998), greedy reported.
 struct Recipe {
     const char* name;
     GGMLType type;
-    bool golden_rule;
-    float loose = 0.03f;
+    bool greedy = true;      // the greedy rule is checked
+    float fraction = 0.02f;  // top-8 and last-position error, of the logit range
+    double min_cosine = 0.999;
 };
 const Recipe kRecipes[] = {
-    {"Q4_0", GGMLType::Q4_0, false},         {"Q4_1", GGMLType::Q4_1, true},
-    {"Q5_0", GGMLType::Q5_0, true},          {"Q5_1", GGMLType::Q5_1, false},
-    {"IQ4_NL", GGMLType::IQ4_NL, true},      {"IQ4_XS", GGMLType::IQ4_XS, false, 0.05f},
-    {"Q3_K_S", GGMLType::Q3_K, false},       {"Q2_K", GGMLType::Q2_K, false},
-    {"Q3_K_M", GGMLType::Q3_K, true},        {"IQ4_XS-imatrix", GGMLType::IQ4_XS, false, 0.05f},
-    {"Q2_K-imatrix", GGMLType::Q2_K, false},
+    {"Q4_0", GGMLType::Q4_0, false},  {"Q4_1", GGMLType::Q4_1},
+    {"Q5_0", GGMLType::Q5_0},         {"Q5_1", GGMLType::Q5_1, false},
+    {"IQ4_NL", GGMLType::IQ4_NL},     {"IQ4_XS", GGMLType::IQ4_XS, false, 0.05f, 0.998},
+    {"Q3_K_S", GGMLType::Q3_K},       {"Q2_K", GGMLType::Q2_K, false},
+    {"Q3_K_M", GGMLType::Q3_K},       {"IQ4_XS-imatrix", GGMLType::IQ4_XS, false, 0.05f, 0.998},
+    {"Q2_K-imatrix", GGMLType::Q2_K},
 };
 
 // tiny-q4km.gguf with the recipe's layers; empty when the shared fixture is absent (skip).
@@ -93,9 +99,8 @@ TEST_CASE("weight types: the reference's logits and greedy paths on every recipe
         CHECK_MESSAGE(counts[recipe.type] > 0,
                       name << " holds no " << smol::type_name(recipe.type));
 
-        // The fixtures' rule, or the measured distance of a recipe not there yet.
-        const float fraction = recipe.golden_rule ? 0.02f : recipe.loose;
-        const double min_cosine = recipe.golden_rule ? 0.999 : 0.998;
+        const float fraction = recipe.fraction;
+        const double min_cosine = recipe.min_cosine;
         const auto golden = smol_test::load_golden_file(types_dir() + name + ".json");
         REQUIRE(golden.size() == 2);
         for (size_t pi = 0; pi < golden.size(); ++pi) {
@@ -133,12 +138,22 @@ TEST_CASE("weight types: the reference's logits and greedy paths on every recipe
                 CHECK_MESSAGE(pi == 0, where << ": the long prompt's logits file is missing");
             }
 
-            if (!recipe.golden_rule) {
-                MESSAGE(where << ": not at the golden rule yet; greedy path not checked");
-                continue;
-            }
             std::vector<float> step_logits(vocab);
             size_t pos = g.ids.size();
+            if (!recipe.greedy) {
+                // Reported, not checked: the steps our greedy path shares with the reference's.
+                size_t same = 0;
+                const float* logits = last;
+                while (same < g.greedy_ids.size() &&
+                       smol_test::argmax(logits, vocab) == g.greedy_ids[same]) {
+                    const int32_t id = g.greedy_ids[same++];
+                    model->forward(&id, 1, pos++, kv, step_logits.data());
+                    logits = step_logits.data();
+                }
+                MESSAGE(where << ": greedy identical for " << same << " of " << g.greedy_ids.size()
+                              << " steps (not checked)");
+                continue;
+            }
             const size_t same = smol_test::check_greedy(
                 g, last, vocab,
                 [&](int32_t id) {

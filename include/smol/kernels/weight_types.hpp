@@ -150,9 +150,10 @@ struct WeightTraits<GGMLType::Q6_K> : RowCodec<GGMLType::Q6_K> {
 // The 32-weight formats meet the K-quants' Q8_K32 activations (a bf16-rounded
 // scale per 32 values: the golden engine's x86 Q8_2; they thus need rows of a
 // multiple of 256, as SmolLM3's are); Q2_K, Q3_K and IQ4_XS meet Q8_K (one
-// scale per 256), as the golden engine's x86 kernels do.
-// None converts rows for long batches: the golden engine converts Q4_0, Q5_0
-// and IQ4_NL rows to 8 bits without loss, so its long prompts compute the same.
+// scale per 256), as the golden engine's x86 kernels do. Q2_K, Q3_K and IQ4_XS
+// convert rows from 32 tokens on as that engine does (kernels/scalar.hpp, "long
+// batches of Q2_K, Q3_K, IQ4_XS"); the 32-weight formats do not: the engine's
+// conversion of Q4_0, Q5_0 and IQ4_NL rows to 8 bits is lossless.
 template <>
 struct WeightTraits<GGMLType::Q4_0> : RowCodec<GGMLType::Q4_0>, detail::NoConversion {
     static constexpr ActivationType activation = ActivationType::Q8_K32;
@@ -179,22 +180,31 @@ struct WeightTraits<GGMLType::IQ4_NL> : RowCodec<GGMLType::IQ4_NL>, detail::NoCo
     static constexpr ReferenceDot dot_reference = &detail::reference_dot_legacy32<BlockIQ4NL>;
 };
 template <>
-struct WeightTraits<GGMLType::Q2_K> : RowCodec<GGMLType::Q2_K>, detail::NoConversion {
+struct WeightTraits<GGMLType::Q2_K> : RowCodec<GGMLType::Q2_K> {
     static constexpr ActivationType activation = ActivationType::Q8_K;
     static constexpr ReferenceDot dot_reference =
         &detail::reference_dot_q8k<&kernels::scalar::dot_q2k_q8k>;
+    static constexpr size_t convert_min_tokens = 32;
+    static constexpr ReferenceDot converted_dot_reference =
+        &detail::reference_dot_q8k<&kernels::scalar::dot_converted_q8k_stored<GGMLType::Q2_K>>;
 };
 template <>
-struct WeightTraits<GGMLType::Q3_K> : RowCodec<GGMLType::Q3_K>, detail::NoConversion {
+struct WeightTraits<GGMLType::Q3_K> : RowCodec<GGMLType::Q3_K> {
     static constexpr ActivationType activation = ActivationType::Q8_K;
     static constexpr ReferenceDot dot_reference =
         &detail::reference_dot_q8k<&kernels::scalar::dot_q3k_q8k>;
+    static constexpr size_t convert_min_tokens = 32;
+    static constexpr ReferenceDot converted_dot_reference =
+        &detail::reference_dot_q8k<&kernels::scalar::dot_converted_q8k_stored<GGMLType::Q3_K>>;
 };
 template <>
-struct WeightTraits<GGMLType::IQ4_XS> : RowCodec<GGMLType::IQ4_XS>, detail::NoConversion {
+struct WeightTraits<GGMLType::IQ4_XS> : RowCodec<GGMLType::IQ4_XS> {
     static constexpr ActivationType activation = ActivationType::Q8_K;
     static constexpr ReferenceDot dot_reference =
         &detail::reference_dot_q8k<&kernels::scalar::dot_iq4xs_q8k>;
+    static constexpr size_t convert_min_tokens = 32;
+    static constexpr ReferenceDot converted_dot_reference =
+        &detail::reference_dot_q8k<&kernels::scalar::dot_converted_q8k_stored<GGMLType::IQ4_XS>>;
 };
 
 static_assert(detail::every_type_has<WeightTraits>(WeightTypes{}),
