@@ -24,8 +24,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <string>
@@ -109,6 +111,23 @@ float max_abs(const std::vector<float>& v) {
 
 const GGMLType kMatrixTypes[] = {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q8_0};
 
+// Rows of a type smol reads but does not write (no quantize_row): random bytes
+// with every fp16 field of each block (its byte offsets: `fields`) a small scale.
+std::vector<uint8_t> random_read_only_matrix(GGMLType type, size_t rows, size_t cols,
+                                             std::vector<size_t> fields, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<uint8_t> bytes(rows * smol::row_bytes(type, cols));
+    for (uint8_t& b : bytes) b = uint8_t(rng());
+    const size_t block_bytes = smol::type_traits(type).type_size;
+    std::uniform_real_distribution<float> scale(-0.01f, 0.01f);
+    for (size_t block = 0; block < bytes.size() / block_bytes; ++block)
+        for (size_t field : fields) {
+            const uint16_t h = smol::fp32_to_fp16(scale(rng));
+            std::memcpy(&bytes[block * block_bytes + field], &h, sizeof h);
+        }
+    return bytes;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -131,6 +150,41 @@ TEST_CASE("cuda emulation: the device's block dequantization matches the referen
         size_t bad = 0;
         for (size_t i = 0; i < ours.size(); ++i)
             if (!(std::fabs(ours[i] - reference[i]) <= tolerance)) ++bad;
+        CHECK_MESSAGE(bad == 0, bad << " elements differ from dequantize_row");
+    }
+}
+
+TEST_CASE("cuda emulation: embedding rows of the read-only types match dequantize_row") {
+    // The device reads these types as embedding tables only (no device matmul).
+    struct Case {
+        GGMLType type;
+        std::vector<size_t> fields;
+    };
+    const Case cases[] = {
+        {GGMLType::Q4_0, {offsetof(smol::BlockQ4_0, d)}},
+        {GGMLType::Q4_1, {offsetof(smol::BlockQ4_1, d), offsetof(smol::BlockQ4_1, m)}},
+        {GGMLType::Q5_0, {offsetof(smol::BlockQ5_0, d)}},
+        {GGMLType::Q5_1, {offsetof(smol::BlockQ5_1, d), offsetof(smol::BlockQ5_1, m)}},
+        {GGMLType::IQ4_NL, {offsetof(smol::BlockIQ4NL, d)}},
+        {GGMLType::Q2_K, {offsetof(smol::BlockQ2K, d), offsetof(smol::BlockQ2K, dmin)}},
+        {GGMLType::Q3_K, {offsetof(smol::BlockQ3K, d)}},
+        {GGMLType::IQ4_XS, {offsetof(smol::BlockIQ4XS, d)}},
+    };
+    const size_t rows = 6, cols = 512;
+    for (const Case& c : cases) {
+        CAPTURE(smol::type_name(c.type));
+        const auto packed =
+            random_read_only_matrix(c.type, rows, cols, c.fields, 5 + uint64_t(c.type));
+        const auto reference = dequantized(c.type, packed, rows, cols);
+        std::vector<float> ours(rows * cols);
+        const size_t row_bytes = smol::row_bytes(c.type, cols);
+        for (size_t r = 0; r < rows; ++r)
+            smol::cuda_detail::emulate_dequantize_row(c.type, &packed[r * row_bytes], cols,
+                                                      &ours[r * cols]);
+        size_t bad = 0;
+        for (size_t i = 0; i < ours.size(); ++i)
+            if (!(std::fabs(ours[i] - reference[i]) <= 1e-6f * std::fabs(reference[i]) + 1e-12f))
+                ++bad;
         CHECK_MESSAGE(bad == 0, bad << " elements differ from dequantize_row");
     }
 }

@@ -525,6 +525,16 @@ TEST_CASE("model maker: other recipes, untied head, key_length and bad shapes") 
     CHECK(file->tensor("blk.0.attn_output.weight").dims == std::vector<uint64_t>{512, 256});
     CHECK(file->get<uint32_t>("general.file_type") == 7);
 
+    // f16: the reference quantizer's source for the other types.
+    options.recipe = smol_tools::parse_recipe("f16");
+    smol::gguf::Writer f16_writer;
+    smol_tools::make_model(options, f16_writer);
+    auto f16_file = smol::gguf::File::from_bytes(f16_writer.to_bytes());
+    CHECK(f16_file->tensor("blk.1.ffn_down.weight").type == GGMLType::F16);
+    CHECK(f16_file->tensor("token_embd.weight").type == GGMLType::F16);
+    CHECK(f16_file->tensor("blk.1.ffn_norm.weight").type == GGMLType::F32);
+    CHECK(f16_file->get<uint32_t>("general.file_type") == 1);
+
     options.recipe = smol_tools::Recipe::q4_k_m;
     options.shape.ffn = 300;  // not a multiple of 256
     smol::gguf::Writer bad;

@@ -119,15 +119,18 @@ inline ModelShape preset_shape(const std::string& name) {
     return s;
 }
 
-enum class Recipe { q4_k_m, q5_k_m, q8_0, f32 };
+// f16: every matrix and the embedding F16 (the source the reference engine's
+// quantizer makes each other type from, for speed work: tools/README.md).
+enum class Recipe { q4_k_m, q5_k_m, q8_0, f16, f32 };
 
 inline Recipe parse_recipe(const std::string& name) {
     if (name == "q4_k_m") return Recipe::q4_k_m;
     if (name == "q5_k_m") return Recipe::q5_k_m;
     if (name == "q8_0") return Recipe::q8_0;
+    if (name == "f16") return Recipe::f16;
     if (name == "f32") return Recipe::f32;
     throw std::invalid_argument("unknown recipe '" + name +
-                                "' (expected q4_k_m, q5_k_m, q8_0 or f32)");
+                                "' (expected q4_k_m, q5_k_m, q8_0, f16 or f32)");
 }
 
 // general.file_type values (llama.cpp's LLAMA_FTYPE_*).
@@ -139,6 +142,8 @@ inline uint32_t file_type_of(Recipe recipe) {
             return 17;
         case Recipe::q8_0:
             return 7;
+        case Recipe::f16:
+            return 1;
         case Recipe::f32:
             return 0;
     }
@@ -172,6 +177,7 @@ inline std::vector<TensorPlan> plan_tensors(const ModelShape& shape, Recipe reci
     const GGMLType base = recipe == Recipe::q4_k_m   ? GGMLType::Q4_K
                           : recipe == Recipe::q5_k_m ? GGMLType::Q5_K
                           : recipe == Recipe::q8_0   ? GGMLType::Q8_0
+                          : recipe == Recipe::f16    ? GGMLType::F16
                                                      : GGMLType::F32;
     const GGMLType head_type = k_quant ? GGMLType::Q6_K : base;  // token_embd and output
     // attn_v with >= 4 query heads per KV head is one step above the base type.

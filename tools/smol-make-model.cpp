@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
     cli.option(
         "--recipe",
         [&](const std::string& name) { options.recipe = smol_tools::parse_recipe(name); },
-        "q4_k_m|q5_k_m|q8_0|f32", "quantization recipe (default q4_k_m)");
+        "q4_k_m|q5_k_m|q8_0|f16|f32", "quantization recipe (default q4_k_m)");
     cli.flag("--untied", options.untied,
              "add output.weight (by default the LM head is token_embd)");
     cli.option("--tokenizer-from", options.tokenizer_from, "FILE.gguf",
