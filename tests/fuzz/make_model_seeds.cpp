@@ -1,5 +1,6 @@
 // Writes the seed corpus for fuzz_loader (complete micro models: Q8_0, F32,
-// two layers with grouped-query attention, an untied LM head) or fuzz_session
+// two layers with grouped-query attention, an untied LM head, and 256-wide
+// ones in the types smol reads but does not write) or fuzz_session
 // (sessions saved by a generator on the micro model fuzz_session restores into:
 // empty, after a prefill, after a generation).
 //   make_model_seeds fuzz_loader|fuzz_session OUT_DIR
@@ -31,6 +32,11 @@ int main(int argc, char** argv) {
         save(out + "/micro-f32.gguf", smol_fuzz::micro_model(Recipe::f32));
         save(out + "/micro-gqa-2layers.gguf", smol_fuzz::micro_model(Recipe::q8_0, 2, 2));
         save(out + "/micro-untied.gguf", smol_fuzz::micro_model(Recipe::q8_0, 1, 1, true));
+        for (smol::GGMLType type :
+             {smol::GGMLType::Q4_0, smol::GGMLType::Q5_1, smol::GGMLType::IQ4_NL,
+              smol::GGMLType::Q2_K, smol::GGMLType::Q3_K, smol::GGMLType::IQ4_XS})
+            save(out + "/micro-" + smol::type_name(type) + ".gguf",
+                 smol_fuzz::micro_model_of(type));
         return 0;
     }
     if (target == "fuzz_session") {

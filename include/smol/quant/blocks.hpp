@@ -124,7 +124,11 @@ struct BlockIQ4XS {
 };
 
 // The 16 values the IQ4 formats' 4-bit indices stand for (ggml's
-// kvalues_iq4nl: a non-uniform grid, denser near zero).
+// kvalues_iq4nl: a non-uniform grid, denser near zero). Hostile blocks cannot
+// index past it: every index is a nibble of a block byte (b & 15 or b >> 4,
+// and the SIMD kernels mask to the low 4 bits before their byte shuffle), so
+// any byte a file holds names one of the 16 entries. The other block fields
+// of these formats index nothing: they are scales and bits multiplied in.
 constexpr int8_t kIQ4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                    1,    13,   25,  38,  53,  69,  89,  113};
 
