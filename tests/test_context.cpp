@@ -547,17 +547,7 @@ TEST_CASE("YaRN: the reference's logits and greedy path past the original contex
         CHECK(cmp.max_abs_error <= 0.02f * cmp.range);
         smol_test::count_golden();
 
-        std::vector<float> step_logits(vocab);
-        size_t pos = g.ids.size();
-        const size_t same = smol_test::check_greedy(
-            g, last.data(), vocab,
-            [&](int32_t id) {
-                model->forward(&id, 1, pos++, kv, step_logits.data());
-                return step_logits.data();
-            },
-            where);
-        MESSAGE(where << ": greedy identical for " << same << " of " << g.greedy_ids.size()
-                      << " steps");
+        smol_test::check_greedy_steps(g, last.data(), vocab, model, kv, g.ids.size(), where);
         smol_test::count_golden();
     }
 }

@@ -156,6 +156,25 @@ inline size_t check_greedy(const GoldenPrompt& g, const float* first_logits, siz
     return g.greedy_ids.size();
 }
 
+// check_greedy over a model's one-token forward steps from position `pos`
+// (after the prompt, in `kv`); reports and returns the identical steps.
+template <class ModelPtr, class Cache>
+inline size_t check_greedy_steps(const GoldenPrompt& g, const float* first_logits, size_t vocab,
+                                 const ModelPtr& model, Cache& kv, size_t pos,
+                                 const std::string& where) {
+    std::vector<float> step_logits(vocab);
+    const size_t same = check_greedy(
+        g, first_logits, vocab,
+        [&](int32_t id) {
+            model->forward(&id, 1, pos++, kv, step_logits.data());
+            return step_logits.data();
+        },
+        where);
+    MESSAGE(where << ": greedy identical for " << same << " of " << g.greedy_ids.size()
+                  << " steps");
+    return same;
+}
+
 // ---------------------------------------------------------------------------
 // Generated models (tools/model_maker.hpp, the model maker behind
 // smol-make-model): every machine can test the forward pass without the

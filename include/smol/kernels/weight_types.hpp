@@ -154,58 +154,42 @@ struct WeightTraits<GGMLType::Q6_K> : RowCodec<GGMLType::Q6_K> {
 // convert rows from 32 tokens on as that engine does (kernels/scalar.hpp, "long
 // batches of Q2_K, Q3_K, IQ4_XS"); the 32-weight formats do not: the engine's
 // conversion of Q4_0, Q5_0 and IQ4_NL rows to 8 bits is lossless.
-template <>
-struct WeightTraits<GGMLType::Q4_0> : RowCodec<GGMLType::Q4_0>, detail::NoConversion {
+namespace detail {
+// The entry of a 32-weight format (Q8_K32 activations, no conversion).
+template <GGMLType id, class Block>
+struct Legacy32Traits : RowCodec<id>, NoConversion {
     static constexpr ActivationType activation = ActivationType::Q8_K32;
-    static constexpr ReferenceDot dot_reference = &detail::reference_dot_legacy32<BlockQ4_0>;
+    static constexpr ReferenceDot dot_reference = &reference_dot_legacy32<Block>;
 };
-template <>
-struct WeightTraits<GGMLType::Q4_1> : RowCodec<GGMLType::Q4_1>, detail::NoConversion {
-    static constexpr ActivationType activation = ActivationType::Q8_K32;
-    static constexpr ReferenceDot dot_reference = &detail::reference_dot_legacy32<BlockQ4_1>;
-};
-template <>
-struct WeightTraits<GGMLType::Q5_0> : RowCodec<GGMLType::Q5_0>, detail::NoConversion {
-    static constexpr ActivationType activation = ActivationType::Q8_K32;
-    static constexpr ReferenceDot dot_reference = &detail::reference_dot_legacy32<BlockQ5_0>;
-};
-template <>
-struct WeightTraits<GGMLType::Q5_1> : RowCodec<GGMLType::Q5_1>, detail::NoConversion {
-    static constexpr ActivationType activation = ActivationType::Q8_K32;
-    static constexpr ReferenceDot dot_reference = &detail::reference_dot_legacy32<BlockQ5_1>;
-};
-template <>
-struct WeightTraits<GGMLType::IQ4_NL> : RowCodec<GGMLType::IQ4_NL>, detail::NoConversion {
-    static constexpr ActivationType activation = ActivationType::Q8_K32;
-    static constexpr ReferenceDot dot_reference = &detail::reference_dot_legacy32<BlockIQ4NL>;
-};
-template <>
-struct WeightTraits<GGMLType::Q2_K> : RowCodec<GGMLType::Q2_K> {
+// The entry of Q2_K, Q3_K or IQ4_XS (Q8_K activations, rows converted from 32 tokens).
+template <GGMLType id, float (*dot)(const uint8_t*, const BlockQ8K*, size_t)>
+struct Q8KTraits : RowCodec<id> {
     static constexpr ActivationType activation = ActivationType::Q8_K;
-    static constexpr ReferenceDot dot_reference =
-        &detail::reference_dot_q8k<&kernels::scalar::dot_q2k_q8k>;
+    static constexpr ReferenceDot dot_reference = &reference_dot_q8k<dot>;
     static constexpr size_t convert_min_tokens = 32;
     static constexpr ReferenceDot converted_dot_reference =
-        &detail::reference_dot_q8k<&kernels::scalar::dot_converted_q8k_stored<GGMLType::Q2_K>>;
+        &reference_dot_q8k<&kernels::scalar::dot_converted_q8k_stored<id>>;
 };
+}  // namespace detail
 template <>
-struct WeightTraits<GGMLType::Q3_K> : RowCodec<GGMLType::Q3_K> {
-    static constexpr ActivationType activation = ActivationType::Q8_K;
-    static constexpr ReferenceDot dot_reference =
-        &detail::reference_dot_q8k<&kernels::scalar::dot_q3k_q8k>;
-    static constexpr size_t convert_min_tokens = 32;
-    static constexpr ReferenceDot converted_dot_reference =
-        &detail::reference_dot_q8k<&kernels::scalar::dot_converted_q8k_stored<GGMLType::Q3_K>>;
-};
+struct WeightTraits<GGMLType::Q4_0> : detail::Legacy32Traits<GGMLType::Q4_0, BlockQ4_0> {};
 template <>
-struct WeightTraits<GGMLType::IQ4_XS> : RowCodec<GGMLType::IQ4_XS> {
-    static constexpr ActivationType activation = ActivationType::Q8_K;
-    static constexpr ReferenceDot dot_reference =
-        &detail::reference_dot_q8k<&kernels::scalar::dot_iq4xs_q8k>;
-    static constexpr size_t convert_min_tokens = 32;
-    static constexpr ReferenceDot converted_dot_reference =
-        &detail::reference_dot_q8k<&kernels::scalar::dot_converted_q8k_stored<GGMLType::IQ4_XS>>;
-};
+struct WeightTraits<GGMLType::Q4_1> : detail::Legacy32Traits<GGMLType::Q4_1, BlockQ4_1> {};
+template <>
+struct WeightTraits<GGMLType::Q5_0> : detail::Legacy32Traits<GGMLType::Q5_0, BlockQ5_0> {};
+template <>
+struct WeightTraits<GGMLType::Q5_1> : detail::Legacy32Traits<GGMLType::Q5_1, BlockQ5_1> {};
+template <>
+struct WeightTraits<GGMLType::IQ4_NL> : detail::Legacy32Traits<GGMLType::IQ4_NL, BlockIQ4NL> {};
+template <>
+struct WeightTraits<GGMLType::Q2_K>
+    : detail::Q8KTraits<GGMLType::Q2_K, &kernels::scalar::dot_q2k_q8k> {};
+template <>
+struct WeightTraits<GGMLType::Q3_K>
+    : detail::Q8KTraits<GGMLType::Q3_K, &kernels::scalar::dot_q3k_q8k> {};
+template <>
+struct WeightTraits<GGMLType::IQ4_XS>
+    : detail::Q8KTraits<GGMLType::IQ4_XS, &kernels::scalar::dot_iq4xs_q8k> {};
 
 static_assert(detail::every_type_has<WeightTraits>(WeightTypes{}),
               "a WeightTypes type has no WeightTraits entry (the checklist: quant/types.hpp)");
