@@ -281,9 +281,11 @@ TEST_CASE("kernel sets: each level has the packed, converted and interleaved row
     using T = GGMLType;
     const std::vector<GGMLType> legacy32 = {T::Q4_0,   T::Q4_1, T::Q5_0, T::Q5_1,
                                             T::IQ4_NL, T::Q2_K, T::Q3_K, T::IQ4_XS};
-    // Q2_K, Q3_K and IQ4_XS convert rows wherever the level has their tiles (x86).
+    // Q2_K, Q3_K, IQ4_XS and the 32-weight formats but IQ4_NL convert rows
+    // wherever the level has their tiles (x86; the scalar level's are the spec).
     auto with_q8k = [](std::vector<GGMLType> types) {
-        types.insert(types.end(), {GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS});
+        types.insert(types.end(), {GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS, GGMLType::Q4_0,
+                                   GGMLType::Q4_1, GGMLType::Q5_0, GGMLType::Q5_1});
         return types;
     };
     const Level table[] = {
@@ -846,6 +848,51 @@ TEST_CASE("converted rows: each weight within the conversion's rounding, the dot
                                                           -11);
                     CHECK(std::fabs(converted - stored) <= bound + 1e-12);
                     if (type != GGMLType::Q6_K) CHECK((c.q[i] >= 0 && c.q[i] <= 31));
+                    exact += converted * double(xd[256 * b + size_t(i)]);
+                    scale += std::fabs(converted * double(xd[256 * b + size_t(i)]));
+                }
+            }
+            const float got = info.converted_dot_reference(row, xq.data(), cols);
+            CHECK(std::fabs(double(got) - exact) <= 2e-5 * scale + 1e-9);
+        }
+    }
+}
+
+// The 32-weight formats' conversion keeps every value (the golden engine's
+// is lossless too): converted weight == stored weight exactly, and the
+// converted dot is the dot of those weights; IQ4_NL does not convert.
+TEST_CASE("converted Q4_0, Q4_1, Q5_0, Q5_1 rows: the stored weights exactly, the dot exact") {
+    CHECK(smol::weight_type_info(GGMLType::IQ4_NL)->convert_min_tokens == 0);
+    for (GGMLType type : {GGMLType::Q4_0, GGMLType::Q4_1, GGMLType::Q5_0, GGMLType::Q5_1}) {
+        CAPTURE(smol::type_name(type));
+        const smol::WeightTypeInfo& info = *smol::weight_type_info(type);
+        REQUIRE(bool(info.converted_dot_reference));
+        CHECK(info.convert_min_tokens == 32u);
+        const size_t cols = 512, rows = 6, block_bytes = smol::type_traits(type).type_size;
+        const std::vector<uint8_t> w = random_weights(type, rows, cols);
+        const std::vector<float> x = random_floats(cols);
+        const std::vector<uint8_t> xq = reference_activations(type, x, 1, cols);
+        std::vector<float> xd(cols), wd(cols);
+        smol::dequantize_activation_row(ActivationType::Q8_K32, xq.data(), xd.data(), cols);
+        for (size_t r = 0; r < rows; ++r) {
+            const uint8_t* row = w.data() + r * smol::row_bytes(type, cols);
+            smol::dequantize_row(type, row, wd.data(), cols);
+            double exact = 0.0, scale = 0.0;
+            for (size_t b = 0; b < cols / 256; ++b) {
+                kernels::scalar::ConvertedBlock c;
+                const uint8_t* blocks = row + 8 * b * block_bytes;
+                if (type == GGMLType::Q4_0)
+                    kernels::scalar::convert_legacy32_blocks<smol::BlockQ4_0>(blocks, c);
+                else if (type == GGMLType::Q4_1)
+                    kernels::scalar::convert_legacy32_blocks<smol::BlockQ4_1>(blocks, c);
+                else if (type == GGMLType::Q5_0)
+                    kernels::scalar::convert_legacy32_blocks<smol::BlockQ5_0>(blocks, c);
+                else
+                    kernels::scalar::convert_legacy32_blocks<smol::BlockQ5_1>(blocks, c);
+                for (int i = 0; i < 256; ++i) {
+                    const int s = i / 32;
+                    const double converted = double(c.scale[s]) * c.q[i] + c.offset[s];
+                    CHECK(float(converted) == wd[256 * b + size_t(i)]);
                     exact += converted * double(xd[256 * b + size_t(i)]);
                     scale += std::fabs(converted * double(xd[256 * b + size_t(i)]));
                 }

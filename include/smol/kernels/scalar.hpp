@@ -419,6 +419,26 @@ struct Legacy32<BlockIQ4NL> {
     }
 };
 
+// Long batches of the 32-weight formats (Q4_0, Q4_1, Q5_0, Q5_1): from 32
+// tokens the golden engine multiplies these rows repacked to 8 bits per
+// weight (its Q8_0_R8 / Q8_1 rows: the same values, so lossless) with one
+// accumulator per row and one fma per block of 32, not the 8 lanes of the
+// stored rows' kernels above. smol follows it, as ConvertedBlocks of 8
+// blocks: scale[s] = d, offset[s] = m (Q4_1 / Q5_1) or 0, q = the values
+// (signed for Q4_0 / Q5_0, unsigned for Q4_1 / Q5_1), multiplied by
+// converted_block_dot. IQ4_NL stays as stored (its values need the full
+// int8 range, which the AVX2 kernels' 16-bit sums cannot take).
+template <class Block>
+inline void convert_legacy32_blocks(const uint8_t* blocks, ConvertedBlock& out) noexcept {
+    using Format = Legacy32<Block>;
+    for (int s = 0; s < 8; ++s) {
+        const uint8_t* block = blocks + size_t(s) * sizeof(Block);
+        out.scale[s] = fp16_to_fp32(load_u16(block));
+        out.offset[s] = Format::has_min ? fp16_to_fp32(load_u16(block + 2)) : 0.0f;
+        for (int j = 0; j < 32; ++j) out.q[32 * s + j] = int8_t(Format::value(block, j));
+    }
+}
+
 // w: n_blocks 32-weight blocks at any byte address; x: Q8_K32 blocks, one per
 // 8 weight blocks (the reference engine's x86 kernels meet these formats with
 // its Q8_2 activations: per 32 values a bf16 scale and codes rounded against
