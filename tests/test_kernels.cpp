@@ -998,6 +998,62 @@ TEST_CASE("converted rows: every level's tiles equal the converted reference, bi
         }
 }
 
+// The conversion's rare branches, which random blocks seldom reach: blocks
+// whose integer weights all stay under 127 (Q3_K, IQ4_XS keep them as codes,
+// S = d), and all-zero blocks (Q2_K with d = dmin = 0: S = 0, codes 0).
+TEST_CASE("converted Q2_K, Q3_K, IQ4_XS rows: small and zero blocks, every level as the spec") {
+    const size_t rows = 21, cols = 512;
+    for (GGMLType type : {GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS}) {
+        CAPTURE(smol::type_name(type));
+        std::vector<uint8_t> w = random_weights(type, rows, cols);
+        const size_t w_row_bytes = smol::row_bytes(type, cols);
+        for (size_t r = 0; r < rows; ++r)
+            for (size_t b = 0; b < cols / 256; ++b) {
+                uint8_t* block = w.data() + r * w_row_bytes + b * smol::type_traits(type).type_size;
+                const int kind = int((r + b) % 3);  // 0: as random, 1: small scales, 2: zero
+                if (kind == 0) continue;
+                if (type == GGMLType::Q2_K) {
+                    auto* q2 = reinterpret_cast<smol::BlockQ2K*>(block);
+                    if (kind == 2)
+                        q2->d = q2->dmin = 0;
+                    else
+                        for (uint8_t& sc : q2->scales) sc = uint8_t(sc & 0x11);
+                } else if (type == GGMLType::Q3_K) {
+                    // scale = (low | high << 4) - 32: high 2, low 0 or 1 -> 0 or 1.
+                    auto* q3 = reinterpret_cast<smol::BlockQ3K*>(block);
+                    for (int i = 0; i < 8; ++i) q3->scales[i] = kind == 2 ? 0x00 : 0x11;
+                    for (int i = 8; i < 12; ++i) q3->scales[i] = 0xAA;
+                } else {
+                    auto* iq = reinterpret_cast<smol::BlockIQ4XS*>(block);
+                    for (uint8_t& low : iq->scales_l) low = kind == 2 ? 0x00 : 0x11;
+                    iq->scales_h = 0xAAAA;
+                }
+            }
+        const std::vector<float> x = random_floats(kernels::kMaxTileCols * cols);
+        const smol::ReferenceDot reference = smol::weight_type_info(type)->converted_dot_reference;
+        for (const kernels::KernelSet* set : runnable_sets()) {
+            const kernels::PackedTiles& converted = set->of(type).converted;
+            if (!converted.pack) continue;
+            const std::string level_name = set->name();
+            CAPTURE(level_name);
+            smol::QuantizedInput input(*set);
+            input.quantize(type, x.data(), kernels::kMaxTileCols, cols);
+            const size_t padded_rows =
+                (rows + converted.row_group - 1) / converted.row_group * converted.row_group;
+            std::vector<uint8_t> packed(padded_rows * converted.row_bytes(cols));
+            converted.pack(w.data(), w_row_bytes, rows, cols, packed.data());
+            std::vector<float> y(kernels::kMaxTileCols * rows);
+            converted.tiles[kernels::kMaxTileCols - 1](packed.data(), converted.row_bytes(cols),
+                                                       rows, input.row(0), input.row_bytes(), cols,
+                                                       y.data(), rows);
+            for (int c = 0; c < kernels::kMaxTileCols; ++c)
+                for (size_t r = 0; r < rows; ++r)
+                    CHECK(y[size_t(c) * rows + r] ==
+                          reference(w.data() + r * w_row_bytes, input.row(size_t(c)), cols));
+        }
+    }
+}
+
 TEST_CASE("matmul of a long batch: converted rows from the weight table's threshold on") {
     smol::ThreadPool pool(2);
     for (const kernels::KernelSet* set : runnable_sets())
