@@ -74,11 +74,23 @@ void fill_weights(GGMLType type, uint8_t* data, size_t rows, size_t cols, uint64
                 reinterpret_cast<smol::BlockQ5K*>(row)[b].dmin = scale;
             } else if (type == GGMLType::Q6_K) {
                 reinterpret_cast<smol::BlockQ6K*>(row)[b].d = scale;
+            } else if (type == GGMLType::Q2_K) {
+                reinterpret_cast<smol::BlockQ2K*>(row)[b].d = scale;
+                reinterpret_cast<smol::BlockQ2K*>(row)[b].dmin = scale;
+            } else if (type == GGMLType::Q3_K) {
+                reinterpret_cast<smol::BlockQ3K*>(row)[b].d = scale;
+            } else if (type == GGMLType::IQ4_XS) {
+                reinterpret_cast<smol::BlockIQ4XS*>(row)[b].d = scale;
             }
         }
-        if (type == GGMLType::Q8_0) {
-            for (size_t b = 0; b < cols / 32; ++b)
-                reinterpret_cast<smol::BlockQ8_0*>(row)[b].d = scale;
+        // The 32-weight formats: d first in every block (and Q4_1 / Q5_1's m next).
+        if (smol::type_traits(type).block_size == 32 && type != GGMLType::Q8_0) {
+            const size_t block_bytes = smol::type_traits(type).type_size;
+            for (size_t b = 0; b < cols / 32; ++b) {
+                std::memcpy(row + b * block_bytes, &scale, sizeof scale);
+                if (type == GGMLType::Q4_1 || type == GGMLType::Q5_1)
+                    std::memcpy(row + b * block_bytes + 2, &scale, sizeof scale);
+            }
         }
     }
 }
@@ -355,6 +367,17 @@ BENCHMARK_CAPTURE(BM_MatMat, q4k_2048x2048, GGMLType::Q4_K, 2048, 2048)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_MatMat, q4k_11008x2048, GGMLType::Q4_K, 11008, 2048)
     ->ArgsProduct({{8, 64, 512}, {2}})
+    ->ArgNames({"tokens", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+// The hub's other types: a prompt's mat-mat (converted rows from 32 tokens).
+BENCHMARK_CAPTURE(BM_MatMat, q4_0_2048x2048, GGMLType::Q4_0, 2048, 2048)
+    ->ArgsProduct({{512}, {1}})
+    ->ArgNames({"tokens", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatMat, iq4_xs_2048x2048, GGMLType::IQ4_XS, 2048, 2048)
+    ->ArgsProduct({{512}, {1}})
     ->ArgNames({"tokens", "threads"})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
