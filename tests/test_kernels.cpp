@@ -587,6 +587,23 @@ TEST_CASE("quantize_row_q8_0: fast path is bit-identical to the reference, which
     }
 }
 
+TEST_CASE("quantize_row_q8_k_activations: every level's is bit-identical to the scalar one") {
+    const size_t n = 4 * 256;
+    std::vector<float> x = random_floats(n, 2.0f);
+    for (size_t i = 256; i < 512; ++i) x[i] = 0.0f;                           // all zero
+    for (size_t i = 768; i < 1024; ++i) x[i] = float(int(i % 7) - 3) * 0.5f;  // many ties
+    x[600] = -900.0f;                                                         // one huge value
+    std::vector<smol::BlockQ8K> fast(n / 256), ref(n / 256);
+    kernels::scalar::quantize_row_q8_k_activations(x.data(), ref.data(), n);
+    for (const kernels::KernelSet* set : runnable_sets()) {
+        const std::string level_name = set->name();
+        CAPTURE(level_name);
+        std::memset(fast.data(), 0xA5, sizeof(smol::BlockQ8K) * fast.size());
+        set->quantize_q8_k(x.data(), fast.data(), n);
+        CHECK(std::memcmp(fast.data(), ref.data(), sizeof(smol::BlockQ8K) * ref.size()) == 0);
+    }
+}
+
 TEST_CASE("quantize_row_q8_k_activations: one scale per 256, codes within half a step, sums") {
     const size_t n = 512;
     std::vector<float> x = random_floats(n);

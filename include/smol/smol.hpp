@@ -220,8 +220,8 @@
 //       convert_k4_block, convert_q6k_block, converted_block_dot, dot_converted_q8k32,
 //       dot_q8_0_q8_0, widen_one, dot_in_lanes, dot_f32, dot_f16_f32, dot_bf16_f32,
 //       dot_f32_unaligned, rmsnorm, swiglu, softmax, rope, cache_value, attend, sum_bytes,
-//       Legacy32, dot_legacy32_q8k32, activation_scale, dot_q2k_q8k, dot_q3k_q8k,
-//       dot_iq4xs_q8k, quantize_row_q8_k_activations, convert_q8k_block,
+//       Legacy32, convert_legacy32_blocks, dot_legacy32_q8k32, activation_scale, dot_q2k_q8k,
+//       dot_q3k_q8k, dot_iq4xs_q8k, quantize_row_q8_k_activations, convert_q8k_block,
 //       converted_q8k_block_dot, dot_converted_q8k, dot_converted_q8k_stored,
 //       converted_q8k_row_bytes, pack_converted_q8k
 //   kernels/weight_types.hpp

@@ -149,6 +149,40 @@ inline void quantize_row_q8_k32(const float* x, BlockQ8K32* y, size_t n) noexcep
     }
 }
 
+// scalar::quantize_row_q8_k_activations with vectors: one scale per 256
+// values (Q2_K, Q3_K, IQ4_XS; the quantizer ran on every prompt token of
+// those files and was a twentieth of their prefill in scalar code).
+inline void quantize_row_q8_k_activations(const float* x, BlockQ8K* y, size_t n) noexcept {
+    const __m256 sign_bit = _mm256_set1_ps(-0.0f);
+    const __m256i limit = _mm256_set1_epi32(127), neg_limit = _mm256_set1_epi32(-127);
+    for (size_t b = 0; b < n / QK_K; ++b, x += QK_K) {
+        __m256 max_abs_lanes = _mm256_setzero_ps();
+        for (int k = 0; k < QK_K / 8; ++k)  // |x| first: a NaN leaves the maximum alone, as fmax
+            max_abs_lanes = _mm256_max_ps(_mm256_andnot_ps(sign_bit, _mm256_loadu_ps(x + 8 * k)),
+                                          max_abs_lanes);
+        __m128 m = _mm_max_ps(_mm256_castps256_ps128(max_abs_lanes),
+                              _mm256_extractf128_ps(max_abs_lanes, 1));
+        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+        m = _mm_max_ss(m, _mm_movehdup_ps(m));
+        const float max_abs = _mm_cvtss_f32(m);
+        y[b].d = max_abs / 127.0f;
+        const __m256 scale = _mm256_set1_ps(max_abs != 0.0f ? 127.0f / max_abs : 0.0f);
+        for (int s = 0; s < QK_K / 32; ++s) {
+            __m256i q[4];
+            SMOL_UNROLL
+            for (int k = 0; k < 4; ++k) {
+                q[k] =
+                    _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * s + 8 * k), scale));
+                q[k] = _mm256_max_epi32(_mm256_min_epi32(q[k], limit), neg_limit);
+            }
+            y[b].bsums[2 * s] = int16_t(horizontal_sum_i32(_mm256_add_epi32(q[0], q[1])));
+            y[b].bsums[2 * s + 1] = int16_t(horizontal_sum_i32(_mm256_add_epi32(q[2], q[3])));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs + 32 * s),
+                                pack_32(q[0], q[1], q[2], q[3]));
+        }
+    }
+}
+
 inline void quantize_row_q8_0(const float* x, BlockQ8_0* y, size_t n) noexcept {
     const __m256 sign_bit = _mm256_set1_ps(-0.0f);
     const __m256i limit = _mm256_set1_epi32(127), neg_limit = _mm256_set1_epi32(-127);
@@ -351,8 +385,7 @@ inline KernelSet x86_common(CpuLevel level, void (*layout_q8_k32)(const BlockQ8K
     KernelSet set;
     set.level = level;
     set.quantize_q8_k32 = &avx2::quantize_row_q8_k32;
-    // One scale per 256 values: the scalar quantizer serves every level.
-    set.quantize_q8_k = &scalar::quantize_row_q8_k_activations;
+    set.quantize_q8_k = &avx2::quantize_row_q8_k_activations;
     set.quantize_q8_0 = &avx2::quantize_row_q8_0;
     set.layout_q8_k32 = layout_q8_k32;
     set.of(GGMLType::F32).tiles =
