@@ -826,9 +826,48 @@ TEST_CASE("packed mat-mat: several row chunks, a full token group and a tail equ
 // Long batches multiply K-quant rows converted to 8 bits (kernels/scalar.hpp,
 // "long batches"). The spec first: a converted weight is the stored one up to
 // the conversion's rounding, and the converted dot is the dot of those weights.
+// The 32-weight formats' conversion keeps every value (the golden engine's is
+// lossless too): their converted weights are the stored ones exactly; IQ4_NL
+// does not convert.
+namespace {
+// Block b (256 values) of a stored row, converted by the type's scalar spec.
+void convert_block(GGMLType type, const uint8_t* row, size_t b,
+                   kernels::scalar::ConvertedBlock& c) {
+    const uint8_t* block = row + b * smol::row_bytes(type, 256);
+    switch (type) {
+        case GGMLType::Q4_K:
+            kernels::scalar::convert_k4_block<false, smol::BlockQ4K>(block, c);
+            break;
+        case GGMLType::Q5_K:
+            kernels::scalar::convert_k4_block<true, smol::BlockQ5K>(block, c);
+            break;
+        case GGMLType::Q6_K:
+            kernels::scalar::convert_q6k_block(block, c);
+            break;
+        case GGMLType::Q4_0:
+            kernels::scalar::convert_legacy32_blocks<smol::BlockQ4_0>(block, c);
+            break;
+        case GGMLType::Q4_1:
+            kernels::scalar::convert_legacy32_blocks<smol::BlockQ4_1>(block, c);
+            break;
+        case GGMLType::Q5_0:
+            kernels::scalar::convert_legacy32_blocks<smol::BlockQ5_0>(block, c);
+            break;
+        default:
+            REQUIRE(type == GGMLType::Q5_1);
+            kernels::scalar::convert_legacy32_blocks<smol::BlockQ5_1>(block, c);
+            break;
+    }
+}
+}  // namespace
+
 TEST_CASE("converted rows: each weight within the conversion's rounding, the dot exact over them") {
-    for (GGMLType type : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K}) {
+    CHECK(smol::weight_type_info(GGMLType::IQ4_NL)->convert_min_tokens == 0);
+    for (GGMLType type : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q4_0,
+                          GGMLType::Q4_1, GGMLType::Q5_0, GGMLType::Q5_1}) {
         CAPTURE(smol::type_name(type));
+        const bool k_quant =
+            type == GGMLType::Q4_K || type == GGMLType::Q5_K || type == GGMLType::Q6_K;
         const smol::WeightTypeInfo& info = *smol::weight_type_info(type);
         REQUIRE(bool(info.converted_dot_reference));
         CHECK(info.convert_min_tokens == (type == GGMLType::Q6_K ? 64u : 32u));
@@ -844,72 +883,26 @@ TEST_CASE("converted rows: each weight within the conversion's rounding, the dot
             double exact = 0.0, scale = 0.0;
             for (size_t b = 0; b < cols / 256; ++b) {
                 kernels::scalar::ConvertedBlock c;
-                const uint8_t* block = row + b * smol::type_traits(type).type_size;
-                if (type == GGMLType::Q4_K)
-                    kernels::scalar::convert_k4_block<false, smol::BlockQ4K>(block, c);
-                else if (type == GGMLType::Q5_K)
-                    kernels::scalar::convert_k4_block<true, smol::BlockQ5K>(block, c);
-                else
-                    kernels::scalar::convert_q6k_block(block, c);
+                convert_block(type, row, b, c);
                 for (int i = 0; i < 256; ++i) {
                     const int s = i / 32;
                     const double converted = double(c.scale[s]) * c.q[i] + c.offset[s];
                     const double stored = wd[256 * b + size_t(i)];
-                    // fp16 rounding of each scale (2^-11 relative), and for Q6_K
-                    // the requantization to 8 bits (half a step of S).
-                    const double bound = type == GGMLType::Q6_K
-                                             ? 0.5 * std::fabs(c.scale[s]) * (1 + 1e-3) +
-                                                   std::ldexp(std::fabs(c.scale[s]) * 127, -11)
-                                             : std::ldexp(std::fabs(c.scale[s]) * std::abs(c.q[i]) +
-                                                              std::fabs(c.offset[s]),
-                                                          -11);
-                    CHECK(std::fabs(converted - stored) <= bound + 1e-12);
-                    if (type != GGMLType::Q6_K) CHECK((c.q[i] >= 0 && c.q[i] <= 31));
-                    exact += converted * double(xd[256 * b + size_t(i)]);
-                    scale += std::fabs(converted * double(xd[256 * b + size_t(i)]));
-                }
-            }
-            const float got = info.converted_dot_reference(row, xq.data(), cols);
-            CHECK(std::fabs(double(got) - exact) <= 2e-5 * scale + 1e-9);
-        }
-    }
-}
-
-// The 32-weight formats' conversion keeps every value (the golden engine's
-// is lossless too): converted weight == stored weight exactly, and the
-// converted dot is the dot of those weights; IQ4_NL does not convert.
-TEST_CASE("converted Q4_0, Q4_1, Q5_0, Q5_1 rows: the stored weights exactly, the dot exact") {
-    CHECK(smol::weight_type_info(GGMLType::IQ4_NL)->convert_min_tokens == 0);
-    for (GGMLType type : {GGMLType::Q4_0, GGMLType::Q4_1, GGMLType::Q5_0, GGMLType::Q5_1}) {
-        CAPTURE(smol::type_name(type));
-        const smol::WeightTypeInfo& info = *smol::weight_type_info(type);
-        REQUIRE(bool(info.converted_dot_reference));
-        CHECK(info.convert_min_tokens == 32u);
-        const size_t cols = 512, rows = 6, block_bytes = smol::type_traits(type).type_size;
-        const std::vector<uint8_t> w = random_weights(type, rows, cols);
-        const std::vector<float> x = random_floats(cols);
-        const std::vector<uint8_t> xq = reference_activations(type, x, 1, cols);
-        std::vector<float> xd(cols), wd(cols);
-        smol::dequantize_activation_row(ActivationType::Q8_K32, xq.data(), xd.data(), cols);
-        for (size_t r = 0; r < rows; ++r) {
-            const uint8_t* row = w.data() + r * smol::row_bytes(type, cols);
-            smol::dequantize_row(type, row, wd.data(), cols);
-            double exact = 0.0, scale = 0.0;
-            for (size_t b = 0; b < cols / 256; ++b) {
-                kernels::scalar::ConvertedBlock c;
-                const uint8_t* blocks = row + 8 * b * block_bytes;
-                if (type == GGMLType::Q4_0)
-                    kernels::scalar::convert_legacy32_blocks<smol::BlockQ4_0>(blocks, c);
-                else if (type == GGMLType::Q4_1)
-                    kernels::scalar::convert_legacy32_blocks<smol::BlockQ4_1>(blocks, c);
-                else if (type == GGMLType::Q5_0)
-                    kernels::scalar::convert_legacy32_blocks<smol::BlockQ5_0>(blocks, c);
-                else
-                    kernels::scalar::convert_legacy32_blocks<smol::BlockQ5_1>(blocks, c);
-                for (int i = 0; i < 256; ++i) {
-                    const int s = i / 32;
-                    const double converted = double(c.scale[s]) * c.q[i] + c.offset[s];
-                    CHECK(float(converted) == wd[256 * b + size_t(i)]);
+                    if (!k_quant) {
+                        CHECK(float(converted) == float(stored));
+                    } else {
+                        // fp16 rounding of each scale (2^-11 relative), and for Q6_K
+                        // the requantization to 8 bits (half a step of S).
+                        const double bound =
+                            type == GGMLType::Q6_K
+                                ? 0.5 * std::fabs(c.scale[s]) * (1 + 1e-3) +
+                                      std::ldexp(std::fabs(c.scale[s]) * 127, -11)
+                                : std::ldexp(std::fabs(c.scale[s]) * std::abs(c.q[i]) +
+                                                 std::fabs(c.offset[s]),
+                                             -11);
+                        CHECK(std::fabs(converted - stored) <= bound + 1e-12);
+                        if (type != GGMLType::Q6_K) CHECK((c.q[i] >= 0 && c.q[i] <= 31));
+                    }
                     exact += converted * double(xd[256 * b + size_t(i)]);
                     scale += std::fabs(converted * double(xd[256 * b + size_t(i)]));
                 }
