@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "../support/cpu_expectation.hpp"
 #include "../mixed_flags/check.hpp"
@@ -42,12 +43,12 @@ int main() {
         const char* required = std::getenv("SMOL_REQUIRE_FIXTURES");
         return required && std::string(required) == "1" ? 1 : 0;
     }
-    Golden golden;
-    golden.model_path = dir + "/tiny-q4km.gguf";
-    golden.ids =
+    const std::string model_path = dir + "/tiny-q4km.gguf";
+    const std::vector<int32_t> ids =
         nlohmann::json::parse(golden_file).at(0).at("prompt_ids").get<std::vector<int32_t>>();
-    golden.logits.resize(128256);
-    logits_file.read(reinterpret_cast<char*>(golden.logits.data()),
-                     std::streamsize(golden.logits.size() * 4));
+    std::vector<float> logits(128256), scratch(logits.size());
+    logits_file.read(reinterpret_cast<char*>(logits.data()), std::streamsize(logits.size() * 4));
+    const Golden golden{model_path.c_str(), ids.data(),    ids.size(),
+                        logits.data(),      logits.size(), scratch.data()};
     return check_against_golden("consumer", golden);
 }

@@ -22,26 +22,34 @@
 
 namespace {
 
-// The first golden prompt of tiny-q4km and its last-position logits (main.cpp reads them).
+// The first golden prompt of tiny-q4km and its last-position logits, as plain
+// pointers: main.cpp owns the storage, so the avx2 module creates no
+// std::vector<float> or <int32_t> of its own. (A std template over a plain type
+// is not covered by smol's ABI tag: built in both units, its out-of-line copy
+// is one weak symbol, and in the avx2-first link order the baseline unit's
+// calls land in the -mavx2 copy. This test's own std::vector<float> once
+// crashed the Nehalem run that way.)
 struct Golden {
-    std::string model_path;
-    std::vector<int32_t> ids;
-    std::vector<float> logits;  // [vocab]
+    const char* model_path;
+    const int32_t* ids;
+    size_t n_ids;
+    const float* logits;  // [vocab]
+    size_t vocab;
+    float* scratch;  // [vocab]: this unit's logits
 };
 
 // 0: matches; 1: mismatch or error.
 int check_against_golden(const char* unit, const Golden& golden) {
-    const std::vector<float>& expected = golden.logits;
-    const std::vector<int32_t>& ids = golden.ids;
+    const float* expected = golden.logits;
+    float* logits = golden.scratch;
     try {
         auto model = smol::Model::load(golden.model_path);
         smol::KVCache kv = model->make_cache(256);
-        std::vector<float> logits(model->config().vocab_size);
-        if (logits.size() != expected.size()) return 1;
-        model->forward(ids.data(), ids.size(), 0, kv, logits.data());
+        if (size_t(model->config().vocab_size) != golden.vocab) return 1;
+        model->forward(golden.ids, golden.n_ids, 0, kv, logits);
         double dot = 0, norm_a = 0, norm_b = 0, max_error = 0;
         float lo = expected[0], hi = expected[0];
-        for (size_t i = 0; i < logits.size(); ++i) {
+        for (size_t i = 0; i < golden.vocab; ++i) {
             dot += double(logits[i]) * expected[i];
             norm_a += double(logits[i]) * logits[i];
             norm_b += double(expected[i]) * expected[i];

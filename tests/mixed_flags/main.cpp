@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 int run_avx2_module(const char* model_path, const int32_t* ids, size_t n_ids, const float* logits,
-                    size_t vocab);
+                    size_t vocab, float* scratch);
 
 namespace {
 
@@ -21,8 +21,16 @@ std::string fixtures_dir() {
     return SMOL_FIXTURES_DEFAULT;
 }
 
+// The storage behind a Golden (only this unit holds std containers of plain types).
+struct GoldenData {
+    std::string model_path;
+    std::vector<int32_t> ids;
+    std::vector<float> logits;   // [vocab]
+    std::vector<float> scratch;  // [vocab]
+};
+
 // false when the fixtures are missing.
-bool load_golden(Golden& golden) {
+bool load_golden(GoldenData& golden) {
     const std::string dir = fixtures_dir();
     std::ifstream golden_file(dir + "/golden/tiny-q4km.gguf.json");
     std::ifstream logits_file(dir + "/golden/tiny-q4km.gguf.json.0.logits.f32", std::ios::binary);
@@ -34,6 +42,7 @@ bool load_golden(Golden& golden) {
     golden.ids =
         nlohmann::json::parse(golden_file).at(0).at("prompt_ids").get<std::vector<int32_t>>();
     golden.logits.resize(128256);
+    golden.scratch.resize(golden.logits.size());
     logits_file.read(reinterpret_cast<char*>(golden.logits.data()),
                      std::streamsize(golden.logits.size() * sizeof(float)));
     return bool(logits_file);
@@ -42,11 +51,13 @@ bool load_golden(Golden& golden) {
 }  // namespace
 
 int main() {
-    Golden golden;
-    if (!load_golden(golden)) {
+    GoldenData data;
+    if (!load_golden(data)) {
         const char* required = std::getenv("SMOL_REQUIRE_FIXTURES");
         return required && std::string(required) == "1" ? 1 : 0;
     }
+    const Golden golden{data.model_path.c_str(), data.ids.data(),    data.ids.size(),
+                        data.logits.data(),      data.logits.size(), data.scratch.data()};
     int status = check_against_golden("baseline unit", golden);
     bool has_avx2 = false;
 #if defined(__GNUC__) || defined(__clang__)
@@ -55,9 +66,8 @@ int main() {
                __builtin_cpu_supports("f16c");
 #endif
     if (has_avx2)
-        status = std::max(
-            status, run_avx2_module(golden.model_path.c_str(), golden.ids.data(), golden.ids.size(),
-                                    golden.logits.data(), golden.logits.size()));
+        status = std::max(status, run_avx2_module(golden.model_path, golden.ids, golden.n_ids,
+                                                  golden.logits, golden.vocab, golden.scratch));
     else
         std::printf("[main] no AVX2 on this CPU: the avx2 unit is not called\n");
     return status;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "../detail/bytes.hpp"
+#include "../detail/unit_vector.hpp"
 #include "../error.hpp"
 #include "../quant/types.hpp"
 
@@ -119,17 +120,20 @@ public:
             return ErrorInfo{ErrorKind::type,
                              std::string("gguf: expected an array of string, found an array of ") +
                                  value_type_name(element_type_)};
-        std::vector<std::string_view> out;
+        // Built in this unit's own vector type, then copied once: reserve and
+        // emplace_back on a std::vector<std::string_view> are weak standard
+        // code shared with units built with other -m flags (detail/unit_vector.hpp).
+        smol::detail::UnitVector<std::string_view> views;
         const uint64_t n = std::min(count_, max_count);
-        out.reserve(size_t(n));
+        views.reserve(size_t(n));
         size_t at = 0;
         for (uint64_t i = 0; i < n; ++i) {
             // Lengths were validated during parsing.
             const uint64_t len = smol::detail::read_le<uint64_t>(data_, at);
-            out.emplace_back(reinterpret_cast<const char*>(data_ + at + 8), size_t(len));
+            views.emplace_back(reinterpret_cast<const char*>(data_ + at + 8), size_t(len));
             at += 8 + size_t(len);
         }
-        return out;
+        return std::vector<std::string_view>(views.begin(), views.end());
     }
     std::vector<std::string_view> strings(uint64_t max_count = ~uint64_t(0)) const {
         return smol::detail::value_or_fail(try_strings(max_count));

@@ -55,6 +55,7 @@
 #pragma once
 
 #include "../detail/abi.hpp"
+#include "../detail/unit_vector.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -137,14 +138,14 @@ struct TuneCandidate {
     const KernelSet* set = nullptr;
     KernelParams params;
     std::map<std::pair<int, size_t>, std::unique_ptr<QuantizedInput>> inputs;
-    std::vector<double> ns_per_mib;
+    smol::detail::UnitVector<double> ns_per_mib;
 };
 
 inline QuantizedInput& tune_input(TuneCandidate& c, GGMLType type, size_t cols) {
     const std::pair<int, size_t> key{int(activation_type_for(type)), cols};
     std::unique_ptr<QuantizedInput>& input = c.inputs[key];
     if (!input) {
-        std::vector<float> x(cols);
+        smol::detail::UnitVector<float> x(cols);
         uint32_t state = 0x9e3779b9u ^ uint32_t(cols);
         for (float& v : x) {  // any values: the time does not depend on them
             state = state * 1664525u + 1013904223u;
@@ -160,7 +161,7 @@ inline QuantizedInput& tune_input(TuneCandidate& c, GGMLType type, size_t cols) 
 // the same input in one matmul_batch (as decode runs q/k/v and gate/up).
 // Returns the nanoseconds per MiB of weights.
 inline double tune_sample(TuneCandidate& c, const std::vector<const WeightMatrix*>& layer,
-                          ThreadPool& pool, std::vector<float>& y) {
+                          ThreadPool& pool, smol::detail::UnitVector<float>& y) {
     struct Group {
         GGMLType type;
         size_t cols;
@@ -207,7 +208,7 @@ inline uint64_t last_level_cache_bytes() noexcept {
 // process taking a core, never sped up, so the slow half says little about the
 // kernel, while a mean over several samples still averages the layers'
 // differences out.
-inline double faster_half_mean(std::vector<double> v) {
+inline double faster_half_mean(smol::detail::UnitVector<double> v) {
     if (v.empty()) return 0;
     // An insertion sort of a handful of samples, in smol's own (ISA-tagged)
     // code: std::sort over doubles is an instantiation shared with units built
@@ -301,7 +302,7 @@ inline TuneReport tune_kernels(const KernelSet& base,
     size_t total_candidates = 0;
     for (const Setting& s : settings) total_candidates += s.n;
 
-    std::vector<float> y;
+    smol::detail::UnitVector<float> y;
     {  // the untimed first pass: pages in, threads awake
         detail::TuneCandidate warm;
         warm.set = &base;
@@ -346,14 +347,17 @@ inline TuneReport tune_kernels(const KernelSet& base,
             }
         }
         size_t best = 0, current = 0;
-        std::vector<double> times(n);
+        smol::detail::UnitVector<double> times(n);
         for (size_t k = 0; k < n; ++k) {
             times[k] = detail::faster_half_mean(candidates[k].ns_per_mib);
             if (times[k] < times[best]) best = k;
             if (candidates[k].params == report.chosen) current = k;
-            report.timings.push_back(TuneTiming{candidates[k].params, setting.name, times[k],
-                                                int(candidates[k].ns_per_mib.size()),
-                                                candidates[k].ns_per_mib});
+            report.timings.push_back(
+                TuneTiming{candidates[k].params,
+                           setting.name,
+                           times[k],
+                           int(candidates[k].ns_per_mib.size()),
+                           {candidates[k].ns_per_mib.begin(), candidates[k].ns_per_mib.end()}});
         }
         if (times[best] * (1 + options.keep_margin) < times[current])
             report.chosen = candidates[best].params;

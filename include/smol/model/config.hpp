@@ -36,6 +36,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 #include <string>
 
@@ -191,6 +192,15 @@ struct Config {
 
 namespace detail {
 
+// A number for an error message. snprintf, not std::to_string(double): that
+// is a weak standard template, shared with units built with other -m flags
+// (detail/unit_vector.hpp).
+inline std::string number_text(double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", v);
+    return text;
+}
+
 // rope.scaling.* (top of this file), into c; context_length grows to
 // what YaRN runs.
 inline Status read_rope_scaling(const gguf::File& file, const std::string& p, Config& c) {
@@ -220,7 +230,7 @@ inline Status read_rope_scaling(const gguf::File& file, const std::string& p, Co
     const float f = c.rope_scaling_factor;
     if (!std::isfinite(f) || f < 1.0f || f > 1024.0f)
         return Status(ErrorKind::format, "model: " + source + ": key '" + p +
-                                             "rope.scaling.factor' = " + std::to_string(f) +
+                                             "rope.scaling.factor' = " + number_text(f) +
                                              " must be a number in [1, 1024]");
     if (!std::isfinite(c.rope_attn_factor) || !(c.rope_attn_factor > 0.0f))
         return Status(ErrorKind::format, "model: " + source + ": key '" + p +
@@ -228,7 +238,7 @@ inline Status read_rope_scaling(const gguf::File& file, const std::string& p, Co
     const double stretched = double(c.rope_original_context) * double(f);
     if (stretched > double(uint64_t(1) << 31))
         return Status(ErrorKind::format, "model: " + source + ": YaRN context " +
-                                             std::to_string(stretched) +
+                                             number_text(stretched) +
                                              " (original_context_length x factor) is out of range");
     c.context_length = std::max(c.context_length, size_t(stretched));
     return {};

@@ -36,6 +36,7 @@
 #include "../detail/abi.hpp"
 
 #include "../detail/bytes.hpp"
+#include "../detail/unit_vector.hpp"
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -196,7 +197,7 @@ public:
         SMOL_TRY(prepare_write(first, moved));
         const size_t row_size = row_bytes();
         const size_t pairs = rule.pairs();
-        std::vector<float> cos(pairs), sin(pairs), key(head_dim_);
+        detail::UnitVector<float> cos(pairs), sin(pairs), key(head_dim_);
         rule.shift(-int64_t(count), cos.data(), sin.data());
         for (size_t l = 0; l < n_layers_; ++l)
             for (const KVPart part : {KVPart::keys, KVPart::values})

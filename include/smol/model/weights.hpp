@@ -24,6 +24,7 @@
 #pragma once
 
 #include "../detail/abi.hpp"
+#include "../detail/unit_vector.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -41,22 +42,22 @@
 SMOL_NAMESPACE_BEGIN
 
 struct LayerWeights {
-    std::vector<float> attn_norm;  // [hidden]
-    WeightMatrix attn_q;           // [q_dim rows][hidden]
-    WeightMatrix attn_k;           // [kv_dim rows][hidden]
-    WeightMatrix attn_v;           // [kv_dim rows][hidden]
-    WeightMatrix attn_output;      // [hidden rows][q_dim]
-    std::vector<float> ffn_norm;   // [hidden]
-    WeightMatrix ffn_gate;         // [ffn rows][hidden]
-    WeightMatrix ffn_up;           // [ffn rows][hidden]
-    WeightMatrix ffn_down;         // [hidden rows][ffn]
+    detail::UnitVector<float> attn_norm;  // [hidden]
+    WeightMatrix attn_q;                  // [q_dim rows][hidden]
+    WeightMatrix attn_k;                  // [kv_dim rows][hidden]
+    WeightMatrix attn_v;                  // [kv_dim rows][hidden]
+    WeightMatrix attn_output;             // [hidden rows][q_dim]
+    detail::UnitVector<float> ffn_norm;   // [hidden]
+    WeightMatrix ffn_gate;                // [ffn rows][hidden]
+    WeightMatrix ffn_up;                  // [ffn rows][hidden]
+    WeightMatrix ffn_down;                // [hidden rows][ffn]
 };
 
 struct Weights {
     WeightMatrix token_embd;  // [vocab rows][hidden]
     WeightMatrix lm_head;     // output.weight, or token_embd when tied
     bool tied_embeddings = true;
-    std::vector<float> output_norm;  // [hidden]
+    detail::UnitVector<float> output_norm;  // [hidden]
     std::vector<LayerWeights> layers;
 
     // Binds every tensor of `file` against `config`. The File must outlive the
@@ -142,15 +143,15 @@ private:
         return WeightMatrix{t.type, t.data, rows, cols, smol::row_bytes(t.type, cols), t.name};
     }
 
-    static Expected<std::vector<float>> vector(const gguf::File& file, const std::string& name,
-                                               size_t n) {
+    static Expected<detail::UnitVector<float>> vector(const gguf::File& file,
+                                                      const std::string& name, size_t n) {
         SMOL_TRY_ASSIGN(const gguf::TensorInfo* found, find(file, name, {uint64_t(n)}));
         const gguf::TensorInfo& t = *found;
         if (t.type != GGMLType::F32 && t.type != GGMLType::F16 && t.type != GGMLType::BF16)
             return ErrorInfo{ErrorKind::unsupported,
                              "model: " + file.source() + ": tensor '" + name + "' has type " +
                                  type_name(t.type) + " (norm weights must be F32, F16 or BF16)"};
-        std::vector<float> out(n);
+        detail::UnitVector<float> out(n);
         dequantize_row(t.type, t.data, out.data(), n);
         return out;
     }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "../../detail/abi.hpp"
+#include "../../detail/unit_vector.hpp"
 
 #include <algorithm>
 #include <array>
@@ -38,7 +39,7 @@ public:
     // texts[order]: the special texts (none empty) in priority order. A text
     // listed twice answers as its first order. ErrorKind::internal for an
     // empty text or one of 4 GiB or more (label sizes are 32-bit).
-    Status build(const std::vector<std::string_view>& texts) {
+    Status build(const smol::detail::UnitVector<std::string_view>& texts) {
         nodes_.assign(1, Node{nullptr, 0, -1, 0, 0});
         first_bytes_.assign(1, 0);
         shorter_.assign(texts.size(), -1);
@@ -105,7 +106,7 @@ private:
         int32_t above;  // the order ending nearest above it, or -1
     };
 
-    void add_children(size_t node, const std::vector<std::string_view>& texts,
+    void add_children(size_t node, const smol::detail::UnitVector<std::string_view>& texts,
                       const std::vector<uint32_t>& sorted, std::vector<Range>& ranges) {
         const Range range = ranges[node];  // a copy: ranges grows below
         size_t lo = range.lo;
@@ -176,7 +177,7 @@ class SpecialTokens {
 public:
     // ids[order]: the special tokens in priority order; texts[order]: their
     // texts (views into the file), none empty.
-    Status build(std::vector<int32_t> ids, std::vector<std::string_view> texts) {
+    Status build(std::vector<int32_t> ids, smol::detail::UnitVector<std::string_view> texts) {
         ids_ = std::move(ids);
         texts_ = std::move(texts);
         return matcher_.build(texts_);
@@ -277,7 +278,7 @@ private:
     }
 
     std::vector<int32_t> ids_;
-    std::vector<std::string_view> texts_;
+    smol::detail::UnitVector<std::string_view> texts_;
     SpecialMatcher matcher_;
 };
 

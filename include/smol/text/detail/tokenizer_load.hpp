@@ -139,7 +139,7 @@ inline Status Tokenizer::load_specials() {
     std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) {
         return texts_[size_t(a)].size() > texts_[size_t(b)].size();
     });
-    std::vector<std::string_view> texts;
+    smol::detail::UnitVector<std::string_view> texts;
     texts.reserve(ids.size());
     for (int32_t id : ids) texts.push_back(texts_[size_t(id)]);
     return specials_.build(std::move(ids), std::move(texts));
