@@ -348,11 +348,20 @@ BENCHMARK_CAPTURE(BM_MatVec, q6k_2048x11008, GGMLType::Q6_K, 2048, 11008)->Apply
 BENCHMARK_CAPTURE(BM_MatVec, q6k_128256x2048, GGMLType::Q6_K, 128256, 2048)->Apply(matvec_args);
 BENCHMARK_CAPTURE(BM_MatVec, q8_0_2048x2048, GGMLType::Q8_0, 2048, 2048)->Apply(matvec_args);
 BENCHMARK_CAPTURE(BM_MatVec, f16_2048x2048, GGMLType::F16, 2048, 2048)->Apply(matvec_args);
+// The hub's types (decode: the one-token tile as stored).
+BENCHMARK_CAPTURE(BM_MatVec, q4_0_2048x2048, GGMLType::Q4_0, 2048, 2048)->Apply(matvec_args);
+BENCHMARK_CAPTURE(BM_MatVec, q2k_2048x2048, GGMLType::Q2_K, 2048, 2048)->Apply(matvec_args);
+BENCHMARK_CAPTURE(BM_MatVec, q3k_2048x2048, GGMLType::Q3_K, 2048, 2048)->Apply(matvec_args);
+BENCHMARK_CAPTURE(BM_MatVec, iq4_xs_2048x2048, GGMLType::IQ4_XS, 2048, 2048)->Apply(matvec_args);
 
 BENCHMARK_CAPTURE(BM_MatVecHot, q4k, GGMLType::Q4_K)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_MatVecHot, q5k, GGMLType::Q5_K)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_MatVecHot, q6k, GGMLType::Q6_K)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_MatVecHot, q8_0, GGMLType::Q8_0)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, q4_0, GGMLType::Q4_0)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, q2k, GGMLType::Q2_K)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, q3k, GGMLType::Q3_K)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, iq4_xs, GGMLType::IQ4_XS)->Unit(benchmark::kMicrosecond);
 
 BENCHMARK(BM_DecodeLayer)
     ->ArgsProduct({{0, 1}, {1, 2}})

@@ -174,9 +174,15 @@ static_assert(detail::block_matches<uint16_t>(GGMLType::F16, 1) &&
 // then a tensor (and each of its blocks) may start at an odd offset, where
 // reading a BlockQ4K's uint16_t fields through a struct pointer is undefined
 // behaviour. Kernels therefore address blocks as bytes: a field's bytes are at
-// block + offsetof(BlockX, field), and its 16-bit scalars are read with load_u16.
+// block + offsetof(BlockX, field), and its 16-bit scalars are read with load_u16 (load_u32
+// for 4 packed bytes).
 inline uint16_t load_u16(const uint8_t* p) noexcept {
     uint16_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+inline uint32_t load_u32(const uint8_t* p) noexcept {
+    uint32_t v;
     std::memcpy(&v, p, sizeof v);
     return v;
 }
