@@ -192,7 +192,7 @@
 //     ToolDefinition, ToolCall, try_render_tool, parse_tool_calls
 //   quant/blocks.hpp
 //     BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K, BlockQ8_0, BlockQ4_0, BlockQ4_1, BlockQ5_0,
-//       BlockQ5_1, BlockIQ4NL, BlockQ2K, BlockQ3K, BlockIQ4XS, load_u16
+//       BlockQ5_1, BlockIQ4NL, BlockQ2K, BlockQ3K, BlockIQ4XS, load_u16, load_u32
 //   kernels/activations.hpp
 //     ActivationType, BlockQ8K32, activation_type_name, activation_block_size,
 //       activation_row_bytes, q8k32_scale, dequantize_activation_row
