@@ -75,8 +75,9 @@ if(SMOL_BUILD_TESTS)
   add_executable(test_cuda ${CMAKE_CURRENT_SOURCE_DIR}/tests/test_cuda.cpp
                            ${CMAKE_CURRENT_SOURCE_DIR}/tests/test_main.cpp)
   # smol_internal_flags is defined later in the top CMakeLists; names resolve at generate time.
+  # smol_kernel_sets: the CPU levels' kernels compiled once (cmake/smolKernelSets.cmake).
   target_link_libraries(test_cuda PRIVATE smol::cuda smol_internal_flags doctest::doctest
-                                          nlohmann_json::nlohmann_json)
+                                          nlohmann_json::nlohmann_json smol_kernel_sets)
   target_include_directories(test_cuda PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/tests
     ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda)  # test_hooks.hpp
   target_compile_definitions(test_cuda PRIVATE SMOL_FIXTURES_DEFAULT="${SMOL_FIXTURES_DIR}")

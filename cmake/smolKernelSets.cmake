@@ -8,3 +8,5 @@
 add_library(smol_kernel_sets STATIC ${PROJECT_SOURCE_DIR}/src/kernel_sets.cpp)
 target_link_libraries(smol_kernel_sets PUBLIC smol::smol smol_internal_flags)
 target_compile_definitions(smol_kernel_sets PUBLIC SMOL_SEPARATE_KERNELS)
+# Position-independent, so the C ABI's shared library links it too (cmake/smolShared.cmake).
+set_target_properties(smol_kernel_sets PROPERTIES POSITION_INDEPENDENT_CODE ON)

@@ -6,6 +6,11 @@
 add_library(smol_shared SHARED ${PROJECT_SOURCE_DIR}/src/smol_c.cpp)
 add_library(smol::shared ALIAS smol_shared)
 target_link_libraries(smol_shared PRIVATE smol::smol smol_internal_flags)
+# In smol's own build the levels' kernels come from the one unit the tests and
+# examples share (cmake/smolKernelSets.cmake): the same code, compiled once.
+if(TARGET smol_kernel_sets)
+  target_link_libraries(smol_shared PRIVATE smol_kernel_sets)
+endif()
 target_include_directories(smol_shared PUBLIC
   $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)

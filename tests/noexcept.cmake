@@ -7,6 +7,9 @@ if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
   add_executable(test_noexcept_consumer ${CMAKE_CURRENT_LIST_DIR}/noexcept_consumer.cpp)
   target_link_libraries(test_noexcept_consumer PRIVATE smol::smol smol_internal_flags)
   target_compile_options(test_noexcept_consumer PRIVATE -fno-exceptions)
+  # -O0 (tests/CMakeLists.txt: smol_build_check_optimization): it checks that the
+  # library compiles and reports errors without exceptions; -O3 took 130 s here.
+  smol_build_check_optimization(test_noexcept_consumer)
   target_compile_definitions(test_noexcept_consumer PRIVATE SMOL_NOEXCEPT_FIXTURES="${SMOL_FIXTURES_DIR}")
   if(TARGET smol-demo-model AND DEFINED SMOL_DEMO_MODEL_PATH)
     set(SMOL_NOEXCEPT_MODEL "${SMOL_DEMO_MODEL_PATH}")

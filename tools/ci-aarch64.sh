@@ -38,18 +38,36 @@ ln -sfn "$(find_header_dir doctest/doctest.h)" "$build/include/doctest"
 # One flagless build (-march=armv8-a): the neon and dotprod levels are both
 # compiled in and chosen at run time, so the emulated CPU decides what runs.
 echo "ci-aarch64: building test_kernels (-march=armv8-a, run-time dispatch)"
+# The two units compile side by side (CI has two cores).
+pids=()
 for unit in test_kernels test_main; do
     $SMOL_LAUNCHER "$cxx" -std=c++17 -O2 -Wall -Wextra -march=armv8-a -pthread \
         -DSMOL_TEST_NO_FIXTURES -I "$repo/include" -I "$repo/tests" -isystem "$build/include" \
-        -c "$repo/tests/$unit.cpp" -o "$build/$unit.o"
+        -c "$repo/tests/$unit.cpp" -o "$build/$unit.o" &
+    pids+=($!)
 done
+for pid in "${pids[@]}"; do wait "$pid"; done
 "$cxx" -static -pthread "$build/test_kernels.o" "$build/test_main.o" -o "$build/test_kernels"
 
-run_on() {  # qemu CPU model, the level it must select
-    echo "ci-aarch64: running test_kernels under qemu -cpu $1 (expects the $2 level)"
-    SMOL_TEST_EXPECT_LEVEL="$2" qemu-aarch64 -cpu "$1" -L /usr/aarch64-linux-gnu "$build/test_kernels"
+run_on() {  # qemu CPU model, the level it must select; output in $build/run-<cpu>.log
+    SMOL_TEST_EXPECT_LEVEL="$2" qemu-aarch64 -cpu "$1" -L /usr/aarch64-linux-gnu "$build/test_kernels" \
+        > "$build/run-$1.log" 2>&1
 }
 
-run_on max dotprod        # has SDOT: tests the scalar, neon and dotprod levels
-run_on cortex-a53 neon    # ARMv8.0: dotprod is skipped, neon is the best
+# The two emulated CPUs run side by side (qemu-user is one thread each).
+echo "ci-aarch64: running test_kernels under qemu -cpu max (expects dotprod) and -cpu cortex-a53 (expects neon)"
+run_on max dotprod &        # has SDOT: tests the scalar, neon and dotprod levels
+max_pid=$!
+run_on cortex-a53 neon &    # ARMv8.0: dotprod is skipped, neon is the best
+a53_pid=$!
+status=0
+for run in "max:$max_pid" "cortex-a53:$a53_pid"; do
+    cpu=${run%%:*}
+    if wait "${run#*:}"; then
+        echo "ci-aarch64: -cpu $cpu passed"; tail -n 4 "$build/run-$cpu.log"
+    else
+        echo "ci-aarch64: -cpu $cpu FAILED" >&2; cat "$build/run-$cpu.log" >&2; status=1
+    fi
+done
+[ "$status" = 0 ] || exit 1
 echo "ci-aarch64: all passed"

@@ -5,7 +5,8 @@
 # include directory that holds only xsimd and nlohmann-json (not /usr/include
 # whole), so a stray POSIX header in the library fails here; then the C ABI's
 # smol.dll and its C test, and the kernel tests, run under wine64 (below).
-# Prints its time.
+# The compiles run as parallel jobs (SMOL_JOBS, default 2); the examples share
+# one unit of the levels' kernels as in the CMake build. Prints its time.
 # Installs g++-mingw-w64-x86-64-posix when missing (needs root and apt).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,62 +56,92 @@ int main(int argc, char** argv) {
 }
 EOF
 
-fail=0
-build() {  # build NAME FLAGS... SOURCE
+# Every compile below is a job of its own, run SMOL_JOBS (default 2) at a time:
+# the units are independent, and one at a time left a core idle. A job that
+# fails leaves NAME.failed beside its log; the stage reports every failure.
+JOBS=${SMOL_JOBS:-2}
+job() {  # job NAME COMMAND...: runs COMMAND in the background, its output in NAME.log
   local name=$1; shift
-  say "compile $name"
-  if ! $SMOL_LAUNCHER "$CXX" "${COMMON[@]}" "$@" -c -o "$OUT/$name.o" 2> "$OUT/$name.log" ||
-     ! "$CXX" "$OUT/$name.o" -o "$OUT/$name.exe" -static-libgcc -static-libstdc++ 2>> "$OUT/$name.log"; then
-    cat "$OUT/$name.log" >&2
-    echo "FAILED: $name" >&2
-    fail=1
-  elif [ -s "$OUT/$name.log" ]; then
-    cat "$OUT/$name.log"
-  fi
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || true; done
+  say "start $name"
+  ( if ! "$@" > "$OUT/$name.log" 2>&1; then touch "$OUT/$name.failed"; fi ) &
 }
+finish_jobs() {  # waits for every job, prints the logs with something in them
+  wait
+  local log
+  for log in "$OUT"/*.log; do
+    [ -s "$log" ] || continue
+    local name; name=$(basename "$log" .log)
+    if [ -e "$OUT/$name.failed" ]; then
+      cat "$log" >&2; echo "FAILED: $name" >&2
+    else
+      cat "$log"
+    fi
+    rm -f "$log"
+  done
+}
+compile() {  # compile OBJECT FLAGS... SOURCE (through ccache)
+  local object=$1; shift
+  $SMOL_LAUNCHER "$CXX" "${COMMON[@]}" "$@" -c -o "$object"
+}
+program() {  # program NAME FLAGS... SOURCE: compiled, then linked with the AVX2 kernel sets
+  local name=$1; shift
+  compile "$OUT/$name.o" "$@" && "$CXX" "$OUT/$name.o" "$OUT/kernel_sets_avx2.o" -o "$OUT/$name.exe" \
+    -static-libgcc -static-libstdc++
+}
+headers_program() {  # headers_program NAME FLAGS...: smol_headers.cpp, every level's kernels in it
+  local name=$1; shift
+  compile "$OUT/$name.o" "$@" "$OUT/smol_headers.cpp" &&
+    "$CXX" "$OUT/$name.o" -o "$OUT/$name.exe" -static-libgcc -static-libstdc++
+}
+AVX2=(-mavx2 -mfma -mf16c)
+# The examples share one unit of the levels' kernels, as in the CMake build
+# (cmake/smolKernelSets.cmake, SMOL_SEPARATE_KERNELS); smol_headers.cpp and
+# smol.dll compile their own (a consumer's default).
+SEPARATE=(-DSMOL_SEPARATE_KERNELS)
 
-build smol_headers_baseline "$OUT/smol_headers.cpp"
-build smol_headers_avx2 -mavx2 -mfma -mf16c "$OUT/smol_headers.cpp"
-for src in "$ROOT"/examples/*.cpp; do
-  [ -e "$src" ] || continue
-  build "$(basename "$src" .cpp)" -mavx2 -mfma -mf16c "$src"
-done
-
-# The C ABI as smol.dll (static runtime: one file beside the program), the C
-# test and the C example against it; the C test then runs for real under wine64
-# (Windows x64 semantics: its file API, threads, TLS, the DLL's exports), on the
-# tiny fixture when SMOL_FIXTURES has it. wine64 is installed when missing
-# (needs root and apt); SMOL_MINGW_RUN=0 skips the run.
+# Phase 1: the units that need nothing else.
+job kernel_sets_avx2 compile "$OUT/kernel_sets_avx2.o" "${AVX2[@]}" "${SEPARATE[@]}" "$ROOT/src/kernel_sets.cpp"
+# The C ABI as smol.dll (static runtime: one file beside the program).
+job smol_dll "$CXX" "${COMMON[@]}" -shared -static -static-libgcc -static-libstdc++ "$ROOT/src/smol_c.cpp" \
+  -o "$OUT/smol.dll" -Wl,--out-implib,"$OUT/libsmol.dll.a"
+job smol_headers_baseline headers_program smol_headers_baseline
+job smol_headers_avx2 headers_program smol_headers_avx2 "${AVX2[@]}"
+# The kernel tests (every level this CPU runs against the scalar spec, bit
+# for bit) as a Windows program, run under wine64 below.
+ln -sfn /usr/include/doctest "$OUT/include/doctest"
+job test_kernels_unit compile "$OUT/test_kernels.o" -I"$ROOT/tests" "$ROOT/tests/test_kernels.cpp"
+job test_main_unit compile "$OUT/test_main.o" -I"$ROOT/tests" "$ROOT/tests/test_main.cpp"
+wait
+# Phase 2: the examples (against the kernel sets), then the programs that link phase 1's output.
+if [ ! -e "$OUT/kernel_sets_avx2.failed" ]; then
+  for src in "$ROOT"/examples/*.cpp; do
+    [ -e "$src" ] || continue
+    job "$(basename "$src" .cpp)" program "$(basename "$src" .cpp)" "${AVX2[@]}" "${SEPARATE[@]}" "$src"
+  done
+fi
+if [ ! -e "$OUT/test_kernels_unit.failed" ] && [ ! -e "$OUT/test_main_unit.failed" ]; then
+  job test_kernels "$CXX" "$OUT/test_kernels.o" "$OUT/test_main.o" -o "$OUT/test_kernels.exe" -static \
+    -static-libgcc -static-libstdc++
+fi
+# The C test and the C example against smol.dll; the C test then runs for real
+# under wine64 (Windows x64 semantics: its file API, threads, TLS, the DLL's
+# exports), on the tiny fixture when SMOL_FIXTURES has it.
 CC_MINGW=${MINGW_CC:-x86_64-w64-mingw32-gcc-posix}
-say "compile smol.dll (src/smol_c.cpp)"
-if ! "$CXX" "${COMMON[@]}" -shared -static -static-libgcc -static-libstdc++ "$ROOT/src/smol_c.cpp" \
-    -o "$OUT/smol.dll" -Wl,--out-implib,"$OUT/libsmol.dll.a" 2> "$OUT/smol_dll.log"; then
-  cat "$OUT/smol_dll.log" >&2; echo "FAILED: smol.dll" >&2; fail=1
-else
+if [ ! -e "$OUT/smol_dll.failed" ]; then
+  for c in "$ROOT/tests/c_abi/test_c_abi.c" "$ROOT/examples/c-chat.c"; do
+    job "$(basename "$c" .c)" "$CC_MINGW" -std=c99 -O1 -Wall -Wextra -Werror -I"$ROOT/include" "$c" \
+      "$OUT/libsmol.dll.a" -o "$OUT/$(basename "$c" .c).exe"
+  done
+fi
+finish_jobs
+fail=0
+ls "$OUT"/*.failed >/dev/null 2>&1 && fail=1
+if [ -e "$OUT/smol.dll" ]; then
   exported=$(x86_64-w64-mingw32-objdump -p "$OUT/smol.dll" | awk '/\[Ordinal\/Name Pointer\] Table/ {t=1; next} t && NF == 0 {t=0} t {print $NF}')
   stray=$(printf '%s\n' "$exported" | grep -v '^smol_' || true)
   echo "=== [mingw] smol.dll exports $(printf '%s\n' "$exported" | grep -c '^smol_') smol_* symbols"
   if [ -n "$stray" ]; then echo "FAILED: smol.dll exports more than smol_*: $stray" >&2; fail=1; fi
-  # The kernel tests (every level this CPU runs against the scalar spec, bit
-  # for bit) as a Windows program, run under wine64 below.
-  ln -sfn /usr/include/doctest "$OUT/include/doctest"
-  say "compile test_kernels.exe"
-  if ! $SMOL_LAUNCHER "$CXX" "${COMMON[@]}" -I"$ROOT/tests" -c "$ROOT/tests/test_kernels.cpp" \
-      -o "$OUT/test_kernels.o" 2> "$OUT/test_kernels.log" ||
-     ! $SMOL_LAUNCHER "$CXX" "${COMMON[@]}" -I"$ROOT/tests" -c "$ROOT/tests/test_main.cpp" \
-      -o "$OUT/test_main.o" 2>> "$OUT/test_kernels.log" ||
-     ! "$CXX" "$OUT/test_kernels.o" "$OUT/test_main.o" -o "$OUT/test_kernels.exe" -static \
-      -static-libgcc -static-libstdc++ 2>> "$OUT/test_kernels.log"; then
-    cat "$OUT/test_kernels.log" >&2; echo "FAILED: test_kernels.exe" >&2; fail=1
-  fi
-  for c in "$ROOT/tests/c_abi/test_c_abi.c" "$ROOT/examples/c-chat.c"; do
-    name=$(basename "$c" .c)
-    say "compile $name.exe (C99, against smol.dll)"
-    if ! "$CC_MINGW" -std=c99 -O1 -Wall -Wextra -Werror -I"$ROOT/include" "$c" "$OUT/libsmol.dll.a" \
-        -o "$OUT/$name.exe" 2> "$OUT/$name.log"; then
-      cat "$OUT/$name.log" >&2; echo "FAILED: $name" >&2; fail=1
-    fi
-  done
 fi
 if [ "$fail" = 0 ] && [ "${SMOL_MINGW_RUN:-1}" = 1 ]; then
   # Debian's wine64 package puts the loader in /usr/lib/wine (the wine package
