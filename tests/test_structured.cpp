@@ -217,6 +217,62 @@ TEST_CASE("tool calls: constrained calls name a declared tool with valid argumen
     CHECK(calls >= 6);
 }
 
+// Jump-forward decoding (generation/jump_forward.hpp) is on in every
+// constrained run without lookup decoding. The reference here is plain
+// decoding: lookup decoding whose drafts are always empty runs one token per
+// forward through the same step.
+TEST_CASE(
+    "jump-forward: the tokens a constraint forces run as one chunk, the output is plain "
+    "decoding's") {
+    auto model = fixture_model("tiny-q4km.gguf");
+    if (!model) return;
+    std::vector<std::pair<std::string, std::string>> cases;  // (grammar, json_schema)
+    for (size_t s : {0, 3, 5, 7, 9}) cases.emplace_back("", schemas()[s]);
+    // Literal runs the vocabulary can only spell one way: each byte of "(|)" is
+    // a single-byte token, and "qz" / "xq" have no longer token to share.
+    cases.emplace_back("root ::= \"(\" [0-9]{1,3} \"|)\" \"qzxq\"{1,2} [a-z]{0,4}", "");
+    size_t forced = 0, tokens = 0;
+    for (const auto& [grammar, schema] : cases) {
+        for (uint64_t seed : {0, 3, 6}) {  // greedy, then sampled at 0.75 and 1.5
+            smol::GenerateParams p = sampling_for(seed);
+            p.grammar = grammar;
+            p.json_schema = schema;
+            p.max_tokens = 96;
+            size_t hook_rows = 0;
+            p.logits_hook = [&hook_rows](float*, size_t) { ++hook_rows; };
+            smol::Generator gen(model);
+            const smol::GenerateResult r = gen.generate("Data:", p);
+            const size_t jump_rows = hook_rows;
+
+            smol::GenerateParams plain_params = p;
+            hook_rows = 0;
+            plain_params.lookup.enabled = true;
+            plain_params.lookup.draft_hook = [](const std::vector<int32_t>&, size_t,
+                                                std::vector<int32_t>&) {};
+            smol::Generator plain_gen(model);
+            const smol::GenerateResult plain = plain_gen.generate("Data:", plain_params);
+
+            INFO("grammar " << grammar << " schema " << schema << " seed " << seed);
+            INFO("text " << r.text);
+            CHECK(r.tokens == plain.tokens);
+            CHECK(r.text == plain.text);
+            CHECK(r.stop_reason == plain.stop_reason);
+            CHECK(gen.history() == plain_gen.history());
+            CHECK(gen.n_cached() == plain_gen.n_cached());
+            // The hook saw every row, as in plain decoding.
+            CHECK(jump_rows == hook_rows);
+            CHECK(plain.n_decode_steps + 1 == plain.tokens.size());
+            // A forced token is the only one its row allows: always accepted.
+            CHECK(r.n_accepted_drafts == r.n_drafted_tokens);
+            CHECK(r.n_decode_steps + r.n_accepted_drafts + 1 == r.tokens.size());
+            forced += r.n_accepted_drafts;
+            tokens += r.tokens.size();
+        }
+    }
+    MESSAGE("jump-forward: " << forced << " of " << tokens << " tokens were forced");
+    CHECK(forced > 0);
+}
+
 TEST_CASE("batched generators each apply their own constraint") {
     auto model = fixture_model("tiny-q4km.gguf");
     if (!model) return;

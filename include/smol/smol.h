@@ -531,8 +531,9 @@ typedef struct smol_result {
      * (prompt tokens the model never saw in this call). 0 otherwise. */
     uint64_t n_discarded_tokens;
     uint64_t n_prompt_discarded_tokens;
-    /* Forward passes after the prefill and, with lookup decoding, the drafts
-     * they ran and how many were accepted. */
+    /* Forward passes after the prefill, and the tokens they ran beyond each
+     * step's first (lookup decoding's drafts, or the tokens a grammar or
+     * schema forces) and how many were accepted. */
     uint64_t n_decode_steps;
     uint64_t n_drafted_tokens;
     uint64_t n_accepted_drafts;

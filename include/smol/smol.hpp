@@ -36,7 +36,9 @@
 //                           ignore_eos, chat, prompt_as_text
 //       structured output   grammar (GBNF, constrain/grammar.hpp), json_schema (JSON Schema,
 //                           constrain/json_schema.hpp) + json_schema_options, or
-//                           constrain_tool_calls (the declared tools' call shapes)
+//                           constrain_tool_calls (the declared tools' call shapes);
+//                           tokens a constraint forces run as one chunk
+//                           (jump-forward: the same output)      generation/jump_forward.hpp
 //       lookup decoding     lookup (LookupParams: enabled, k, max_ngram, draft_hook):
 //                           drafts from the context, verified k per step
 //                                                                       generation/lookup.hpp
@@ -170,7 +172,7 @@
 //     WeightMatrix: row copy_row copy_stored interleaved_copy
 //   constrain/constraint.hpp
 //     try_tool_call_grammar
-//     TokenConstraint: reset whole_text active finished apply accept overflow_error
+//     TokenConstraint: reset whole_text active finished apply forced_tokens accept overflow_error
 //   sampling/sampler.hpp
 //     SamplingParams, TokenProbability, apply_penalties, check_logit_bias, apply_dry,
 //       apply_logit_bias, try_greedy_token, greedy_token

@@ -98,6 +98,32 @@ public:
         return {};
     }
 
+    // The tokens the grammar forces from here, up to `max`, into `forced`
+    // (cleared first): while the mask allows exactly one token and the grammar
+    // cannot end (so no end token is allowed either), that token, and on from
+    // the state it leads to. None outside a tool call or once a limit was
+    // reached. Jump-forward decoding proposes them (generation/jump_forward.hpp).
+    // The states walked are those accept() will reach on these tokens, so
+    // apply() finds their masks cached. A MatcherLimits bound reached on the
+    // way ends the walk, and apply() reports it at the next row: at most `max`
+    // tokens before plain decoding would reach that state.
+    void forced_tokens(size_t max, std::vector<int32_t>& forced) {
+        forced.clear();
+        if (!inside_) return;
+        const GrammarMatcher& matcher = masker_->matcher();
+        int32_t state = state_;
+        while (forced.size() < max && state >= 0 && !matcher.overflowed() &&
+               !matcher.can_end(state)) {
+            const TokenMask& mask = masker_->mask(state);
+            if (matcher.overflowed() || mask.count != 1) return;
+            size_t w = 0;
+            while (mask.bits[w] == 0) ++w;  // count == 1: one word holds the bit
+            const int32_t token = int32_t(w * 64 + size_t(__builtin_ctzll(mask.bits[w])));
+            forced.push_back(token);
+            state = masker_->advance(state, token);
+        }
+    }
+
     // Moves past a sampled token; a token the constraint forbids (only a
     // caller bypassing apply() can produce one) is an error.
     Status accept(int32_t token) {

@@ -17,7 +17,7 @@
 // step ends and the token runs in the next step's forward. The prefill ran
 // the first step's forward: the run starts at its row.
 //
-// Variations (lookup drafts, later jump-forward under a grammar) are
+// Variations (lookup drafts, jump-forward under a constraint) are
 // strategies (generation/decode_strategy.hpp) that only propose; the step has
 // no branch for any of them. With PlainDecoding every step is one token.
 //

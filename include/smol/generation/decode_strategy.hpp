@@ -6,12 +6,13 @@
 // few rows costs about what one row costs (decode reads the weights once for
 // all), so a strategy that can guess what comes next gets several tokens out
 // of one forward: lookup decoding guesses from the context
-// (generation/lookup.hpp); jump-forward decoding under a grammar would
-// propose the tokens the grammar forces. The step keeps the output exactly
-// plain decoding's whatever a strategy proposes: row i of the forward (the
-// last token, then proposals 0..i-1) is masked and sampled as plain decoding
-// would sample it, and proposal i is accepted only when it is the sampled
-// token; the first token that differs is emitted and runs in the next step.
+// (generation/lookup.hpp); jump-forward decoding under a grammar proposes
+// the tokens the grammar forces (generation/jump_forward.hpp). The step
+// keeps the output exactly plain decoding's whatever a strategy proposes:
+// row i of the forward (the last token, then proposals 0..i-1) is masked and
+// sampled as plain decoding would sample it, and proposal i is accepted only
+// when it is the sampled token; the first token that differs is emitted and
+// runs in the next step.
 // A strategy thus changes how many forwards a run takes, never what it emits.
 //
 // The contract, per step:
@@ -25,7 +26,7 @@
 //   3. record(proposed, accepted): how many the step ran and how many were
 //      the sampled tokens (a prefix). Not called for a step that ended the run.
 // The step writes nothing into the strategy; a strategy reads nothing of the
-// session but the history it is given (a grammar strategy would hold its own
+// session but the history it is given (the grammar strategy holds its own
 // reference to the run's constraint).
 #pragma once
 

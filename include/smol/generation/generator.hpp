@@ -15,7 +15,8 @@
 // on it (generation/session_state.hpp); the decode step, forward, mask,
 // sample, emit (generation/decode_step.hpp), with what proposes tokens
 // around it (generation/decode_strategy.hpp; lookup drafts:
-// generation/lookup.hpp); the constraint and DRY state kept between runs
+// generation/lookup.hpp; the tokens a constraint forces:
+// generation/jump_forward.hpp); the constraint and DRY state kept between runs
 // (generation/sampling_state.hpp); ContextPolicy::shift's rule
 // (generation/context_shift.hpp). This file is the API and the order of a
 // run: prompt ids, prefix reuse, prefill, decode, result.
@@ -97,6 +98,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -115,6 +117,7 @@
 #include "context_shift.hpp"
 #include "decode_step.hpp"
 #include "inputs.hpp"
+#include "jump_forward.hpp"
 #include "lookup.hpp"
 #include "params.hpp"
 #include "sampling_state.hpp"
@@ -535,14 +538,21 @@ private:
         const auto decode_start = Clock::now();
         detail::TextSink sink(state_->model->tokenizer(), params.stop, on_text, result.text);
         // The step (generation/decode_step.hpp), and what proposes tokens
-        // around it: nothing, or lookup drafts (generation/lookup.hpp).
+        // around it: lookup drafts when asked for (generation/lookup.hpp), else
+        // under a constraint the tokens it forces (generation/jump_forward.hpp),
+        // else nothing.
         detail::PlainDecoding plain;
         detail::LookupDecoding lookup(params.lookup);
-        detail::DecodeStrategy& strategy =
-            params.lookup.enabled ? static_cast<detail::DecodeStrategy&>(lookup) : plain;
+        std::optional<detail::JumpForward> jump;
+        detail::DecodeStrategy* strategy = &plain;
+        if (params.lookup.enabled) {
+            strategy = &lookup;
+        } else if (constraint) {
+            strategy = &jump.emplace(*constraint);
+        }
         detail::DecodeLoop decode(*state_, sampler, constraint.get(), params, sink, cancel_flag,
                                   shifting ? &shape : nullptr, result);
-        SMOL_TRY_ASSIGN(StopReason reason, decode.run(strategy));
+        SMOL_TRY_ASSIGN(StopReason reason, decode.run(*strategy));
         if (sink.matched()) {  // also when the final flush completed a stop string
             reason = StopReason::stop_string;
             result.matched_stop = sink.matched_string();

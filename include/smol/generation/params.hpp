@@ -159,9 +159,11 @@ struct GenerateResult {
     size_t n_prompt_discarded_tokens = 0;
     double prefill_ms = 0;  // prefill of n_prefilled_tokens() tokens
     double decode_ms = 0;   // sampling + decoding of the generated tokens
-    // Decode steps (forward passes after the prefill) and, with lookup
-    // decoding, the drafts they ran and how many of them were accepted: the
-    // tokens per step are tokens.size() / n_decode_steps, about.
+    // Decode steps (forward passes after the prefill) and the tokens they ran
+    // beyond the step's first, proposed by lookup decoding's drafts or, under a
+    // constraint, forced by it (generation/jump_forward.hpp), with how many of
+    // them were accepted: the tokens per step are tokens.size() / n_decode_steps,
+    // about.
     size_t n_decode_steps = 0;
     size_t n_drafted_tokens = 0;
     size_t n_accepted_drafts = 0;
