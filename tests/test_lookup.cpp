@@ -62,6 +62,8 @@ TEST_CASE("a chunk of k + 1 tokens gives each token the one-token path's bits, a
                 const size_t vocab = model->config().vocab_size;
                 const std::vector<int32_t> prompt = some_tokens(23, vocab, 5);
                 for (const size_t k : {1, 2, 4, 7}) {
+                    // Under the sanitizers one short and the longest chunk.
+                    if (smol_test::kSanitized && k != 2 && k != 7) continue;
                     CAPTURE(k);
                     const std::vector<int32_t> step = some_tokens(k + 1, vocab, 11 + uint32_t(k));
                     auto chunk_kv = model->make_cache(64, kv_type),

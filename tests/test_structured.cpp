@@ -227,13 +227,16 @@ TEST_CASE(
     auto model = fixture_model("tiny-q4km.gguf");
     if (!model) return;
     std::vector<std::pair<std::string, std::string>> cases;  // (grammar, json_schema)
-    for (size_t s : {0, 3, 5, 7, 9}) cases.emplace_back("", schemas()[s]);
+    // Under the sanitizers (10x slower) two schemas, the grammar and two seeds.
+    for (size_t s : {0, 3, 5, 7, 9})
+        if (!smol_test::kSanitized || s == 0 || s == 9) cases.emplace_back("", schemas()[s]);
     // Literal runs the vocabulary can only spell one way: each byte of "(|)" is
     // a single-byte token, and "qz" / "xq" have no longer token to share.
     cases.emplace_back("root ::= \"(\" [0-9]{1,3} \"|)\" \"qzxq\"{1,2} [a-z]{0,4}", "");
     size_t forced = 0, tokens = 0;
     for (const auto& [grammar, schema] : cases) {
         for (uint64_t seed : {0, 3, 6}) {  // greedy, then sampled at 0.75 and 1.5
+            if (smol_test::kSanitized && seed == 3) continue;
             smol::GenerateParams p = sampling_for(seed);
             p.grammar = grammar;
             p.json_schema = schema;
