@@ -963,7 +963,7 @@ TEST_CASE("every truncation of a real model file throws smol::Error") {
     for (size_t n = 0; n < 4096; ++n) lengths.push_back(n);
     // Every length inside the first 4 KiB and at every tensor's edges, and
     // evenly spaced ones past them (a sample under the sanitizers, where each
-    // parse of the 128k-token vocabulary is slow: fixtures.hpp).
+    // parse of the 128k-token vocabulary is slow: support/sanitized.hpp).
     const size_t points = smol_test::kSanitized ? 200 : 2000;
     for (size_t k = 0; k <= points; ++k)
         lengths.push_back(4096 + (whole.size() - 4096) * k / points);

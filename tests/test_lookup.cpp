@@ -275,7 +275,7 @@ struct Streamed {
 
 TEST_CASE("greedy lookup decoding gives plain decoding's tokens on the fixtures' prompts") {
     for (const char* name : {"tiny-q4km.gguf", "tiny-q8_0.gguf"}) {
-        // One fixture's prompts under the sanitizers (fixtures.hpp: kSanitized).
+        // One fixture's prompts under the sanitizers (support/sanitized.hpp).
         if (smol_test::kSanitized && std::string(name) != "tiny-q4km.gguf") continue;
         const auto model = fixture_model(name);
         if (!model) continue;

@@ -27,21 +27,12 @@
 #include <thread>
 #include <vector>
 
+#include "../support/sanitized.hpp"
+
 namespace {
 
 int failures = 0;
 
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kThreadSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr bool kThreadSanitizer = true;
-#else
-constexpr bool kThreadSanitizer = false;
-#endif
-#else
-constexpr bool kThreadSanitizer = false;
-#endif
 #define EXPECT(cond)                                                                           \
     do {                                                                                       \
         if (!(cond)) {                                                                         \
@@ -418,7 +409,7 @@ int main(int argc, char** argv) {
     // Under ThreadSanitizer (tools/ci-sanitize.sh) the single-thread parity
     // checks, 10x slower there and run by every other build, give way to the
     // ones with threads.
-    if (!kThreadSanitizer) {
+    if (!smol_test::kThreadSanitizer) {
         check_parity(cpp_model, c_model);
         check_context_parity(cpp_model, c_model);
         check_knob_parity(cpp_model, c_model);

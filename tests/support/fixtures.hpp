@@ -18,24 +18,9 @@
 #include <sys/stat.h>
 #include <vector>
 
-namespace smol_test {
+#include "sanitized.hpp"  // kSanitized
 
-// True in a build with AddressSanitizer or ThreadSanitizer (tools/ci-sanitize.sh),
-// where code runs 5-20x slower than in Release. The few dense sweeps (thousands
-// of parses or forwards of the same code path) take a sample there: what the
-// sanitizers check is each path's memory and thread safety, which a sample
-// covers; the Release run keeps the full sweep.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-inline constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-inline constexpr bool kSanitized = true;
-#else
-inline constexpr bool kSanitized = false;
-#endif
-#else
-inline constexpr bool kSanitized = false;
-#endif
+namespace smol_test {
 
 inline std::atomic<long>& golden_counter() {
     static std::atomic<long> n{0};
