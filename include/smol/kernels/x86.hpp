@@ -75,6 +75,19 @@
 #define SMOL_UNROLL
 #endif
 
+// A tile's helper that takes its accumulators by reference must be inlined:
+// left to the inliner (whose budget moves whenever the unit grows), an
+// out-of-line copy makes the caller keep the accumulators in memory for its
+// whole inner loop. Measured: the AVX2 converted Q4_K tile lost 20 % when a
+// new type's tile shared store_converted_ymm and g++ stopped inlining it.
+#if defined(__GNUC__) || defined(__clang__)
+#define SMOL_ALWAYS_INLINE inline __attribute__((always_inline))
+#elif defined(_MSC_VER)
+#define SMOL_ALWAYS_INLINE __forceinline
+#else
+#define SMOL_ALWAYS_INLINE inline
+#endif
+
 SMOL_TARGET_BEGIN("avx2,fma,f16c,bmi,bmi2,popcnt")
 
 SMOL_NAMESPACE_BEGIN
