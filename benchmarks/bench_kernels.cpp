@@ -423,10 +423,14 @@ BENCHMARK_CAPTURE(BM_MatMat, q6k_2048x11008, GGMLType::Q6_K, 2048, 11008)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
-// avx512 against amx (AMX tiles on the converted rows) in one run: the ratio
-// is what to read where other jobs share the machine.
+// The x86 levels side by side in one run (avx512 against amx: the AMX tiles
+// on the converted rows; avx2 against avxvnni), the ones this CPU lacks
+// skipped: the ratios are what to read where other jobs share the machine.
 void level_pair_args(benchmark::internal::Benchmark* b) {
-    b->ArgsProduct({{int64_t(smol::CpuLevel::avx512), int64_t(smol::CpuLevel::amx)}, {512}, {2}})
+    b->ArgsProduct({{int64_t(smol::CpuLevel::avx2), int64_t(smol::CpuLevel::avxvnni),
+                     int64_t(smol::CpuLevel::avx512), int64_t(smol::CpuLevel::amx)},
+                    {512},
+                    {2}})
         ->ArgNames({"level", "tokens", "threads"})
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
