@@ -90,6 +90,11 @@
 //     File: try_open open try_from_buffer from_buffer try_from_bytes from_bytes source version
 //       alignment bytes size data_offset mapping metadata tensors find_value has try_get get
 //       try_find find find_tensor tensor
+//   kernels/tune.hpp
+//     TuneMode, tune_off_by_environment, requested_tune_mode, TuneTiming, TuneOptions,
+//       tunes_stored_prefetch, tune_kernels, tune_key, TuneFileRead, read_tune_file,
+//       write_tune_file
+//     TuneReport: text
 //   log.hpp
 //     LogLevel, LogCallback
 //   text/tokenizer.hpp
@@ -98,12 +103,6 @@
 //       token_to_piece append_piece vocab_size bos_id eos_id eot_id pad_id add_bos pre_type
 //       end_of_generation_ids is_end_of_generation token_id token_text token_type is_control
 //       is_special file detail_table_stats
-//   model/device.hpp
-//     Device, device_name, parse_device
-//   model/backend_cache.hpp
-//     KVType, kv_type_name, parse_kv_type, kv_row_bytes, KVPart, CacheMemory
-//     BackendCache: size n_ctx n_layers n_kv_heads head_dim device truncate clear memory serialize
-//       restore try_restore clone
 //   model/backend.hpp
 //     ForwardOptions, Segment, DeviceBackendFactory
 //     Backend: device name vocab_size context_length max_chunk default_chunk batch_rows
@@ -114,13 +113,9 @@
 //     KVCache: try_create fork clone memory type row_bytes bytes compatible set_size prepare_write
 //       block_table block_shift stream_offset row store erase_positions load_row serialize
 //       deserialize try_deserialize restore try_restore
-//   model/forward_zones.hpp
-//     ForwardZone, forward_zone_name, ForwardZoneTimes, ForwardZoneRecorder
 //   model/smollm3.hpp
 //     SmolLM3: try_create config weights file kernels use_kernels rope file_ptr interleave_weights
 //       forward
-//   model/cpu_backend.hpp
-//     CpuBackend: name network thread_pool
 //   model/weights.hpp
 //     LayerWeights
 //     Weights: try_bind embed
@@ -147,17 +142,17 @@
 //     Value: type is_integer is_float as_i64 as_u64 negative as_f64 as_bool as_string as_array
 //       make_unsigned make_signed make_float make_string make_array
 //     TensorInfo: dim rows
-//   text/prompt_text.hpp
-//     TextRange
-//     PromptText: append_markup append_content append
-//   text/unicode.hpp
-//     codepoint_flags, is_letter, is_number, is_whitespace, Utf8Char, decode_utf8, is_valid_utf8,
-//       append_valid_utf8, split_llama3
-//     SplitScratch: Char
-//   core/fp16.hpp
-//     fp16_to_fp32, fp32_to_fp16, bf16_to_fp32, fp32_to_bf16
-//   model/rope.hpp
-//     RopeRule: pairs frequency mscale encode shift
+//   quant/weight_matrix.hpp
+//     interleaved_word_offset, can_interleave, interleave_rows, deinterleave_rows
+//     WeightMatrix: row copy_row copy_stored interleaved_copy
+//   kernels/dispatch.hpp
+//     build_level_set, build_kernel_set, kernel_set, default_kernels
+//   kernels/kernel_set.hpp
+//     TileKernel, TileRow, tile_row_of, tile_row, PackedTiles, TileSource, TypeKernels,
+//       KernelParams, candidate_index, valid_kernel_params, kernel_params_text, decode_chunks_only,
+//       converted_tiles, tile, stored_row_bytes, copy_rows, spec_tiles, make_kernel_set,
+//       complete_with_spec, kernel_table_text
+//     KernelSet: of packing converts interleaves name
 //   kernels/kernels.hpp
 //     activation_type_for, make_weight_matrix, MatmulJob, dot_f32, rmsnorm, swiglu, softmax,
 //       check_matmul_args, token_ranges, ChunkBuffers, multiply_rows, BatchPlan, plan_batch,
@@ -165,11 +160,40 @@
 //     MatmulScratch: reserve_bytes
 //     QuantizedInput: kernels quantize set_sequences sequences in_format_for type n_tokens cols
 //       row_bytes row data kernel_row
+//   text/prompt_text.hpp
+//     TextRange
+//     PromptText: append_markup append_content append
+//   text/unicode.hpp
+//     codepoint_flags, is_letter, is_number, is_whitespace, Utf8Char, decode_utf8, is_valid_utf8,
+//       append_valid_utf8, split_llama3
+//     SplitScratch: Char
+//   model/backend_cache.hpp
+//     KVType, kv_type_name, parse_kv_type, kv_row_bytes, KVPart, CacheMemory
+//     BackendCache: size n_ctx n_layers n_kv_heads head_dim device truncate clear memory serialize
+//       restore try_restore clone
+//   model/device.hpp
+//     Device, device_name, parse_device
+//   core/fp16.hpp
+//     fp16_to_fp32, fp32_to_fp16, bf16_to_fp32, fp32_to_bf16
+//   quant/blocks.hpp
+//     BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K, BlockQ8_0, BlockQ4_0, BlockQ4_1, BlockQ5_0,
+//       BlockQ5_1, BlockIQ4NL, BlockQ2K, BlockQ3K, BlockIQ4XS, load_u16, load_u32
+//   quant/dequantize.hpp
+//     dequantize_row_f32, dequantize_row_f16, dequantize_row_bf16, dequantize_row_q8_0,
+//       dequantize_row_q8_k, dequantize_row_q4_k, dequantize_row_q5_k, dequantize_row_q6_k,
+//       dequantize_row_q4_0, dequantize_row_q4_1, dequantize_row_q5_0, dequantize_row_q5_1,
+//       dequantize_row_iq4_nl, dequantize_row_q2_k, dequantize_row_q3_k, dequantize_row_iq4_xs
+//   quant/quantize.hpp
+//     QuantizeEffort, quantize_row_f32, quantize_row_f16, quantize_row_bf16, quantize_row_q8_0,
+//       quantize_row_q8_k, quantize_row_q4_k, quantize_row_q5_k, quantize_row_q6_k
+//   model/rope.hpp
+//     RopeRule: pairs frequency mscale encode shift
+//   model/forward_zones.hpp
+//     ForwardZone, forward_zone_name, ForwardZoneTimes, ForwardZoneRecorder
+//   model/cpu_backend.hpp
+//     CpuBackend: name network thread_pool
 //   quant/reference.hpp
 //     RowCodec, ReferenceTypes, can_quantize, can_dequantize, quantize_row, dequantize_row
-//   quant/weight_matrix.hpp
-//     interleaved_word_offset, can_interleave, interleave_rows, deinterleave_rows
-//     WeightMatrix: row copy_row copy_stored interleaved_copy
 //   constrain/constraint.hpp
 //     try_tool_call_grammar
 //     TokenConstraint: reset whole_text active finished apply forced_tokens accept overflow_error
@@ -192,57 +216,22 @@
 //     JsonSchemaOptions
 //   text/tool_calls.hpp
 //     ToolDefinition, ToolCall, try_render_tool, parse_tool_calls
-//   quant/blocks.hpp
-//     BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K, BlockQ8_0, BlockQ4_0, BlockQ4_1, BlockQ5_0,
-//       BlockQ5_1, BlockIQ4NL, BlockQ2K, BlockQ3K, BlockIQ4XS, load_u16, load_u32
+//   kernels/level_sets.hpp
+//     build_level_set
 //   kernels/activations.hpp
 //     ActivationType, BlockQ8K32, activation_type_name, activation_block_size,
 //       activation_row_bytes, q8k32_scale, dequantize_activation_row
-//   kernels/dispatch.hpp
-//     build_level_set, build_kernel_set, kernel_set, default_kernels
-//   kernels/kernel_set.hpp
-//     TileKernel, TileRow, tile_row_of, tile_row, PackedTiles, TileSource, TypeKernels,
-//     KernelParams,
-//       candidate_index, valid_kernel_params, kernel_params_text, decode_chunks_only,
-//       converted_tiles, tile,
-//       stored_row_bytes, copy_rows, spec_tiles, make_kernel_set, complete_with_spec,
-//       kernel_table_text
-//     KernelSet: of packing converts interleaves name
-//   kernels/tune.hpp
-//     TuneMode, tune_off_by_environment, requested_tune_mode, TuneTiming, TuneOptions,
-//       tunes_stored_prefetch, tune_kernels, tune_key, TuneFileRead, read_tune_file,
-//       write_tune_file
-//     TuneReport: text
+//   kernels/scalar.hpp
+//     quantize_row_q8_k32, quantize_row_q8_k_activations, quantize_row_q8_0, dot_k4_q8k32,
+//       dot_q4k_q8k32, dot_q5k_q8k32, q6k_value, dot_q6k_q8k32, ConvertedBlock, fp16_round,
+//       convert_k4_block, convert_q6k_block, converted_block_dot, dot_converted_q8k32,
+//       dot_q8_0_q8_0, convert_legacy32_blocks, dot_legacy32_q8k32
+//     Legacy32: value
+//   kernels/weight_types.hpp
+//     ReferenceDot, WeightTraits, WeightTypeInfo, weight_type_info
 //   kernels/matmul_plan.hpp
 //     TokenRange, RowLayout, MatmulRun, MatrixShape, MatmulPlan, plan_runs, chunk_rows,
 //       plan_matmul, token_groups, token_group_size
-//   kernels/scalar.hpp
-//     CacheFormat, AttentionHead, quantize_row_q8_k32, quantize_row_q8_0, sum_lanes, dot_k4_q8k32,
-//       dot_q4k_q8k32, dot_q5k_q8k32, q6k_value, dot_q6k_q8k32, ConvertedBlock, fp16_round,
-//       convert_k4_block, convert_q6k_block, converted_block_dot, dot_converted_q8k32,
-//       dot_q8_0_q8_0, widen_one, dot_in_lanes, dot_f32, dot_f16_f32, dot_bf16_f32,
-//       dot_f32_unaligned, rmsnorm, swiglu, softmax, rope, cache_value, attend, sum_bytes,
-//       Legacy32, convert_legacy32_blocks, dot_legacy32_q8k32, activation_scale, dot_q2k_q8k,
-//       dot_q3k_q8k, dot_iq4xs_q8k, quantize_row_q8_k_activations, convert_q8k_block,
-//       converted_q8k_block_dot, dot_converted_q8k, dot_converted_q8k_stored,
-//       converted_q8k_row_bytes, pack_converted_q8k
-//   kernels/weight_types.hpp
-//     ReferenceDot, WeightTraits, WeightTypeInfo, weight_type_info
-//   quant/dequantize.hpp
-//     dequantize_row_f32, dequantize_row_f16, dequantize_row_bf16, dequantize_row_q8_0,
-//       dequantize_row_q8_k, dequantize_row_q4_k, dequantize_row_q5_k, dequantize_row_q6_k,
-//       dequantize_row_q4_0, dequantize_row_q4_1, dequantize_row_q5_0, dequantize_row_q5_1,
-//       dequantize_row_iq4_nl, dequantize_row_q2_k, dequantize_row_q3_k, dequantize_row_iq4_xs
-//   quant/quantize.hpp
-//     QuantizeEffort, quantize_row_f32, quantize_row_f16, quantize_row_bf16, quantize_row_q8_0,
-//       quantize_row_q8_k, quantize_row_q4_k, quantize_row_q5_k, quantize_row_q6_k
-//   constrain/compiled_grammar.hpp
-//     GrammarLimits
-//     ByteSet: test set set_range empty
-//     Grammar: Kind Position try_parse parse root n_rules alternatives position n_positions
-//       byte_set n_byte_sets rule_name saturated_position position_rule has_repetition_families
-//   constrain/grammar_compiler.hpp
-//     GrammarCompiler: run
 //   constrain/json_schema.hpp
 //     try_json_schema_to_grammar, json_schema_to_grammar
 //   constrain/token_mask.hpp
@@ -262,8 +251,24 @@
 //       attend, sum_bytes, make_kernel_set
 //   kernels/x86.hpp
 //     horizontal_sum, horizontal_sum_i32, half_to_float, load256, pack_32, quantize_row_q8_k32,
-//       quantize_row_q8_0, unpack_k4_scales, block_row, transpose_4x8, interleave_q8k32,
-//       combine_halves, sum_bytes, make_kernel_set, interleaved_candidate, q6k_candidate
+//       quantize_row_q8_k_activations, quantize_row_q8_0, unpack_k4_scales, block_row,
+//       transpose_4x8, interleave_q8k32, combine_halves, sum_bytes, make_kernel_set,
+//       interleaved_candidate, q6k_candidate
+//   kernels/scalar_float.hpp
+//     CacheFormat, sum_lanes, widen_one, dot_in_lanes, dot_f32, dot_f16_f32, dot_bf16_f32,
+//       dot_f32_unaligned, rmsnorm, swiglu, softmax, rope, cache_value, attend, sum_bytes
+//     AttentionHead: key value
+//   kernels/scalar_k32.hpp
+//     activation_scale, dot_q2k_q8k, dot_q3k_q8k, dot_iq4xs_q8k, convert_q8k_block,
+//       converted_q8k_block_dot, dot_converted_q8k, dot_converted_q8k_stored,
+//       converted_q8k_row_bytes, pack_converted_q8k
+//   constrain/compiled_grammar.hpp
+//     GrammarLimits
+//     ByteSet: test set set_range empty
+//     Grammar: Kind Position try_parse parse root n_rules alternatives position n_positions
+//       byte_set n_byte_sets rule_name saturated_position position_rule has_repetition_families
+//   constrain/grammar_compiler.hpp
+//     GrammarCompiler: run
 //   constrain/matcher.hpp
 //     MatcherLimits
 //     GrammarMatcher: grammar start begin_step step class_of step_class can_end can_continue

@@ -30,6 +30,7 @@
 #include "../quant/types.hpp"
 #include "activations.hpp"
 #include "scalar.hpp"
+#include "scalar_k32.hpp"
 
 SMOL_NAMESPACE_BEGIN
 

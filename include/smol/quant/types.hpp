@@ -18,6 +18,8 @@
 //                               when it does)
 //   4. kernels/scalar.hpp       the scalar dot with its activation format (and a
 //                               conversion for long batches, if it has one): the spec
+//                               (kernels/scalar_k32.hpp for the Q8_K family: Q2_K, Q3_K,
+//                               IQ4_XS)
 //   5. kernels/weight_types.hpp its WeightTraits<type> entry (activation,
 //                               dot_reference, convert_min_tokens, converted_dot_reference)
 //   6. per CPU level, optional: tiles in kernels/detail/*_tiles.inc set by the
