@@ -490,6 +490,12 @@ TEST_CASE("matmul plan: runs, chunks and scratch follow the planner's rules") {
         CHECK(kernels::token_group_size(17, 0) == 6);
         CHECK(kernels::token_group_size(17, 1) == 6);
         CHECK(kernels::token_group_size(17, 2) == 5);
+        // A layout with wide tiles (PackedTiles::max_cols 16): 512 as 32 x 16, 17 as 9 + 8.
+        CHECK(kernels::token_groups(512, 16) == 32);
+        CHECK(kernels::token_group_size(512, 31, 16) == 16);
+        CHECK(kernels::token_groups(17, 16) == 2);
+        CHECK(kernels::token_group_size(17, 0, 16) == 9);
+        CHECK(kernels::token_group_size(17, 1, 16) == 8);
     }
 }
 
@@ -981,27 +987,26 @@ TEST_CASE("converted rows: every level's tiles equal the converted reference, bi
                 const size_t padded_rows =
                     (rows + converted.row_group - 1) / converted.row_group * converted.row_group;
                 const size_t packed_row_bytes = converted.row_bytes(cols);
-                const std::vector<float> x = random_floats(kernels::kMaxTileCols * cols);
+                const size_t max_cols = converted.max_cols();  // wide tiles too
+                const std::vector<float> x = random_floats(max_cols * cols);
                 smol::QuantizedInput input(*set);
-                input.quantize(type, x.data(), kernels::kMaxTileCols, cols);
+                input.quantize(type, x.data(), max_cols, cols);
                 for (const uint8_t* weights :
                      {static_cast<const uint8_t*>(w.data()),
                       static_cast<const uint8_t*>(shifted_storage.data() + 1)}) {
                     std::vector<uint8_t> packed(padded_rows * packed_row_bytes);
                     converted.pack(weights, w_row_bytes, rows, cols, packed.data());
-                    for (int n_cols = 1; n_cols <= kernels::kMaxTileCols; ++n_cols) {
+                    for (size_t n_cols = 1; n_cols <= max_cols; ++n_cols) {
                         CAPTURE(n_cols);
                         const uint8_t* activations =
                             converted.reads_quantizer_order ? input.row(0) : input.kernel_row(0);
-                        std::vector<float> y(size_t(n_cols) * rows, -1.0f);
-                        converted.tiles[n_cols - 1](packed.data(), packed_row_bytes, rows,
-                                                    activations, input.row_bytes(), cols, y.data(),
-                                                    rows);
-                        for (int c = 0; c < n_cols; ++c)
+                        std::vector<float> y(n_cols * rows, -1.0f);
+                        converted.tile(n_cols)(packed.data(), packed_row_bytes, rows, activations,
+                                               input.row_bytes(), cols, y.data(), rows);
+                        for (size_t c = 0; c < n_cols; ++c)
                             for (size_t r = 0; r < rows; ++r)
-                                CHECK(y[size_t(c) * rows + r] ==
-                                      reference(weights + r * w_row_bytes, input.row(size_t(c)),
-                                                cols));
+                                CHECK(y[c * rows + r] ==
+                                      reference(weights + r * w_row_bytes, input.row(c), cols));
                     }
                 }
             }
@@ -1039,27 +1044,27 @@ TEST_CASE("converted Q2_K, Q3_K, IQ4_XS rows: small and zero blocks, every level
                     iq->scales_h = 0xAAAA;
                 }
             }
-        const std::vector<float> x = random_floats(kernels::kMaxTileCols * cols);
+        const std::vector<float> x = random_floats(kernels::kMaxWideTileCols * cols);
         const smol::ReferenceDot reference = smol::weight_type_info(type)->converted_dot_reference;
         for (const kernels::KernelSet* set : runnable_sets()) {
             const kernels::PackedTiles& converted = set->of(type).converted;
             if (!converted.pack) continue;
             const std::string level_name = set->name();
             CAPTURE(level_name);
+            const size_t n_cols = converted.max_cols();
             smol::QuantizedInput input(*set);
-            input.quantize(type, x.data(), kernels::kMaxTileCols, cols);
+            input.quantize(type, x.data(), n_cols, cols);
             const size_t padded_rows =
                 (rows + converted.row_group - 1) / converted.row_group * converted.row_group;
             std::vector<uint8_t> packed(padded_rows * converted.row_bytes(cols));
             converted.pack(w.data(), w_row_bytes, rows, cols, packed.data());
-            std::vector<float> y(kernels::kMaxTileCols * rows);
-            converted.tiles[kernels::kMaxTileCols - 1](packed.data(), converted.row_bytes(cols),
-                                                       rows, input.row(0), input.row_bytes(), cols,
-                                                       y.data(), rows);
-            for (int c = 0; c < kernels::kMaxTileCols; ++c)
+            std::vector<float> y(n_cols * rows);
+            converted.tile(n_cols)(packed.data(), converted.row_bytes(cols), rows, input.row(0),
+                                   input.row_bytes(), cols, y.data(), rows);
+            for (size_t c = 0; c < n_cols; ++c)
                 for (size_t r = 0; r < rows; ++r)
-                    CHECK(y[size_t(c) * rows + r] ==
-                          reference(w.data() + r * w_row_bytes, input.row(size_t(c)), cols));
+                    CHECK(y[c * rows + r] ==
+                          reference(w.data() + r * w_row_bytes, input.row(c), cols));
         }
     }
 }
@@ -1285,6 +1290,34 @@ TEST_CASE("interleaved rows: word k of row r sits at 4 (16 k + r) of its group; 
     CHECK(std::memcmp(all.data(), stored.data(), all.size()) == 0);
     CHECK(smol::can_interleave(row_bytes));
     CHECK_FALSE(smol::can_interleave(34));  // one Q8_0 block: not whole words
+}
+
+TEST_CASE(
+    "interleaved rows: a level's pack_interleaved writes pack's bytes over the rows as stored") {
+    // Three groups of 16 rows, two widths; Q5_K's high bits too.
+    for (GGMLType type : {GGMLType::Q4_K, GGMLType::Q5_K})
+        for (size_t cols : {size_t(256), size_t(1024)}) {
+            const size_t rows = 48;
+            const std::vector<uint8_t> stored = random_weights(type, rows, cols);
+            const smol::WeightMatrix w = smol::make_weight_matrix(type, stored.data(), rows, cols);
+            const InterleavedCopy copy(w);
+            REQUIRE(copy.w.interleaved_rows == rows);
+            for (const kernels::KernelSet* set : runnable_sets())
+                for (const kernels::PackedTiles* p :
+                     {&set->of(type).packed, &set->of(type).converted}) {
+                    if (!p->pack_interleaved) continue;
+                    const std::string level_name = set->name();
+                    CAPTURE(level_name);
+                    CAPTURE(smol::type_name(type));
+                    CAPTURE(cols);
+                    REQUIRE(bool(p->pack));
+                    std::vector<uint8_t> expected(rows * p->row_bytes(cols), 0xAA);
+                    std::vector<uint8_t> got(expected.size(), 0x55);
+                    p->pack(stored.data(), w.row_bytes, rows, cols, expected.data());
+                    p->pack_interleaved(copy.bytes.data(), w.row_bytes, rows, cols, got.data());
+                    CHECK(std::memcmp(got.data(), expected.data(), got.size()) == 0);
+                }
+        }
 }
 
 TEST_CASE("interleaved rows: matmul gives the stored rows' bits on every level, any batch") {

@@ -62,6 +62,24 @@ constexpr TileRow tile_row(Make make) noexcept {
     return tile_row_of(make, std::make_integer_sequence<int, kMaxTileCols>{});
 }
 
+// Most tokens one wide tile serves: the amx level's converted tiles give each
+// token one row of a TMUL tile, which has 16 (a TDPBSSD costs the same with 8
+// rows as with 16, and so does each tile store of the dots).
+constexpr int kMaxWideTileCols = 16;
+
+// The tiles of kMaxTileCols + 1 .. kMaxWideTileCols columns: [n - kMaxTileCols - 1]
+// is the tile of n columns.
+using WideTileRow = std::array<TileKernel, kMaxWideTileCols - kMaxTileCols>;
+template <class Make, int... n>
+constexpr WideTileRow wide_tile_row_of(Make make, std::integer_sequence<int, n...>) noexcept {
+    return WideTileRow{{make(std::integral_constant<int, kMaxTileCols + n + 1>{})...}};
+}
+template <class Make>
+constexpr WideTileRow wide_tile_row(Make make) noexcept {
+    return wide_tile_row_of(make,
+                            std::make_integer_sequence<int, kMaxWideTileCols - kMaxTileCols>{});
+}
+
 // Mat-mat over weights packed once per row chunk (the "pack" step of a
 // GEMM): a level may offer, per weight type, a layout its tiles read without
 // unpacking anything (K-quants: the nibbles already in the tile's lane order,
@@ -84,14 +102,33 @@ struct PackedTiles {
     // short last group padded (what the padding holds is the level's business).
     void (*pack)(const uint8_t* w, size_t w_row_bytes, size_t n_rows, size_t cols,
                  uint8_t* out) = nullptr;
+    // The same bytes from n_rows rows (whole groups of kInterleaveRows) held
+    // interleaved (quant/weight_matrix.hpp; w_row_bytes the stored row size),
+    // without putting them back as stored first; null where the level has no
+    // such path (the executor then puts the rows back and calls pack).
+    void (*pack_interleaved)(const uint8_t* w, size_t w_row_bytes, size_t n_rows, size_t cols,
+                             uint8_t* out) = nullptr;
     // The TileKernel contract, with w the packed rows (w_row_bytes = row_bytes(cols)).
     TileRow tiles = {};
+    // The same for kMaxTileCols + 1 .. kMaxWideTileCols columns, where the
+    // level has such tiles (all set or all null; null: groups of at most
+    // kMaxTileCols tokens).
+    WideTileRow wide = {};
     // Used for batches of at least this many tokens.
     size_t min_tokens = size_t(kMaxTileCols) + 1;
     size_t row_group = 1;
     // The tiles read activations as the quantizer wrote them (QuantizedInput::row)
     // rather than in the set's Q8_K32 permutation (QuantizedInput::kernel_row).
     bool reads_quantizer_order = false;
+
+    // Most tokens one tile call serves.
+    size_t max_cols() const noexcept {
+        return size_t(wide[0] != nullptr ? kMaxWideTileCols : kMaxTileCols);
+    }
+    // The tile of n columns, 1 <= n <= max_cols().
+    TileKernel tile(size_t n) const noexcept {
+        return n <= size_t(kMaxTileCols) ? tiles[n - 1] : wide[n - size_t(kMaxTileCols) - 1];
+    }
 };
 
 // Where a level's stored-row tiles of a type come from.

@@ -17,7 +17,8 @@
 //      packed.min_tokens, interleaved tiles where the matrix was interleaved at
 //      load and the set reads it so, else the rows as stored; then the chunks;
 //   3. the run (run_batch): each chunk's rows through that layout's TileRow,
-//      tokens in groups of at most kMaxTileCols (tiles[n - 1] for n tokens),
+//      tokens in groups of at most kMaxTileCols (tiles[n - 1] for n tokens;
+//      16 where a packed or converted layout has wide tiles, the amx level's),
 //      i.e. for a decode token tiles[0] of the stored or interleaved layout.
 //
 // Public API (namespace smol):
@@ -367,40 +368,51 @@ inline void multiply_rows(const MatmulPlan& plan, const MatmulJob& job, const Qu
     const TypeKernels& kernels = x.kernels().of(w.type);
     const uint8_t* bytes = w.data + r0 * w.row_bytes;  // an interleaved group starts there too
     const uint8_t* stored = grouped ? nullptr : bytes;
+    // The chunk's rows as stored: interleaved groups put back once, when a run needs them.
+    auto stored_rows = [&] {
+        if (!stored) {
+            deinterleave_rows(bytes, w.row_bytes, n_rows / kInterleaveRows, buffers.stored);
+            stored = buffers.stored;
+        }
+        return stored;
+    };
     bool packed_ready = false, converted_ready = false;
     for (size_t r = 0; r < plan.n_runs; ++r) {
         const MatmulRun& run = plan.runs[r];
         const TileKernel* tiles = kernels.tiles.data();
+        const PackedTiles* layout = nullptr;  // packed or converted: its tiles instead
         const uint8_t* w_rows = bytes;
         size_t w_row_bytes = w.row_bytes;
         bool quantizer_order = kernels.tiles_read_quantizer_order;  // x.row(), not x.kernel_row()
-        if (grouped && run.layout == RowLayout::stored && plan.interleaved_tiles) {
-            tiles = kernels.interleaved.data();
-            quantizer_order = true;
-        } else {
-            if (!stored) {
-                deinterleave_rows(bytes, w.row_bytes, n_rows / kInterleaveRows, buffers.stored);
-                stored = buffers.stored;
+        if (run.layout == RowLayout::stored) {
+            if (grouped && plan.interleaved_tiles) {
+                tiles = kernels.interleaved.data();
+                quantizer_order = true;
+            } else {
+                w_rows = stored_rows();
             }
-            w_rows = stored;
-        }
-        if (run.layout != RowLayout::stored) {
+        } else {
             const bool converted = run.layout == RowLayout::converted;
             const PackedTiles& p = converted ? kernels.converted : kernels.packed;
             uint8_t* buffer = converted ? buffers.converted : buffers.packed;
             bool& ready = converted ? converted_ready : packed_ready;
-            if (!ready) p.pack(stored, w.row_bytes, n_rows, w.cols, buffer);
+            if (!ready && grouped && p.pack_interleaved)
+                p.pack_interleaved(bytes, w.row_bytes, n_rows, w.cols, buffer);
+            else if (!ready)
+                p.pack(stored_rows(), w.row_bytes, n_rows, w.cols, buffer);
             ready = true;
             w_rows = buffer;
             w_row_bytes = p.row_bytes(w.cols);
             quantizer_order = p.reads_quantizer_order;
-            tiles = p.tiles.data();
+            layout = &p;
         }
-        for (size_t g = 0, token0 = run.begin; g < token_groups(run.n); ++g) {
-            const size_t n = token_group_size(run.n, g);
-            tiles[n - 1](w_rows, w_row_bytes, n_rows,
-                         quantizer_order ? x.row(token0) : x.kernel_row(token0), x.row_bytes(),
-                         w.cols, job.y + token0 * job.y_stride + r0, job.y_stride);
+        const size_t max_cols = layout ? layout->max_cols() : size_t(kMaxTileCols);
+        for (size_t g = 0, token0 = run.begin; g < token_groups(run.n, max_cols); ++g) {
+            const size_t n = token_group_size(run.n, g, max_cols);
+            const TileKernel tile = layout ? layout->tile(n) : tiles[n - 1];
+            tile(w_rows, w_row_bytes, n_rows,
+                 quantizer_order ? x.row(token0) : x.kernel_row(token0), x.row_bytes(), w.cols,
+                 job.y + token0 * job.y_stride + r0, job.y_stride);
             token0 += n;
         }
     }

@@ -33,7 +33,8 @@
 //      groups of the packed / converted layouts the runs use, and to whole
 //      interleaved groups (kInterleaveRows) for an interleaved matrix.
 //   4. Token groups (token_group_size, used by the executor). A run's tokens
-//      go through the tiles in as few groups of at most kMaxTileCols as
+//      go through the tiles in as few groups of at most kMaxTileCols (or the
+//      layout's wide tiles' kMaxWideTileCols, PackedTiles::max_cols) as
 //      possible, of near-equal sizes (9 as 5 + 4, not 8 + 1): a token's bits do
 //      not depend on its group, and a lone column runs the slowest tile per token.
 // Rules 3 and 4 follow measurements (benchmarks/RESULTS.md and the log have
@@ -145,7 +146,13 @@ inline MatmulPlan plan_matmul(const KernelSet& set, const MatrixShape& w, size_t
         const RowLayout layout = runs[r].layout;
         uses_packed |= layout == RowLayout::packed;
         uses_converted |= layout == RowLayout::converted;
-        uses_stored_copy |= interleaved && (layout != RowLayout::stored || !plan.interleaved_tiles);
+        // Interleaved rows are put back as stored for a run that reads them
+        // so, or packs them from there (a layout without pack_interleaved).
+        const PackedTiles* packing = layout == RowLayout::packed      ? &kernels.packed
+                                     : layout == RowLayout::converted ? &kernels.converted
+                                                                      : nullptr;
+        uses_stored_copy |= interleaved && (packing ? packing->pack_interleaved == nullptr
+                                                    : !plan.interleaved_tiles);
     }
     size_t rows =
         chunk_rows(w.rows, w.row_bytes, n_tokens, n_threads, size_t(set.params.decode_chunks));
@@ -161,13 +168,13 @@ inline MatmulPlan plan_matmul(const KernelSet& set, const MatrixShape& w, size_t
     return plan;
 }
 
-// Rule 4: the size of token group g of a run of n tokens (groups in order;
-// ceil(n / kMaxTileCols) of them).
-constexpr size_t token_groups(size_t n) noexcept {
-    return (n + size_t(kMaxTileCols) - 1) / size_t(kMaxTileCols);
+// Rule 4: the size of token group g of a run of n tokens read by tiles of at
+// most max_cols columns (groups in order; ceil(n / max_cols) of them).
+constexpr size_t token_groups(size_t n, size_t max_cols = kMaxTileCols) noexcept {
+    return (n + max_cols - 1) / max_cols;
 }
-constexpr size_t token_group_size(size_t n, size_t g) noexcept {
-    return n / token_groups(n) + (g < n % token_groups(n) ? 1 : 0);
+constexpr size_t token_group_size(size_t n, size_t g, size_t max_cols = kMaxTileCols) noexcept {
+    return n / token_groups(n, max_cols) + (g < n % token_groups(n, max_cols) ? 1 : 0);
 }
 
 }  // namespace kernels

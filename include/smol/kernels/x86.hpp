@@ -67,12 +67,16 @@
 
 // Fully unroll the short compile-time loops over rows/columns/chunks so that
 // per-column accumulators live in registers (GCC at -O2 keeps them in memory).
+// SMOL_UNROLL_WIDE: the same for the wide tiles' loops over up to 16 tokens.
 #if defined(__clang__)
 #define SMOL_UNROLL _Pragma("unroll")
+#define SMOL_UNROLL_WIDE _Pragma("unroll")
 #elif defined(__GNUC__)
 #define SMOL_UNROLL _Pragma("GCC unroll 8")
+#define SMOL_UNROLL_WIDE _Pragma("GCC unroll 16")
 #else
 #define SMOL_UNROLL
+#define SMOL_UNROLL_WIDE
 #endif
 
 // A tile's helper that takes its accumulators by reference must be inlined:
