@@ -568,6 +568,10 @@ inline KernelSet make_kernel_set(const KernelParams& p = {}) noexcept {
     set.of(GGMLType::Q4_K).converted = converted<GGMLType::Q4_K>();
     set.of(GGMLType::Q5_K).converted = converted<GGMLType::Q5_K>();
     set.of(GGMLType::Q6_K).converted = converted<GGMLType::Q6_K>();
+    set.of(GGMLType::Q4_0).converted = converted<GGMLType::Q4_0>();
+    set.of(GGMLType::Q4_1).converted = converted<GGMLType::Q4_1>();
+    set.of(GGMLType::Q5_0).converted = converted<GGMLType::Q5_0>();
+    set.of(GGMLType::Q5_1).converted = converted<GGMLType::Q5_1>();
     return set;
 }
 
