@@ -148,10 +148,11 @@
 //   kernels/dispatch.hpp
 //     build_level_set, build_kernel_set, kernel_set, default_kernels
 //   kernels/kernel_set.hpp
-//     TileKernel, TileRow, tile_row_of, tile_row, PackedTiles, TileSource, TypeKernels,
-//       KernelParams, candidate_index, valid_kernel_params, kernel_params_text, decode_chunks_only,
-//       converted_tiles, tile, stored_row_bytes, copy_rows, spec_tiles, make_kernel_set,
-//       complete_with_spec, kernel_table_text
+//     TileKernel, TileRow, tile_row_of, tile_row, WideTileRow, wide_tile_row_of, wide_tile_row,
+//       TileSource, TypeKernels, KernelParams, candidate_index, valid_kernel_params,
+//       kernel_params_text, decode_chunks_only, converted_tiles, tile, stored_row_bytes, copy_rows,
+//       spec_tiles, make_kernel_set, complete_with_spec, kernel_table_text
+//     PackedTiles: max_cols tile
 //     KernelSet: of packing converts interleaves name
 //   kernels/kernels.hpp
 //     activation_type_for, make_weight_matrix, MatmulJob, dot_f32, rmsnorm, swiglu, softmax,
