@@ -65,11 +65,16 @@ struct Recipe {
     double min_cosine = 0.999;
 };
 const Recipe kRecipes[] = {
-    {"Q4_0", GGMLType::Q4_0, false},  {"Q4_1", GGMLType::Q4_1},
-    {"Q5_0", GGMLType::Q5_0},         {"Q5_1", GGMLType::Q5_1, false},
-    {"IQ4_NL", GGMLType::IQ4_NL},     {"IQ4_XS", GGMLType::IQ4_XS, false, 0.05f, 0.998},
-    {"Q3_K_S", GGMLType::Q3_K},       {"Q2_K", GGMLType::Q2_K, false},
-    {"Q3_K_M", GGMLType::Q3_K},       {"IQ4_XS-imatrix", GGMLType::IQ4_XS, false, 0.05f, 0.998},
+    {"Q4_0", GGMLType::Q4_0, false},
+    {"Q4_1", GGMLType::Q4_1},
+    {"Q5_0", GGMLType::Q5_0},
+    {"Q5_1", GGMLType::Q5_1, false},
+    {"IQ4_NL", GGMLType::IQ4_NL},
+    {"IQ4_XS", GGMLType::IQ4_XS, false, 0.05f, 0.998},
+    {"Q3_K_S", GGMLType::Q3_K},
+    {"Q2_K", GGMLType::Q2_K, false},
+    {"Q3_K_M", GGMLType::Q3_K},
+    {"IQ4_XS-imatrix", GGMLType::IQ4_XS, false, 0.05f, 0.998},
     {"Q2_K-imatrix", GGMLType::Q2_K, false},
 };
 
