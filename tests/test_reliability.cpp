@@ -459,7 +459,12 @@ TEST_CASE("[slow] memory stays flat across 100 generate calls on one generator")
     }
     const long after = resident_kib();
     MESSAGE("RSS before " << before << " KiB, after 100 calls " << after << " KiB");
-    if (before > 0) CHECK(after - before < 2048);  // < 2 MiB over 100 calls
+    // Under ASan the resident set is partly the sanitizer's: freed blocks wait
+    // in its quarantine and stack frames live in its fake stacks, so it grows by
+    // a few MiB whatever the library does (2.5-3.6 MiB on a Xeon, 2026-11-29,
+    // on the session's start commit as well); LeakSanitizer checks for leaks
+    // there instead, and the Release run checks the bound.
+    if (before > 0 && !smol_test::kSanitized) CHECK(after - before < 2048);  // < 2 MiB / 100 calls
 }
 #endif
 
