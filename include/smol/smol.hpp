@@ -231,7 +231,7 @@
 //   kernels/weight_types.hpp
 //     ReferenceDot, WeightTraits, WeightTypeInfo, weight_type_info
 //   kernels/matmul_plan.hpp
-//     TokenRange, RowLayout, MatmulRun, MatrixShape, MatmulPlan, plan_runs, chunk_rows,
+//     TokenRange, RowLayout, MatmulRun, MatrixShape, MatmulPlan, packing_of, plan_runs, chunk_rows,
 //       plan_matmul, token_groups, token_group_size
 //   constrain/json_schema.hpp
 //     try_json_schema_to_grammar, json_schema_to_grammar

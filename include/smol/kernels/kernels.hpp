@@ -393,7 +393,7 @@ inline void multiply_rows(const MatmulPlan& plan, const MatmulJob& job, const Qu
             }
         } else {
             const bool converted = run.layout == RowLayout::converted;
-            const PackedTiles& p = converted ? kernels.converted : kernels.packed;
+            const PackedTiles& p = *packing_of(kernels, run.layout);
             uint8_t* buffer = converted ? buffers.converted : buffers.packed;
             bool& ready = converted ? converted_ready : packed_ready;
             if (!ready && grouped && p.pack_interleaved)

@@ -92,6 +92,13 @@ struct MatmulPlan {
     size_t stored_bytes = 0, packed_bytes = 0, converted_bytes = 0;
 };
 
+// The packed or converted rows a run of `layout` reads (null for stored).
+inline const PackedTiles* packing_of(const TypeKernels& kernels, RowLayout layout) noexcept {
+    return layout == RowLayout::packed      ? &kernels.packed
+           : layout == RowLayout::converted ? &kernels.converted
+                                            : nullptr;
+}
+
 // Rules 1 and 2: the runs of one matrix over the input's sequences. Writes
 // at most n_sequences runs to `runs` and returns how many.
 inline size_t plan_runs(const KernelSet& set, const MatrixShape& w, const TokenRange* sequences,
@@ -148,9 +155,7 @@ inline MatmulPlan plan_matmul(const KernelSet& set, const MatrixShape& w, size_t
         uses_converted |= layout == RowLayout::converted;
         // Interleaved rows are put back as stored for a run that reads them
         // so, or packs them from there (a layout without pack_interleaved).
-        const PackedTiles* packing = layout == RowLayout::packed      ? &kernels.packed
-                                     : layout == RowLayout::converted ? &kernels.converted
-                                                                      : nullptr;
+        const PackedTiles* packing = packing_of(kernels, layout);
         uses_stored_copy |= interleaved && (packing ? packing->pack_interleaved == nullptr
                                                     : !plan.interleaved_tiles);
     }
