@@ -337,9 +337,9 @@ void tensors(const File& real) {
     expect_error(bind_of(replace_tensor(
                      "blk.0.attn_q.weight",
                      [](Writer& w) {
-                         add_zero_tensor(w, "blk.0.attn_q.weight", GGMLType::IQ2_XXS, {256, 256});
+                         add_zero_tensor(w, "blk.0.attn_q.weight", GGMLType::Q8_1, {256, 256});
                      })),
-                 ErrorKind::unsupported, "IQ2_XXS matrix", "IQ2_XXS");
+                 ErrorKind::unsupported, "Q8_1 matrix", "Q8_1");
     expect_error(
         bind_of(replace_tensor(
             "output_norm.weight",

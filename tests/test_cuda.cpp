@@ -189,6 +189,23 @@ TEST_CASE("cuda emulation: embedding rows of the read-only types match dequantiz
     }
 }
 
+TEST_CASE("cuda emulation: the codebook types are CPU only, tables included") {
+    // Their grids live on the host (quant/codebook.hpp): the device decodes
+    // neither their matrices nor their embedding tables, so a model with them
+    // stays on the CPU under Device::automatic.
+    std::vector<float> out(256);
+    for (GGMLType type : {GGMLType::IQ2_XXS, GGMLType::IQ2_XS, GGMLType::IQ2_S, GGMLType::IQ3_XXS,
+                          GGMLType::IQ3_S, GGMLType::IQ1_S, GGMLType::IQ1_M}) {
+        CAPTURE(smol::type_name(type));
+        std::vector<uint8_t> bytes(smol::row_bytes(type, 256));
+        CHECK_THROWS_AS(
+            smol::cuda_detail::emulate_dequantize_row(type, bytes.data(), 256, out.data()),
+            smol::Error);
+        CHECK_THROWS_AS(smol::cuda_detail::emulate_dot(type, bytes.data(), 256, out.data()),
+                        smol::Error);
+    }
+}
+
 TEST_CASE("cuda emulation: dequantization matches the fixtures' independent rows") {
     const auto index_path = smol_test::fixture("dequant/index.json");
     if (!index_path) return;

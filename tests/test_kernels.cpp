@@ -70,6 +70,15 @@ std::vector<float> random_floats(size_t n, float scale = 1.0f) {
     return v;
 }
 
+// IQ1_M keeps its fp16 d in the top nibbles of its four scale words (bytes 48-55).
+void set_iq1m_d(uint8_t* block, uint16_t d) {
+    for (int w = 0; w < 4; ++w) {
+        uint16_t word = smol::load_u16(block + 48 + 2 * w);
+        word = uint16_t((word & 0x0FFF) | (((d >> (4 * w)) & 0xF) << 12));
+        std::memcpy(block + 48 + 2 * w, &word, sizeof word);
+    }
+}
+
 // Random weight bytes of `rows` rows: random bytes are valid quant data; the
 // fp16 scales are then overwritten with sane values.
 std::vector<uint8_t> random_weights(GGMLType type, size_t rows, size_t cols) {
@@ -138,6 +147,23 @@ std::vector<uint8_t> random_weights(GGMLType type, size_t rows, size_t cols) {
                 for (size_t b = 0; b < cols / 256; ++b)
                     reinterpret_cast<smol::BlockIQ4XS*>(row)[b].d =
                         half(uniform(0.00002f, 0.0002f));
+                break;
+            case GGMLType::IQ2_XXS:
+            case GGMLType::IQ2_XS:
+            case GGMLType::IQ2_S:
+            case GGMLType::IQ3_XXS:
+            case GGMLType::IQ3_S:
+            case GGMLType::IQ1_S:
+                // d is the first field of each of these blocks.
+                for (size_t b = 0; b < cols / 256; ++b) {
+                    const uint16_t d = half(uniform(0.0002f, 0.002f));
+                    std::memcpy(row + b * smol::type_traits(type).type_size, &d, sizeof d);
+                }
+                break;
+            case GGMLType::IQ1_M:
+                for (size_t b = 0; b < cols / 256; ++b)
+                    set_iq1m_d(row + b * smol::type_traits(type).type_size,
+                               half(uniform(0.0002f, 0.002f)));
                 break;
             case GGMLType::F16: {
                 auto* h = reinterpret_cast<uint16_t*>(row);
@@ -223,10 +249,16 @@ const kernels::KernelSet& scalar_set() {
     return kernels::kernel_set(smol::CpuLevel::scalar);
 }
 
-const GGMLType kAllTypes[] = {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K,  GGMLType::Q8_0,
-                              GGMLType::F16,  GGMLType::BF16, GGMLType::F32,   GGMLType::Q4_0,
-                              GGMLType::Q4_1, GGMLType::Q5_0, GGMLType::Q5_1,  GGMLType::IQ4_NL,
-                              GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS};
+const GGMLType kAllTypes[] = {
+    GGMLType::Q4_K,    GGMLType::Q5_K,   GGMLType::Q6_K,  GGMLType::Q8_0,    GGMLType::F16,
+    GGMLType::BF16,    GGMLType::F32,    GGMLType::Q4_0,  GGMLType::Q4_1,    GGMLType::Q5_0,
+    GGMLType::Q5_1,    GGMLType::IQ4_NL, GGMLType::Q2_K,  GGMLType::Q3_K,    GGMLType::IQ4_XS,
+    GGMLType::IQ2_XXS, GGMLType::IQ2_XS, GGMLType::IQ2_S, GGMLType::IQ3_XXS, GGMLType::IQ3_S,
+    GGMLType::IQ1_S,   GGMLType::IQ1_M};
+// The codebook types (quant/codebook.hpp).
+const GGMLType kCodebookTypes[] = {GGMLType::IQ2_XXS, GGMLType::IQ2_XS, GGMLType::IQ2_S,
+                                   GGMLType::IQ3_XXS, GGMLType::IQ3_S,  GGMLType::IQ1_S,
+                                   GGMLType::IQ1_M};
 static_assert(std::size(kAllTypes) == smol::kWeightTypeCount, "every weight type is tested");
 
 // The types every level (but scalar) has stored-row tiles of its own for; the
@@ -279,13 +311,19 @@ TEST_CASE("kernel sets: each level has the packed, converted and interleaved row
         std::vector<GGMLType> own;  // own stored-row tiles beyond kTilesEverywhere
     };
     using T = GGMLType;
-    const std::vector<GGMLType> legacy32 = {T::Q4_0,   T::Q4_1, T::Q5_0, T::Q5_1,
-                                            T::IQ4_NL, T::Q2_K, T::Q3_K, T::IQ4_XS};
-    // Q2_K, Q3_K, IQ4_XS and the 32-weight formats but IQ4_NL convert rows
-    // wherever the level has their tiles (x86; the scalar level's are the spec).
+    const std::vector<GGMLType> legacy32 = {T::Q4_0,  T::Q4_1,    T::Q5_0,   T::Q5_1,    T::IQ4_NL,
+                                            T::Q2_K,  T::Q3_K,    T::IQ4_XS, T::IQ2_XXS, T::IQ2_XS,
+                                            T::IQ2_S, T::IQ3_XXS, T::IQ3_S,  T::IQ1_S,   T::IQ1_M};
+    // Q2_K, Q3_K, IQ4_XS, the codebook types and the 32-weight formats but
+    // IQ4_NL convert rows at every level: with the level's tiles on x86, by the
+    // spec at the scalar level and wherever a level has no tiles of its own for
+    // the type (the arm levels' Q8_K types: complete_with_spec).
     auto with_q8k = [](std::vector<GGMLType> types) {
-        types.insert(types.end(), {GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS, GGMLType::Q4_0,
-                                   GGMLType::Q4_1, GGMLType::Q5_0, GGMLType::Q5_1});
+        types.insert(
+            types.end(),
+            {GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS, GGMLType::Q4_0, GGMLType::Q4_1,
+             GGMLType::Q5_0, GGMLType::Q5_1, GGMLType::IQ2_XXS, GGMLType::IQ2_XS, GGMLType::IQ2_S,
+             GGMLType::IQ3_XXS, GGMLType::IQ3_S, GGMLType::IQ1_S, GGMLType::IQ1_M});
         return types;
     };
     const Level table[] = {
@@ -302,8 +340,8 @@ TEST_CASE("kernel sets: each level has the packed, converted and interleaved row
          with_q8k({T::Q4_K, T::Q5_K, T::Q6_K}),
          {T::Q4_K, T::Q5_K},
          legacy32},
-        {smol::CpuLevel::neon, {}, {}, {}, {}},
-        {smol::CpuLevel::dotprod, {}, {}, {}, {}},
+        {smol::CpuLevel::neon, {}, with_q8k({}), {}, {}},
+        {smol::CpuLevel::dotprod, {}, with_q8k({}), {}, {}},
     };
     auto has = [](const std::vector<GGMLType>& types, GGMLType type) {
         return std::find(types.begin(), types.end(), type) != types.end();
@@ -696,17 +734,22 @@ TEST_CASE(
             case GGMLType::Q5_1:
                 scale_fields = {offsetof(smol::BlockQ5_1, d), offsetof(smol::BlockQ5_1, m)};
                 break;
+            case GGMLType::IQ1_M:
+                scale_fields = {};  // d in the scale words' top nibbles (set_iq1m_d)
+                break;
             default:
                 scale_fields = {0};
-                break;  // Q8_0, Q4_0, Q5_0, IQ4_NL: d first
+                break;  // Q8_0, Q4_0, Q5_0, IQ4_NL, the other codebook types: d first
         }
         const size_t block_bytes = smol::type_traits(type).type_size;
         const size_t block_values = smol::type_traits(type).block_size;
         for (size_t r = 0; r < rows; ++r) {
             uint8_t* row = w.data() + r * w_row_bytes;
-            for (size_t b = 0; b < cols / block_values; ++b)
+            for (size_t b = 0; b < cols / block_values; ++b) {
                 for (size_t field : scale_fields)
                     std::memcpy(row + b * block_bytes + field, &one, sizeof one);
+                if (type == GGMLType::IQ1_M) set_iq1m_d(row + b * block_bytes, one);
+            }
         }
         // The same rows one byte off their natural alignment (general.alignment = 1).
         std::vector<uint8_t> shifted_storage(w.size() + 1);
@@ -919,11 +962,25 @@ TEST_CASE("converted rows: each weight within the conversion's rounding, the dot
     }
 }
 
-TEST_CASE("converted Q2_K, Q3_K, IQ4_XS rows: each weight within half a step, the dot exact") {
-    for (GGMLType type : {GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS}) {
+// The scalar conversion of `type` (Q2_K, Q3_K, IQ4_XS or a codebook type): n_rows rows into out.
+void pack_converted_q8k(GGMLType type, const uint8_t* w, size_t w_row_bytes, size_t n_rows,
+                        size_t cols, uint8_t* out) {
+    smol::for_each_weight_type<smol::TypeTag>([&](auto tag) {
+        constexpr GGMLType t = decltype(tag)::type;
+        if constexpr (t == GGMLType::Q2_K || t == GGMLType::Q3_K || t == GGMLType::IQ4_XS ||
+                      smol::is_codebook_type(t))
+            if (t == type)
+                kernels::scalar::pack_converted_q8k<t>(w, w_row_bytes, n_rows, cols, out);
+    });
+}
+
+TEST_CASE("converted Q8_K-family rows: each weight within half a step, the dot exact") {
+    std::vector<GGMLType> types = {GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS};
+    types.insert(types.end(), std::begin(kCodebookTypes), std::end(kCodebookTypes));
+    for (GGMLType type : types) {
         CAPTURE(smol::type_name(type));
         const smol::WeightTypeInfo& info = *smol::weight_type_info(type);
-        CHECK(info.convert_min_tokens == 32u);
+        CHECK(info.convert_min_tokens == (type == GGMLType::IQ2_S ? 16u : 32u));
         const size_t cols = 512, rows = 6;
         const std::vector<uint8_t> w = random_weights(type, rows, cols);
         const std::vector<float> x = random_floats(cols);
@@ -934,13 +991,7 @@ TEST_CASE("converted Q2_K, Q3_K, IQ4_XS rows: each weight within half a step, th
         for (size_t r = 0; r < rows; ++r) {
             const uint8_t* row = w.data() + r * smol::row_bytes(type, cols);
             smol::dequantize_row(type, row, wd.data(), cols);
-            if (type == GGMLType::Q2_K)
-                kernels::scalar::pack_converted_q8k<GGMLType::Q2_K>(row, 0, 1, cols, packed.data());
-            else if (type == GGMLType::Q3_K)
-                kernels::scalar::pack_converted_q8k<GGMLType::Q3_K>(row, 0, 1, cols, packed.data());
-            else
-                kernels::scalar::pack_converted_q8k<GGMLType::IQ4_XS>(row, 0, 1, cols,
-                                                                      packed.data());
+            pack_converted_q8k(type, row, 0, 1, cols, packed.data());
             double exact = 0.0, scale = 0.0;
             for (size_t b = 0; b < cols / 256; ++b) {
                 const uint8_t* block = packed.data() + b * kernels::scalar::kConvertedQ8KBytes;
@@ -1016,9 +1067,49 @@ TEST_CASE("converted rows: every level's tiles equal the converted reference, bi
 // The conversion's rare branches, which random blocks seldom reach: blocks
 // whose integer weights all stay under 127 (Q3_K, IQ4_XS keep them as codes,
 // S = d), and all-zero blocks (Q2_K with d = dmin = 0: S = 0, codes 0).
-TEST_CASE("converted Q2_K, Q3_K, IQ4_XS rows: small and zero blocks, every level as the spec") {
+// Codebook blocks: scale fields 0 (odd scale 1) keep every integer weight
+// under 124 (as codes, S = D); d = 0 zeroes the block.
+void shrink_codebook_block(GGMLType type, uint8_t* block, bool zero) {
+    const uint16_t no_d = 0;
+    switch (type) {
+        case GGMLType::IQ2_XXS:
+            for (int s = 0; s < 8; ++s) block[2 + 8 * s + 7] &= 0x0F;
+            break;
+        case GGMLType::IQ2_XS:
+            std::memset(block + 66, 0, 8);
+            break;
+        case GGMLType::IQ2_S:
+            std::memset(block + 74, 0, 8);
+            break;
+        case GGMLType::IQ3_XXS:
+            for (int s = 0; s < 8; ++s) block[66 + 4 * s + 3] &= 0x0F;
+            break;
+        case GGMLType::IQ3_S:
+            std::memset(block + 106, 0, 4);
+            break;
+        case GGMLType::IQ1_S:
+            for (int s = 0; s < 8; ++s) block[34 + 2 * s + 1] &= 0x8F;
+            break;
+        default:  // IQ1_M: scales in bits 0-11 of its four words
+            for (int w = 0; w < 4; ++w) {
+                block[48 + 2 * w] = 0;
+                block[48 + 2 * w + 1] &= 0xF0;
+            }
+            break;
+    }
+    if (zero) {
+        if (type == GGMLType::IQ1_M)
+            set_iq1m_d(block, 0);
+        else
+            std::memcpy(block, &no_d, sizeof no_d);
+    }
+}
+
+TEST_CASE("converted Q8_K-family rows: small and zero blocks, every level as the spec") {
     const size_t rows = 21, cols = 512;
-    for (GGMLType type : {GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS}) {
+    std::vector<GGMLType> types = {GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS};
+    types.insert(types.end(), std::begin(kCodebookTypes), std::end(kCodebookTypes));
+    for (GGMLType type : types) {
         CAPTURE(smol::type_name(type));
         std::vector<uint8_t> w = random_weights(type, rows, cols);
         const size_t w_row_bytes = smol::row_bytes(type, cols);
@@ -1038,10 +1129,12 @@ TEST_CASE("converted Q2_K, Q3_K, IQ4_XS rows: small and zero blocks, every level
                     auto* q3 = reinterpret_cast<smol::BlockQ3K*>(block);
                     for (int i = 0; i < 8; ++i) q3->scales[i] = kind == 2 ? 0x00 : 0x11;
                     for (int i = 8; i < 12; ++i) q3->scales[i] = 0xAA;
-                } else {
+                } else if (type == GGMLType::IQ4_XS) {
                     auto* iq = reinterpret_cast<smol::BlockIQ4XS*>(block);
                     for (uint8_t& low : iq->scales_l) low = kind == 2 ? 0x00 : 0x11;
                     iq->scales_h = 0xAAAA;
+                } else {
+                    shrink_codebook_block(type, block, kind == 2);
                 }
             }
         const std::vector<float> x = random_floats(kernels::kMaxWideTileCols * cols);
@@ -1072,9 +1165,11 @@ TEST_CASE("converted Q2_K, Q3_K, IQ4_XS rows: small and zero blocks, every level
 TEST_CASE("matmul of a long batch: converted rows from the weight table's threshold on") {
     smol::ThreadPool pool(2);
     for (const kernels::KernelSet* set : runnable_sets())
-        for (GGMLType type : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q2_K,
-                              GGMLType::Q3_K, GGMLType::IQ4_XS}) {
-            for (size_t n_tokens : {size_t(31), size_t(32), size_t(63), size_t(70)}) {
+        for (GGMLType type :
+             {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q2_K, GGMLType::Q3_K,
+              GGMLType::IQ4_XS, GGMLType::IQ2_S, GGMLType::IQ3_XXS, GGMLType::IQ1_M}) {
+            for (size_t n_tokens :
+                 {size_t(15), size_t(16), size_t(31), size_t(32), size_t(63), size_t(70)}) {
                 const size_t rows = 100, cols = 2048;  // several row chunks
                 const std::string level_name = set->name();
                 CAPTURE(level_name);
@@ -1118,7 +1213,8 @@ TEST_CASE("matmul of a long batch: every level gives the converted reference's b
     smol::ThreadPool pool(2);
     for (const kernels::KernelSet* set : runnable_sets())
         for (GGMLType type : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q2_K,
-                              GGMLType::Q3_K, GGMLType::IQ4_XS}) {
+                              GGMLType::Q3_K, GGMLType::IQ4_XS, GGMLType::IQ2_XXS, GGMLType::IQ2_XS,
+                              GGMLType::IQ3_S, GGMLType::IQ1_S}) {
             if (!set->of(type).converted.pack) continue;
             const smol::ReferenceDot converted_dot =
                 smol::weight_type_info(type)->converted_dot_reference;
@@ -1567,8 +1663,7 @@ TEST_CASE("matmul: bad arguments throw smol::Error naming the problem") {
         CHECK(e.kind() == smol::ErrorKind::shape);
         CHECK(std::string(e.what()).find("blk.0.ffn_up") != std::string::npos);
     }
-    CHECK_THROWS_AS(smol::make_weight_matrix(GGMLType::IQ2_XS, w_bytes.data(), 2, 256),
-                    smol::Error);
+    CHECK_THROWS_AS(smol::make_weight_matrix(GGMLType::Q8_1, w_bytes.data(), 2, 256), smol::Error);
     CHECK_THROWS_AS(wrong_cols.quantize(GGMLType::Q4_K, x.data(), 1, 100), smol::Error);
 }
 

@@ -660,7 +660,7 @@ TEST_CASE("made models with errors name the key or tensor") {
                "blk.0.ffn_norm.weight");
     {
         auto options = smol_test::small_model();
-        options.tensor_types["blk.2.attn_q.weight"] = T::IQ2_XXS;
+        options.tensor_types["blk.2.attn_q.weight"] = T::Q8_1;
         load_error(smol_tools::make_model_bytes(options), smol::ErrorKind::unsupported,
                    "blk.2.attn_q.weight");
     }

@@ -74,15 +74,16 @@ TEST_CASE("dequantize_row matches the fixtures' independent dequantization") {
 TEST_CASE("dequantize_row rejects unsupported types and partial blocks") {
     std::vector<uint8_t> bytes(1024);
     std::vector<float> out(256);
-    CHECK_THROWS_AS(smol::dequantize_row(smol::GGMLType::IQ3_S, bytes.data(), out.data(), 256),
+    CHECK_THROWS_AS(smol::dequantize_row(smol::GGMLType::I8, bytes.data(), out.data(), 256),
                     smol::Error);
-    CHECK_FALSE(smol::can_dequantize(smol::GGMLType::IQ2_XS));
+    CHECK_FALSE(smol::can_dequantize(smol::GGMLType::Q8_1));
+    CHECK(smol::can_dequantize(smol::GGMLType::IQ2_XS));
     try {
-        smol::dequantize_row(smol::GGMLType::IQ2_XXS, bytes.data(), out.data(), 256);
+        smol::dequantize_row(smol::GGMLType::Q8_1, bytes.data(), out.data(), 256);
         FAIL("expected a throw");
     } catch (const smol::Error& e) {
         CHECK(e.kind() == smol::ErrorKind::unsupported);
-        CHECK(std::string(e.what()).find("IQ2_XXS") != std::string::npos);
+        CHECK(std::string(e.what()).find("Q8_1") != std::string::npos);
     }
     CHECK_THROWS_AS(smol::dequantize_row(smol::GGMLType::Q4_K, bytes.data(), out.data(), 100),
                     smol::Error);
@@ -274,16 +275,18 @@ TEST_CASE("quantize_row edge cases: zeros, constants, magnitudes, outliers") {
 
 TEST_CASE("type table: the weight types, their order, and the reference codecs over them") {
     // The list every per-type table follows (quant/types.hpp), in its order.
-    const GGMLType expected[] = {GGMLType::F32,  GGMLType::F16,  GGMLType::BF16,  GGMLType::Q8_0,
-                                 GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K,  GGMLType::Q4_0,
-                                 GGMLType::Q4_1, GGMLType::Q5_0, GGMLType::Q5_1,  GGMLType::IQ4_NL,
-                                 GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS};
-    REQUIRE(smol::kWeightTypeCount == 15);
+    const GGMLType expected[] = {
+        GGMLType::F32,     GGMLType::F16,    GGMLType::BF16,  GGMLType::Q8_0,    GGMLType::Q4_K,
+        GGMLType::Q5_K,    GGMLType::Q6_K,   GGMLType::Q4_0,  GGMLType::Q4_1,    GGMLType::Q5_0,
+        GGMLType::Q5_1,    GGMLType::IQ4_NL, GGMLType::Q2_K,  GGMLType::Q3_K,    GGMLType::IQ4_XS,
+        GGMLType::IQ2_XXS, GGMLType::IQ2_XS, GGMLType::IQ2_S, GGMLType::IQ3_XXS, GGMLType::IQ3_S,
+        GGMLType::IQ1_S,   GGMLType::IQ1_M};
+    REQUIRE(smol::kWeightTypeCount == 22);
     for (size_t i = 0; i < smol::kWeightTypeCount; ++i)
         CHECK(smol::weight_type_index(expected[i]) == int(i));
     CHECK(smol::weight_type_names() ==
           "F32, F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, "
-          "IQ4_XS");
+          "IQ4_XS, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M");
     // The types smol writes as well as reads (the others come from other quantizers).
     const GGMLType written[] = {GGMLType::F32,  GGMLType::F16,  GGMLType::BF16, GGMLType::Q8_0,
                                 GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q8_K};

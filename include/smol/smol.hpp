@@ -151,7 +151,7 @@
 //     TileKernel, TileRow, tile_row_of, tile_row, WideTileRow, wide_tile_row_of, wide_tile_row,
 //       TileSource, TypeKernels, KernelParams, candidate_index, valid_kernel_params,
 //       kernel_params_text, decode_chunks_only, converted_tiles, tile, stored_row_bytes, copy_rows,
-//       spec_tiles, make_kernel_set, complete_with_spec, kernel_table_text
+//       spec_tiles, spec_converted, make_kernel_set, complete_with_spec, kernel_table_text
 //     PackedTiles: max_cols tile
 //     KernelSet: of packing converts interleaves name
 //   kernels/kernels.hpp
@@ -178,12 +178,14 @@
 //     fp16_to_fp32, fp32_to_fp16, bf16_to_fp32, fp32_to_bf16
 //   quant/blocks.hpp
 //     BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K, BlockQ8_0, BlockQ4_0, BlockQ4_1, BlockQ5_0,
-//       BlockQ5_1, BlockIQ4NL, BlockQ2K, BlockQ3K, BlockIQ4XS, load_u16, load_u32
+//       BlockQ5_1, BlockIQ4NL, BlockQ2K, BlockQ3K, BlockIQ4XS, BlockIQ2XXS, BlockIQ2XS, BlockIQ2S,
+//       BlockIQ3XXS, BlockIQ3S, BlockIQ1S, BlockIQ1M, load_u16, load_u32
 //   quant/dequantize.hpp
 //     dequantize_row_f32, dequantize_row_f16, dequantize_row_bf16, dequantize_row_q8_0,
 //       dequantize_row_q8_k, dequantize_row_q4_k, dequantize_row_q5_k, dequantize_row_q6_k,
 //       dequantize_row_q4_0, dequantize_row_q4_1, dequantize_row_q5_0, dequantize_row_q5_1,
-//       dequantize_row_iq4_nl, dequantize_row_q2_k, dequantize_row_q3_k, dequantize_row_iq4_xs
+//       dequantize_row_iq4_nl, dequantize_row_q2_k, dequantize_row_q3_k, dequantize_row_iq4_xs,
+//       dequantize_row_codebook
 //   quant/quantize.hpp
 //     QuantizeEffort, quantize_row_f32, quantize_row_f16, quantize_row_bf16, quantize_row_q8_0,
 //       quantize_row_q8_k, quantize_row_q4_k, quantize_row_q5_k, quantize_row_q6_k
@@ -233,6 +235,8 @@
 //   kernels/matmul_plan.hpp
 //     TokenRange, RowLayout, MatmulRun, MatrixShape, MatmulPlan, packing_of, plan_runs, chunk_rows,
 //       plan_matmul, token_groups, token_group_size
+//   quant/codebook.hpp
+//     CodebookForm, decode_codebook, is_codebook_type
 //   constrain/json_schema.hpp
 //     try_json_schema_to_grammar, json_schema_to_grammar
 //   constrain/token_mask.hpp
@@ -260,9 +264,9 @@
 //       dot_f32_unaligned, rmsnorm, swiglu, softmax, rope, cache_value, attend, sum_bytes
 //     AttentionHead: key value
 //   kernels/scalar_k32.hpp
-//     activation_scale, dot_q2k_q8k, dot_q3k_q8k, dot_iq4xs_q8k, convert_q8k_block,
-//       converted_q8k_block_dot, dot_converted_q8k, dot_converted_q8k_stored,
-//       converted_q8k_row_bytes, pack_converted_q8k
+//     activation_scale, dot_q2k_q8k, dot_q3k_q8k, dot_iq4xs_q8k, dot_codebook_q8k,
+//       codebook_convert_step, convert_q8k_block, converted_q8k_block_dot, dot_converted_q8k,
+//       dot_converted_q8k_stored, converted_q8k_row_bytes, pack_converted_q8k
 //   constrain/compiled_grammar.hpp
 //     GrammarLimits
 //     ByteSet: test set set_range empty

@@ -504,9 +504,9 @@ inline void quantize_act_block_host(const float* x, ActBlock& out, ActRule rule)
 // ---- the per-type table ----
 // Format<type> for every weight type smol computes with (WeightTypes,
 // quant/types.hpp): its block decoding (`type`, one of the structs above),
-// whether matrices of it can be multiplied (embedding tables of every type can
-// be read), and the rule of the activations its matrices read. Reached through
-// visit_weight_type<Format>(type, f), never a switch of its own; e.g.
+// whether matrices of it can be multiplied, whether embedding tables of it can
+// be read (embeds: all but the codebook types), and the rule of the activations its matrices read.
+// Reached through visit_weight_type<Format>(type, f), never a switch of its own; e.g.
 //   visit_weight_type<Format>(w.type, [&](auto format) {
 //       using F = decltype(format);
 //       if constexpr (F::matmul) matmul_for<typename F::type>(...);
@@ -514,12 +514,18 @@ inline void quantize_act_block_host(const float* x, ActBlock& out, ActRule rule)
 template <GGMLType type>
 struct Format;
 
-template <class Decoding, bool has_matmul, ActRule rule>
+template <class Decoding, bool has_matmul, ActRule rule, bool has_element = true>
 struct FormatEntry {
     using type = Decoding;
     static constexpr bool matmul = has_matmul;
     static constexpr ActRule act_rule = rule;
+    static constexpr bool embeds = has_element;  // Decoding::element reads tables of it
 };
+// A type the device does not decode at all (its codebooks live on the host):
+// neither its matrices nor its embedding tables upload, so a model with them
+// stays on the CPU under Device::automatic.
+struct FormatHostOnly {};
+using HostOnly = FormatEntry<FormatHostOnly, false, ActRule::kquant, false>;
 template <>
 struct Format<GGMLType::F32> : FormatEntry<FormatF32, false, ActRule::kquant> {};
 template <>
@@ -550,6 +556,20 @@ template <>
 struct Format<GGMLType::Q3_K> : FormatEntry<FormatQ3K, false, ActRule::kquant> {};
 template <>
 struct Format<GGMLType::IQ4_XS> : FormatEntry<FormatIQ4XS, false, ActRule::kquant> {};
+template <>
+struct Format<GGMLType::IQ2_XXS> : HostOnly {};
+template <>
+struct Format<GGMLType::IQ2_XS> : HostOnly {};
+template <>
+struct Format<GGMLType::IQ2_S> : HostOnly {};
+template <>
+struct Format<GGMLType::IQ3_XXS> : HostOnly {};
+template <>
+struct Format<GGMLType::IQ3_S> : HostOnly {};
+template <>
+struct Format<GGMLType::IQ1_S> : HostOnly {};
+template <>
+struct Format<GGMLType::IQ1_M> : HostOnly {};
 
 // Every type smol computes with has an entry: a device matmul, or explicitly
 // none (CPU only).

@@ -280,7 +280,9 @@ ActRule act_rule_for(const DeviceMatrix* const* readers, int n_readers) {
 }
 
 bool embed_supports(GGMLType type) {
-    return visit_weight_type<Format>(type, [](auto) {});
+    bool embeds = false;
+    visit_weight_type<Format>(type, [&](auto format) { embeds = decltype(format)::embeds; });
+    return embeds;
 }
 
 bool attention_supports(int head_dim) {
@@ -291,7 +293,8 @@ void launch_embed(const DeviceMatrix& table, const int32_t* tokens, int n_tokens
                   cudaStream_t stream) {
     // Other types are rejected at upload (embed_supports).
     visit_weight_type<Format>(table.type, [&](auto format) {
-        embed_for<typename decltype(format)::type>(table, tokens, n_tokens, x, stream);
+        using F = decltype(format);
+        if constexpr (F::embeds) embed_for<typename F::type>(table, tokens, n_tokens, x, stream);
     });
 }
 

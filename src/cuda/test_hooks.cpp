@@ -249,8 +249,13 @@ void emulate_quantize_activations(GGMLType weight_type, const float* x, size_t n
 
 void emulate_dequantize_row(GGMLType type, const void* row, size_t cols, float* out) {
     const uint8_t* bytes = static_cast<const uint8_t*>(row);
-    const bool known = visit_weight_type<Format>(type, [&](auto format) {
-        emulate_dequantize_for<typename decltype(format)::type>(bytes, cols, out);
+    bool known = false;
+    visit_weight_type<Format>(type, [&](auto format) {
+        using F = decltype(format);
+        if constexpr (F::embeds) {
+            emulate_dequantize_for<typename F::type>(bytes, cols, out);
+            known = true;
+        }
     });
     if (!known)
         detail::fail(ErrorKind::unsupported,

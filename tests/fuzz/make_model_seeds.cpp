@@ -34,7 +34,10 @@ int main(int argc, char** argv) {
         save(out + "/micro-untied.gguf", smol_fuzz::micro_model(Recipe::q8_0, 1, 1, true));
         for (smol::GGMLType type :
              {smol::GGMLType::Q4_0, smol::GGMLType::Q5_1, smol::GGMLType::IQ4_NL,
-              smol::GGMLType::Q2_K, smol::GGMLType::Q3_K, smol::GGMLType::IQ4_XS})
+              smol::GGMLType::Q2_K, smol::GGMLType::Q3_K, smol::GGMLType::IQ4_XS,
+              smol::GGMLType::IQ2_XXS, smol::GGMLType::IQ2_XS, smol::GGMLType::IQ2_S,
+              smol::GGMLType::IQ3_XXS, smol::GGMLType::IQ3_S, smol::GGMLType::IQ1_S,
+              smol::GGMLType::IQ1_M})
             save(out + "/micro-" + smol::type_name(type) + ".gguf",
                  smol_fuzz::micro_model_of(type));
         return 0;

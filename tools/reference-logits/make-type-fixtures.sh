@@ -56,6 +56,14 @@ Q2_K            Q2_K    -        --output-tensor-type q6_K
 IQ4_XS-imatrix  IQ4_XS  imatrix  --output-tensor-type q6_K --attn-v-type q5_K
 Q2_K-imatrix    Q2_K    imatrix  --output-tensor-type q6_K
 #Q4_0-imatrix   Q4_0    imatrix  --output-tensor-type q6_K   (dropped: size)
+IQ2_XXS-imatrix IQ2_XXS imatrix  --output-tensor-type q5_K --custom-q attn_v=q4_K
+IQ2_XS-imatrix  IQ2_XS  imatrix  --output-tensor-type q5_K --custom-q attn_v=q4_K
+IQ2_M-imatrix   IQ2_M   imatrix  --output-tensor-type q5_K --custom-q attn_v=q4_K
+IQ3_XXS-imatrix IQ3_XXS imatrix  --output-tensor-type q5_K
+IQ3_XS-imatrix  IQ3_XS  imatrix  --output-tensor-type q6_K --custom-q attn_v=q4_K
+IQ3_M           IQ3_M   -        --output-tensor-type q6_K --custom-q attn_v=q4_K,attn_output=q4_K
+IQ1_S-imatrix   IQ1_S   imatrix  --output-tensor-type q5_K --custom-q attn_v=q4_K,attn_output=iq2_xxs
+IQ1_M-imatrix   IQ1_M   imatrix  --output-tensor-type q5_K --custom-q attn_v=q4_K,attn_output=iq2_xxs
 "
 # Dequantized rows 0-3 (dequant/): recipe, tensor (one tensor per new type).
 DEQUANT="
@@ -67,8 +75,15 @@ IQ4_NL  blk.0.ffn_down.weight
 IQ4_XS  blk.0.ffn_down.weight
 Q3_K_S  blk.0.ffn_down.weight
 Q2_K    blk.0.ffn_gate.weight
+IQ2_XXS-imatrix  blk.0.ffn_down.weight
+IQ2_XS-imatrix   blk.0.ffn_down.weight
+IQ2_M-imatrix    blk.0.ffn_down.weight
+IQ3_XXS-imatrix  blk.0.ffn_down.weight
+IQ3_M            blk.0.ffn_down.weight
+IQ1_S-imatrix    blk.0.ffn_down.weight
+IQ1_M-imatrix    blk.0.ffn_down.weight
 "
-ALLOWED=" F32 Q2_K Q3_K Q4_K Q5_K Q6_K Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 IQ4_NL IQ4_XS "
+ALLOWED=" F32 Q2_K Q3_K Q4_K Q5_K Q6_K Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 IQ4_NL IQ4_XS IQ2_XXS IQ2_XS IQ2_S IQ3_XXS IQ3_S IQ1_S IQ1_M "
 
 # --- tools ---
 g++ -std=c++17 -O2 -Iinclude -Itests tools/reference-logits/type-fixture.cpp \

@@ -344,6 +344,22 @@ inline TileRow spec_tiles(GGMLType type) noexcept {
     return row;
 }
 
+// The scalar spec's long-batch rows of `type` (the rows as stored, converted by
+// each dot), or none when the type does not convert.
+inline PackedTiles spec_converted(GGMLType type) noexcept {
+    PackedTiles converted;
+    visit_weight_type<WeightTraits>(type, [&](auto traits) {
+        using Traits = decltype(traits);
+        if constexpr (Traits::convert_min_tokens > 0) {
+            converted = converted_tiles<Traits::type>(
+                &stored_row_bytes<Traits::type>, &copy_rows<Traits::type>,
+                [](auto n) { return &tile<Traits::converted_dot_reference, decltype(n)::value>; },
+                1, true);
+        }
+    });
+    return converted;
+}
+
 // The scalar level: every type's tiles and converted rows are the weight
 // table's reference dots.
 inline KernelSet make_kernel_set(const KernelParams& params = {}) noexcept {
@@ -357,12 +373,7 @@ inline KernelSet make_kernel_set(const KernelParams& params = {}) noexcept {
         using Traits = decltype(traits);
         TypeKernels& kernels = set.of(Traits::type);
         kernels.tiles = spec_tiles(Traits::type);
-        if constexpr (Traits::convert_min_tokens > 0) {
-            kernels.converted = converted_tiles<Traits::type>(
-                &stored_row_bytes<Traits::type>, &copy_rows<Traits::type>,
-                [](auto n) { return &tile<Traits::converted_dot_reference, decltype(n)::value>; },
-                1, true);
-        }
+        kernels.converted = spec_converted(Traits::type);
     });
     set.dot_f32 = &dot_f32;
     set.rmsnorm = &rmsnorm;
@@ -388,8 +399,15 @@ inline void complete_with_spec(KernelSet& set) noexcept {
         if (!complete) kernels.tiles = spec;
         kernels.tiles_from =
             kernels.tiles[0] == spec[0] ? TileSource::scalar_spec : TileSource::level;
-        if (kernels.tiles_from == TileSource::scalar_spec)
+        if (kernels.tiles_from == TileSource::scalar_spec) {
             kernels.tiles_read_quantizer_order = true;
+            // A type the level has nothing of its own for follows the whole
+            // spec, its long-batch rule included (a level with stored-row
+            // tiles of its own but no converted rows keeps multiplying them as
+            // stored: that is its speed choice, made where its tiles are set).
+            if (!kernels.converted.pack)
+                kernels.converted = scalar::spec_converted(decltype(tag)::type);
+        }
     });
 }
 

@@ -38,6 +38,8 @@
 //     result += (d(w) * d(x)) * dot_s
 //   IQ4_XS x Q8_K: dot_s = scale[s] * sum_{i in s} kIQ4Values[q[i]] * q8[i],
 //     result += (d(w) * d(x)) * dot_s
+//   codebook types (IQ2_*, IQ3_*, IQ1_*) x Q8_K, from their integer form (quant/codebook.hpp):
+//     dot_s = sum_g scale[g] * sum_{i in g} value[i] * q8[i], result += (D(w) * d(x)) * dot_s
 //   F32/F16/BF16 x F32: plain float dot (F16/BF16 widened exactly to float first).
 //
 // Activation quantization: Q8_K32 as specified in activations.hpp. Q8_0, per

@@ -1,4 +1,5 @@
-// The scalar spec of Q2_K, Q3_K and IQ4_XS against Q8_K activations, and of
+// The scalar spec of Q2_K, Q3_K, IQ4_XS and the codebook types (IQ2_XXS,
+// IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M) against Q8_K activations, and of
 // their rows converted for long batches: the third part of the scalar spec
 // (kernels/scalar.hpp's top comment has these types' formulas and the float
 // order; kernels/scalar_float.hpp the float kernels).
@@ -6,14 +7,17 @@
 
 #include "../detail/abi.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #include "../core/fp16.hpp"
 #include "../detail/fma.hpp"
 #include "../quant/blocks.hpp"
+#include "../quant/codebook.hpp"
 #include "../quant/types.hpp"
 #include "activations.hpp"
 #include "scalar.hpp"
@@ -101,6 +105,30 @@ inline float dot_iq4xs_q8k(const uint8_t* w, const BlockQ8K* x, size_t n_blocks)
     return sum_lanes(lane);
 }
 
+// A codebook type (quant/codebook.hpp) against Q8_K, from its integer form
+// (weight i = D * scale[i / 16] * value[i]): per sub-block s of 32 (lane s)
+//   dot_s = scale[2s] * sum_{16} value * q8 + scale[2s + 1] * sum_{16} value * q8
+//   lane[s] = fma(D * d(x), float(dot_s), lane[s])
+// all integer sums exact (|dot_s| <= 31 * 32 * 62 * 128).
+template <GGMLType type>
+inline float dot_codebook_q8k(const uint8_t* w, const BlockQ8K* x, size_t n_blocks) noexcept {
+    float lane[8] = {};
+    CodebookForm form;
+    for (size_t b = 0; b < n_blocks; ++b) {
+        decode_codebook<type>(w + b * type_traits(type).type_size, form);
+        for (int s = 0; s < 8; ++s) {
+            int32_t dot = 0;
+            for (int g = 2 * s; g < 2 * s + 2; ++g) {
+                int32_t group_dot = 0;
+                for (int i = 16 * g; i < 16 * g + 16; ++i) group_dot += form.value[i] * x[b].qs[i];
+                dot += form.scale[g] * group_dot;
+            }
+            lane[s] = smol::detail::fma(form.d * activation_scale(x[b], s), float(dot), lane[s]);
+        }
+    }
+    return sum_lanes(lane);
+}
+
 // ---- long batches of Q2_K, Q3_K, IQ4_XS: rows converted to 8 bits per 256 ----------
 //
 // From 32 tokens on the golden engine multiplies these types' rows converted
@@ -113,6 +141,10 @@ inline float dot_iq4xs_q8k(const uint8_t* w, const BlockQ8K* x, size_t n_blocks)
 //         m = M / 127 (Q3_K) or M * (1 / 127) (IQ4_XS); when m < 1: q_i = v_i and S = d,
 //         else q_i = round_half_even(v_i * (1 / m)) and S = fp16_round(d * m)
 //   result += (S * d(x)) * sum_i q_i * q8_i (exact integer), one accumulator, blocks in order.
+//   codebook types: v_i = scale[i / 16] * value_i (integers, |v| <= 1,922), M = max|v|,
+//         m = M * step (step 1/124, IQ3_S 1/127, IQ1_S and IQ1_M 1/126: the engine's);
+//         when m < 1: q_i = v_i and S = fp16_round(D), else q_i = round_half_even(v_i * (1 / m))
+//         and S = fp16_round(D * m)
 // Codes saturate to [-128, 127] (the engine packs with saturation).
 constexpr size_t kConvertedQ8KBytes = 2 + QK_K;  // fp16 S, then 256 int8 codes
 
@@ -141,11 +173,35 @@ inline void integer_weights(const uint8_t* block, int v[QK_K]) noexcept {
 }
 }  // namespace convert_detail
 
-// One Q2_K, Q3_K or IQ4_XS block converted into kConvertedQ8KBytes at out.
+// The conversion's step per largest integer weight of a codebook type.
+constexpr float codebook_convert_step(GGMLType type) noexcept {
+    return type == GGMLType::IQ3_S                                ? 1.0f / 127
+           : (type == GGMLType::IQ1_S || type == GGMLType::IQ1_M) ? 1.0f / 126
+                                                                  : 1.0f / 124;
+}
+
+// One Q2_K, Q3_K, IQ4_XS or codebook block converted into kConvertedQ8KBytes at out.
 template <GGMLType type>
 inline void convert_q8k_block(const uint8_t* block, uint8_t* out) noexcept {
     int8_t* q = reinterpret_cast<int8_t*>(out + 2);
-    if constexpr (type == GGMLType::Q2_K) {
+    if constexpr (is_codebook_type(type)) {
+        CodebookForm form;
+        decode_codebook<type>(block, form);
+        int v[QK_K];
+        int largest = 0;
+        for (int i = 0; i < QK_K; ++i) {
+            v[i] = form.scale[i / 16] * form.value[i];
+            largest = std::max(largest, std::abs(v[i]));
+        }
+        const float m = float(largest) * codebook_convert_step(type);
+        const bool scaled = !(m < 1.0f);
+        const uint16_t stored = fp32_to_fp16(form.d * (scaled ? m : 1.0f));
+        std::memcpy(out, &stored, 2);
+        const float inverse = scaled ? 1 / m : 1.0f;
+        for (int i = 0; i < QK_K; ++i)
+            q[i] = scaled ? convert_detail::saturate_i8(detail::round_even(float(v[i]) * inverse))
+                          : int8_t(v[i]);
+    } else if constexpr (type == GGMLType::Q2_K) {
         const uint8_t* scales = block + offsetof(BlockQ2K, scales);
         const uint8_t* qs = block + offsetof(BlockQ2K, qs);
         const float d = fp16_to_fp32(load_u16(block + offsetof(BlockQ2K, d)));

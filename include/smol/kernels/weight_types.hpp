@@ -175,11 +175,12 @@ struct Legacy32Traits
     static constexpr ReferenceDot dot_reference = &reference_dot_legacy32<Block>;
 };
 // The entry of Q2_K, Q3_K or IQ4_XS (Q8_K activations, rows converted from 32 tokens).
-template <GGMLType id, float (*dot)(const uint8_t*, const BlockQ8K*, size_t)>
+template <GGMLType id, float (*dot)(const uint8_t*, const BlockQ8K*, size_t),
+          size_t min_tokens = 32>
 struct Q8KTraits : RowCodec<id> {
     static constexpr ActivationType activation = ActivationType::Q8_K;
     static constexpr ReferenceDot dot_reference = &reference_dot_q8k<dot>;
-    static constexpr size_t convert_min_tokens = 32;
+    static constexpr size_t convert_min_tokens = min_tokens;
     static constexpr ReferenceDot converted_dot_reference =
         &reference_dot_q8k<&kernels::scalar::dot_converted_q8k_stored<id>>;
 };
@@ -203,6 +204,27 @@ struct WeightTraits<GGMLType::Q3_K>
 template <>
 struct WeightTraits<GGMLType::IQ4_XS>
     : detail::Q8KTraits<GGMLType::IQ4_XS, &kernels::scalar::dot_iq4xs_q8k> {};
+
+// The codebook types as the K-quants above (Q8_K activations, converted rows),
+// from the golden engine's thresholds: 32 tokens, IQ2_S 16.
+namespace detail {
+template <GGMLType id, size_t min_tokens = 32>
+struct CodebookTraits : Q8KTraits<id, &kernels::scalar::dot_codebook_q8k<id>, min_tokens> {};
+}  // namespace detail
+template <>
+struct WeightTraits<GGMLType::IQ2_XXS> : detail::CodebookTraits<GGMLType::IQ2_XXS> {};
+template <>
+struct WeightTraits<GGMLType::IQ2_XS> : detail::CodebookTraits<GGMLType::IQ2_XS> {};
+template <>
+struct WeightTraits<GGMLType::IQ2_S> : detail::CodebookTraits<GGMLType::IQ2_S, 16> {};
+template <>
+struct WeightTraits<GGMLType::IQ3_XXS> : detail::CodebookTraits<GGMLType::IQ3_XXS> {};
+template <>
+struct WeightTraits<GGMLType::IQ3_S> : detail::CodebookTraits<GGMLType::IQ3_S> {};
+template <>
+struct WeightTraits<GGMLType::IQ1_S> : detail::CodebookTraits<GGMLType::IQ1_S> {};
+template <>
+struct WeightTraits<GGMLType::IQ1_M> : detail::CodebookTraits<GGMLType::IQ1_M> {};
 
 static_assert(detail::every_type_has<WeightTraits>(WeightTypes{}),
               "a WeightTypes type has no WeightTraits entry (the checklist: quant/types.hpp)");

@@ -16,6 +16,8 @@
 //         bytes, 2 low bits in qs and a high bit in hmask; 3.4375 bits per weight.
 //   IQ4_XS: w = d * (ls[s] - 32) * kIQ4Values[q], 8 sub-blocks of 32, 6-bit ls split in
 //         scales_l (4 bits) and scales_h (2 bits), 4-bit q indexing a 16-value table; 4.25 bits.
+//   IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M: rows of a fixed grid per 4 or 8
+//         weights, with signs, and odd scales; 1.56-3.44 bits (quant/codebook.hpp).
 // Block formats (32 weights per block; byte j of qs holds weight j in its low
 // nibble and weight j + 16 in its high one):
 //   Q8_0: w = d * q, fp16 d, int8 q.
@@ -123,6 +125,46 @@ struct BlockIQ4XS {
     uint8_t qs[QK_K / 2];         // 8 sub-blocks of 16 bytes, each laid out as an IQ4_NL block's
 };
 
+// The codebook formats (quant/codebook.hpp says what the fields mean).
+struct BlockIQ2XXS {
+    uint16_t d;
+    uint8_t qs[QK_K / 4];  // per 32 weights: 4 grid rows (bytes), then 4 x 7-bit signs + scale
+};
+struct BlockIQ2XS {
+    uint16_t d;
+    uint8_t qs[QK_K / 4];       // per 8 weights a uint16: 9-bit grid row, 7-bit sign index
+    uint8_t scales[QK_K / 32];  // 4-bit scale per 16 weights
+};
+struct BlockIQ2S {
+    uint16_t d;
+    uint8_t qs[QK_K / 8];       // per 8 weights: low 8 bits of the grid row
+    uint8_t signs[QK_K / 8];    // per 8 weights: one sign bit each
+    uint8_t qh[QK_K / 32];      // per 32 weights: the rows' high 2 bits
+    uint8_t scales[QK_K / 32];  // 4-bit scale per 16 weights
+};
+struct BlockIQ3XXS {
+    uint16_t d;
+    uint8_t qs[QK_K / 4];                 // per 4 weights a grid row
+    uint8_t signs_scales[QK_K / 32 * 4];  // per 32 weights: 4 x 7-bit signs + 4-bit scale
+};
+struct BlockIQ3S {
+    uint16_t d;
+    uint8_t qs[QK_K / 4];       // per 4 weights: low 8 bits of the grid row
+    uint8_t qh[QK_K / 32];      // per 32 weights: the rows' 9th bits
+    uint8_t signs[QK_K / 8];    // one sign bit per weight
+    uint8_t scales[QK_K / 64];  // 4-bit scale per 32 weights
+};
+struct BlockIQ1S {
+    uint16_t d;
+    uint8_t qs[QK_K / 8];       // per 8 weights: low 8 bits of the grid row
+    uint8_t qh[QK_K / 32 * 2];  // per 32 weights a uint16: 4 x 3 high bits, scale, shift sign
+};
+struct BlockIQ1M {
+    uint8_t qs[QK_K / 8];       // per 8 weights: low 8 bits of the grid row
+    uint8_t qh[QK_K / 16];      // per 8 weights a nibble: 3 high bits, shift sign
+    uint8_t scales[QK_K / 32];  // 4 uint16: 3-bit scale per 16 weights; d in the top nibbles
+};
+
 // The 16 values the IQ4 formats' 4-bit indices stand for (ggml's
 // kvalues_iq4nl: a non-uniform grid, denser near zero). Hostile blocks cannot
 // index past it: every index is a nibble of a block byte (b & 15 or b >> 4,
@@ -165,6 +207,15 @@ static_assert(detail::block_matches<BlockQ2K>(GGMLType::Q2_K, QK_K) &&
                   detail::block_matches<BlockQ3K>(GGMLType::Q3_K, QK_K) &&
                   detail::block_matches<BlockIQ4XS>(GGMLType::IQ4_XS, QK_K),
               "the Q2_K, Q3_K and IQ4_XS structs must be their 84-, 110- and 136-byte blocks");
+static_assert(
+    detail::block_matches<BlockIQ2XXS>(GGMLType::IQ2_XXS, QK_K) &&
+        detail::block_matches<BlockIQ2XS>(GGMLType::IQ2_XS, QK_K) &&
+        detail::block_matches<BlockIQ2S>(GGMLType::IQ2_S, QK_K) &&
+        detail::block_matches<BlockIQ3XXS>(GGMLType::IQ3_XXS, QK_K) &&
+        detail::block_matches<BlockIQ3S>(GGMLType::IQ3_S, QK_K) &&
+        detail::block_matches<BlockIQ1S>(GGMLType::IQ1_S, QK_K) &&
+        detail::block_matches<BlockIQ1M>(GGMLType::IQ1_M, QK_K),
+    "the codebook structs must be ggml's 66-, 74-, 82-, 98-, 110-, 50- and 56-byte blocks");
 static_assert(detail::block_matches<uint16_t>(GGMLType::F16, 1) &&
                   detail::block_matches<uint16_t>(GGMLType::BF16, 1) &&
                   detail::block_matches<float>(GGMLType::F32, 1),

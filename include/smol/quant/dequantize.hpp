@@ -1,7 +1,8 @@
 // Reference (scalar) dequantization of the weight formats smol reads: F32,
 // F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K,
-// Q6_K, IQ4_XS (and Q8_K, the activation format, for tests), one function per type. Part of
-// quant/reference.hpp, which holds dequantize_row(type, ...), the entry that picks among them.
+// Q6_K, IQ4_XS, the codebook types (and Q8_K, the activation format, for tests), one function per
+// type. Part of quant/reference.hpp, which holds dequantize_row(type, ...), the entry that picks
+// among them.
 //
 // This file is the readable spec of what each block means; the SIMD kernels are
 // tested against it. Element order inside a block (see blocks.hpp for the bytes):
@@ -27,6 +28,8 @@
 //     Q3_K: d * q3k_scale(g) * q3.
 //   IQ4_XS: sub-block s of 32 = the 16 bytes qs[16s ..] read as an IQ4_NL block's,
 //     weight = d * iq4xs_scale(s) * kIQ4Values[q].
+//   IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M: quant/codebook.hpp
+//     (decode_codebook: weight i = D * scale[i / 16] * value[i]).
 #pragma once
 
 #include "../detail/abi.hpp"
@@ -38,6 +41,7 @@
 
 #include "../core/fp16.hpp"
 #include "blocks.hpp"
+#include "codebook.hpp"
 #include "types.hpp"
 
 SMOL_NAMESPACE_BEGIN
@@ -215,6 +219,18 @@ inline void dequantize_row_iq4_xs(const BlockIQ4XS* src, float* dst, size_t n) n
                 dst[b * QK_K + 32 * s + j] =
                     step * float(kIQ4Values[detail::nibble_of(block.qs + 16 * s, j)]);
         }
+    }
+}
+
+// ---- the codebook formats (quant/codebook.hpp) ----
+
+template <GGMLType type, class Block>
+inline void dequantize_row_codebook(const Block* src, float* dst, size_t n) noexcept {
+    CodebookForm form;
+    for (size_t b = 0; b < n / QK_K; ++b) {
+        decode_codebook<type>(reinterpret_cast<const uint8_t*>(src + b), form);
+        for (int i = 0; i < QK_K; ++i)
+            dst[b * QK_K + i] = form.d * float(form.scale[i / 16]) * float(form.value[i]);
     }
 }
 

@@ -1,9 +1,9 @@
 // Reference (scalar) dequantization and quantization of the weight formats smol
 // reads and writes: F32, F16, BF16, Q8_0, Q4_K, Q5_K, Q6_K (and Q8_K, the
-// activation format) both ways; Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K and
-// IQ4_XS are read only (their files come from other quantizers: smol computes
-// with them but does not write them). The readable spec the SIMD kernels are
-// tested against:
+// activation format) both ways; Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K,
+// IQ4_XS and the codebook types (IQ2_*, IQ3_*, IQ1_*) are read only (their files come from other
+// quantizers: smol computes with them but does not write them). The readable spec the SIMD kernels
+// are tested against:
 //   quant/dequantize.hpp   the per-type dequantize_row_*: what each block's bytes mean
 //   quant/quantize.hpp     the per-type quantize_row_* and QuantizeEffort
 //   here                   RowCodec<type>, the table that names them per type, and
@@ -127,6 +127,34 @@ template <>
 struct RowCodec<GGMLType::IQ4_XS>
     : detail::RowCodecReadOnly<GGMLType::IQ4_XS, BlockIQ4XS, &dequantize_row_iq4_xs> {};
 template <>
+struct RowCodec<GGMLType::IQ2_XXS>
+    : detail::RowCodecReadOnly<GGMLType::IQ2_XXS, BlockIQ2XXS,
+                               &dequantize_row_codebook<GGMLType::IQ2_XXS, BlockIQ2XXS>> {};
+template <>
+struct RowCodec<GGMLType::IQ2_XS>
+    : detail::RowCodecReadOnly<GGMLType::IQ2_XS, BlockIQ2XS,
+                               &dequantize_row_codebook<GGMLType::IQ2_XS, BlockIQ2XS>> {};
+template <>
+struct RowCodec<GGMLType::IQ2_S>
+    : detail::RowCodecReadOnly<GGMLType::IQ2_S, BlockIQ2S,
+                               &dequantize_row_codebook<GGMLType::IQ2_S, BlockIQ2S>> {};
+template <>
+struct RowCodec<GGMLType::IQ3_XXS>
+    : detail::RowCodecReadOnly<GGMLType::IQ3_XXS, BlockIQ3XXS,
+                               &dequantize_row_codebook<GGMLType::IQ3_XXS, BlockIQ3XXS>> {};
+template <>
+struct RowCodec<GGMLType::IQ3_S>
+    : detail::RowCodecReadOnly<GGMLType::IQ3_S, BlockIQ3S,
+                               &dequantize_row_codebook<GGMLType::IQ3_S, BlockIQ3S>> {};
+template <>
+struct RowCodec<GGMLType::IQ1_S>
+    : detail::RowCodecReadOnly<GGMLType::IQ1_S, BlockIQ1S,
+                               &dequantize_row_codebook<GGMLType::IQ1_S, BlockIQ1S>> {};
+template <>
+struct RowCodec<GGMLType::IQ1_M>
+    : detail::RowCodecReadOnly<GGMLType::IQ1_M, BlockIQ1M,
+                               &dequantize_row_codebook<GGMLType::IQ1_M, BlockIQ1M>> {};
+template <>
 struct RowCodec<GGMLType::Q8_K>
     : detail::RowCodecOf<GGMLType::Q8_K, BlockQ8K, &quantize_row_q8_k, &dequantize_row_q8_k> {};
 
@@ -135,10 +163,12 @@ static_assert(detail::every_type_has<RowCodec>(WeightTypes{}),
 
 // The types the reference converts: the weight types and Q8_K (the activation
 // format, for tests).
-using ReferenceTypes = TypeList<GGMLType::F32, GGMLType::F16, GGMLType::BF16, GGMLType::Q8_0,
-                                GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q4_0,
-                                GGMLType::Q4_1, GGMLType::Q5_0, GGMLType::Q5_1, GGMLType::IQ4_NL,
-                                GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS, GGMLType::Q8_K>;
+using ReferenceTypes =
+    TypeList<GGMLType::F32, GGMLType::F16, GGMLType::BF16, GGMLType::Q8_0, GGMLType::Q4_K,
+             GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q4_0, GGMLType::Q4_1, GGMLType::Q5_0,
+             GGMLType::Q5_1, GGMLType::IQ4_NL, GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS,
+             GGMLType::IQ2_XXS, GGMLType::IQ2_XS, GGMLType::IQ2_S, GGMLType::IQ3_XXS,
+             GGMLType::IQ3_S, GGMLType::IQ1_S, GGMLType::IQ1_M, GGMLType::Q8_K>;
 static_assert(ReferenceTypes::size == WeightTypes::size + 1,
               "the reference converts every weight type, and Q8_K");
 
