@@ -81,6 +81,13 @@ void fill_weights(GGMLType type, uint8_t* data, size_t rows, size_t cols, uint64
                 reinterpret_cast<smol::BlockQ3K*>(row)[b].d = scale;
             } else if (type == GGMLType::IQ4_XS) {
                 reinterpret_cast<smol::BlockIQ4XS*>(row)[b].d = scale;
+            } else if (type == GGMLType::IQ1_M) {  // d in the scale words' top nibbles
+                uint8_t* block = row + b * smol::type_traits(type).type_size;
+                for (int w = 0; w < 4; ++w)
+                    block[48 + 2 * w + 1] =
+                        uint8_t((block[48 + 2 * w + 1] & 0x0F) | (((scale >> (4 * w)) & 15) << 4));
+            } else if (smol::is_codebook_type(type)) {  // d first
+                std::memcpy(row + b * smol::type_traits(type).type_size, &scale, sizeof scale);
             }
         }
         // The 32-weight formats: d first in every block (and Q4_1 / Q5_1's m next).
@@ -362,6 +369,13 @@ BENCHMARK_CAPTURE(BM_MatVecHot, q4_0, GGMLType::Q4_0)->Unit(benchmark::kMicrosec
 BENCHMARK_CAPTURE(BM_MatVecHot, q2k, GGMLType::Q2_K)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_MatVecHot, q3k, GGMLType::Q3_K)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_MatVecHot, iq4_xs, GGMLType::IQ4_XS)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, iq2_xxs, GGMLType::IQ2_XXS)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, iq2_xs, GGMLType::IQ2_XS)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, iq2_s, GGMLType::IQ2_S)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, iq3_xxs, GGMLType::IQ3_XXS)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, iq3_s, GGMLType::IQ3_S)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, iq1_s, GGMLType::IQ1_S)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, iq1_m, GGMLType::IQ1_M)->Unit(benchmark::kMicrosecond);
 
 BENCHMARK(BM_DecodeLayer)
     ->ArgsProduct({{0, 1}, {1, 2}})
@@ -386,6 +400,16 @@ BENCHMARK_CAPTURE(BM_MatMat, q4_0_2048x2048, GGMLType::Q4_0, 2048, 2048)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_MatMat, iq4_xs_2048x2048, GGMLType::IQ4_XS, 2048, 2048)
+    ->ArgsProduct({{512}, {1}})
+    ->ArgNames({"tokens", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatMat, iq3_xxs_2048x2048, GGMLType::IQ3_XXS, 2048, 2048)
+    ->ArgsProduct({{512}, {1}})
+    ->ArgNames({"tokens", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatMat, iq2_xxs_2048x2048, GGMLType::IQ2_XXS, 2048, 2048)
     ->ArgsProduct({{512}, {1}})
     ->ArgNames({"tokens", "threads"})
     ->UseRealTime()
