@@ -540,16 +540,9 @@ inline KernelSet make_kernel_set(const KernelParams& p = {}) noexcept {
     q6k.converted = converted_zmm<GGMLType::Q6_K>();
 
     // The Q8_K family's long batches: use_k32_tiles' packing, 16 rows per zmm pass.
-    set.of(GGMLType::Q2_K).converted = converted_q8k_zmm<GGMLType::Q2_K>();
-    set.of(GGMLType::Q3_K).converted = converted_q8k_zmm<GGMLType::Q3_K>();
-    set.of(GGMLType::IQ4_XS).converted = converted_q8k_zmm<GGMLType::IQ4_XS>();
-    set.of(GGMLType::IQ2_XXS).converted = converted_q8k_zmm<GGMLType::IQ2_XXS>();
-    set.of(GGMLType::IQ2_XS).converted = converted_q8k_zmm<GGMLType::IQ2_XS>();
-    set.of(GGMLType::IQ2_S).converted = converted_q8k_zmm<GGMLType::IQ2_S>();
-    set.of(GGMLType::IQ3_XXS).converted = converted_q8k_zmm<GGMLType::IQ3_XXS>();
-    set.of(GGMLType::IQ3_S).converted = converted_q8k_zmm<GGMLType::IQ3_S>();
-    set.of(GGMLType::IQ1_S).converted = converted_q8k_zmm<GGMLType::IQ1_S>();
-    set.of(GGMLType::IQ1_M).converted = converted_q8k_zmm<GGMLType::IQ1_M>();
+    for_each_weight_type<TypeTag, Q8KFamily>([&](auto tag) {
+        set.of(decltype(tag)::type).converted = converted_q8k_zmm<decltype(tag)::type>();
+    });
 
     constexpr size_t kInterleavedCount =
         std::size(kPaceCandidates) * std::size(kInterleavedPrefetchCandidates);

@@ -188,11 +188,15 @@ inline void decode_codebook(const uint8_t* block, CodebookForm& out) noexcept {
     }
 }
 
-// The codebook types, in WeightTypes order.
+namespace detail {
+// The codebook types, in WeightTypes order (the per-level tables visit this list).
+using CodebookTypes =
+    TypeList<GGMLType::IQ2_XXS, GGMLType::IQ2_XS, GGMLType::IQ2_S, GGMLType::IQ3_XXS,
+             GGMLType::IQ3_S, GGMLType::IQ1_S, GGMLType::IQ1_M>;
+}  // namespace detail
+
 constexpr bool is_codebook_type(GGMLType type) noexcept {
-    return type == GGMLType::IQ2_XXS || type == GGMLType::IQ2_XS || type == GGMLType::IQ2_S ||
-           type == GGMLType::IQ3_XXS || type == GGMLType::IQ3_S || type == GGMLType::IQ1_S ||
-           type == GGMLType::IQ1_M;
+    return detail::index_in(type, detail::CodebookTypes{}) >= 0;
 }
 
 SMOL_NAMESPACE_END
