@@ -128,6 +128,9 @@ struct CpuFeatures {
     bool avxvnni = false;  // AVX-VNNI (VEX-encoded vpdpbusd)
     bool avx512 = false;   // AVX-512 F, BW, VL, VNNI, with the OS saving the ZMM state
     bool amx = false;      // avx512 + AMX-TILE + AMX-INT8, the tile state granted to the process
+    // avx512 + AVX512-VBMI (byte permutes, vpmultishiftqb): not a level of its
+    // own; the avx512 level's set uses it for some tiles (kernels/x86.hpp).
+    bool avx512vbmi = false;
     bool dotprod = false;  // AArch64 SDOT/UDOT
 };
 
@@ -182,6 +185,7 @@ inline CpuFeatures detect_cpu_features() noexcept {
     const bool avx512f = (leaf7.ebx >> 16) & 1, avx512bw = (leaf7.ebx >> 30) & 1;
     const bool avx512vl = (leaf7.ebx >> 31) & 1, avx512vnni = (leaf7.ecx >> 11) & 1;
     f.avx512 = f.avx2 && os_zmm && avx512f && avx512bw && avx512vl && avx512vnni;
+    f.avx512vbmi = f.avx512 && ((leaf7.ecx >> 1) & 1);
 #if defined(SMOL_HAS_AMX_KERNELS)
     // AMX-TILE and AMX-INT8: leaf 7 EDX bits 24 and 25; the OS saves the tile
     // configuration and data: XCR0 bits 17 and 18. Linux still faults the first

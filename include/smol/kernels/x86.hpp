@@ -374,6 +374,15 @@ namespace kernels {
 SMOL_NAMESPACE_END
 SMOL_TARGET_END
 
+SMOL_TARGET_BEGIN(
+    "avx2,fma,f16c,bmi,bmi2,popcnt,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi")
+SMOL_NAMESPACE_BEGIN
+namespace kernels {
+#include "detail/x86_avx512_codebook_tiles.inc"
+}  // namespace kernels
+SMOL_NAMESPACE_END
+SMOL_TARGET_END
+
 #if defined(SMOL_HAS_AMX_KERNELS)
 SMOL_TARGET_BEGIN(
     "avx2,fma,f16c,bmi,bmi2,popcnt,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,amx-tile,amx-int8")
@@ -556,6 +565,15 @@ inline KernelSet make_kernel_set(const KernelParams& p = {}) noexcept {
     q6k.tiles[0] =
         q6k_candidate(size_t(candidate_index(kStoredPrefetchCandidates, p.stored_prefetch)),
                       std::make_index_sequence<std::size(kStoredPrefetchCandidates)>{});
+    // IQ2_XXS and IQ3_XXS a whole block per pass where the CPU has VBMI
+    // (detail/x86_avx512_codebook_tiles.inc; same bits).
+    if (smol::detail::cpu_features().avx512vbmi)
+        for_each_weight_type<TypeTag, codebook_zmm::CodebookZmmTypes>([&](auto tag) {
+            using Tag = decltype(tag);
+            set.of(Tag::type).tiles = tile_row([](auto n) {
+                return &codebook_zmm::tile_codebook_zmm<Tag::type, decltype(n)::value>;
+            });
+        });
     set.params = p;
     return set;
 }
