@@ -44,7 +44,7 @@ namespace {
 // The size rule relies on every field being 8 bytes on 64-bit targets: no
 // padding, so a field is covered by a caller's size or not at all.
 #if UINTPTR_MAX == UINT64_MAX
-static_assert(sizeof(smol_load_options) == 18 * 8, "smol_load_options has padding");
+static_assert(sizeof(smol_load_options) == 19 * 8, "smol_load_options has padding");
 static_assert(sizeof(smol_generator_options) == 11 * 8, "smol_generator_options has padding");
 static_assert(sizeof(smol_batcher_options) == 7 * 8, "smol_batcher_options has padding");
 static_assert(sizeof(smol_params) == 48 * 8, "smol_params has padding");

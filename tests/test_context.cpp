@@ -342,11 +342,17 @@ TEST_CASE(
     smol::Generator gen(model, options);
     smol::GenerateParams params = smol_test::greedy(24);
     params.chat.enable_thinking = false;
+    // A fixed "Today Date": the system turn's bytes, and so the random model's
+    // answers and the turns' lengths, would otherwise change from day to day
+    // (on 2026-11-30 the median turn fell to 30 tokens and the bound below failed).
+    const std::string today = "29 November 2026";
+    params.chat.today = today;
     std::vector<smol::ChatMessage> messages = {
         {"system", "You are Brannoc, the village blacksmith. Answer in one sentence."}};
-    const std::vector<int32_t> system_ids = gen.tokenize_chat(messages, [] {
+    const std::vector<int32_t> system_ids = gen.tokenize_chat(messages, [&today] {
         smol::ChatOptions o;
         o.add_generation_prompt = false;
+        o.today = today;
         o.enable_thinking = false;
         return o;
     }());

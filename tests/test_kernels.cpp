@@ -245,6 +245,21 @@ std::vector<const kernels::KernelSet*> runnable_sets() {
     return sets;
 }
 
+// runnable_sets() and the sets whose speed-only settings choose other tiles
+// over stored rows than the defaults for some type the settings test below
+// leaves out (KernelParams::codebook_gathers: other codebook tiles where the
+// CPU has AVX512-VBMI).
+std::vector<const kernels::KernelSet*> sets_with_other_tiles() {
+    std::vector<const kernels::KernelSet*> out = runnable_sets();
+    for (const kernels::KernelSet* set : runnable_sets()) {
+        kernels::KernelParams gathers;
+        gathers.codebook_gathers = 1;
+        const kernels::KernelSet& other = kernels::kernel_set(set->level, gathers);
+        if (&other != set) out.push_back(&other);
+    }
+    return out;
+}
+
 const kernels::KernelSet& scalar_set() {
     return kernels::kernel_set(smol::CpuLevel::scalar);
 }
@@ -756,10 +771,12 @@ TEST_CASE(
         std::memcpy(shifted_storage.data() + 1, w.data(), w.size());
         const uint8_t* shifted = shifted_storage.data() + 1;
         const smol::ReferenceDot reference = smol::weight_type_info(type)->dot_reference;
-        for (const kernels::KernelSet* set : runnable_sets())
+        for (const kernels::KernelSet* set : sets_with_other_tiles())
             for (int n_cols = 1; n_cols <= kernels::kMaxTileCols; ++n_cols) {
                 const std::string level_name = set->name();
+                const std::string params = kernels::kernel_params_text(set->params);
                 CAPTURE(level_name);
+                CAPTURE(params);
                 CAPTURE(n_cols);
                 const ActivationType act = smol::activation_type_for(type);
                 const size_t x_row_bytes = smol::activation_row_bytes(act, cols);
@@ -1561,6 +1578,22 @@ TEST_CASE("kernel params: sets are built once, differ where the level uses them,
             CHECK(other.params.pace_steps == kernels::KernelParams{}.pace_steps);
             CHECK(other.params.stored_prefetch == kernels::KernelParams{}.stored_prefetch);
         }
+        // Codebook gathers: other codebook tiles at the zmm levels of a CPU with
+        // AVX512-VBMI; elsewhere the setting is kept at its default (the same set).
+        kernels::KernelParams gathers;
+        gathers.codebook_gathers = 1;
+        const kernels::KernelSet& gathered = kernels::kernel_set(set->level, gathers);
+        if (zmm && smol::detail::cpu_features().avx512vbmi) {
+            CHECK(gathered.params == gathers);
+            for (GGMLType type : {GGMLType::IQ2_XXS, GGMLType::IQ2_S, GGMLType::IQ1_M})
+                CHECK((gathered.of(type).tiles[0] != set->of(type).tiles[0]));
+            CHECK((gathered.of(GGMLType::IQ3_XXS).tiles[0] == set->of(GGMLType::IQ3_XXS).tiles[0]));
+        } else {
+            CHECK(&gathered == set);
+        }
+        kernels::KernelParams bad_gathers;
+        bad_gathers.codebook_gathers = 2;
+        CHECK_FALSE(kernels::valid_kernel_params(bad_gathers));
         kernels::KernelParams bad;
         bad.pace_steps = 7;
         CHECK_FALSE(kernels::valid_kernel_params(bad));

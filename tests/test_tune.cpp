@@ -220,16 +220,31 @@ TEST_CASE("tuning: LoadOptions::tune_file remembers the choice per CPU; a bad fi
     // Another key's line is kept when the file is rewritten.
     kernels::KernelParams other;
     other.decode_chunks = 16;
+    other.codebook_gathers = 1;
     REQUIRE(kernels::write_tune_file(file, "avx2 7 Some Other CPU", other));
     read = kernels::read_tune_file(file, "avx2 7 Some Other CPU");
     CHECK(read.found);
     CHECK(read.params == other);
     CHECK(read.entries.size() == 2);
     CHECK(kernels::read_tune_file(file, key).found);
+    // A version 1 line (before codebook_gathers) still reads, with that setting's default.
+    {
+        std::FILE* f = std::fopen(file.c_str(), "wb");
+        REQUIRE(f);
+        std::fputs("smol-tune 1 30 4096 2048 4 avx2 7 Some Other CPU\n", f);
+        std::fclose(f);
+        read = kernels::read_tune_file(file, "avx2 7 Some Other CPU");
+        REQUIRE(read.found);
+        CHECK_FALSE(read.malformed);
+        CHECK(read.params.pace_steps == 30);
+        CHECK(read.params.decode_chunks == 4);
+        CHECK(read.params.codebook_gathers == kernels::KernelParams{}.codebook_gathers);
+    }
     // Malformed files: a warning, a measurement, a well-formed file again.
     for (const char* text :
          {"garbage\n", "smol-tune 1 7 8192 4096 8 avx512 2 X\n",
-          "smol-tune 2 60 8192 4096 8 avx512 2 X\n", "smol-tune 1 60 8192\n", "\x01\x02\xff\n"}) {
+          "smol-tune 2 60 8192 4096 8 avx512 2 X\n", "smol-tune 2 60 8192 4096 8 2 avx512 2 X\n",
+          "smol-tune 3 60 8192 4096 8 0 avx512 2 X\n", "smol-tune 1 60 8192\n", "\x01\x02\xff\n"}) {
         CAPTURE(text);
         {
             std::FILE* f = std::fopen(file.c_str(), "wb");

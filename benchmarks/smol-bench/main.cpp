@@ -176,34 +176,40 @@ std::optional<int> parse_command_line(int argc, char** argv, Options& args) {
     cli.option(
         "--kernel-params",
         [&args](const std::string& list) {
-            long v[4];
-            size_t start = 0;
-            for (int i = 0; i < 4; ++i) {
+            // Four values, or five with the codebook gathers.
+            long v[5] = {0, 0, 0, 0, smol::kernels::KernelParams{}.codebook_gathers};
+            size_t start = 0, n = 0;
+            while (n < 5) {
                 const size_t comma = std::min(list.find(',', start), list.size());
                 const std::string item = list.substr(start, comma - start);
                 char* end = nullptr;
-                v[i] = std::strtol(item.c_str(), &end, 10);
-                if (item.empty() || *end != '\0' || (i < 3) != (comma < list.size()))
-                    throw smol_cli::BadValue("expects PACE,IPREFETCH,SPREFETCH,CHUNKS, not '" +
-                                             list + "'");
+                v[n++] = std::strtol(item.c_str(), &end, 10);
+                if (item.empty() || *end != '\0')
+                    throw smol_cli::BadValue(
+                        "expects PACE,IPREFETCH,SPREFETCH,CHUNKS[,GATHERS], not '" + list + "'");
+                if (comma == list.size()) break;
                 start = comma + 1;
             }
+            if (n < 4 || start > list.size() || list.find(',', start) != std::string::npos)
+                throw smol_cli::BadValue(
+                    "expects PACE,IPREFETCH,SPREFETCH,CHUNKS[,GATHERS], not '" + list + "'");
             smol::kernels::KernelParams p;
             p.pace_steps = int(v[0]);
             p.interleaved_prefetch = int(v[1]);
             p.stored_prefetch = int(v[2]);
             p.decode_chunks = int(v[3]);
+            p.codebook_gathers = int(v[4]);
             if (!smol::kernels::valid_kernel_params(p))
                 throw smol_cli::BadValue(
                     "'" + list +
                     "' names a value that is not a candidate (pace 0/30/60, "
-                    "prefetch 4096/8192/12288, 2048/4096/8192, chunks 4/8/16)");
+                    "prefetch 4096/8192/12288, 2048/4096/8192, chunks 4/8/16, gathers 0/1)");
             args.kernel_params = p;
         },
-        "P,I,S,C",
+        "P,I,S,C[,G]",
         "pins the kernels' speed-only settings (LoadOptions::kernel_params): one-token\n"
         "pacing steps, interleaved prefetch bytes, stored prefetch bytes, decode chunks\n"
-        "per thread; e.g. 60,8192,4096,8 (the defaults)");
+        "per thread, codebook gathers (0/1); e.g. 60,8192,4096,8,0 (the defaults)");
     cli.flag("--tune-times", args.tune_times, "print the tuner's time per candidate");
     cli.option("--check-prompt", args.check_prompt, "TEXT",
                "instead of the benchmark: greedy ids for TEXT (prompt, then -n tokens),\n"
@@ -344,7 +350,8 @@ int main(int argc, char** argv) {
             out["kernel_params"] = {{"pace_steps", params.pace_steps},
                                     {"interleaved_prefetch", params.interleaved_prefetch},
                                     {"stored_prefetch", params.stored_prefetch},
-                                    {"decode_chunks", params.decode_chunks}};
+                                    {"decode_chunks", params.decode_chunks},
+                                    {"codebook_gathers", params.codebook_gathers}};
             out["tuned"] = tuning.tuned;
             out["tune_ms"] = tuning.seconds * 1000.0;
             if (!tuning.tuned) out["tune_skipped"] = tuning.skipped;

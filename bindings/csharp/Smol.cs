@@ -81,7 +81,8 @@ public sealed class LoadOptions {
 // The kernels' speed-only settings (C++ kernels::KernelParams, same defaults):
 // each one of its candidates (kernels/kernel_set.hpp).
 public sealed class KernelParams {
-    public long PaceSteps = 60, InterleavedPrefetch = 8192, StoredPrefetch = 4096, DecodeChunks = 8;
+    public long PaceSteps = 60, InterleavedPrefetch = 8192, StoredPrefetch = 4096, DecodeChunks = 8,
+        CodebookGathers = 0;
 }
 
 // How a Batcher schedules (C++ BatcherOptions); unset fields keep the library's defaults.
@@ -152,7 +153,8 @@ internal static class Native {
         public long interleave_weights; public IntPtr cpu, progress, progress_user_data, log,
             log_user_data;
         public long tune; public IntPtr tune_file; public long pin_kernel_params, kernel_pace_steps,
-            kernel_interleaved_prefetch, kernel_stored_prefetch, kernel_decode_chunks;
+            kernel_interleaved_prefetch, kernel_stored_prefetch, kernel_decode_chunks,
+            kernel_codebook_gathers;
     }
     [StructLayout(LayoutKind.Sequential)]
     internal struct BatcherOptions {
@@ -488,6 +490,7 @@ public sealed class Model : IDisposable {
             o.kernel_interleaved_prefetch = options.KernelParams.InterleavedPrefetch;
             o.kernel_stored_prefetch = options.KernelParams.StoredPrefetch;
             o.kernel_decode_chunks = options.KernelParams.DecodeChunks;
+            o.kernel_codebook_gathers = options.KernelParams.CodebookGathers;
         }
         using (var memory = new NativeMemory()) {
             o.cpu = memory.String(options.Cpu);

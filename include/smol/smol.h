@@ -233,7 +233,7 @@ typedef struct smol_load_options {
      * LoadOptions::tune, tune_file, kernel_params). */
     int64_t tune;          /* smol_tune_mode; default SMOL_TUNE_AUTO (SMOL_TUNE=off wins) */
     const char* tune_file; /* where tuned settings are remembered; NULL or "": none */
-    /* Nonzero: pin the four settings below instead of tuning (each one of its
+    /* Nonzero: pin the five settings below instead of tuning (each one of its
      * candidates in kernels/kernel_set.hpp, else SMOL_ERR_INVALID_ARGUMENT);
      * default 0. Their defaults are the C++ KernelParams' own. */
     int64_t pin_kernel_params;
@@ -241,6 +241,7 @@ typedef struct smol_load_options {
     int64_t kernel_interleaved_prefetch;
     int64_t kernel_stored_prefetch;
     int64_t kernel_decode_chunks;
+    int64_t kernel_codebook_gathers;
 } smol_load_options;
 
 /* Fills an options struct of `size` bytes (the caller's sizeof) with the
@@ -683,6 +684,7 @@ SMOL_API char* smol_render_chat(const smol_generator* generator, const smol_mess
  *   KernelParams::interleaved_prefetch      smol_load_options.kernel_interleaved_prefetch
  *   KernelParams::stored_prefetch           smol_load_options.kernel_stored_prefetch
  *   KernelParams::decode_chunks             smol_load_options.kernel_decode_chunks
+ *   KernelParams::codebook_gathers          smol_load_options.kernel_codebook_gathers
  *
  *   GeneratorOptions::n_ctx                 smol_generator_options.n_ctx
  *   GeneratorOptions::kv_type               smol_generator_options.kv_type

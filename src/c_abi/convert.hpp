@@ -87,6 +87,8 @@ smol::LoadOptions to_load_options(const smol_load_options* user) {
         k.stored_prefetch =
             to_int(o.kernel_stored_prefetch, "smol_load_options.kernel_stored_prefetch");
         k.decode_chunks = to_int(o.kernel_decode_chunks, "smol_load_options.kernel_decode_chunks");
+        k.codebook_gathers =
+            to_int(o.kernel_codebook_gathers, "smol_load_options.kernel_codebook_gathers");
         out.kernel_params = k;
     }
     return out;
@@ -254,6 +256,7 @@ void default_load_options(smol_load_options* options) noexcept {
     options->kernel_interleaved_prefetch = k.interleaved_prefetch;
     options->kernel_stored_prefetch = k.stored_prefetch;
     options->kernel_decode_chunks = k.decode_chunks;
+    options->kernel_codebook_gathers = k.codebook_gathers;
 }
 
 void default_batcher_options(smol_batcher_options* options) noexcept {

@@ -1192,6 +1192,7 @@ static void test_tuning(const char* path) {
     CHECK(o.tune == SMOL_TUNE_AUTO && o.tune_file == NULL && o.pin_kernel_params == 0);
     CHECK(o.kernel_pace_steps == 60 && o.kernel_interleaved_prefetch == 8192);
     CHECK(o.kernel_stored_prefetch == 4096 && o.kernel_decode_chunks == 8);
+    CHECK(o.kernel_codebook_gathers == 0);
     o.n_threads = 2;
     o.pin_kernel_params = 1;
     o.kernel_decode_chunks = 16;
@@ -1200,6 +1201,9 @@ static void test_tuning(const char* path) {
     smol_model_free(m);
     CHECK(smol_model_tuning(NULL)[0] == '\0');
     o.kernel_decode_chunks = 5; /* not a candidate */
+    CHECK_FAILS(smol_model_load(path, &o), SMOL_ERR_INVALID_ARGUMENT);
+    o.kernel_decode_chunks = 8;
+    o.kernel_codebook_gathers = 2; /* not a candidate */
     CHECK_FAILS(smol_model_load(path, &o), SMOL_ERR_INVALID_ARGUMENT);
     smol_load_options_init(&o);
     o.tune = 3;

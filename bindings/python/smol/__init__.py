@@ -42,7 +42,8 @@ DEVICES = {"cpu": 0, "cuda": 1, "auto": 2}
 KV_TYPES = {"f32": 0, "f16": 1, "q8_0": 2}
 CONTEXT_POLICIES = {"stop": 0, "shift": 1}
 TUNE_MODES = {"auto": 0, "on": 1, "off": 2}
-KERNEL_PARAMS = ("pace_steps", "interleaved_prefetch", "stored_prefetch", "decode_chunks")
+KERNEL_PARAMS = ("pace_steps", "interleaved_prefetch", "stored_prefetch", "decode_chunks",
+                 "codebook_gathers")
 
 
 # A piece callback: return False to stop the run.
@@ -420,7 +421,8 @@ class Model(_Closable):
     device ("cpu", "cuda", "auto"), cuda_device, memory_budget,
     interleave_weights, cpu (a kernel level name), tune ("auto", "on", "off"),
     tune_file (where tuned kernel settings are remembered), kernel_params (a dict
-    of pace_steps, interleaved_prefetch, stored_prefetch, decode_chunks: pins
+    of pace_steps, interleaved_prefetch, stored_prefetch, decode_chunks,
+    codebook_gathers: pins
     them instead of tuning; keys left out keep their defaults),
     progress(fraction) -> False cancels (Error "cancelled"; an exception it
     raises comes out of Model()), log(level, message). Raises Error (kind "io",

@@ -86,7 +86,8 @@ class LoadOptions(Structure):
                 ("progress_user_data", c_void_p), ("log", LOG_FN), ("log_user_data", c_void_p),
                 ("tune", c_int64), ("tune_file", c_char_p), ("pin_kernel_params", c_int64),
                 ("kernel_pace_steps", c_int64), ("kernel_interleaved_prefetch", c_int64),
-                ("kernel_stored_prefetch", c_int64), ("kernel_decode_chunks", c_int64)]
+                ("kernel_stored_prefetch", c_int64), ("kernel_decode_chunks", c_int64),
+                ("kernel_codebook_gathers", c_int64)]
 
 
 class GeneratorOptions(Structure):

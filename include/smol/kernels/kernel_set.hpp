@@ -185,10 +185,19 @@ struct KernelParams {
     // Chunks per thread of a one-token mat-vec (kernels/matmul_plan.hpp, rule 3);
     // one of kDecodeChunkCandidates.
     int decode_chunks = 8;
+    // 1: the avx512 / amx levels' one-token codebook tiles (IQ1_*, IQ2_*, IQ3_*)
+    // read their grid rows by vpgather; 0: by permutes of the packed grids, and
+    // IQ2_S, IQ1_S, IQ1_M on the 256-bit tiles (detail/x86_avx512_codebook_tiles.inc;
+    // CPUs with AVX512-VBMI only). Gathers are twice as fast on a Sapphire Rapids
+    // and several times slower where microcode guards them (Ice Lake, Tiger
+    // Lake: Gather Data Sampling), so the default is 0 and the tuner decides;
+    // one of kCodebookGatherCandidates.
+    int codebook_gathers = 0;
 
     friend bool operator==(const KernelParams& a, const KernelParams& b) noexcept {
         return a.pace_steps == b.pace_steps && a.interleaved_prefetch == b.interleaved_prefetch &&
-               a.stored_prefetch == b.stored_prefetch && a.decode_chunks == b.decode_chunks;
+               a.stored_prefetch == b.stored_prefetch && a.decode_chunks == b.decode_chunks &&
+               a.codebook_gathers == b.codebook_gathers;
     }
     friend bool operator!=(const KernelParams& a, const KernelParams& b) noexcept {
         return !(a == b);
@@ -201,6 +210,7 @@ constexpr int kPaceCandidates[] = {0, 30, 60};
 constexpr int kInterleavedPrefetchCandidates[] = {4096, 8192, 12288};
 constexpr int kStoredPrefetchCandidates[] = {2048, 4096, 8192};
 constexpr int kDecodeChunkCandidates[] = {4, 8, 16};
+constexpr int kCodebookGatherCandidates[] = {0, 1};
 
 // Index of value in candidates, or -1.
 template <size_t n>
@@ -215,14 +225,17 @@ constexpr bool valid_kernel_params(const KernelParams& p) noexcept {
     return candidate_index(kPaceCandidates, p.pace_steps) >= 0 &&
            candidate_index(kInterleavedPrefetchCandidates, p.interleaved_prefetch) >= 0 &&
            candidate_index(kStoredPrefetchCandidates, p.stored_prefetch) >= 0 &&
-           candidate_index(kDecodeChunkCandidates, p.decode_chunks) >= 0;
+           candidate_index(kDecodeChunkCandidates, p.decode_chunks) >= 0 &&
+           candidate_index(kCodebookGatherCandidates, p.codebook_gathers) >= 0;
 }
 
-// "pace 60, interleaved prefetch 8192, stored prefetch 4096, decode chunks 8"
+// "pace 60, interleaved prefetch 8192, stored prefetch 4096, decode chunks 8, codebook gathers 0"
 inline std::string kernel_params_text(const KernelParams& p) {
     return "pace " + std::to_string(p.pace_steps) + ", interleaved prefetch " +
            std::to_string(p.interleaved_prefetch) + ", stored prefetch " +
-           std::to_string(p.stored_prefetch) + ", decode chunks " + std::to_string(p.decode_chunks);
+           std::to_string(p.stored_prefetch) + ", decode chunks " +
+           std::to_string(p.decode_chunks) + ", codebook gathers " +
+           std::to_string(p.codebook_gathers);
 }
 
 // The settings a level without tuned tiles runs with: only decode_chunks (the

@@ -25,7 +25,9 @@
 //       pacing, then its prefetch distance (when some matrix is interleaved and
 //       the level has those tiles: avx512, amx), the stored rows' prefetch
 //       distance (when some matrix it applies to is stored: tunes_stored_prefetch),
-//       the decode chunks per thread (every level). A setting keeps its current value
+//       whether the codebook tiles gather their grid rows (avx512 / amx with
+//       VBMI, when some matrix is of a codebook type), the decode chunks per
+//       thread (every level). A setting keeps its current value
 //       unless a candidate's time is lower by more than keep_margin.
 //
 //       Where the time goes: decode reads every weight byte from memory once
@@ -45,7 +47,8 @@
 //       "<level> <threads> <CPU model name>" (Linux: /proc/cpuinfo's "model name").
 //   TuneFileRead read_tune_file(const std::string& path, const std::string& key)
 //       the settings remembered for key, if any; malformed: a file that exists but
-//       is not all lines of "smol-tune 1 PACE IPREFETCH SPREFETCH CHUNKS KEY" with
+//       is not all lines of "smol-tune 2 PACE IPREFETCH SPREFETCH CHUNKS GATHERS KEY"
+//       (or of version 1, "smol-tune 1 PACE IPREFETCH SPREFETCH CHUNKS KEY") with
 //       candidate values (a missing file is not malformed: nothing remembered).
 //   bool write_tune_file(const std::string& path, const std::string& key, const KernelParams&)
 //       the file with key's line set (other keys' lines kept when the file was
@@ -256,7 +259,7 @@ inline TuneReport tune_kernels(const KernelSet& base,
     constexpr uint64_t kSampleBytes = uint64_t(32) << 20;
     std::vector<std::vector<const WeightMatrix*>> samples(1);
     uint64_t in_window = 0, in_sample = 0;
-    bool interleaved = false, stored = false;
+    bool interleaved = false, stored = false, codebook = false;
     for (const std::vector<WeightMatrix>& layer : layers) {
         if (in_window >= window_bytes) break;
         if (layer.empty()) continue;
@@ -270,6 +273,7 @@ inline TuneReport tune_kernels(const KernelSet& base,
             in_window += w.rows * w.row_bytes;
             interleaved |= w.interleaved_rows > 0 && base.interleaves(w.type);
             stored |= w.interleaved_rows == 0 && tunes_stored_prefetch(base.level, w.type);
+            codebook |= smol::is_codebook_type(w.type);
         }
     }
     if (samples.back().empty()) samples.pop_back();
@@ -280,7 +284,13 @@ inline TuneReport tune_kernels(const KernelSet& base,
     const bool zmm = base.level == CpuLevel::avx512 || base.level == CpuLevel::amx;
 
     // The settings, in the order they are tuned.
-    enum class Field { pace, interleaved_prefetch, stored_prefetch, decode_chunks };
+    enum class Field {
+        pace,
+        interleaved_prefetch,
+        stored_prefetch,
+        codebook_gathers,
+        decode_chunks
+    };
     struct Setting {
         const char* name;
         Field field;
@@ -297,6 +307,9 @@ inline TuneReport tune_kernels(const KernelSet& base,
     if (stored)
         settings.push_back({"stored prefetch", Field::stored_prefetch, kStoredPrefetchCandidates,
                             std::size(kStoredPrefetchCandidates)});
+    if (zmm && codebook && smol::detail::cpu_features().avx512vbmi)
+        settings.push_back({"codebook gathers", Field::codebook_gathers, kCodebookGatherCandidates,
+                            std::size(kCodebookGatherCandidates)});
     settings.push_back({"decode chunks", Field::decode_chunks, kDecodeChunkCandidates,
                         std::size(kDecodeChunkCandidates)});
     size_t total_candidates = 0;
@@ -323,6 +336,9 @@ inline TuneReport tune_kernels(const KernelSet& base,
                     break;
                 case Field::stored_prefetch:
                     p.stored_prefetch = setting.values[v];
+                    break;
+                case Field::codebook_gathers:
+                    p.codebook_gathers = setting.values[v];
                     break;
                 case Field::decode_chunks:
                     p.decode_chunks = setting.values[v];
@@ -395,15 +411,18 @@ struct TuneFileRead {
 
 namespace detail {
 
-// One line "smol-tune 1 PACE IPREFETCH SPREFETCH CHUNKS KEY", or false.
+// One line "smol-tune 2 PACE IPREFETCH SPREFETCH CHUNKS GATHERS KEY" (or a
+// version 1 line, without GATHERS: the default), or false.
 inline bool parse_tune_line(const std::string& line, std::string& key, KernelParams& p) {
     std::istringstream in(line);
     std::string magic;
     int version = 0;
-    if (!(in >> magic >> version >> p.pace_steps >> p.interleaved_prefetch >> p.stored_prefetch >>
-          p.decode_chunks))
+    if (!(in >> magic >> version) || magic != "smol-tune" || (version != 1 && version != 2))
         return false;
-    if (magic != "smol-tune" || version != 1 || !valid_kernel_params(p)) return false;
+    if (!(in >> p.pace_steps >> p.interleaved_prefetch >> p.stored_prefetch >> p.decode_chunks))
+        return false;
+    if (version == 2 && !(in >> p.codebook_gathers)) return false;
+    if (!valid_kernel_params(p)) return false;
     std::getline(in, key);
     const size_t begin = key.find_first_not_of(' ');
     if (begin == std::string::npos) return false;
@@ -412,9 +431,9 @@ inline bool parse_tune_line(const std::string& line, std::string& key, KernelPar
 }
 
 inline std::string tune_line(const std::string& key, const KernelParams& p) {
-    return "smol-tune 1 " + std::to_string(p.pace_steps) + " " +
+    return "smol-tune 2 " + std::to_string(p.pace_steps) + " " +
            std::to_string(p.interleaved_prefetch) + " " + std::to_string(p.stored_prefetch) + " " +
-           std::to_string(p.decode_chunks) + " " + key;
+           std::to_string(p.decode_chunks) + " " + std::to_string(p.codebook_gathers) + " " + key;
 }
 
 }  // namespace detail

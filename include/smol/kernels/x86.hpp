@@ -565,16 +565,27 @@ inline KernelSet make_kernel_set(const KernelParams& p = {}) noexcept {
     q6k.tiles[0] =
         q6k_candidate(size_t(candidate_index(kStoredPrefetchCandidates, p.stored_prefetch)),
                       std::make_index_sequence<std::size(kStoredPrefetchCandidates)>{});
-    // IQ2_XXS and IQ3_XXS a whole block per pass where the CPU has VBMI
-    // (detail/x86_avx512_codebook_tiles.inc; same bits).
-    if (smol::detail::cpu_features().avx512vbmi)
-        for_each_weight_type<TypeTag, codebook_zmm::CodebookZmmTypes>([&](auto tag) {
+    set.params = p;
+    // The codebook types a whole block per pass where the CPU has VBMI
+    // (detail/x86_avx512_codebook_tiles.inc; same bits), their grid rows
+    // gathered or looked up by permutes as p says.
+    if (!smol::detail::cpu_features().avx512vbmi) {
+        set.params.codebook_gathers = KernelParams{}.codebook_gathers;
+        return set;
+    }
+    for_each_weight_type<TypeTag, codebook_zmm::CodebookPermuteTypes>([&](auto tag) {
+        using Tag = decltype(tag);
+        set.of(Tag::type).tiles = tile_row([](auto n) {
+            return &codebook_zmm::tile_codebook_zmm<Tag::type, false, decltype(n)::value>;
+        });
+    });
+    if (p.codebook_gathers)
+        for_each_weight_type<TypeTag, codebook_zmm::CodebookGatherTypes>([&](auto tag) {
             using Tag = decltype(tag);
             set.of(Tag::type).tiles = tile_row([](auto n) {
-                return &codebook_zmm::tile_codebook_zmm<Tag::type, decltype(n)::value>;
+                return &codebook_zmm::tile_codebook_zmm<Tag::type, true, decltype(n)::value>;
             });
         });
-    set.params = p;
     return set;
 }
 
