@@ -13,6 +13,7 @@
 //       1: attn_v/ffn_down Q6_K (Q4_K_M gives half the layers the bigger types).
 //   MatVecHot/<type>                     256x2048 kept in L2, 1 thread, CPU time: the
 //       compute ceiling of one core (what the kernel could stream if DRAM kept up).
+//       "_gathers": the codebook tiles with KernelParams::codebook_gathers = 1.
 //   MatMat/<type>/<rows>x<cols>/tokens/threads   prefill: GOPS = 2 * rows * cols * tokens / time.
 //       "_interleaved" with 2-8 tokens: a batched decode step of several conversations
 //       (smol::Batcher) over the interleaved rows; q6k_2048x2048 with 1-8 tokens: the
@@ -260,12 +261,21 @@ void BM_DecodeLayer(benchmark::State& state) {
 
 // The compute ceiling of one core: a 256-row matrix that stays in L2, one
 // thread, timed in CPU time (insensitive to other load on the machine).
-void BM_MatVecHot(benchmark::State& state, GGMLType type) {
+// codebook_gathers: the default level's set with KernelParams::codebook_gathers
+// = 1 (the codebook tiles gathering their grid rows; labelled "same set" where
+// that changes nothing: no AVX512-VBMI, or not an avx512 / amx level).
+void BM_MatVecHot(benchmark::State& state, GGMLType type, bool codebook_gathers = false) {
     const size_t rows = 256, cols = 2048;
     smol::ThreadPool& pool = pool_of(1);
     const WeightSet set = make_weight_set(type, rows, cols, 0);
     const std::vector<float> x = random_activations(cols);
-    smol::QuantizedInput input;
+    smol::kernels::KernelParams params = smol::kernels::default_kernels().params;
+    params.codebook_gathers = codebook_gathers ? 1 : 0;
+    const smol::kernels::KernelSet& kernels =
+        smol::kernels::kernel_set(smol::kernels::default_kernels().level, params);
+    if (codebook_gathers && &kernels == &smol::kernels::default_kernels())
+        state.SetLabel("same set");
+    smol::QuantizedInput input(kernels);
     input.quantize(type, x.data(), 1, cols);
     std::vector<float> y(rows);
     for (auto _ : state) {
@@ -376,6 +386,18 @@ BENCHMARK_CAPTURE(BM_MatVecHot, iq3_xxs, GGMLType::IQ3_XXS)->Unit(benchmark::kMi
 BENCHMARK_CAPTURE(BM_MatVecHot, iq3_s, GGMLType::IQ3_S)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_MatVecHot, iq1_s, GGMLType::IQ1_S)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_MatVecHot, iq1_m, GGMLType::IQ1_M)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, iq2_xxs_gathers, GGMLType::IQ2_XXS, true)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, iq2_xs_gathers, GGMLType::IQ2_XS, true)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, iq2_s_gathers, GGMLType::IQ2_S, true)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, iq3_s_gathers, GGMLType::IQ3_S, true)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, iq1_s_gathers, GGMLType::IQ1_S, true)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, iq1_m_gathers, GGMLType::IQ1_M, true)
+    ->Unit(benchmark::kMicrosecond);
 
 BENCHMARK(BM_DecodeLayer)
     ->ArgsProduct({{0, 1}, {1, 2}})
