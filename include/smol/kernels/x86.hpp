@@ -12,8 +12,10 @@
 //   kernels::avx512   the integer tiles with AVX-512 VNNI (EVEX vpdpbusd): the
 //                     K-quants at 512 bits with their own activation layout
 //                     (detail/x86_avx512_tiles.inc), Q8_0 at 256; attention at
-//                     512 bits (detail/x86_avx512_attention.inc); everything
-//                     else is avx2's.
+//                     512 bits (detail/x86_avx512_attention.inc); on CPUs with
+//                     AVX512-VBMI the codebook types' stored-row tiles a block
+//                     per zmm pass (detail/x86_avx512_codebook_tiles.inc, in
+//                     a target region of its own); everything else is avx2's.
 //   kernels::amx      avx512 with the long batches' converted rows multiplied by
 //                     AMX tiles (detail/x86_amx_tiles.inc); compiled where the
 //                     compiler knows AMX (SMOL_HAS_AMX_KERNELS, kernels/cpu.hpp).
