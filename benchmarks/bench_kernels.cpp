@@ -264,10 +264,13 @@ void BM_DecodeLayer(benchmark::State& state) {
 // codebook_gathers: the default level's set with KernelParams::codebook_gathers
 // = 1 (the codebook tiles gathering their grid rows; labelled "same set" where
 // that changes nothing: no AVX512-VBMI, or not an avx512 / amx level).
-void BM_MatVecHot(benchmark::State& state, GGMLType type, bool codebook_gathers = false) {
+// interleaved: the rows in the layout a Model moves the types its set has
+// interleaved tiles for into (Q4_K, Q5_K at avx512 / amx; Q4_0, Q4_1 on x86).
+void BM_MatVecHot(benchmark::State& state, GGMLType type, bool codebook_gathers = false,
+                  bool interleaved = false) {
     const size_t rows = 256, cols = 2048;
     smol::ThreadPool& pool = pool_of(1);
-    const WeightSet set = make_weight_set(type, rows, cols, 0);
+    const WeightSet set = make_weight_set(type, rows, cols, 0, interleaved);
     const std::vector<float> x = random_activations(cols);
     smol::kernels::KernelParams params = smol::kernels::default_kernels().params;
     params.codebook_gathers = codebook_gathers ? 1 : 0;
@@ -376,9 +379,18 @@ BENCHMARK_CAPTURE(BM_MatVecHot, q5k, GGMLType::Q5_K)->Unit(benchmark::kMicroseco
 BENCHMARK_CAPTURE(BM_MatVecHot, q6k, GGMLType::Q6_K)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_MatVecHot, q8_0, GGMLType::Q8_0)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_MatVecHot, q4_0, GGMLType::Q4_0)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, q4_0_interleaved, GGMLType::Q4_0, false, true)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, q4_1, GGMLType::Q4_1)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, q4_1_interleaved, GGMLType::Q4_1, false, true)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, q4k_interleaved, GGMLType::Q4_K, false, true)
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_MatVecHot, q2k, GGMLType::Q2_K)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_MatVecHot, q3k, GGMLType::Q3_K)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_MatVecHot, iq4_xs, GGMLType::IQ4_XS)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, iq4_xs_interleaved, GGMLType::IQ4_XS, false, true)
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_MatVecHot, iq2_xxs, GGMLType::IQ2_XXS)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_MatVecHot, iq2_xs, GGMLType::IQ2_XS)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_MatVecHot, iq2_s, GGMLType::IQ2_S)->Unit(benchmark::kMicrosecond);

@@ -385,8 +385,8 @@ struct Legacy32<BlockIQ4NL> {
 // Long batches of the 32-weight formats (Q4_0, Q4_1, Q5_0, Q5_1): from 32
 // tokens the golden engine multiplies these rows repacked to 8 bits per
 // weight (its Q8_0_R8 / Q8_1 rows: the same values, so lossless) with one
-// accumulator per row and one fma per block of 32, not the 8 lanes of the
-// stored rows' kernels above. smol follows it, as ConvertedBlocks of 8
+// accumulator per row and one fma per block of 32, the rule of the stored
+// rows' dot below too. smol follows it, as ConvertedBlocks of 8
 // blocks: scale[s] = d, offset[s] = m (Q4_1 / Q5_1) or 0, q = the values
 // (signed for Q4_0 / Q5_0, unsigned for Q4_1 / Q5_1), multiplied by
 // converted_block_dot. IQ4_NL stays as stored (its values need the full
@@ -406,31 +406,31 @@ inline void convert_legacy32_blocks(const uint8_t* blocks, ConvertedBlock& out) 
 // 8 weight blocks (the reference engine's x86 kernels meet these formats with
 // its Q8_2 activations: per 32 values a bf16 scale and codes rounded against
 // it, the Q8_K32 rule; with ggml's Q8_0, fp16 scales, long prompts' greedy
-// paths leave the goldens at unambiguous steps). As dot_q8_0_q8_0: lane k
-// holds the integer sums of values 4k .. 4k + 3 of every block; with an
-// offset, each lane then adds m(w) * d(x) times the same values' activation sum.
+// paths leave the goldens at unambiguous steps). One accumulator, one fma per
+// block of the block's whole integer dot, and for Q4_1 / Q5_1 one more for m
+// times the activations' sum: the long batches' rule above (converted_block_dot,
+// which adds a zero offset for the other formats) and the reference's repacked
+// rows' order. A kernel may hold rows in its lanes this way (the interleaved
+// tiles: one lane per row), where the old 8 lanes per row cost a float vector
+// per row and block.
 template <class Block>
 inline float dot_legacy32_q8k32(const uint8_t* w, const BlockQ8K32* x, size_t n_blocks) noexcept {
     using Format = Legacy32<Block>;
-    float lane[8] = {};
+    float acc = 0;
     for (size_t b = 0; b < n_blocks; ++b) {
         const uint8_t* block = w + b * sizeof(Block);
         const float dx = x[b / 8].d[b % 8];
         const int8_t* q8 = x[b / 8].qs + 32 * (b % 8);
-        const float scale = fp16_to_fp32(load_u16(block)) * dx;
-        float offset = 0;
-        if constexpr (Format::has_min) offset = fp16_to_fp32(load_u16(block + 2)) * dx;
-        for (int k = 0; k < 8; ++k) {
-            int32_t dot = 0, sum = 0;
-            for (int j = 4 * k; j < 4 * k + 4; ++j) {
-                dot += Format::value(block, j) * q8[j];
-                sum += q8[j];
-            }
-            lane[k] = smol::detail::fma(scale, float(dot), lane[k]);
-            if constexpr (Format::has_min) lane[k] = smol::detail::fma(offset, float(sum), lane[k]);
+        int32_t dot = 0, sum = 0;
+        for (int j = 0; j < 32; ++j) {
+            dot += Format::value(block, j) * q8[j];
+            sum += q8[j];
         }
+        acc = smol::detail::fma(fp16_to_fp32(load_u16(block)) * dx, float(dot), acc);
+        if constexpr (Format::has_min)
+            acc = smol::detail::fma(fp16_to_fp32(load_u16(block + 2)), dx * float(sum), acc);
     }
-    return sum_lanes(lane);
+    return acc;
 }
 
 }  // namespace scalar

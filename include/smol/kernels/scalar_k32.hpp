@@ -86,23 +86,28 @@ inline float dot_q3k_q8k(const uint8_t* w, const BlockQ8K* x, size_t n_blocks) n
     return sum_lanes(lane);
 }
 
+// IQ4_XS: one integer dot per block, the sub-blocks' dots times their scales
+// summed (|dot| <= 8 * 32 * 32 * 127 * 127 < 2^31), and one fma per block into
+// one accumulator, so a kernel may hold rows in its lanes (the interleaved
+// tiles), as the 32-weight formats' rule (kernels/scalar.hpp, dot_legacy32_q8k32).
 inline float dot_iq4xs_q8k(const uint8_t* w, const BlockQ8K* x, size_t n_blocks) noexcept {
-    float lane[8] = {};
+    float acc = 0;
     for (size_t b = 0; b < n_blocks; ++b) {
         const uint8_t* block = w + b * sizeof(BlockIQ4XS);
         const uint8_t* scales_l = block + offsetof(BlockIQ4XS, scales_l);
         const uint16_t scales_h = load_u16(block + offsetof(BlockIQ4XS, scales_h));
         const uint8_t* qs = block + offsetof(BlockIQ4XS, qs);
         const float d = fp16_to_fp32(load_u16(block + offsetof(BlockIQ4XS, d)));
+        int32_t dot = 0;
         for (int s = 0; s < 8; ++s) {
-            int32_t dot = 0;
+            int32_t sub = 0;
             for (int j = 0; j < 32; ++j)
-                dot += kIQ4Values[smol::detail::nibble_of(qs + 16 * s, j)] * x[b].qs[32 * s + j];
-            dot *= smol::detail::iq4xs_scale(scales_l, scales_h, s);
-            lane[s] = smol::detail::fma(d * activation_scale(x[b], s), float(dot), lane[s]);
+                sub += kIQ4Values[smol::detail::nibble_of(qs + 16 * s, j)] * x[b].qs[32 * s + j];
+            dot += sub * smol::detail::iq4xs_scale(scales_l, scales_h, s);
         }
+        acc = smol::detail::fma(d * x[b].d, float(dot), acc);
     }
-    return sum_lanes(lane);
+    return acc;
 }
 
 // A codebook type (quant/codebook.hpp) against Q8_K, from its integer form

@@ -35,6 +35,7 @@
 
 #include "../detail/abi.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
