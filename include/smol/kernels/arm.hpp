@@ -13,10 +13,12 @@
 
 #include "../detail/abi.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "../core/fp16.hpp"
 #include "../quant/blocks.hpp"
@@ -248,6 +250,7 @@ inline KernelSet make_kernel_set(const KernelParams& params = {}) noexcept {
     set.of(GGMLType::Q4_K).tiles = tile_row([](auto n) { return &tile_q4k<decltype(n)::value>; });
     set.of(GGMLType::Q5_K).tiles = tile_row([](auto n) { return &tile_q5k<decltype(n)::value>; });
     set.of(GGMLType::Q6_K).tiles = tile_row([](auto n) { return &tile_q6k<decltype(n)::value>; });
+    use_legacy32_tiles(set);
     return set;
 }
 }  // namespace neon
@@ -260,6 +263,7 @@ inline KernelSet make_kernel_set(const KernelParams& params = {}) noexcept {
     set.of(GGMLType::Q4_K).tiles = tile_row([](auto n) { return &tile_q4k<decltype(n)::value>; });
     set.of(GGMLType::Q5_K).tiles = tile_row([](auto n) { return &tile_q5k<decltype(n)::value>; });
     set.of(GGMLType::Q6_K).tiles = tile_row([](auto n) { return &tile_q6k<decltype(n)::value>; });
+    use_legacy32_tiles(set);
     return set;
 }
 }  // namespace dotprod

@@ -27,17 +27,18 @@
 //     result += (d(w) * d_s(x)) * dot_s
 //   Q8_0 x Q8_0, per 32: result += d(w) * d(x) * sum q(w) * q(x).
 //   Q4_0 / Q5_0 / IQ4_NL x Q8_K32: weight block j meets activation sub-block j (32
-//     values, scale d_j(x)) and is multiplied as Q8_0 with q(w) the block's signed
-//     integer value (q - 8, q - 16, kIQ4Values[q]): lane k += (d(w) * d_j(x)) * the sum
-//     over values 4k .. 4k + 3; Q4_1 / Q5_1: q(w) unsigned, and lane k then adds
-//     (m(w) * d_j(x)) * the same values' activation sum.
+//     values, scale d_j(x)), q(w) the block's signed integer value (q - 8, q - 16,
+//     kIQ4Values[q]), one accumulator: result += (d(w) * d_j(x)) * sum q(w) * q8;
+//     Q4_1 / Q5_1: q(w) unsigned, and result then adds m(w) * (d_j(x) * sum q8).
 //   Q2_K x Q8_K, per sub-block s of 32 (lane s), over its two 16-groups g = 2s, 2s + 1:
 //     dot_s = sum_g (sc[g] & 15) * sum_{i in g} q2[i] * q8[i],  min_s = sum_g (sc[g] >> 4) *
 //     bsums[g] result += (d(w) * d(x)) * dot_s - (dmin(w) * d(x)) * min_s
 //   Q3_K x Q8_K: dot_s = sum_g scale[g] * sum_{i in g} q3[i] * q8[i] (q3 in [-4, 3]),
 //     result += (d(w) * d(x)) * dot_s
-//   IQ4_XS x Q8_K: dot_s = scale[s] * sum_{i in s} kIQ4Values[q[i]] * q8[i],
-//     result += (d(w) * d(x)) * dot_s
+//   IQ4_XS x Q8_K, one accumulator: dot = sum_s scale[s] * sum_{i in s}
+//     kIQ4Values[q[i]] * q8[i] (integer), result += (d(w) * d(x)) * dot
+//   (These three keep one accumulator, as the golden engine's repacked rows do,
+//   so their kernels may hold a row per lane: kernels/detail/x86_interleaved_vectors.inc.)
 //   codebook types (IQ2_*, IQ3_*, IQ1_*) x Q8_K, from their integer form (quant/codebook.hpp):
 //     dot_s = sum_g scale[g] * sum_{i in g} value[i] * q8[i], result += (D(w) * d(x)) * dot_s
 //   F32/F16/BF16 x F32: plain float dot (F16/BF16 widened exactly to float first).
