@@ -251,6 +251,7 @@ inline KernelSet make_kernel_set(const KernelParams& params = {}) noexcept {
     set.of(GGMLType::Q5_K).tiles = tile_row([](auto n) { return &tile_q5k<decltype(n)::value>; });
     set.of(GGMLType::Q6_K).tiles = tile_row([](auto n) { return &tile_q6k<decltype(n)::value>; });
     use_legacy32_tiles(set);
+    use_k32_tiles(set);
     return set;
 }
 }  // namespace neon
@@ -264,6 +265,7 @@ inline KernelSet make_kernel_set(const KernelParams& params = {}) noexcept {
     set.of(GGMLType::Q5_K).tiles = tile_row([](auto n) { return &tile_q5k<decltype(n)::value>; });
     set.of(GGMLType::Q6_K).tiles = tile_row([](auto n) { return &tile_q6k<decltype(n)::value>; });
     use_legacy32_tiles(set);
+    use_k32_tiles(set);
     return set;
 }
 }  // namespace dotprod
