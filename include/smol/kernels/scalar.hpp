@@ -340,19 +340,23 @@ inline float dot_q8_0_q8_0(const uint8_t* w, const BlockQ8_0* x, size_t n_blocks
 // ---- the 32-weight formats against Q8_K32 activations --------------------------
 //
 // One entry per format: its block, the integer value of weight j (signed for
-// Q4_0 / Q5_0 / IQ4_NL, unsigned for Q4_1 / Q5_1, which add m), and whether it
-// has the offset m. Every block starts with its fp16 d.
+// Q4_0 / Q5_0 / IQ4_NL, unsigned for Q4_1 / Q5_1, which add m), whether it
+// has the offset m, and the zero point its stored codes carry (value = code -
+// zero_point; 0 where the code is the value or a table index). Every block
+// starts with its fp16 d.
 template <class Block>
 struct Legacy32;
 template <>
 struct Legacy32<BlockQ4_0> {
+    static constexpr int zero_point = 8;
     static constexpr bool has_min = false;
     static int value(const uint8_t* block, int j) noexcept {
-        return smol::detail::nibble_of(block + offsetof(BlockQ4_0, qs), j) - 8;
+        return smol::detail::nibble_of(block + offsetof(BlockQ4_0, qs), j) - zero_point;
     }
 };
 template <>
 struct Legacy32<BlockQ4_1> {
+    static constexpr int zero_point = 0;
     static constexpr bool has_min = true;
     static int value(const uint8_t* block, int j) noexcept {
         return smol::detail::nibble_of(block + offsetof(BlockQ4_1, qs), j);
@@ -360,15 +364,17 @@ struct Legacy32<BlockQ4_1> {
 };
 template <>
 struct Legacy32<BlockQ5_0> {
+    static constexpr int zero_point = 16;
     static constexpr bool has_min = false;
     static int value(const uint8_t* block, int j) noexcept {
         return (smol::detail::nibble_of(block + offsetof(BlockQ5_0, qs), j) |
                 (smol::detail::q5_high_bit(block + offsetof(BlockQ5_0, qh), j) << 4)) -
-               16;
+               zero_point;
     }
 };
 template <>
 struct Legacy32<BlockQ5_1> {
+    static constexpr int zero_point = 0;
     static constexpr bool has_min = true;
     static int value(const uint8_t* block, int j) noexcept {
         return smol::detail::nibble_of(block + offsetof(BlockQ5_1, qs), j) |
@@ -377,11 +383,20 @@ struct Legacy32<BlockQ5_1> {
 };
 template <>
 struct Legacy32<BlockIQ4NL> {
+    static constexpr int zero_point = 0;
     static constexpr bool has_min = false;
     static int value(const uint8_t* block, int j) noexcept {
         return kIQ4Values[smol::detail::nibble_of(block + offsetof(BlockIQ4NL, qs), j)];
     }
 };
+
+// The activations' sum over 32-weight block b (Q8_K32 sub-block b % 8 of block
+// b / 8) from its two 16-value sums: what a kernel subtracts a zero point's
+// share with, or multiplies m by.
+inline int32_t legacy32_activation_sum(const BlockQ8K32* x, size_t b) noexcept {
+    const int16_t* bsums = x[b / 8].bsums + 2 * (b % 8);
+    return int32_t(bsums[0]) + int32_t(bsums[1]);
+}
 
 // Long batches of the 32-weight formats (Q4_0, Q4_1, Q5_0, Q5_1): from 32
 // tokens the golden engine multiplies these rows repacked to 8 bits per
