@@ -228,7 +228,7 @@
 //     quantize_row_q8_k32, quantize_row_q8_k_activations, quantize_row_q8_0, dot_k4_q8k32,
 //       dot_q4k_q8k32, dot_q5k_q8k32, q6k_value, dot_q6k_q8k32, ConvertedBlock, fp16_round,
 //       convert_k4_block, convert_q6k_block, converted_block_dot, dot_converted_q8k32,
-//       dot_q8_0_q8_0, convert_legacy32_blocks, dot_legacy32_q8k32
+//       dot_q8_0_q8_0, convert_legacy32_blocks, dot_legacy32_q8k32, legacy32_activation_sum
 //     Legacy32: value
 //   kernels/weight_types.hpp
 //     ReferenceDot, WeightTraits, WeightTypeInfo, weight_type_info
