@@ -441,6 +441,11 @@ BENCHMARK_CAPTURE(BM_MatMat, iq4_xs_2048x2048, GGMLType::IQ4_XS, 2048, 2048)
     ->ArgNames({"tokens", "threads"})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatMat, iq4_nl_2048x2048_interleaved, GGMLType::IQ4_NL, 2048, 2048, true)
+    ->ArgsProduct({{512}, {1}})
+    ->ArgNames({"tokens", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_MatMat, iq3_xxs_2048x2048, GGMLType::IQ3_XXS, 2048, 2048)
     ->ArgsProduct({{512}, {1}})
     ->ArgNames({"tokens", "threads"})

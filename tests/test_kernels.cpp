@@ -331,16 +331,16 @@ TEST_CASE("kernel sets: each level has the packed, converted and interleaved row
                                             T::IQ2_S, T::IQ3_XXS, T::IQ3_S,  T::IQ1_S,   T::IQ1_M};
     const std::vector<GGMLType> arm_own = {T::Q4_0,   T::Q4_1,   T::Q5_0, T::Q5_1,
                                            T::IQ4_NL, T::IQ4_XS, T::Q2_K, T::Q3_K};
-    // Q2_K, Q3_K, IQ4_XS, the codebook types and the 32-weight formats but
-    // IQ4_NL convert rows at every level: with the level's tiles on x86, by the
+    // Q2_K, Q3_K, IQ4_XS, the codebook types and the 32-weight formats
+    // convert rows at every level: with the level's tiles on x86, by the
     // spec at the scalar level and wherever a level has no tiles of its own for
     // the type (the arm levels' Q8_K types: complete_with_spec).
     auto with_q8k = [](std::vector<GGMLType> types) {
-        types.insert(
-            types.end(),
-            {GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS, GGMLType::Q4_0, GGMLType::Q4_1,
-             GGMLType::Q5_0, GGMLType::Q5_1, GGMLType::IQ2_XXS, GGMLType::IQ2_XS, GGMLType::IQ2_S,
-             GGMLType::IQ3_XXS, GGMLType::IQ3_S, GGMLType::IQ1_S, GGMLType::IQ1_M});
+        types.insert(types.end(),
+                     {GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS, GGMLType::Q4_0,
+                      GGMLType::Q4_1, GGMLType::Q5_0, GGMLType::Q5_1, GGMLType::IQ4_NL,
+                      GGMLType::IQ2_XXS, GGMLType::IQ2_XS, GGMLType::IQ2_S, GGMLType::IQ3_XXS,
+                      GGMLType::IQ3_S, GGMLType::IQ1_S, GGMLType::IQ1_M});
         return types;
     };
     const Level table[] = {
@@ -903,8 +903,7 @@ TEST_CASE("packed mat-mat: several row chunks, a full token group and a tail equ
 // "long batches"). The spec first: a converted weight is the stored one up to
 // the conversion's rounding, and the converted dot is the dot of those weights.
 // The 32-weight formats' conversion keeps every value (the golden engine's is
-// lossless too): their converted weights are the stored ones exactly; IQ4_NL
-// does not convert.
+// lossless too): their converted weights are the stored ones exactly.
 namespace {
 // Block b (256 values) of a stored row, converted by the type's scalar spec.
 void convert_block(GGMLType type, const uint8_t* row, size_t b,
@@ -929,18 +928,20 @@ void convert_block(GGMLType type, const uint8_t* row, size_t b,
         case GGMLType::Q5_0:
             kernels::scalar::convert_legacy32_blocks<smol::BlockQ5_0>(block, c);
             break;
-        default:
-            REQUIRE(type == GGMLType::Q5_1);
+        case GGMLType::Q5_1:
             kernels::scalar::convert_legacy32_blocks<smol::BlockQ5_1>(block, c);
+            break;
+        default:
+            REQUIRE(type == GGMLType::IQ4_NL);
+            kernels::scalar::convert_legacy32_blocks<smol::BlockIQ4NL>(block, c);
             break;
     }
 }
 }  // namespace
 
 TEST_CASE("converted rows: each weight within the conversion's rounding, the dot exact over them") {
-    CHECK(smol::weight_type_info(GGMLType::IQ4_NL)->convert_min_tokens == 0);
     for (GGMLType type : {GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q4_0,
-                          GGMLType::Q4_1, GGMLType::Q5_0, GGMLType::Q5_1}) {
+                          GGMLType::Q4_1, GGMLType::Q5_0, GGMLType::Q5_1, GGMLType::IQ4_NL}) {
         CAPTURE(smol::type_name(type));
         const bool k_quant =
             type == GGMLType::Q4_K || type == GGMLType::Q5_K || type == GGMLType::Q6_K;

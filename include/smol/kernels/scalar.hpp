@@ -398,15 +398,15 @@ inline int32_t legacy32_activation_sum(const BlockQ8K32* x, size_t b) noexcept {
     return int32_t(bsums[0]) + int32_t(bsums[1]);
 }
 
-// Long batches of the 32-weight formats (Q4_0, Q4_1, Q5_0, Q5_1): from 32
+// Long batches of the 32-weight formats (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL): from 32
 // tokens the golden engine multiplies these rows repacked to 8 bits per
 // weight (its Q8_0_R8 / Q8_1 rows: the same values, so lossless) with one
 // accumulator per row and one fma per block of 32, the rule of the stored
 // rows' dot below too. smol follows it, as ConvertedBlocks of 8
 // blocks: scale[s] = d, offset[s] = m (Q4_1 / Q5_1) or 0, q = the values
-// (signed for Q4_0 / Q5_0, unsigned for Q4_1 / Q5_1), multiplied by
-// converted_block_dot. IQ4_NL stays as stored (its values need the full
-// int8 range, which the AVX2 kernels' 16-bit sums cannot take).
+// (signed for Q4_0 / Q5_0 / IQ4_NL, unsigned for Q4_1 / Q5_1), multiplied by
+// converted_block_dot. IQ4_NL's values use the whole int8 range (the AVX2
+// tiles take them by the sign trick, x86_converted_tiles.inc).
 template <class Block>
 inline void convert_legacy32_blocks(const uint8_t* blocks, ConvertedBlock& out) noexcept {
     using Format = Legacy32<Block>;

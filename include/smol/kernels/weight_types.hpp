@@ -153,12 +153,12 @@ struct WeightTraits<GGMLType::Q6_K> : RowCodec<GGMLType::Q6_K> {
 // multiple of 256, as SmolLM3's are); Q2_K, Q3_K and IQ4_XS meet Q8_K (one
 // scale per 256), as the golden engine's x86 kernels do. Q2_K, Q3_K and IQ4_XS
 // convert rows from 32 tokens on as that engine does (kernels/scalar.hpp, "long
-// batches of Q2_K, Q3_K, IQ4_XS"); so do Q4_0, Q4_1, Q5_0 and Q5_1, whose
-// conversion keeps the values and changes only the float order to the
-// engine's long-batch one (kernels/scalar.hpp, convert_legacy32_blocks);
-// IQ4_NL stays as stored.
+// batches of Q2_K, Q3_K, IQ4_XS"); so do Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL
+// (the engine's Q8_0_R8 / Q8_1_R8 rows), whose conversion keeps the values:
+// the float order is the stored rows' already (kernels/scalar.hpp,
+// convert_legacy32_blocks), the converted form is a level's speed choice.
 namespace detail {
-// The long-batch rule of a 32-weight format that converts (all but IQ4_NL).
+// The long-batch rule of a 32-weight format.
 template <class Block>
 struct Legacy32Conversion {
     static constexpr size_t convert_min_tokens = 32;
@@ -168,9 +168,7 @@ struct Legacy32Conversion {
 };
 // The entry of a 32-weight format (Q8_K32 activations).
 template <GGMLType id, class Block>
-struct Legacy32Traits
-    : RowCodec<id>,
-      std::conditional_t<id == GGMLType::IQ4_NL, NoConversion, Legacy32Conversion<Block>> {
+struct Legacy32Traits : RowCodec<id>, Legacy32Conversion<Block> {
     static constexpr ActivationType activation = ActivationType::Q8_K32;
     static constexpr ReferenceDot dot_reference = &reference_dot_legacy32<Block>;
 };

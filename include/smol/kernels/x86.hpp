@@ -609,6 +609,7 @@ inline KernelSet make_kernel_set(const KernelParams& p = {}) noexcept {
     set.of(GGMLType::Q4_1).converted = converted<GGMLType::Q4_1>();
     set.of(GGMLType::Q5_0).converted = converted<GGMLType::Q5_0>();
     set.of(GGMLType::Q5_1).converted = converted<GGMLType::Q5_1>();
+    set.of(GGMLType::IQ4_NL).converted = converted<GGMLType::IQ4_NL>();
     return set;
 }
 
