@@ -265,7 +265,7 @@ void BM_DecodeLayer(benchmark::State& state) {
 // = 1 (the codebook tiles gathering their grid rows; labelled "same set" where
 // that changes nothing: no AVX512-VBMI, or not an avx512 / amx level).
 // interleaved: the rows in the layout a Model moves the types its set has
-// interleaved tiles for into (Q4_K, Q5_K at avx512 / amx; Q4_0, Q4_1, IQ4_NL, IQ4_XS on x86).
+// interleaved tiles for into (Q4_K, Q5_K at avx512 / amx; the 32-weight formats and IQ4_XS on x86).
 void BM_MatVecHot(benchmark::State& state, GGMLType type, bool codebook_gathers = false,
                   bool interleaved = false) {
     const size_t rows = 256, cols = 2048;
@@ -383,6 +383,12 @@ BENCHMARK_CAPTURE(BM_MatVecHot, q4_0_interleaved, GGMLType::Q4_0, false, true)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_MatVecHot, q4_1, GGMLType::Q4_1)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_MatVecHot, q4_1_interleaved, GGMLType::Q4_1, false, true)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, q5_0, GGMLType::Q5_0)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, q5_0_interleaved, GGMLType::Q5_0, false, true)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, q5_1, GGMLType::Q5_1)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MatVecHot, q5_1_interleaved, GGMLType::Q5_1, false, true)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_MatVecHot, iq4_nl, GGMLType::IQ4_NL)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_MatVecHot, iq4_nl_interleaved, GGMLType::IQ4_NL, false, true)

@@ -78,8 +78,8 @@ struct LoadOptions {
     // the CPU only.
     DeviceBackendFactory device_backend;
     // On the CPU, move the matrices the kernel level has interleaved tiles for
-    // (KernelSet::interleaves: Q4_K and Q5_K at avx512 / amx; Q4_0, Q4_1,
-    // IQ4_NL and IQ4_XS at every x86 level) into the interleaved
+    // (KernelSet::interleaves: Q4_K and Q5_K at avx512 / amx; the 32-weight
+    // formats and IQ4_XS at every x86 level) into the interleaved
     // layout at load (SmolLM3::interleave_weights): decode streams them
     // faster, the results are the same bits. The load takes longer (the whole
     // matrix bytes are read once), and the weights then live in the process's
