@@ -442,6 +442,26 @@ BENCHMARK_CAPTURE(BM_MatMat, q4_0_2048x2048, GGMLType::Q4_0, 2048, 2048)
     ->ArgNames({"tokens", "threads"})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatMat, q4_1_2048x2048, GGMLType::Q4_1, 2048, 2048)
+    ->ArgsProduct({{512}, {1}})
+    ->ArgNames({"tokens", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatMat, q5_0_2048x2048, GGMLType::Q5_0, 2048, 2048)
+    ->ArgsProduct({{512}, {1}})
+    ->ArgNames({"tokens", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatMat, q5_1_2048x2048, GGMLType::Q5_1, 2048, 2048)
+    ->ArgsProduct({{512}, {1}})
+    ->ArgNames({"tokens", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MatMat, q3_k_2048x2048, GGMLType::Q3_K, 2048, 2048)
+    ->ArgsProduct({{512}, {1}})
+    ->ArgNames({"tokens", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_MatMat, iq4_xs_2048x2048, GGMLType::IQ4_XS, 2048, 2048)
     ->ArgsProduct({{512}, {1}})
     ->ArgNames({"tokens", "threads"})
