@@ -453,12 +453,12 @@ BENCHMARK_CAPTURE(BM_MatMat, q5_0_2048x2048, GGMLType::Q5_0, 2048, 2048)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_MatMat, q5_1_2048x2048, GGMLType::Q5_1, 2048, 2048)
-    ->ArgsProduct({{512}, {1}})
+    ->ArgsProduct({{512}, {1, 2}})
     ->ArgNames({"tokens", "threads"})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_MatMat, q3_k_2048x2048, GGMLType::Q3_K, 2048, 2048)
-    ->ArgsProduct({{512}, {1}})
+    ->ArgsProduct({{512}, {1, 2}})
     ->ArgNames({"tokens", "threads"})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
