@@ -444,26 +444,24 @@ void prompt_args_on(benchmark::internal::Benchmark* b, const std::vector<int64_t
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
 }
-void prompt_args(benchmark::internal::Benchmark* b) { prompt_args_on(b, {1}); }
-void prompt_args_two_threads(benchmark::internal::Benchmark* b) { prompt_args_on(b, {1, 2}); }
-BENCHMARK_CAPTURE(BM_MatMat, q4_0_2048x2048, GGMLType::Q4_0, 2048, 2048)
-    ->Apply(prompt_args);
-BENCHMARK_CAPTURE(BM_MatMat, q4_1_2048x2048, GGMLType::Q4_1, 2048, 2048)
-    ->Apply(prompt_args);
-BENCHMARK_CAPTURE(BM_MatMat, q5_0_2048x2048, GGMLType::Q5_0, 2048, 2048)
-    ->Apply(prompt_args);
+void prompt_args(benchmark::internal::Benchmark* b) {
+    prompt_args_on(b, {1});
+}
+void prompt_args_two_threads(benchmark::internal::Benchmark* b) {
+    prompt_args_on(b, {1, 2});
+}
+BENCHMARK_CAPTURE(BM_MatMat, q4_0_2048x2048, GGMLType::Q4_0, 2048, 2048)->Apply(prompt_args);
+BENCHMARK_CAPTURE(BM_MatMat, q4_1_2048x2048, GGMLType::Q4_1, 2048, 2048)->Apply(prompt_args);
+BENCHMARK_CAPTURE(BM_MatMat, q5_0_2048x2048, GGMLType::Q5_0, 2048, 2048)->Apply(prompt_args);
 BENCHMARK_CAPTURE(BM_MatMat, q5_1_2048x2048, GGMLType::Q5_1, 2048, 2048)
     ->Apply(prompt_args_two_threads);
 BENCHMARK_CAPTURE(BM_MatMat, q3_k_2048x2048, GGMLType::Q3_K, 2048, 2048)
     ->Apply(prompt_args_two_threads);
-BENCHMARK_CAPTURE(BM_MatMat, iq4_xs_2048x2048, GGMLType::IQ4_XS, 2048, 2048)
-    ->Apply(prompt_args);
+BENCHMARK_CAPTURE(BM_MatMat, iq4_xs_2048x2048, GGMLType::IQ4_XS, 2048, 2048)->Apply(prompt_args);
 BENCHMARK_CAPTURE(BM_MatMat, iq4_nl_2048x2048_interleaved, GGMLType::IQ4_NL, 2048, 2048, true)
     ->Apply(prompt_args);
-BENCHMARK_CAPTURE(BM_MatMat, iq3_xxs_2048x2048, GGMLType::IQ3_XXS, 2048, 2048)
-    ->Apply(prompt_args);
-BENCHMARK_CAPTURE(BM_MatMat, iq2_xxs_2048x2048, GGMLType::IQ2_XXS, 2048, 2048)
-    ->Apply(prompt_args);
+BENCHMARK_CAPTURE(BM_MatMat, iq3_xxs_2048x2048, GGMLType::IQ3_XXS, 2048, 2048)->Apply(prompt_args);
+BENCHMARK_CAPTURE(BM_MatMat, iq2_xxs_2048x2048, GGMLType::IQ2_XXS, 2048, 2048)->Apply(prompt_args);
 BENCHMARK_CAPTURE(BM_MatMat, q4k_2048x2048_interleaved, GGMLType::Q4_K, 2048, 2048, true)
     ->ArgsProduct({{1, 2, 4, 8}, {1, 2}})
     ->ArgNames({"tokens", "threads"})
