@@ -3,9 +3,9 @@
 // emulation (cuda_detail::emulate_dot / emulate_dequantize_row) runs the very
 // same code on the CPU so the block decoding is testable without a device.
 //
-// Activations are quantized to ActBlock: 32 int8 values with a float scale d
-// and s = d * sum(q) (the sum lets Q4_K/Q5_K apply their per-sub-block "min"
-// without touching the weights again). Every weight format is cut into
+// Activations are quantized to ActBlock (activations.cuh): 32 int8 values
+// with a float scale d and s = d * sum(q) (the sum lets Q4_K/Q5_K apply their
+// per-sub-block "min" without touching the weights again). Every weight format is cut into
 // "slices" (below, at the formats) whose positions line up with activation
 // blocks. A slice decodes to int32 words of 4 signed bytes each, so the dot
 // product with an activation block is 8 __dp4a per 32 weights.
@@ -22,19 +22,10 @@
 #include <smol/core/fp16.hpp>
 #include <smol/quant/types.hpp>
 
+#include "activations.cuh"
+
 SMOL_NAMESPACE_BEGIN
 namespace cuda_detail {
-
-#define SMOL_HD __host__ __device__ __forceinline__
-
-constexpr int kActBlock = 32;  // activation quantization block
-
-struct ActBlock {
-    float d;  // scale: x ~= d * q
-    float s;  // d * sum(q)
-    int8_t q[kActBlock];
-};
-static_assert(sizeof(ActBlock) == 40, "ActBlock layout");
 
 // ---- portable primitives (device intrinsics, host emulation) ----
 
@@ -429,77 +420,6 @@ struct FormatBF16 {
 #endif
     }
 };
-
-// How an activation block's scale is rounded: the rule of the CPU path and of
-// the reference engine for the matrices that read it (kernels/activations.hpp),
-// so that the GPU computes the same int8 codes as they do.
-//   kquant (Q4_K / Q5_K / Q6_K weights, Q8_K32 on the CPU): d = bf16(max|x| / 127),
-//     q = clamp(round_half_even(x * (1 / d)), -127, 127);
-//   q8_0 (Q8_0 weights): q from d = max|x| / 127 unrounded, d stored as fp16.
-enum class ActRule : int { kquant = 0, q8_0 = 1 };
-
-// The host emulation is the CPU's own rounding (core/fp16.hpp); the device
-// does the same round-to-nearest-even on the bits (finite inputs only).
-SMOL_HD float bf16_round(float f) {
-#if defined(__CUDA_ARCH__)
-    const uint32_t bits = __float_as_uint(f);
-    return __uint_as_float((bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u);
-#else
-    return bf16_to_fp32(fp32_to_bf16(f));
-#endif
-}
-
-SMOL_HD float fp16_round(float f) {
-#if defined(__CUDA_ARCH__)
-    return __half2float(__float2half_rn(f));
-#else
-    return fp16_to_fp32(fp32_to_fp16(f));
-#endif
-}
-
-// The scale that computes the codes (first) and the one stored (second) for a
-// block whose largest magnitude is amax.
-struct ActScale {
-    float compute, stored;
-};
-SMOL_HD ActScale act_scale(float amax, ActRule rule) {
-    const float d = amax / 127.0f;
-    if (rule == ActRule::kquant) {
-        const float rounded = bf16_round(d);
-        return ActScale{rounded, rounded};
-    }
-    return ActScale{d, fp16_round(d)};
-}
-
-SMOL_HD int act_code(float x, float inverse) {
-    float v = x * inverse;
-#if defined(__CUDA_ARCH__)
-    int q = __float2int_rn(v);
-#else
-    // Round half to even without <cmath>'s rounding mode: the 1.5 * 2^23 trick
-    // (|v| stays far below 2^22 here).
-    v = (v + 12582912.0f) - 12582912.0f;
-    int q = int(v);
-#endif
-    return q > 127 ? 127 : (q < -127 ? -127 : q);
-}
-
-// Quantization of one activation block on the host (the device does the same
-// with one lane per element).
-inline void quantize_act_block_host(const float* x, ActBlock& out, ActRule rule) {
-    float amax = 0;
-    for (int i = 0; i < kActBlock; ++i)
-        amax = x[i] < 0 ? (amax > -x[i] ? amax : -x[i]) : (amax > x[i] ? amax : x[i]);
-    const ActScale scale = act_scale(amax, rule);
-    const float inverse = scale.compute != 0.0f ? 1.0f / scale.compute : 0.0f;
-    int sum = 0;
-    for (int i = 0; i < kActBlock; ++i) {
-        out.q[i] = int8_t(act_code(x[i], inverse));
-        sum += out.q[i];
-    }
-    out.d = scale.stored;
-    out.s = scale.stored * float(sum);
-}
 
 // ---- the per-type table ----
 // Format<type> for every weight type smol computes with (WeightTypes,

@@ -520,7 +520,7 @@ private:
             shape = detail::prompt_shift_shape(prompt, state_->model->tokenizer(),
                                                state_->options.n_keep, chat,
                                                params.chat.add_generation_prompt);
-            SMOL_TRY(fit_prompt(prompt, shape, params, result));
+            SMOL_TRY(state_->fit_prompt(prompt, shape, params, result));
         }
         result.n_reused_tokens = state_->reuse_cached_prefix(prompt);
 
@@ -561,47 +561,6 @@ private:
         if (!params.chat.tools.empty() || !params.chat.xml_tools.empty())
             result.tool_calls = parse_tool_calls(result.text);
         return finish(std::move(result), reason);
-    }
-
-    // ContextPolicy::shift before the prefix reuse: when the prompt (or the
-    // gapped prompt the cache holds) leaves no room for the answer, the gap
-    // goes in (generation/context_shift.hpp), the cache is erased to match and
-    // `prompt` becomes what the model sees; `shape` follows it.
-    Status fit_prompt(std::vector<int32_t>& prompt, detail::ShiftShape& shape,
-                      const GenerateParams& params, GenerateResult& result) {
-        const size_t ctx = n_ctx();
-        const size_t room =
-            params.max_tokens >= 0 ? std::min(size_t(params.max_tokens), ctx / 2) : ctx / 4;
-        if (prompt.size() + room <= ctx) return {};
-        const size_t keep = shape.keep;
-        const detail::PromptShift plan = detail::plan_prompt_shift(
-            prompt, state_->history, state_->kv->size(), shape, ctx, room, ctx / 2);
-        if (!plan.fits)
-            return Status(ErrorKind::out_of_range,
-                          "prompt: after leaving out every earlier turn it may, " +
-                              std::to_string(prompt.size() - (plan.gap_end - keep)) +
-                              " tokens remain, more than the context of " + std::to_string(ctx) +
-                              " (GeneratorOptions::n_ctx; the head kept is " +
-                              std::to_string(keep) + " tokens)");
-        // The cache: the head and the span that stays, less what the new gap takes.
-        if (plan.cached_span > 0) {
-            SMOL_TRY(state_->erase(keep + plan.cached_span,
-                                   state_->history.size() - (keep + plan.cached_span)));
-            SMOL_TRY(state_->erase(keep, plan.erase));
-        }
-        const size_t gap = plan.gap_end - keep;
-        prompt.erase(prompt.begin() + long(keep), prompt.begin() + long(plan.gap_end));
-        shape.drop(gap);
-        result.n_prompt_discarded_tokens = gap;
-        result.n_discarded_tokens += gap;
-        if (gap > 0)
-            log(log_info, "context shift: the prompt leaves out " + std::to_string(gap) +
-                              " tokens after the first " + std::to_string(keep) + " (" +
-                              std::to_string(prompt.size()) + " of " +
-                              std::to_string(result.n_prompt_tokens) + " seen, " +
-                              std::to_string(plan.cached_span - plan.erase) +
-                              " of them still cached after the head)");
-        return {};
     }
 
     static GenerateResult finish(GenerateResult result, StopReason reason) {

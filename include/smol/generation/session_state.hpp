@@ -2,7 +2,8 @@
 // part of a run shares: running tokens through the model into the session's
 // cache (forward), reusing the cached prefix of a new prompt
 // (reuse_cached_prefix), erasing tokens from history and cache together
-// (erase), logging through GeneratorOptions::log.
+// (erase), fitting a prompt that outgrows the context (fit_prompt, for
+// ContextPolicy::shift), logging through GeneratorOptions::log.
 //
 // Why a header of its own: the Generator (generation/generator.hpp) is the
 // API and the order of a run; the decode step (generation/decode_step.hpp)
@@ -29,6 +30,7 @@
 #include "../model/model.hpp"
 #include "../text/chat_template.hpp"
 #include "batcher.hpp"
+#include "context_shift.hpp"
 #include "params.hpp"
 #include "run_gate.hpp"
 #include "sampling_state.hpp"
@@ -165,6 +167,47 @@ struct SessionState {
         if (first < kv->size())
             SMOL_TRY(backend().try_erase(*kv, first, std::min(count, kv->size() - first)));
         history.erase(history.begin() + long(first), history.begin() + long(first + count));
+        return {};
+    }
+
+    // ContextPolicy::shift before the prefix reuse: when the prompt (or the
+    // gapped prompt the cache holds) leaves no room for the answer, the gap
+    // goes in (generation/context_shift.hpp), the cache is erased to match and
+    // `prompt` becomes what the model sees; `shape` follows it; `result` counts
+    // what was left out.
+    Status fit_prompt(std::vector<int32_t>& prompt, detail::ShiftShape& shape,
+                      const GenerateParams& params, GenerateResult& result) {
+        const size_t ctx = kv->n_ctx();
+        const size_t room =
+            params.max_tokens >= 0 ? std::min(size_t(params.max_tokens), ctx / 2) : ctx / 4;
+        if (prompt.size() + room <= ctx) return {};
+        const size_t keep = shape.keep;
+        const detail::PromptShift plan =
+            detail::plan_prompt_shift(prompt, history, kv->size(), shape, ctx, room, ctx / 2);
+        if (!plan.fits)
+            return Status(ErrorKind::out_of_range,
+                          "prompt: after leaving out every earlier turn it may, " +
+                              std::to_string(prompt.size() - (plan.gap_end - keep)) +
+                              " tokens remain, more than the context of " + std::to_string(ctx) +
+                              " (GeneratorOptions::n_ctx; the head kept is " +
+                              std::to_string(keep) + " tokens)");
+        // The cache: the head and the span that stays, less what the new gap takes.
+        if (plan.cached_span > 0) {
+            SMOL_TRY(erase(keep + plan.cached_span, history.size() - (keep + plan.cached_span)));
+            SMOL_TRY(erase(keep, plan.erase));
+        }
+        const size_t gap = plan.gap_end - keep;
+        prompt.erase(prompt.begin() + long(keep), prompt.begin() + long(plan.gap_end));
+        shape.drop(gap);
+        result.n_prompt_discarded_tokens = gap;
+        result.n_discarded_tokens += gap;
+        if (gap > 0)
+            log(log_info, "context shift: the prompt leaves out " + std::to_string(gap) +
+                              " tokens after the first " + std::to_string(keep) + " (" +
+                              std::to_string(prompt.size()) + " of " +
+                              std::to_string(result.n_prompt_tokens) + " seen, " +
+                              std::to_string(plan.cached_span - plan.erase) +
+                              " of them still cached after the head)");
         return {};
     }
 };

@@ -2,7 +2,8 @@
 // compiled in every translation unit whatever its -m flags, each inside a
 // target region so its intrinsics are legal there and nowhere else.
 //
-//   kernels::avx2     AVX2 + FMA + F16C: activation quantization, the Q8_K32
+//   kernels::avx2     AVX2 + FMA + F16C: activation quantization
+//                     (detail/x86_avx2_quantize.inc), the Q8_K32
 //                     permutation the K-quant tiles read (interleave_q8k32), the
 //                     float ops (dot, rmsnorm, swiglu, softmax, RoPE, attention,
 //                     F32/F16/BF16 tiles: detail/x86_avx2_float.inc) and the
@@ -134,103 +135,7 @@ inline __m256i pack_32(__m256i a, __m256i b, __m256i c, __m256i d) noexcept {
 
 // ---- activation quantization (bit-identical to kernels::scalar) ----------------
 
-inline void quantize_row_q8_k32(const float* x, BlockQ8K32* y, size_t n) noexcept {
-    const __m256 sign_bit = _mm256_set1_ps(-0.0f);
-    const __m256i limit = _mm256_set1_epi32(127), neg_limit = _mm256_set1_epi32(-127);
-    for (size_t b = 0; b < n / QK_K; ++b) {
-        BlockQ8K32& block = y[b];
-        for (int s = 0; s < QK_K / 32; ++s, x += 32) {
-            __m256 v[4];
-            __m256 max_abs_lanes = _mm256_setzero_ps();
-            SMOL_UNROLL
-            for (int k = 0; k < 4; ++k) {
-                v[k] = _mm256_loadu_ps(x + 8 * k);
-                max_abs_lanes = _mm256_max_ps(max_abs_lanes, _mm256_andnot_ps(sign_bit, v[k]));
-            }
-            __m128 m = _mm_max_ps(_mm256_castps256_ps128(max_abs_lanes),
-                                  _mm256_extractf128_ps(max_abs_lanes, 1));
-            m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-            m = _mm_max_ss(m, _mm_movehdup_ps(m));
-            const float d = q8k32_scale(_mm_cvtss_f32(m));
-            const float inverse_d = d != 0.0f ? 1.0f / d : 0.0f;
-            block.d[s] = d;
-            const __m256 scale = _mm256_set1_ps(inverse_d);
-            __m256i q[4];
-            SMOL_UNROLL
-            for (int k = 0; k < 4; ++k) {
-                q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], scale));  // round half to even
-                q[k] = _mm256_max_epi32(_mm256_min_epi32(q[k], limit), neg_limit);
-            }
-            block.bsums[2 * s] = int16_t(horizontal_sum_i32(_mm256_add_epi32(q[0], q[1])));
-            block.bsums[2 * s + 1] = int16_t(horizontal_sum_i32(_mm256_add_epi32(q[2], q[3])));
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(block.qs + 32 * s),
-                                pack_32(q[0], q[1], q[2], q[3]));
-        }
-    }
-}
-
-// scalar::quantize_row_q8_k_activations with vectors: one scale per 256
-// values (Q2_K, Q3_K, IQ4_XS; the quantizer ran on every prompt token of
-// those files and was a twentieth of their prefill in scalar code).
-inline void quantize_row_q8_k_activations(const float* x, BlockQ8K* y, size_t n) noexcept {
-    const __m256 sign_bit = _mm256_set1_ps(-0.0f);
-    const __m256i limit = _mm256_set1_epi32(127), neg_limit = _mm256_set1_epi32(-127);
-    for (size_t b = 0; b < n / QK_K; ++b, x += QK_K) {
-        __m256 max_abs_lanes = _mm256_setzero_ps();
-        for (int k = 0; k < QK_K / 8; ++k)  // |x| first: a NaN leaves the maximum alone, as fmax
-            max_abs_lanes = _mm256_max_ps(_mm256_andnot_ps(sign_bit, _mm256_loadu_ps(x + 8 * k)),
-                                          max_abs_lanes);
-        __m128 m = _mm_max_ps(_mm256_castps256_ps128(max_abs_lanes),
-                              _mm256_extractf128_ps(max_abs_lanes, 1));
-        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-        m = _mm_max_ss(m, _mm_movehdup_ps(m));
-        const float max_abs = _mm_cvtss_f32(m);
-        y[b].d = max_abs / 127.0f;
-        const __m256 scale = _mm256_set1_ps(max_abs != 0.0f ? 127.0f / max_abs : 0.0f);
-        for (int s = 0; s < QK_K / 32; ++s) {
-            __m256i q[4];
-            SMOL_UNROLL
-            for (int k = 0; k < 4; ++k) {
-                q[k] =
-                    _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * s + 8 * k), scale));
-                q[k] = _mm256_max_epi32(_mm256_min_epi32(q[k], limit), neg_limit);
-            }
-            y[b].bsums[2 * s] = int16_t(horizontal_sum_i32(_mm256_add_epi32(q[0], q[1])));
-            y[b].bsums[2 * s + 1] = int16_t(horizontal_sum_i32(_mm256_add_epi32(q[2], q[3])));
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs + 32 * s),
-                                pack_32(q[0], q[1], q[2], q[3]));
-        }
-    }
-}
-
-inline void quantize_row_q8_0(const float* x, BlockQ8_0* y, size_t n) noexcept {
-    const __m256 sign_bit = _mm256_set1_ps(-0.0f);
-    const __m256i limit = _mm256_set1_epi32(127), neg_limit = _mm256_set1_epi32(-127);
-    for (size_t b = 0; b < n / QK8_0; ++b, x += QK8_0) {
-        __m256 v[4];
-        __m256 max_abs_lanes = _mm256_setzero_ps();
-        SMOL_UNROLL
-        for (int k = 0; k < 4; ++k) {
-            v[k] = _mm256_loadu_ps(x + 8 * k);
-            max_abs_lanes = _mm256_max_ps(max_abs_lanes, _mm256_andnot_ps(sign_bit, v[k]));
-        }
-        __m128 m = _mm_max_ps(_mm256_castps256_ps128(max_abs_lanes),
-                              _mm256_extractf128_ps(max_abs_lanes, 1));
-        m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-        m = _mm_max_ss(m, _mm_movehdup_ps(m));
-        const float d = _mm_cvtss_f32(m) / 127.0f;
-        const float inverse_d = d != 0.0f ? 1.0f / d : 0.0f;
-        y[b].d = fp32_to_fp16(d);
-        const __m256 scale = _mm256_set1_ps(inverse_d);
-        __m256i q[4];
-        SMOL_UNROLL
-        for (int k = 0; k < 4; ++k) {
-            q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], scale));
-            q[k] = _mm256_max_epi32(_mm256_min_epi32(q[k], limit), neg_limit);
-        }
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs), pack_32(q[0], q[1], q[2], q[3]));
-    }
-}
+#include "detail/x86_avx2_quantize.inc"
 
 // ---- K-quant scale unpacking ---------------------------------------------------
 
