@@ -467,11 +467,37 @@ inline BatchPlan plan_batch(const MatmulJob* jobs, size_t n_jobs, const Quantize
     return plan;
 }
 
+// The weight bytes of chunk `chunk` (rows as stored or interleaved: the same
+// bytes) on their way to this core's caches, for a long batch: a thread asks
+// for the chunk it will most likely take next (threads take chunks in turn),
+// so that the misses overlap the current chunk's tiles, which are compute
+// bound. Without it the first pass over a chunk (putting interleaved rows back
+// as stored, or converting) waits on memory: 5 % of the samples of an avx2
+// Q5_1 prefill; with it that prefill is 1-2 % faster. (Spreading the
+// prefetches over the chunk's last token groups instead measured the same.)
+inline void prefetch_chunk(const BatchPlan& plan, const MatmulJob* jobs, size_t n_jobs, size_t j,
+                           size_t chunk) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+    if (chunk >= plan.n_chunks) return;
+    while (j + 1 < n_jobs && chunk >= plan.first_chunk[j + 1]) ++j;
+    const WeightMatrix& w = jobs[j].w;
+    const size_t row0 = (chunk - plan.first_chunk[j]) * plan.plans[j].chunk_rows;
+    const size_t n_rows = std::min(plan.plans[j].chunk_rows, w.rows - row0);
+    const uint8_t* begin = w.data + row0 * w.row_bytes;
+    for (size_t offset = 0; offset < n_rows * w.row_bytes; offset += 64)
+        __builtin_prefetch(begin + offset, 0, 2);
+#else
+    (void)plan, (void)jobs, (void)n_jobs, (void)j, (void)chunk;
+#endif
+}
+
 // Runs a plan: the pool's threads take chunks in order, each multiplying its
 // rows for every run of its job.
 inline void run_batch(const BatchPlan& plan, const MatmulJob* jobs, size_t n_jobs,
                       const QuantizedInput& x, ThreadPool& pool) {
     std::atomic<size_t> next_chunk{0};
+    const bool long_batch = x.n_tokens() > size_t(kMaxTileCols);
+    const size_t n_threads = size_t(pool.size());
     pool.run_dynamic([&](int thread, int) {
         ChunkBuffers buffers{nullptr, nullptr, nullptr};
         if (plan.scratch != nullptr) {
@@ -485,6 +511,7 @@ inline void run_batch(const BatchPlan& plan, const MatmulJob* jobs, size_t n_job
             while (j + 1 < n_jobs && chunk >= plan.first_chunk[j + 1]) ++j;  // chunks only grow
             const MatmulPlan& job_plan = plan.plans[j];
             const WeightMatrix& w = jobs[j].w;
+            if (long_batch) prefetch_chunk(plan, jobs, n_jobs, j, chunk + n_threads);
             const size_t row0 = (chunk - plan.first_chunk[j]) * job_plan.chunk_rows;
             const size_t n_rows = std::min(job_plan.chunk_rows, w.rows - row0);
             // Chunks hold whole interleaved groups, so only a chunk reaching
