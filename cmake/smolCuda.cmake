@@ -1,6 +1,7 @@
 # The optional CUDA backend (SMOL_CUDA=ON): the static library smol::cuda built
 # from src/cuda/ (the .cu files by nvcc, backend.cpp by the C++ compiler), its install/export (export set smolCudaTargets), and its
-# test (tests/test_cuda.cpp, which skips its GPU cases when no device exists).
+# test (tests/test_cuda.cpp and tests/test_cuda_features.cpp, which skip their GPU cases when no
+# device exists).
 # The header-only CPU library never needs any of this.
 #
 # Architectures: CMAKE_CUDA_ARCHITECTURES if given, else 80 and 90 (each as
@@ -66,13 +67,16 @@ endif()
 # knows the CPU components). Without a GPU it runs the host emulation checks and
 # skips the rest with a message.
 if(SMOL_BUILD_TESTS)
-  if(NOT EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/tests/test_cuda.cpp)
-    message(FATAL_ERROR "cmake/smolCuda.cmake registers tests/test_cuda.cpp, which does not exist")
-  endif()
+  foreach(_file test_cuda.cpp test_cuda_features.cpp)
+    if(NOT EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/tests/${_file})
+      message(FATAL_ERROR "cmake/smolCuda.cmake registers tests/${_file}, which does not exist")
+    endif()
+  endforeach()
   find_package(doctest REQUIRED)
   find_package(nlohmann_json REQUIRED)
   set(SMOL_FIXTURES_DIR "${PROJECT_SOURCE_DIR}/../shared/fixtures" CACHE PATH "Fixture directory")
   add_executable(test_cuda ${CMAKE_CURRENT_SOURCE_DIR}/tests/test_cuda.cpp
+                           ${CMAKE_CURRENT_SOURCE_DIR}/tests/test_cuda_features.cpp
                            ${CMAKE_CURRENT_SOURCE_DIR}/tests/test_main.cpp)
   # smol_internal_flags is defined later in the top CMakeLists; names resolve at generate time.
   # smol_kernel_sets: the CPU levels' kernels compiled once (cmake/smolKernelSets.cmake).

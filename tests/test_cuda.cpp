@@ -35,6 +35,7 @@
 
 #include "support/fixtures.hpp"
 #include "support/model_testutil.hpp"
+#include "support/cuda_testutil.hpp"
 
 namespace {
 
@@ -42,12 +43,7 @@ using smol::GGMLType;
 
 // True when a CUDA device is usable; otherwise the case is skipped (counted
 // in the closing line), or fails when SMOL_REQUIRE_DEVICE=1.
-bool have_gpu() {
-    std::string why;
-    if (smol::cuda_available(&why)) return true;
-    smol_test::skip_without_device("cuda: " + why);
-    return false;
-}
+using smol_test::have_gpu;
 
 std::vector<float> random_floats(size_t n, uint64_t seed, float sd = 1.0f) {
     std::mt19937_64 rng(seed);
@@ -267,6 +263,42 @@ TEST_CASE("cuda emulation: the int8 block dot products match float math") {
     }
 }
 
+// The prefill's tensor-core tiles (src/cuda/tiles.cuh), run on the host with
+// the warp's mma modelled by the PTX fragment layout: every output within the
+// activation-rounding bound, for partial row and token tiles; and each token's
+// result the same bits whatever tile it sits in and whatever shares it.
+TEST_CASE("cuda emulation: the tensor-core tiles match float math") {
+    const size_t rows = 67;  // a full and a partial 64-row tile
+    for (GGMLType type : kMatrixTypes) {
+        for (size_t cols : {size_t(256), size_t(1024)}) {
+            CAPTURE(smol::type_name(type));
+            CAPTURE(cols);
+            const auto packed = random_matrix(type, rows, cols, 211 + cols + uint64_t(type));
+            const auto weights = dequantized(type, packed, rows, cols);
+            const size_t n_tokens = 70;  // a full and a partial 64-token tile
+            auto x = random_floats(n_tokens * cols, 17 + cols);
+            for (size_t i = 0; i < x.size(); ++i)  // uneven magnitudes across blocks
+                x[i] *= float(1 + (i / 32) % 5);
+            std::vector<float> y(n_tokens * rows, NAN);
+            smol::cuda_detail::emulate_matmul_tiles(type, packed.data(), rows, cols, x.data(),
+                                                    n_tokens, y.data());
+            size_t bad = 0;
+            for (size_t t = 0; t < n_tokens; ++t)
+                for (size_t r = 0; r < rows; ++r) {
+                    const double reference = dot_double(&weights[r * cols], &x[t * cols], cols);
+                    const double bound = act_rounding_bound(&weights[r * cols], &x[t * cols], cols);
+                    if (!(std::fabs(y[t * rows + r] - reference) <= bound)) ++bad;
+                }
+            CHECK_MESSAGE(bad == 0, bad << " outputs outside the activation-rounding bound");
+            // Tokens 66..69 alone (another tile position, fewer tokens): same bits.
+            std::vector<float> tail(4 * rows, NAN);
+            smol::cuda_detail::emulate_matmul_tiles(type, packed.data(), rows, cols, &x[66 * cols],
+                                                    4, tail.data());
+            CHECK(std::equal(tail.begin(), tail.end(), &y[66 * rows]));
+        }
+    }
+}
+
 // The GPU's activation codes are the CPU path's (kernels/activations.hpp), so
 // both round as the reference engine does: Q8_K32 for the K-quants, Q8_0 for Q8_0.
 TEST_CASE("cuda emulation: activation codes and scales equal the CPU quantizers'") {
@@ -353,6 +385,46 @@ TEST_CASE("cuda kernels: quantized mat-vec and mat-mat") {
                     }
                 CHECK_MESSAGE(bad == 0, bad << " outputs outside the activation-rounding bound");
             }
+        }
+    }
+}
+
+// A prefill chunk of 32 tokens or more multiplies on the tensor-core tiles: the
+// same bits as their host emulation (tiles.cuh's code, the mma by the PTX
+// layout), within the activation-rounding bound of float math, and each
+// token's bits independent of the tile it sits in (32 tokens against 77).
+TEST_CASE("cuda kernels: the tensor-core tiles of a prefill chunk") {
+    if (!have_gpu()) return;
+    REQUIRE(smol::cuda_detail::tile_min_tokens() <= 32);
+    const size_t rows = 131;  // two full 64-row tiles and a partial one
+    for (GGMLType type : kMatrixTypes) {
+        for (size_t cols : {size_t(256), size_t(2048)}) {
+            CAPTURE(smol::type_name(type));
+            CAPTURE(cols);
+            const auto packed = random_matrix(type, rows, cols, 57 + cols + uint64_t(type));
+            const auto weights = dequantized(type, packed, rows, cols);
+            const size_t n_tokens = 77;
+            const auto x = random_floats(n_tokens * cols, 91 + cols);
+            std::vector<float> y(n_tokens * rows, NAN), emulated(n_tokens * rows, NAN);
+            smol::cuda_detail::run_matmul(type, packed.data(), rows, cols, x.data(), n_tokens,
+                                          y.data());
+            smol::cuda_detail::emulate_matmul_tiles(type, packed.data(), rows, cols, x.data(),
+                                                    n_tokens, emulated.data());
+            size_t bad = 0, differ = 0;
+            for (size_t t = 0; t < n_tokens; ++t)
+                for (size_t r = 0; r < rows; ++r) {
+                    const double reference = dot_double(&weights[r * cols], &x[t * cols], cols);
+                    const double bound = act_rounding_bound(&weights[r * cols], &x[t * cols], cols);
+                    if (!(std::fabs(y[t * rows + r] - reference) <= bound)) ++bad;
+                    differ += y[t * rows + r] != emulated[t * rows + r];
+                }
+            CHECK_MESSAGE(bad == 0, bad << " outputs outside the activation-rounding bound");
+            CHECK_MESSAGE(differ == 0, differ << " outputs differ from the host emulation");
+            std::vector<float> part(32 * rows, NAN);
+            smol::cuda_detail::run_matmul(type, packed.data(), rows, cols, &x[45 * cols], 32,
+                                          part.data());
+            CHECK_MESSAGE(std::equal(part.begin(), part.end(), &y[45 * rows]),
+                          "tokens 45..76 alone differ from the same tokens in 77");
         }
     }
 }
@@ -512,11 +584,13 @@ TEST_CASE("cuda kernels: causal GQA attention over the F16 cache") {
     struct Case {
         size_t n_tokens, start, heads, kv_heads, head_dim;
     };
-    const Case cases[] = {{1, 0, 4, 1, 64},
-                          {1, 37, 16, 4, 128},
-                          {5, 11, 8, 2, 32},
-                          {3, 600, 4, 4, 256},
-                          {9, 0, 4, 2, 64}};
+    // From 32 tokens on a chunk takes the tiles (attention_tiles.cu): head dims
+    // 64 and 128, query heads per kv head 1, 2, 4, 8, several key tiles and
+    // blocks; head dim 256 and 3 heads per kv head stay on the one-token kernel.
+    const Case cases[] = {{1, 0, 4, 1, 64},      {1, 37, 16, 4, 128}, {5, 11, 8, 2, 32},
+                          {3, 600, 4, 4, 256},   {9, 0, 4, 2, 64},    {32, 0, 16, 4, 128},
+                          {77, 100, 16, 4, 128}, {40, 5, 4, 2, 64},   {36, 0, 8, 1, 64},
+                          {33, 70, 4, 4, 128},   {40, 0, 4, 4, 256},  {34, 2, 6, 2, 64}};
     for (const Case& c : cases) {
         CAPTURE(c.n_tokens);
         CAPTURE(c.start);
@@ -557,22 +631,27 @@ TEST_CASE("cuda kernels: causal GQA attention over the F16 cache") {
             }
         CHECK_MESSAGE(bad == 0, bad << " outputs differ");
     }
+    // A token's bits on the tiles do not depend on the chunk around it: the last
+    // 32 tokens of a 77-token chunk alone (same cache, same positions).
+    {
+        const size_t n = 77, start = 100, heads = 16, kv_heads = 4, hd = 128;
+        const size_t positions = start + n;
+        const auto q = random_floats(n * heads * hd, 61, 1.0f);
+        const auto keys = random_floats(kv_heads * positions * hd, 62, 1.0f);
+        const auto values = random_floats(kv_heads * positions * hd, 63, 1.0f);
+        std::vector<float> all(n * heads * hd), tail(32 * heads * hd);
+        smol::cuda_detail::run_attention(q.data(), keys.data(), values.data(), n, start, heads,
+                                         kv_heads, hd, all.data());
+        smol::cuda_detail::run_attention(&q[45 * heads * hd], keys.data(), values.data(), 32,
+                                         start + 45, heads, kv_heads, hd, tail.data());
+        CHECK(std::equal(tail.begin(), tail.end(), &all[45 * heads * hd]));
+    }
 }
 
 // ---------------------------------------------------------------------------
 // The whole forward pass (need a device)
 
-namespace {
-
-void check_logits_close(const float* ours, const float* ref, size_t vocab,
-                        const std::string& where) {
-    const auto cmp = smol_test::compare_logits(ours, ref, vocab);
-    CHECK_MESSAGE(cmp.cosine >= 0.999, where << ": cosine " << cmp.cosine);
-    CHECK_MESSAGE(cmp.max_abs_error <= 0.02f * cmp.range,
-                  where << ": max abs error " << cmp.max_abs_error << ", range " << cmp.range);
-}
-
-}  // namespace
+using smol_test::check_logits_close;
 
 TEST_CASE("cuda forward agrees with the CPU forward on generated models") {
     if (!have_gpu()) return;
@@ -800,20 +879,7 @@ TEST_CASE("cuda forward agrees with the CPU on the GQA Q5_K_M fixture") {
 // The backend seam (model/backend.hpp): LoadOptions::device, Generator on the
 // GPU, sessions moving between CPU and GPU caches.
 
-namespace {
-
-smol::Segment one_segment(const std::vector<int32_t>& ids, size_t start, smol::BackendCache& cache,
-                          std::vector<float>& logits) {
-    smol::Segment s;
-    s.tokens = ids.data();
-    s.n_tokens = ids.size();
-    s.start = start;
-    s.cache = &cache;
-    s.logits = logits.data();
-    return s;
-}
-
-}  // namespace
+using smol_test::one_segment;
 
 // Host only: a CUDA backend made from a model whose CPU kernels interleaved its
 // rows at load uploads the rows as stored in the file.

@@ -9,7 +9,8 @@
 #      SMOL_GPU_BIN set and SMOL_GPU_DEPS too, the build still runs, in the
 #      background, as a check that it builds there;
 #   3. every test_cuda case with SMOL_REQUIRE_DEVICE=1 (a case that finds no
-#      usable GPU fails instead of skipping) (test_cuda.log);
+#      usable GPU fails instead of skipping) (test_cuda.log); with
+#      SMOL_GPU_PDL_CHECK=1 again with programmatic dependent launch off;
 #   4. greedy tokens of smol-generate on the tiny fixture, --device cuda against
 #      --device cpu (generate.log): the rule of the fixtures' goldens, i.e. the
 #      same tokens until the first step where the CPU's top-2 logit gap is small;
@@ -17,7 +18,10 @@
 #      need not travel), then smol-bench --device cuda on it: pp512, tg128, and
 #      the Batcher's aggregate at N = 1, 2, 4, 8 (bench.log; its last line is JSON);
 #      The same --parallel 8 with SMOL_CUDA_BATCH=0 (segments one after another)
-#      for comparison, and ncu's time per kernel of a short run (ncu.log);
+#      for comparison; pp512 with the tensor-core tiles off (SMOL_CUDA_TILE_MIN=0)
+#      and pp2048; ncu's time per kernel of one 512-token prefill
+#      (ncu-prefill.log, summed by tools/ncu-summary.py) and, with
+#      SMOL_GPU_NCU_DECODE=1, of a short generation (ncu.log);
 #   6. compute-sanitizer memcheck over the kernel and batched-step cases
 #      (sanitizer.log), when the tool exists (the whole forward cases take
 #      minutes under it).
@@ -28,9 +32,9 @@
 #      is kept as $LOGS/llama-bench-cuda.xz for the next run): rounds of
 #      `-p 512 -n 128` alternate between the engines (side.log, and each round
 #      in the summary), then the reference's own table;
-#   8. pp512 / tg128 at each SMOL_CUDA_SLICES_PER_LANE of SMOL_GPU_SWEEP (the
-#      mat-vec's lanes per row) and with programmatic dependent launch off
-#      (SMOL_CUDA_PDL=0).
+#   8. with SMOL_GPU_SWEEP set: pp512 / tg128 at each SMOL_CUDA_SLICES_PER_LANE
+#      of it (the mat-vec's lanes per row) and with programmatic dependent
+#      launch off (SMOL_CUDA_PDL=0).
 # The last lines are a summary. Run from anywhere:
 #   tools/gpu-check.sh [LOGS]           (default LOGS: ./gpu-logs)
 # Environment:
@@ -50,7 +54,7 @@
 #                   in the background; SMOL_GPU_IK_WAIT: how long step 7 waits
 #                   for it (seconds, default 240).
 #   SMOL_GPU_ROUNDS side-by-side rounds (default 3).
-#   SMOL_GPU_SWEEP  SMOL_CUDA_SLICES_PER_LANE values to time (default "2 4 8").
+#   SMOL_GPU_SWEEP  SMOL_CUDA_SLICES_PER_LANE values to time (default none: step 8 off).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -155,12 +159,15 @@ else
 fi
 grep -E 'skipping' "$LOGS/test_cuda.log" | sort | uniq -c | head -n 10
 # Programmatic dependent launch is on by default on sm_90 (src/cuda/launch.cuh):
-# every case again with it off, the plain stream order of earlier GPUs.
-if SMOL_CUDA_PDL=0 SMOL_REQUIRE_DEVICE=1 timeout 180 "$TEST_CUDA" >"$LOGS/test_cuda_pdl.log" 2>&1; then
-  note "test_cuda with SMOL_CUDA_PDL=0: passed ($(grep -E '^\[doctest\] test cases' "$LOGS/test_cuda_pdl.log" | tr -s ' '))"
-else
-  grep -E 'ERROR|FATAL|error:|failed' "$LOGS/test_cuda_pdl.log" | head -n 20
-  note "test_cuda with SMOL_CUDA_PDL=0: FAILED (test_cuda_pdl.log)"
+# with SMOL_GPU_PDL_CHECK=1, every case again with it off, the plain stream
+# order of earlier GPUs.
+if [ "${SMOL_GPU_PDL_CHECK:-0}" = 1 ]; then
+  if SMOL_CUDA_PDL=0 SMOL_REQUIRE_DEVICE=1 timeout 180 "$TEST_CUDA" >"$LOGS/test_cuda_pdl.log" 2>&1; then
+    note "test_cuda with SMOL_CUDA_PDL=0: passed ($(grep -E '^\[doctest\] test cases' "$LOGS/test_cuda_pdl.log" | tr -s ' '))"
+  else
+    grep -E 'ERROR|FATAL|error:|failed' "$LOGS/test_cuda_pdl.log" | head -n 20
+    note "test_cuda with SMOL_CUDA_PDL=0: FAILED (test_cuda_pdl.log)"
+  fi
 fi
 
 say "4. smol-generate on tiny-q4km: cuda against cpu, greedy"
@@ -199,11 +206,24 @@ if wait "$MAKE_PID" && [ -f "$MODEL3B" ]; then
   SMOL_CUDA_BATCH=0 timeout 60 "$BENCH" -m "$MODEL3B" --device cuda -p 512 -n 64 -r 1 --no-bandwidth \
     --parallel 8 -c 1024 >>"$LOGS/bench.log" 2>&1
   grep -E '^\| 8 ' "$LOGS/bench.log" | tail -n 1
+  say "5e. prefill with the tensor-core tiles off (SMOL_CUDA_TILE_MIN=0: the mat-vec, as before)"
+  note "pp512 with the tiles off: $(SMOL_CUDA_TILE_MIN=0 timeout 60 "$BENCH" -m "$MODEL3B" --device cuda -p 512 -n 0 -r 3 --no-bandwidth --json 2>/dev/null | python3 -c 'import json,sys; print("%.1f" % json.loads(sys.stdin.read().strip().splitlines()[-1])["pp_tokens_per_s"])')"
+  for knobs in SMOL_CUDA_SPLIT_TILES=1 SMOL_CUDA_SPLIT_TILES=128 SMOL_CUDA_ATTN_TILES=0 ${SMOL_GPU_KNOBS:-}; do
+    note "pp512 with $knobs: $(env "$knobs" timeout 60 "$BENCH" -m "$MODEL3B" --device cuda -p 512 -n 0 -r 3 --no-bandwidth --json 2>/dev/null | python3 -c 'import json,sys; print("%.1f" % json.loads(sys.stdin.read().strip().splitlines()[-1])["pp_tokens_per_s"])')"
+  done
+  note "pp2048 (chunks of 512): $(timeout 60 "$BENCH" -m "$MODEL3B" --device cuda -p 2048 -n 0 -r 2 --no-bandwidth --json 2>/dev/null | python3 -c 'import json,sys; print("%.1f" % json.loads(sys.stdin.read().strip().splitlines()[-1])["pp_tokens_per_s"])')"
   if command -v ncu >/dev/null 2>&1; then
-    say "5e. ncu: time per kernel of a prompt and a few decode steps (ncu.log)"
-    timeout 120 ncu --metrics gpu__time_duration.sum --print-summary per-kernel --launch-count 2000 \
-      "$GENERATE" -m "$MODEL3B" -p "Hello there" -n 4 --temp 0 --device cuda >"$LOGS/ncu.log" 2>&1
-    note "ncu: exit $? ($(grep -c 'gpu__time_duration.sum' "$LOGS/ncu.log") kernel kinds)"
+    say "5f. ncu: time per kernel of one 512-token prefill (ncu-prefill.log)"
+    timeout 150 ncu --csv --page raw --metrics gpu__time_duration.sum \
+      "$BENCH" -m "$MODEL3B" --device cuda -p 512 -n 0 -r 1 --no-bandwidth --tune off \
+      >"$LOGS/ncu-prefill.log" 2>&1
+    note "ncu prefill: exit $?; $(python3 "$ROOT/tools/ncu-summary.py" "$LOGS/ncu-prefill.log" 8 2>&1 | tr '\n' ';')"
+    if [ "${SMOL_GPU_NCU_DECODE:-0}" = 1 ]; then
+      say "5g. ncu: time per kernel of a prompt and a few decode steps (ncu.log)"
+      timeout 120 ncu --metrics gpu__time_duration.sum --print-summary per-kernel --launch-count 2000 \
+        "$GENERATE" -m "$MODEL3B" -p "Hello there" -n 4 --temp 0 --device cuda >"$LOGS/ncu.log" 2>&1
+      note "ncu: exit $? ($(grep -c 'gpu__time_duration.sum' "$LOGS/ncu.log") kernel kinds)"
+    fi
   fi
 else
   note "bench: the 3B-shaped file was not made (make-model.log)"
@@ -262,11 +282,13 @@ print("%.1f %.1f" % (pp[0], tg[0]))'
     note "side by side (pp512 tg128 per engine, each round): $(grep '^round' "$LOGS/side.log" | tr '\n' ';')"
     [ -n "${IK_CUDA_BENCH:-}" ] && timeout 60 "$IK_CUDA_BENCH" -m "$MODEL3B" -ngl 99 -fa 1 -p 512 -n 128 -r 2 >>"$LOGS/side.log" 2>&1
   fi
-  say "8. SMOL_CUDA_SLICES_PER_LANE and SMOL_CUDA_PDL"
-  for v in ${SMOL_GPU_SWEEP:-2 4 8}; do
-    note "pp512 tg128 with SMOL_CUDA_SLICES_PER_LANE=$v: $(SMOL_CUDA_SLICES_PER_LANE=$v timeout 60 "$BENCH" -m "$MODEL3B" --device cuda -p 512 -n 128 -r 2 --no-bandwidth --json 2>/dev/null | python3 -c "$py_smol")"
-  done
-  note "pp512 tg128 with SMOL_CUDA_PDL=0: $(SMOL_CUDA_PDL=0 timeout 60 "$BENCH" -m "$MODEL3B" --device cuda -p 512 -n 128 -r 2 --no-bandwidth --json 2>/dev/null | python3 -c "$py_smol")"
+  if [ -n "${SMOL_GPU_SWEEP:-}" ]; then
+    say "8. SMOL_CUDA_SLICES_PER_LANE and SMOL_CUDA_PDL"
+    for v in $SMOL_GPU_SWEEP; do
+      note "pp512 tg128 with SMOL_CUDA_SLICES_PER_LANE=$v: $(SMOL_CUDA_SLICES_PER_LANE=$v timeout 60 "$BENCH" -m "$MODEL3B" --device cuda -p 512 -n 128 -r 2 --no-bandwidth --json 2>/dev/null | python3 -c "$py_smol")"
+    done
+    note "pp512 tg128 with SMOL_CUDA_PDL=0: $(SMOL_CUDA_PDL=0 timeout 60 "$BENCH" -m "$MODEL3B" --device cuda -p 512 -n 128 -r 2 --no-bandwidth --json 2>/dev/null | python3 -c "$py_smol")"
+  fi
 fi
 
 say "summary"

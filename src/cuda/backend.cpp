@@ -44,8 +44,21 @@ namespace cuda_detail {
 // caches. n_logit_rows 0: no LM head; else the logits of the tokens listed in
 // ws's rows into out_logits [n_logit_rows][vocab].
 void enqueue_forward(const ModelState& w, const Workspace& ws, size_t m, size_t n_logit_rows,
-                     float* out_logits, cudaStream_t stream) {
+                     float* out_logits, cudaStream_t stream, const StepRuns* runs) {
     const int n = int(m), hidden = int(w.hidden), ffn = int(w.ffn);
+    // One chunk: one run of each, by its own counts (no allocation).
+    const TokenRun chunk_tokens{0, n, n >= tile_min_tokens()};
+    const TokenRun chunk_rows{0, int(n_logit_rows), int(n_logit_rows) >= tile_min_tokens()};
+    const TokenRun* token_runs = runs ? runs->tokens.data() : &chunk_tokens;
+    const int n_token_runs = runs ? int(runs->tokens.size()) : 1;
+    const TokenRun* row_runs = runs ? runs->logit_rows.data() : &chunk_rows;
+    const int n_row_runs = runs ? int(runs->logit_rows.size()) : 1;
+    float* scratch = ws.partials.get<float>();
+    auto matmul = [&](const DeviceMatrix& matrix, float* y, bool accumulate) {
+        const MatmulTarget target{&matrix, y, accumulate};
+        launch_matmuls(&target, 1, ws.act.get<ActBlock>(), token_runs, n_token_runs, scratch,
+                       stream);
+    };
     float* x = ws.x.get<float>();
     float* q = ws.q.get<float>();
     ActBlock* a = ws.act.get<ActBlock>();
@@ -56,29 +69,31 @@ void enqueue_forward(const ModelState& w, const Workspace& ws, size_t m, size_t 
                                 stream);
         const MatmulTarget qkv[] = {
             {&l.q, q, false}, {&l.k, ws.k.get<float>(), false}, {&l.v, ws.v.get<float>(), false}};
-        launch_matmuls(qkv, 3, a, n, stream);
+        launch_matmuls(qkv, 3, a, token_runs, n_token_runs, scratch, stream);
         launch_rope_store(q, ws.k.get<float>(), ws.v.get<float>(), n, ws.device_slots(),
                           ws.device_seqs(), int(li), w.inverse_frequency, int(w.rope_pairs),
                           w.rope_mscale, l.uses_rope, int(w.n_heads), int(w.n_kv_heads),
                           int(w.head_dim), nullptr, stream);
-        launch_attention(q, ws.device_slots(), ws.device_seqs(), int(li), n, int(w.n_heads),
-                         int(w.n_kv_heads), int(w.head_dim), ws.attn.get<float>(), stream);
+        launch_attention_runs(q, ws.device_slots(), ws.device_seqs(), int(li), token_runs,
+                              n_token_runs, int(w.n_heads), int(w.n_kv_heads), int(w.head_dim),
+                              ws.attn.get<float>(), stream);
         launch_quantize(ws.attn.get<float>(), n, int(w.q_dim()), a, l.o_in, stream);
-        launch_matmul(l.o, a, n, x, true, stream);
+        matmul(l.o, x, true);
 
         launch_rmsnorm_quantize(x, l.ffn_norm, nullptr, n, hidden, w.rms_eps, a, nullptr,
                                 l.gate_up_in, stream);
         const MatmulTarget gate_up[] = {{&l.gate, ws.gate.get<float>(), false},
                                         {&l.up, ws.up.get<float>(), false}};
-        launch_matmuls(gate_up, 2, a, n, stream);
+        launch_matmuls(gate_up, 2, a, token_runs, n_token_runs, scratch, stream);
         launch_swiglu_quantize(ws.gate.get<float>(), ws.up.get<float>(), n, ffn, a, nullptr,
                                l.down_in, stream);
-        launch_matmul(l.down, a, n, x, true, stream);
+        matmul(l.down, x, true);
     }
     if (n_logit_rows == 0) return;
     launch_rmsnorm_quantize(x, w.output_norm, ws.device_rows(), int(n_logit_rows), hidden,
                             w.rms_eps, a, nullptr, w.lm_head_in, stream);
-    launch_matmul(w.lm_head, a, int(n_logit_rows), out_logits, false, stream);
+    const MatmulTarget head{&w.lm_head, out_logits, false};
+    launch_matmuls(&head, 1, a, row_runs, n_row_runs, scratch, stream);
 }
 
 }  // namespace cuda_detail
@@ -335,13 +350,16 @@ void run_batched(ModelState& m, const Segment* chunks, const CacheState* const* 
                    round_up(std::max(rows, ws.logit_rows), 8));
     }
     size_t token = 0, row = 0;
+    StepRuns runs;
     for (size_t i = 0; i < n_chunks; ++i) {
         stage_chunk(ws, chunks[i], *caches[i], i, token, row);
         token += chunks[i].n_tokens;
         row += logit_rows_of(chunks[i]);
+        StepRuns::add(runs.tokens, int(chunks[i].n_tokens));
+        StepRuns::add(runs.logit_rows, int(logit_rows_of(chunks[i])));
     }
     ws.upload(batch.stream);
-    enqueue_forward(m, ws, tokens, rows, ws.logits.get<float>(), batch.stream);
+    enqueue_forward(m, ws, tokens, rows, ws.logits.get<float>(), batch.stream, &runs);
     SMOL_CUDA_CHECK(cudaGetLastError());
     row = 0;
     for (size_t i = 0; i < n_chunks; ++i) {

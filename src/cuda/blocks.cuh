@@ -72,15 +72,23 @@ SMOL_HD uint16_t load_u16(const uint8_t* p) {  // p 2-byte aligned
     return v;
 #endif
 }
-// Four bytes from a 2-byte aligned address (Q6_K and Q8_0 blocks are 210 and 34 bytes).
-SMOL_HD int load_i32_a2(const uint8_t* p) {
+// 32 bytes from a 2-byte aligned address (Q6_K's and Q8_0's quants: their
+// blocks are 210 and 34 bytes) as 8 words: eight aligned word loads and a
+// 16-bit one, funnel-shifted when the address is not 4-byte aligned (9 loads
+// instead of 16; every byte read lies within p - 2 .. p + 31).
+SMOL_HD void load_8_words_a2(const uint8_t* p, int* out) {
 #if defined(__CUDA_ARCH__)
-    const uint16_t* h = reinterpret_cast<const uint16_t*>(p);
-    return int(uint32_t(h[0]) | (uint32_t(h[1]) << 16));
+    const unsigned misaligned = unsigned(reinterpret_cast<uintptr_t>(p)) & 2u;
+    const uint32_t* w = reinterpret_cast<const uint32_t*>(p - misaligned);
+    uint32_t words[8];
+    for (int i = 0; i < 8; ++i) words[i] = w[i];
+    const uint32_t tail = *reinterpret_cast<const uint16_t*>(p + 30);
+    for (int i = 0; i < 8; ++i) {
+        const uint32_t next = i < 7 ? words[i + 1] : tail;
+        out[i] = int(misaligned ? __funnelshift_r(words[i], next, 16) : words[i]);
+    }
 #else
-    int v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
+    std::memcpy(out, p, 32);
 #endif
 }
 // Wide loads, for fewer load instructions per byte: 32 bytes from a 16-byte
@@ -109,6 +117,37 @@ SMOL_HD void load_8_words_a8(const uint8_t* p, int* out) {
 #endif
 }
 
+// The 16-byte head of a Q4_K / Q5_K block (d, dmin, the 12 packed scale bytes;
+// 16-byte aligned: their blocks are 144 and 176 bytes, rows start 256-byte
+// aligned) in one load, and its bytes.
+struct HeadK4 {
+    uint32_t word[4];
+    SMOL_HD int byte(int k) const {  // of the 12 scale bytes (no dynamic array index)
+        const int i = k >> 2;
+        const uint32_t w = i == 0 ? word[1] : (i == 1 ? word[2] : word[3]);
+        return int((w >> (8 * (k & 3))) & 0xFFu);
+    }
+};
+SMOL_HD HeadK4 load_head_k4(const uint8_t* block) {
+    HeadK4 head;
+#if defined(__CUDA_ARCH__)
+    const uint4 v = *reinterpret_cast<const uint4*>(block);
+    head.word[0] = v.x, head.word[1] = v.y, head.word[2] = v.z, head.word[3] = v.w;
+#else
+    std::memcpy(head.word, block, 16);
+#endif
+    return head;
+}
+// Q4_K / Q5_K: 6-bit scale and min of sub-block j from the head's packed bytes.
+SMOL_HD void scale_min_k4(const HeadK4& head, int j, int& scale, int& min) {
+    if (j < 4) {
+        scale = head.byte(j) & 63;
+        min = head.byte(j + 4) & 63;
+    } else {
+        scale = (head.byte(j + 4) & 0x0F) | ((head.byte(j - 4) >> 6) << 4);
+        min = (head.byte(j + 4) >> 4) | ((head.byte(j) >> 6) << 4);
+    }
+}
 // Q4_K / Q5_K: 6-bit scale and min of sub-block j from the 12 packed bytes.
 SMOL_HD void scale_min_k4(const uint8_t* packed, int j, int& scale, int& min) {
     if (j < 4) {
@@ -149,11 +188,12 @@ struct FormatQ4K {
     SMOL_HD static Slice load(const uint8_t* row, int slice) {
         const int b = slice / kSlices, c = slice % kSlices;
         const uint8_t* block = row + size_t(b) * kBlockBytes;
-        const float d = half_bits_to_float(load_u16(block));
-        const float dmin = half_bits_to_float(load_u16(block + 2));
+        const HeadK4 head = load_head_k4(block);
+        const float d = half_bits_to_float(uint16_t(head.word[0]));
+        const float dmin = half_bits_to_float(uint16_t(head.word[0] >> 16));
         int sc_lo, m_lo, sc_hi, m_hi;
-        scale_min_k4(block + 4, 2 * c, sc_lo, m_lo);
-        scale_min_k4(block + 4, 2 * c + 1, sc_hi, m_hi);
+        scale_min_k4(head, 2 * c, sc_lo, m_lo);
+        scale_min_k4(head, 2 * c + 1, sc_hi, m_hi);
         Slice u;
         int words[8];
         load_8_words_a16(block + 16 + 32 * c, words);
@@ -200,11 +240,12 @@ struct FormatQ5K {
     SMOL_HD static Slice load(const uint8_t* row, int slice) {
         const int b = slice / kSlices, c = slice % kSlices;
         const uint8_t* block = row + size_t(b) * kBlockBytes;
-        const float d = half_bits_to_float(load_u16(block));
-        const float dmin = half_bits_to_float(load_u16(block + 2));
+        const HeadK4 head = load_head_k4(block);
+        const float d = half_bits_to_float(uint16_t(head.word[0]));
+        const float dmin = half_bits_to_float(uint16_t(head.word[0] >> 16));
         int sc_lo, m_lo, sc_hi, m_hi;
-        scale_min_k4(block + 4, 2 * c, sc_lo, m_lo);
-        scale_min_k4(block + 4, 2 * c + 1, sc_hi, m_hi);
+        scale_min_k4(head, 2 * c, sc_lo, m_lo);
+        scale_min_k4(head, 2 * c + 1, sc_hi, m_hi);
         Slice u;
         int qs[8], qh[8];
         load_8_words_a16(block + 16, qh);
@@ -252,10 +293,12 @@ struct FormatQ6K {
         const int8_t* scales = reinterpret_cast<const int8_t*>(block + 192);
         const float d = half_bits_to_float(load_u16(block + 208));
         Slice u;
+        int lows[8], highs[8];
+        load_8_words_a2(ql, lows);
+        load_8_words_a2(qh, highs);
         for (int j = 0; j < 8; ++j) {
-            int low = load_i32_a2(ql + 4 * j);
-            low = k >= 2 ? (low >> 4) & 0x0F0F0F0F : low & 0x0F0F0F0F;
-            const int high = (load_i32_a2(qh + 4 * j) >> (2 * k)) & 0x03030303;
+            const int low = k >= 2 ? (lows[j] >> 4) & 0x0F0F0F0F : lows[j] & 0x0F0F0F0F;
+            const int high = (highs[j] >> (2 * k)) & 0x03030303;
             u.q[j] = sub_bytes(low | (high << 4), 0x20202020);
         }
         u.d_scale_lo = d * float(scales[8 * h + 2 * k]);
@@ -295,7 +338,7 @@ struct FormatQ8_0 {
         const uint8_t* block = row + size_t(slice) * kBlockBytes;
         Slice u;
         u.d = half_bits_to_float(load_u16(block));
-        for (int j = 0; j < 8; ++j) u.q[j] = load_i32_a2(block + 2 + 4 * j);
+        load_8_words_a2(block + 2, u.q);
         u.act = slice;
         return u;
     }

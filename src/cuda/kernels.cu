@@ -132,13 +132,6 @@ __global__ void dequantize_act_kernel(const ActBlock* act, int n_blocks, float* 
 }
 
 // ---------------------------------------------------------------------------
-// Where layer `layer`'s keys (kind 0) or values (kind 1) of kv head `head` start
-// in a sequence's cache.
-__device__ __forceinline__ __half* cache_rows(const SeqCache& seq, int layer, int kind, int head,
-                                              int n_kv_heads, int head_dim) {
-    return seq.kv + ((size_t(layer) * 2 + size_t(kind)) * size_t(n_kv_heads) + size_t(head)) *
-                        size_t(seq.n_ctx) * size_t(head_dim);
-}
 
 // RoPE on adjacent pairs, theta = pos * inverse_frequency[i] in double (as the
 // CPU path), and the K/V store as F16. Grid: (tokens, n_heads + n_kv_heads):
@@ -383,6 +376,28 @@ void launch_attention(const float* q, const TokenSlot* slots, const SeqCache* se
             break;
         default:
             break;  // rejected at upload (attention_supports)
+    }
+}
+
+void launch_attention_runs(const float* q, const TokenSlot* slots, const SeqCache* seqs, int layer,
+                           const TokenRun* runs, int n_runs, int n_heads, int n_kv_heads,
+                           int head_dim, float* out, cudaStream_t stream) {
+    // SMOL_CUDA_ATTN_TILES=0: the one-token kernel throughout (tuning runs).
+    static const bool allowed = [] {
+        const char* text = std::getenv("SMOL_CUDA_ATTN_TILES");
+        return !(text && text[0] == '0');
+    }();
+    const bool tiles = allowed && attention_tiles_supports(n_heads, n_kv_heads, head_dim);
+    for (int r = 0; r < n_runs; ++r) {
+        const TokenRun& run = runs[r];
+        if (run.count <= 0) continue;
+        const size_t offset = size_t(run.begin) * size_t(n_heads) * size_t(head_dim);
+        if (run.tiles && tiles)
+            launch_attention_tiles(q + offset, slots + run.begin, seqs, layer, run.count, n_heads,
+                                   n_kv_heads, head_dim, out + offset, stream);
+        else
+            launch_attention(q + offset, slots + run.begin, seqs, layer, run.count, n_heads,
+                             n_kv_heads, head_dim, out + offset, stream);
     }
 }
 

@@ -20,6 +20,7 @@
 #include <smol/quant/types.hpp>
 
 #include "blocks.cuh"
+#include "tiles.cuh"
 
 SMOL_NAMESPACE_BEGIN
 namespace cuda_detail {
@@ -37,6 +38,13 @@ struct SeqCache {
     __half* kv;
     long long n_ctx;
 };
+// Where layer `layer`'s keys (kind 0) or values (kind 1) of kv head `head` start
+// in a sequence's cache.
+SMOL_HD __half* cache_rows(const SeqCache& seq, int layer, int kind, int head, int n_kv_heads,
+                           int head_dim) {
+    return seq.kv + ((size_t(layer) * 2 + size_t(kind)) * size_t(n_kv_heads) + size_t(head)) *
+                        size_t(seq.n_ctx) * size_t(head_dim);
+}
 
 // A weight matrix in device memory, packed as in the file.
 struct DeviceMatrix {
@@ -46,26 +54,52 @@ struct DeviceMatrix {
     size_t row_bytes = 0;
 };
 
-// True for the matrix types launch_matmul handles.
+// True for the matrix types launch_matmuls handles.
 bool matmul_supports(GGMLType type);
 // True for the table types launch_embed handles.
 bool embed_supports(GGMLType type);
 
-// y[t][r] (+)= W[r] . x[t], t < n_tokens; act: [n_tokens][cols / 32] blocks of x.
-void launch_matmul(const DeviceMatrix& w, const ActBlock* act, int n_tokens, float* y,
-                   bool accumulate, cudaStream_t stream);
-// The same for several matrices that read the same activations (q, k, v; gate,
-// up): consecutive ones of one type and width, up to kMaxMatmulParts, run as
-// one launch (fewer, fuller waves in a decode step); each gives the same bits
-// as launch_matmul alone.
+// y[t][r] (+)= W[r] . x[t], t < n_tokens, for each target's matrix W and output
+// y; act: [n_tokens][cols / 32] blocks of x. Several matrices that read the
+// same activations (q, k, v; gate, up): consecutive ones of one type and
+// width, up to kMaxMatmulParts, run as one launch (fewer, fuller waves in a
+// decode step). On the mat-vec each gives the same bits as alone; the tiles
+// split k by the launch's row tiles (tiles.cuh), so there a matrix's bits
+// follow its group, which a forward pass never changes.
 constexpr int kMaxMatmulParts = 3;
 struct MatmulTarget {
     const DeviceMatrix* w;
     float* y;  // [n_tokens][w->rows]
     bool accumulate;
 };
-void launch_matmuls(const MatmulTarget* targets, int count, const ActBlock* act, int n_tokens,
-                    cudaStream_t stream);
+// Which kernels take which tokens. A chunk of at least tile_min_tokens()
+// tokens (32; SMOL_CUDA_TILE_MIN overrides it for tuning runs, 0 for never,
+// one value per process) multiplies on the tensor-core tiles
+// (matmul_tiles.cu) and attends by tiles of keys (attention_tiles.cu), a
+// shorter one takes the decode step's kernels. The two differ in float
+// rounding only (the order sums are added in), so the choice is made per
+// chunk, never per step: a chunk's results are the same whatever other
+// sequences share its batched step. 32 lies above lookup decoding's longest
+// verify chunk (LookupParams::kMaxDrafts + 1 = 17 rows), so drafts are checked
+// with the decode step's arithmetic and lookup decoding's output stays the
+// plain one bit for bit. A step's tokens come as runs of consecutive tokens of
+// one path.
+struct TokenRun {
+    int begin, count;
+    bool tiles;
+};
+int tile_min_tokens();
+// The matmuls over each run: a run with `tiles` uses them where the type has
+// tiles and cols is a multiple of 256 (tiles_support), else the mat-vec.
+// scratch: the tiles' split-K partial sums, kSplitScratchPerToken floats per
+// token of the longest tiles run (tiles.cuh); unused (may be null) otherwise.
+void launch_matmuls(const MatmulTarget* targets, int count, const ActBlock* act,
+                    const TokenRun* runs, int n_runs, float* scratch, cudaStream_t stream);
+bool tiles_support(GGMLType type, int cols);
+// The tiles' launch for up to kMaxMatmulParts matrices of one type and width
+// (tiles_support true) over n_tokens tokens.
+void launch_matmul_tiles(const MatmulTarget* targets, int count, const ActBlock* act, int n_tokens,
+                         float* scratch, cudaStream_t stream);
 // x[t][:] = row tokens[t] of the table, dequantized.
 void launch_embed(const DeviceMatrix& table, const int32_t* tokens, int n_tokens, float* x,
                   cudaStream_t stream);
@@ -112,6 +146,25 @@ void launch_attention(const float* q, const TokenSlot* slots, const SeqCache* se
                       cudaStream_t stream);
 
 bool attention_supports(int head_dim);
+
+// The same attention for the tokens of a tiles run (TokenRun: chunks of at
+// least tile_min_tokens() tokens; attention_tiles.cu): a block takes 32 query
+// rows (32 / group tokens of the `group` query heads that share a kv head) and
+// walks their sequence's positions in tiles of 64 keys and values held in
+// shared memory, with an online softmax per row. The rows of a block may
+// belong to several sequences (chunks meet inside it): it walks each one's
+// positions for its rows in turn. Each row's arithmetic follows from its own
+// position alone. attention_tiles_supports: head_dim 64 or 128, group 1, 2, 4
+// or 8 (else launch_attention).
+bool attention_tiles_supports(int n_heads, int n_kv_heads, int head_dim);
+void launch_attention_tiles(const float* q, const TokenSlot* slots, const SeqCache* seqs, int layer,
+                            int n_tokens, int n_heads, int n_kv_heads, int head_dim, float* out,
+                            cudaStream_t stream);
+// The attention of a step's tokens by runs (TokenRun): the tiles for a tiles
+// run where attention_tiles_supports, else launch_attention.
+void launch_attention_runs(const float* q, const TokenSlot* slots, const SeqCache* seqs, int layer,
+                           const TokenRun* runs, int n_runs, int n_heads, int n_kv_heads,
+                           int head_dim, float* out, cudaStream_t stream);
 
 }  // namespace cuda_detail
 SMOL_NAMESPACE_END

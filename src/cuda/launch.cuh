@@ -74,23 +74,30 @@ inline bool pdl_enabled_on_current_device() {
     return capable;
 }
 
-// launch(kernel, grid, block, stream, args...), with programmatic stream
-// serialization where it applies (not on the legacy default stream, which the
-// test hooks use).
+// launch_smem(kernel, grid, block, dynamic shared bytes, stream, args...), with
+// programmatic stream serialization where it applies (not on the legacy
+// default stream, which the test hooks use); launch(...) without dynamic
+// shared memory. A kernel taking more than 48 KiB must have been allowed it
+// (cudaFuncAttributeMaxDynamicSharedMemorySize) on the current device.
 template <class... Params, class... Args>
-void launch(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, Args&&... args) {
+void launch_smem(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                 Args&&... args) {
     cudaLaunchAttribute attribute[1];
     attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attribute[0].val.programmaticStreamSerializationAllowed = 1;
     cudaLaunchConfig_t config{};
     config.gridDim = grid;
     config.blockDim = block;
-    config.dynamicSmemBytes = 0;
+    config.dynamicSmemBytes = smem;
     config.stream = stream;
     config.attrs = attribute;
     config.numAttrs = stream != nullptr && pdl_enabled_on_current_device() ? 1 : 0;
     // A launch error stays pending for the caller's cudaGetLastError check.
     (void)cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+template <class... Params, class... Args>
+void launch(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, Args&&... args) {
+    launch_smem(kernel, grid, block, 0, stream, std::forward<Args>(args)...);
 }
 
 }  // namespace cuda_detail

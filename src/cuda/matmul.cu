@@ -183,37 +183,59 @@ bool matmul_supports(GGMLType type) {
     return supported;
 }
 
-void launch_matmuls(const MatmulTarget* targets, int count, const ActBlock* act, int n_tokens,
-                    cudaStream_t stream) {
-    // Consecutive targets of one type and width (at most kMaxMatmulParts) share
-    // a launch; other types are rejected at upload (matmul_supports).
-    for (int first = 0; first < count;) {
-        const DeviceMatrix& w = *targets[first].w;
-        MatmulGroup group{};
-        int total_rows = 0;
-        int n = 0;
-        while (first + n < count && n < kMaxMatmulParts && targets[first + n].w->type == w.type &&
-               targets[first + n].w->cols == w.cols) {
-            const MatmulTarget& t = targets[first + n];
-            group.part[n] =
-                MatmulPart{t.w->data, t.w->row_bytes, t.w->rows, t.y, t.accumulate ? 1 : 0};
-            total_rows += t.w->rows;
-            ++n;
-        }
-        group.count = n;
-        visit_weight_type<Format>(w.type, [&](auto format) {
-            using F = decltype(format);
-            if constexpr (F::matmul)
-                matmul_for<typename F::type>(group, total_rows, w.cols, act, n_tokens, stream);
-        });
-        first += n;
-    }
+int tile_min_tokens() {
+    static const int value = [] {
+        const char* text = std::getenv("SMOL_CUDA_TILE_MIN");
+        if (!text) return 32;
+        const int parsed = std::atoi(text);
+        return parsed <= 0 ? 1 << 30 : parsed;
+    }();
+    return value;
 }
 
-void launch_matmul(const DeviceMatrix& w, const ActBlock* act, int n_tokens, float* y,
-                   bool accumulate, cudaStream_t stream) {
-    const MatmulTarget target{&w, y, accumulate};
-    launch_matmuls(&target, 1, act, n_tokens, stream);
+void launch_matmuls(const MatmulTarget* targets, int count, const ActBlock* act,
+                    const TokenRun* runs, int n_runs, float* scratch, cudaStream_t stream) {
+    // Consecutive targets of one type and width (at most kMaxMatmulParts) share
+    // a launch per run; other types are rejected at upload (matmul_supports).
+    for (int first = 0; first < count;) {
+        const DeviceMatrix& w = *targets[first].w;
+        int n = 1;
+        while (first + n < count && n < kMaxMatmulParts && targets[first + n].w->type == w.type &&
+               targets[first + n].w->cols == w.cols)
+            ++n;
+        const int act_stride = w.cols / kActBlock;
+        const bool tiles = tiles_support(w.type, w.cols);
+        for (int r = 0; r < n_runs; ++r) {
+            const TokenRun& run = runs[r];
+            if (run.count <= 0) continue;
+            MatmulTarget shifted[kMaxMatmulParts];
+            for (int i = 0; i < n; ++i) {
+                shifted[i] = targets[first + i];
+                shifted[i].y += size_t(run.begin) * size_t(shifted[i].w->rows);
+            }
+            const ActBlock* run_act = act + size_t(run.begin) * act_stride;
+            if (run.tiles && tiles) {
+                launch_matmul_tiles(shifted, n, run_act, run.count, scratch, stream);
+                continue;
+            }
+            MatmulGroup group{};
+            int total_rows = 0;
+            for (int i = 0; i < n; ++i) {
+                const MatmulTarget& t = shifted[i];
+                group.part[i] =
+                    MatmulPart{t.w->data, t.w->row_bytes, t.w->rows, t.y, t.accumulate ? 1 : 0};
+                total_rows += t.w->rows;
+            }
+            group.count = n;
+            visit_weight_type<Format>(w.type, [&](auto format) {
+                using F = decltype(format);
+                if constexpr (F::matmul)
+                    matmul_for<typename F::type>(group, total_rows, w.cols, run_act, run.count,
+                                                 stream);
+            });
+        }
+        first += n;
+    }
 }
 
 }  // namespace cuda_detail

@@ -33,12 +33,14 @@ inline constexpr size_t kMaxChunk = 512;
 // `input` in one copy per step. Shapes per token t of the step:
 //   x [t][hidden] (the residual stream), q / attn [t][q_dim], k / v [t][kv_dim],
 //   gate / up [t][ffn], act: int8 blocks of the widest of those rows;
+//   partials: the tensor-core tiles' split-K sums (kSplitScratchPerToken
+//   floats per token; none for a workspace of fewer tokens than a tiles run);
 //   logits [logit_rows][vocab] (the LM head's rows, see rows below).
 //   input: tokens i32 [tokens], slots TokenSlot [tokens], rows i32 [tokens]
 //   (the steps' tokens whose logits are wanted), seqs SeqCache [seqs].
 struct Workspace {
     size_t tokens = 0, seqs = 0, logit_rows = 0;
-    DeviceBuffer x, q, k, v, attn, gate, up, act, logits, input;
+    DeviceBuffer x, q, k, v, attn, gate, up, act, partials, logits, input;
     void* staging = nullptr;
     size_t slots_at = 0, rows_at = 0, seqs_at = 0, input_bytes = 0;
 
@@ -66,6 +68,9 @@ struct Workspace {
         gate = DeviceBuffer(n_tokens * ffn * sizeof(float));
         up = DeviceBuffer(n_tokens * ffn * sizeof(float));
         act = DeviceBuffer(act_blocks(n_tokens, std::max({hidden, ffn, q_dim})) * sizeof(ActBlock));
+        partials = DeviceBuffer(n_tokens >= size_t(tile_min_tokens())
+                                    ? n_tokens * kSplitScratchPerToken * sizeof(float)
+                                    : 0);
         logits = DeviceBuffer(n_logit_rows * vocab * sizeof(float));
         slots_at = aligned(n_tokens * sizeof(int32_t));
         rows_at = slots_at + aligned(n_tokens * sizeof(TokenSlot));
@@ -107,8 +112,25 @@ struct Workspace {
 };
 
 struct ModelState;
+// The matmul path of a step's tokens and of its logit rows, as runs
+// (kernels.cuh: TokenRun); a step of one chunk passes none and gets one run
+// each, by the chunk's own counts.
+struct StepRuns {
+    std::vector<TokenRun> tokens, logit_rows;
+    // Appends `count` tokens (or rows) of one chunk to `runs`, merged with the
+    // run before when they take the same path.
+    static void add(std::vector<TokenRun>& runs, int count) {
+        if (count <= 0) return;
+        const bool tiles = count >= tile_min_tokens();
+        const int begin = runs.empty() ? 0 : runs.back().begin + runs.back().count;
+        if (!runs.empty() && runs.back().tiles == tiles)
+            runs.back().count += count;
+        else
+            runs.push_back(TokenRun{begin, count, tiles});
+    }
+};
 void enqueue_forward(const ModelState& w, const Workspace& ws, size_t m, size_t n_logit_rows,
-                     float* out_logits, cudaStream_t stream);
+                     float* out_logits, cudaStream_t stream, const StepRuns* runs = nullptr);
 
 struct ModelState {
     int device = 0;

@@ -6,6 +6,7 @@
 #include "test_hooks.hpp"
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "blocks.cuh"
 #include "device.hpp"
 #include "kernels.cuh"
+#include "tiles.cuh"
 
 SMOL_NAMESPACE_BEGIN
 // Test hooks: one kernel each on host data, on the default stream.
@@ -58,7 +60,11 @@ void run_matmul_group(GGMLType type, const void* const* weights, const size_t* r
     DeviceBuffer act(act_blocks(n_tokens, cols) * sizeof(ActBlock));
     launch_quantize(in.get<float>(), int(n_tokens), int(cols), act.get<ActBlock>(),
                     act_rule_of(type), nullptr);
-    launch_matmuls(targets.data(), int(count), act.get<ActBlock>(), int(n_tokens), nullptr);
+    // One chunk: one run, by its length (as a forward pass runs it).
+    const TokenRun run{0, int(n_tokens), int(n_tokens) >= tile_min_tokens()};
+    DeviceBuffer scratch(run.tiles ? n_tokens * kSplitScratchPerToken * sizeof(float) : 0);
+    launch_matmuls(targets.data(), int(count), act.get<ActBlock>(), &run, 1, scratch.get<float>(),
+                   nullptr);
     SMOL_CUDA_CHECK(cudaGetLastError());
     for (size_t i = 0; i < count; ++i) out[i].download(y[i], n_tokens * rows[i] * sizeof(float));
 }
@@ -183,9 +189,11 @@ void run_attention(const float* q, const float* keys, const float* values, size_
     DeviceBuffer cache = upload_vector(kv16.data(), kv16.size());
     const OneSequence sequence(start_pos, n_tokens, cache.get<__half>(), positions);
     DeviceBuffer result(n_tokens * n_heads * head_dim * sizeof(float));
-    launch_attention(dq.get<float>(), sequence.slots.get<TokenSlot>(),
-                     sequence.seqs.get<SeqCache>(), 0, int(n_tokens), int(n_heads), int(n_kv_heads),
-                     int(head_dim), result.get<float>(), nullptr);
+    // One chunk: the tiles from tile_min_tokens() tokens on, as a forward pass.
+    const TokenRun run{0, int(n_tokens), int(n_tokens) >= tile_min_tokens()};
+    launch_attention_runs(dq.get<float>(), sequence.slots.get<TokenSlot>(),
+                          sequence.seqs.get<SeqCache>(), 0, &run, 1, int(n_heads), int(n_kv_heads),
+                          int(head_dim), result.get<float>(), nullptr);
     SMOL_CUDA_CHECK(cudaGetLastError());
     result.download(out, n_tokens * n_heads * head_dim * sizeof(float));
 }
@@ -208,6 +216,58 @@ float emulate_dot_for(const uint8_t* row, size_t cols, const std::vector<ActBloc
     float total = 0;
     for (float v : lanes) total += v;
     return total;
+}
+
+// One thread block of the tile kernel (matmul_tiles.cu) on the host, over k
+// steps [chunk_first, chunk_end): its 128 threads' loads, then each warp's
+// fragments, scales, the mma (emulate_mma, by the PTX layout) and epilogue,
+// group by group; out[token][row] (stride out_stride) gets the sums.
+template <class Format>
+void emulate_tile_block(TileShared& tile, const uint8_t* rows, size_t row_bytes, int rows_left,
+                        int chunk_first, int chunk_end, const ActBlock* act, int act_stride,
+                        int tokens_left, float* out, int out_stride) {
+    using C = TileCodec<Format>;
+    constexpr int kGroups = kTileK / C::kGroup;
+    float acc[4][32][kWarpRowTiles][kWarpTokenTiles][4] = {};
+    for (int chunk = chunk_first; chunk < chunk_end; ++chunk) {
+        for (int tid = 0; tid < kTileThreads; ++tid)
+            tile_load<Format>(tile, tid, rows, row_bytes, rows_left, chunk, act, act_stride,
+                              tokens_left);
+        for (int warp = 0; warp < 4; ++warp)
+            for (int g = 0; g < kGroups; ++g) {
+                const int row0 = warp_row0(warp), token0 = warp_token0(warp);
+                int a[kWarpRowTiles][32][4] = {}, b[kWarpTokenTiles][32][2] = {};
+                float ws[32][kWarpRowTiles][2], wm[32][kWarpRowTiles][2],
+                    ad[32][kWarpTokenTiles][2], as[32][kWarpTokenTiles][2];
+                for (int lane = 0; lane < 32; ++lane) {
+                    for (int mi = 0; mi < kWarpRowTiles; ++mi)
+                        tile_fragment_a<C::kGroup>(tile, row0 + 16 * mi, g, lane, a[mi][lane]);
+                    for (int ni = 0; ni < kWarpTokenTiles; ++ni)
+                        tile_fragment_b<C::kGroup>(tile, token0 + 8 * ni, g, lane, b[ni][lane]);
+                    tile_scales<C::kGroup, C::kHasMin>(tile, row0, token0, g, lane, ws[lane],
+                                                       wm[lane], ad[lane], as[lane]);
+                }
+                for (int mi = 0; mi < kWarpRowTiles; ++mi)
+                    for (int ni = 0; ni < kWarpTokenTiles; ++ni) {
+                        int c[32][4];
+                        emulate_mma<C::kGroup>(a[mi], b[ni], c);
+                        for (int lane = 0; lane < 32; ++lane)
+                            tile_epilogue<C::kHasMin>(ws[lane][mi], wm[lane][mi], ad[lane][ni],
+                                                      as[lane][ni], c[lane],
+                                                      acc[warp][lane][mi][ni]);
+                    }
+            }
+    }
+    for (int warp = 0; warp < 4; ++warp)
+        for (int lane = 0; lane < 32; ++lane)
+            for (int mi = 0; mi < kWarpRowTiles; ++mi)
+                for (int ni = 0; ni < kWarpTokenTiles; ++ni)
+                    for (int j = 0; j < 4; ++j) {
+                        const int row = warp_row0(warp) + 16 * mi + lane / 4 + 8 * (j / 2);
+                        const int token = warp_token0(warp) + 8 * ni + 2 * (lane % 4) + j % 2;
+                        if (row < rows_left && token < tokens_left)
+                            out[size_t(token) * out_stride + row] = acc[warp][lane][mi][ni][j];
+                    }
 }
 
 template <class Format>
@@ -234,6 +294,46 @@ float emulate_dot(GGMLType type, const void* row, size_t cols, const float* x) {
         if constexpr (F::matmul) result = emulate_dot_for<typename F::type>(bytes, cols, act);
     });
     return result;
+}
+
+void emulate_matmul_tiles(GGMLType type, const void* weights, size_t rows, size_t cols,
+                          const float* x, size_t n_tokens, float* y) {
+    if (!tiles_support(type, int(cols)))
+        detail::fail(ErrorKind::unsupported, "cuda emulate_matmul_tiles: type " + type_name(type) +
+                                                 ", " + std::to_string(cols) + " columns");
+    const size_t stride = cols / kActBlock;
+    std::vector<ActBlock> act(n_tokens * stride);
+    const ActRule rule = act_rule_of(type);
+    for (size_t b = 0; b < act.size(); ++b)
+        quantize_act_block_host(x + b * kActBlock, act[b], rule);
+    const uint8_t* bytes = static_cast<const uint8_t*>(weights);
+    const size_t row_size = row_bytes(type, cols);
+    const int chunks = int(cols / kTileK);
+    const int splits =
+        tile_splits(int((rows + kTileRows - 1) / kTileRows), chunks, split_row_tiles());
+    auto tile = std::make_unique<TileShared>();
+    // Split-K as the device runs it: each split's partial sums, then added in
+    // split order (tile_reduce_kernel).
+    std::vector<float> partial(splits > 1 ? n_tokens * rows : 0);
+    visit_weight_type<Format>(type, [&](auto format) {
+        using F = decltype(format);
+        if constexpr (F::matmul) {
+            if constexpr (HasTiles<typename F::type>::value)
+                for (int s = 0; s < splits; ++s) {
+                    int first, end;
+                    split_range(chunks, splits, s, first, end);
+                    float* out = s == 0 ? y : partial.data();
+                    for (size_t r = 0; r < rows; r += kTileRows)
+                        for (size_t t = 0; t < n_tokens; t += kTileTokens)
+                            emulate_tile_block<typename F::type>(
+                                *tile, bytes + r * row_size, row_size, int(rows - r), first, end,
+                                act.data() + t * stride, int(stride), int(n_tokens - t),
+                                out + t * rows + r, int(rows));
+                    if (s > 0)
+                        for (size_t i = 0; i < n_tokens * rows; ++i) y[i] += partial[i];
+                }
+        }
+    });
 }
 
 void emulate_quantize_activations(GGMLType weight_type, const float* x, size_t n, int8_t* q,

@@ -48,6 +48,14 @@ void run_attention(const float* q, const float* keys, const float* values, size_
 // W_row . x with x quantized to int8 blocks of 32 as the GPU does (cols % 256 == 0
 // for the k-quants, % 32 for Q8_0).
 float emulate_dot(GGMLType type, const void* row, size_t cols, const float* x);
+// The chunk length from which run_matmul multiplies on the tensor-core tiles
+// (kernels.cuh: TokenRun).
+int tile_min_tokens();
+// y[t][r] = W[r] . x[t] by the prefill's tensor-core tiles (tiles.cuh): every
+// thread block's loads, fragments and epilogue, the warp's mma by the PTX
+// fragment layout (W: rows x cols of a type with tiles, cols % 256 == 0).
+void emulate_matmul_tiles(GGMLType type, const void* weights, size_t rows, size_t cols,
+                          const float* x, size_t n_tokens, float* y);
 // The device's dequantization of one row.
 void emulate_dequantize_row(GGMLType type, const void* row, size_t cols, float* out);
 // The device's quantization of activations read by `weight_type` matrices:
