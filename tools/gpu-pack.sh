@@ -12,7 +12,12 @@
 # The repository's tracked files travel too: where they and DIR pass 64 MiB,
 # move tests/data/types/ (36 MB, not read by test_cuda) aside for the call.
 # Environment: SMOL_FIXTURES (default ../shared/fixtures beside the repo),
-# SMOL_MAKE_MODEL (a smol-make-model binary; default: found under build*/).
+# SMOL_MAKE_MODEL (a smol-make-model binary; default: found under build*/),
+# SMOL_GPU_REFERENCE (a reference llama-bench built with CUDA, xz-packed, and
+# the libgomp.so.1 beside it if there is one: packed too, and run.sh sets
+# IK_CUDA_BENCH for the side by side; at ~53 MB it leaves no room for the
+# fixture, so SMOL_GPU_NO_FIXTURE=1 leaves that out: test_cuda's fixture cases
+# then skip).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "${1:-$ROOT/build-cuda}" && pwd)
@@ -30,9 +35,17 @@ for name in test_cuda smol-bench smol-generate; do
 done
 strip -o "$DIR/bin/smol-make-model" "$MAKE_MODEL"
 (cd "$DIR" && tar cf - bin | xz -T0 -6 >bin.tar.xz && rm -rf bin)
-xz -T0 -6 -c "$FIXTURES/tiny-q4km.gguf" >"$DIR/fixtures/tiny-q4km.gguf.xz"
-cp "$FIXTURES"/golden/tiny-q4km.gguf.* "$DIR/fixtures/golden/"
-cp "$FIXTURES"/dequant/* "$DIR/fixtures/dequant/"
+if [ "${SMOL_GPU_NO_FIXTURE:-0}" != 1 ]; then
+  xz -T0 -6 -c "$FIXTURES/tiny-q4km.gguf" >"$DIR/fixtures/tiny-q4km.gguf.xz"
+  cp "$FIXTURES"/golden/tiny-q4km.gguf.* "$DIR/fixtures/golden/"
+  cp "$FIXTURES"/dequant/* "$DIR/fixtures/dequant/"
+fi
+rm -rf "$DIR/lib" "$DIR/llama-bench-cuda.xz"
+if [ -n "${SMOL_GPU_REFERENCE:-}" ]; then
+  cp "$SMOL_GPU_REFERENCE" "$DIR/llama-bench-cuda.xz"
+  gomp=$(dirname "$SMOL_GPU_REFERENCE")/libgomp.so.1
+  if [ -f "$gomp" ]; then mkdir -p "$DIR/lib" && cp "$gomp" "$DIR/lib/"; fi
+fi
 cat >"$DIR/run.sh" <<'RUN'
 #!/usr/bin/env bash
 # On the device: unpack, run tools/gpu-check.sh (GPU_T seconds at most), pack its logs into $OUT.
@@ -40,8 +53,9 @@ set -u
 C=$(cd "$(dirname "$0")" && pwd)
 cd "$C/.."
 mkdir -p "$C/bin" && tar xJf "$C/bin.tar.xz" -C "$C"
-xz -d -k -f "$C/fixtures/tiny-q4km.gguf.xz"
+[ -f "$C/fixtures/tiny-q4km.gguf.xz" ] && xz -d -k -f "$C/fixtures/tiny-q4km.gguf.xz"
 export SMOL_FIXTURES=$C/fixtures SMOL_GPU_BIN=$C/bin
+[ -d "$C/lib" ] && export LD_LIBRARY_PATH=$C/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 if [ -f "$C/llama-bench-cuda.xz" ]; then  # a reference llama-bench built with CUDA, if packed
   xz -dc "$C/llama-bench-cuda.xz" >/tmp/llama-bench-cuda && chmod +x /tmp/llama-bench-cuda
   export IK_CUDA_BENCH=/tmp/llama-bench-cuda
