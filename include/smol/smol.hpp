@@ -157,7 +157,7 @@
 //   kernels/kernels.hpp
 //     activation_type_for, make_weight_matrix, MatmulJob, dot_f32, rmsnorm, swiglu, softmax,
 //       check_matmul_args, token_ranges, ChunkBuffers, multiply_rows, BatchPlan, plan_batch,
-//       prefetch_chunk, run_batch, matmul_batch, matmul, matmul_reference
+//       ChunkRows, chunk_rows, prefetch_chunk, run_batch, matmul_batch, matmul, matmul_reference
 //     MatmulScratch: reserve_bytes
 //     QuantizedInput: kernels quantize set_sequences sequences in_format_for type n_tokens cols
 //       row_bytes row data kernel_row

@@ -467,6 +467,19 @@ inline BatchPlan plan_batch(const MatmulJob* jobs, size_t n_jobs, const Quantize
     return plan;
 }
 
+// Chunk `chunk` of a plan: its job (searched from job `from`: a thread's
+// chunks only grow) and its rows [row0, row0 + n_rows) of that job's matrix.
+struct ChunkRows {
+    size_t job, row0, n_rows;
+};
+inline ChunkRows chunk_rows(const BatchPlan& plan, const MatmulJob* jobs, size_t n_jobs,
+                            size_t from, size_t chunk) noexcept {
+    size_t j = from;
+    while (j + 1 < n_jobs && chunk >= plan.first_chunk[j + 1]) ++j;
+    const size_t row0 = (chunk - plan.first_chunk[j]) * plan.plans[j].chunk_rows;
+    return ChunkRows{j, row0, std::min(plan.plans[j].chunk_rows, jobs[j].w.rows - row0)};
+}
+
 // The weight bytes of chunk `chunk` (rows as stored or interleaved: the same
 // bytes) on their way to this core's caches, for a long batch: a thread asks
 // for the chunk it will most likely take next (threads take chunks in turn),
@@ -479,12 +492,10 @@ inline void prefetch_chunk(const BatchPlan& plan, const MatmulJob* jobs, size_t 
                            size_t chunk) noexcept {
 #if defined(__GNUC__) || defined(__clang__)
     if (chunk >= plan.n_chunks) return;
-    while (j + 1 < n_jobs && chunk >= plan.first_chunk[j + 1]) ++j;
-    const WeightMatrix& w = jobs[j].w;
-    const size_t row0 = (chunk - plan.first_chunk[j]) * plan.plans[j].chunk_rows;
-    const size_t n_rows = std::min(plan.plans[j].chunk_rows, w.rows - row0);
-    const uint8_t* begin = w.data + row0 * w.row_bytes;
-    for (size_t offset = 0; offset < n_rows * w.row_bytes; offset += 64)
+    const ChunkRows c = chunk_rows(plan, jobs, n_jobs, j, chunk);
+    const WeightMatrix& w = jobs[c.job].w;
+    const uint8_t* begin = w.data + c.row0 * w.row_bytes;
+    for (size_t offset = 0; offset < c.n_rows * w.row_bytes; offset += 64)
         __builtin_prefetch(begin + offset, 0, 2);
 #else
     (void)plan, (void)jobs, (void)n_jobs, (void)j, (void)chunk;
@@ -508,12 +519,12 @@ inline void run_batch(const BatchPlan& plan, const MatmulJob* jobs, size_t n_job
         size_t j = 0;
         for (size_t chunk = next_chunk.fetch_add(1, std::memory_order_relaxed);
              chunk < plan.n_chunks; chunk = next_chunk.fetch_add(1, std::memory_order_relaxed)) {
-            while (j + 1 < n_jobs && chunk >= plan.first_chunk[j + 1]) ++j;  // chunks only grow
+            const ChunkRows c = chunk_rows(plan, jobs, n_jobs, j, chunk);
+            j = c.job;
             const MatmulPlan& job_plan = plan.plans[j];
             const WeightMatrix& w = jobs[j].w;
             if (long_batch) prefetch_chunk(plan, jobs, n_jobs, j, chunk + n_threads);
-            const size_t row0 = (chunk - plan.first_chunk[j]) * job_plan.chunk_rows;
-            const size_t n_rows = std::min(job_plan.chunk_rows, w.rows - row0);
+            const size_t row0 = c.row0, n_rows = c.n_rows;
             // Chunks hold whole interleaved groups, so only a chunk reaching
             // past the interleaved rows has two parts.
             const size_t n_grouped =
