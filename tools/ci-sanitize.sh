@@ -36,8 +36,8 @@ existing_tests() {
     [ -e "$src" ] || continue
     local name; name=$(basename "$src" .cpp)
     [ "$name" = test_main ] && continue
-    # Built only with -DSMOL_CUDA=ON (tools/ci-cuda.sh covers it).
-    [ "$name" = test_cuda ] && continue
+    # Built only with -DSMOL_CUDA=ON, into test_cuda (tools/ci-cuda.sh covers it).
+    case "$name" in test_cuda | test_cuda_*) continue ;; esac
     names="$names $name"
   done
   # The C ABI's tests (tests/c_abi/: the shared library built with the same sanitizers).
