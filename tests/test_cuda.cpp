@@ -707,13 +707,10 @@ TEST_CASE("cuda forward agrees with the CPU forward on generated models") {
                 for (size_t pos : {size_t(0), ids.size() - 1}) {
                     kv.load_row(layer, kind, c.kv_heads - 1, pos, row_cpu.data());
                     gkv.load_row(layer, kind, c.kv_heads - 1, pos, row_gpu.data());
-                    float scale = 0, diff = 0;
-                    for (size_t d = 0; d < c.head_dim; ++d) {
-                        scale = std::max(scale, std::fabs(row_cpu[d]));
-                        diff = std::max(diff, std::fabs(row_cpu[d] - row_gpu[d]));
-                    }
-                    CHECK_MESSAGE(diff <= 0.05f * scale + 1e-3f,
-                                  "layer " << layer << " kind " << int(kind) << " pos " << pos);
+                    smol_test::check_kv_row_close(row_gpu.data(), row_cpu.data(), c.head_dim,
+                                                  "layer " + std::to_string(layer) + " kind " +
+                                                      std::to_string(int(kind)) + " pos " +
+                                                      std::to_string(pos));
                 }
 
         // Decode steps (the graph path) after a last-logits prefill.

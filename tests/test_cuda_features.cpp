@@ -156,13 +156,10 @@ TEST_CASE("cuda features: erase re-rotates the moved keys on the device as the C
             for (size_t pos : {size_t(8), size_t(20), ids.size() - 17}) {
                 cpu_kv.load_row(layer, kind, 0, pos, row_cpu.data());
                 gpu_kv.load_row(layer, kind, 0, pos, row_gpu.data());
-                float scale = 0, diff = 0;
-                for (size_t d = 0; d < c.head_dim; ++d) {
-                    scale = std::max(scale, std::fabs(row_cpu[d]));
-                    diff = std::max(diff, std::fabs(row_cpu[d] - row_gpu[d]));
-                }
-                CHECK_MESSAGE(diff <= 0.05f * scale + 1e-3f,
-                              "layer " << layer << " kind " << int(kind) << " pos " << pos);
+                smol_test::check_kv_row_close(row_gpu.data(), row_cpu.data(), c.head_dim,
+                                              "layer " + std::to_string(layer) + " kind " +
+                                                  std::to_string(int(kind)) + " pos " +
+                                                  std::to_string(pos));
             }
 }
 

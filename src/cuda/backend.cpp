@@ -47,8 +47,8 @@ void enqueue_forward(const ModelState& w, const Workspace& ws, size_t m, size_t 
                      float* out_logits, cudaStream_t stream, const StepRuns* runs) {
     const int n = int(m), hidden = int(w.hidden), ffn = int(w.ffn);
     // One chunk: one run of each, by its own counts (no allocation).
-    const TokenRun chunk_tokens{0, n, n >= tile_min_tokens()};
-    const TokenRun chunk_rows{0, int(n_logit_rows), int(n_logit_rows) >= tile_min_tokens()};
+    const TokenRun chunk_tokens = chunk_run(0, n);
+    const TokenRun chunk_rows = chunk_run(0, int(n_logit_rows));
     const TokenRun* token_runs = runs ? runs->tokens.data() : &chunk_tokens;
     const int n_token_runs = runs ? int(runs->tokens.size()) : 1;
     const TokenRun* row_runs = runs ? runs->logit_rows.data() : &chunk_rows;

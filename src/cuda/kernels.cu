@@ -132,7 +132,6 @@ __global__ void dequantize_act_kernel(const ActBlock* act, int n_blocks, float* 
 }
 
 // ---------------------------------------------------------------------------
-
 // RoPE on adjacent pairs, theta = pos * inverse_frequency[i] in double (as the
 // CPU path), and the K/V store as F16. Grid: (tokens, n_heads + n_kv_heads):
 // block y < n_heads rotates query head y in place; the others rotate key head

@@ -89,6 +89,11 @@ struct TokenRun {
     bool tiles;
 };
 int tile_min_tokens();
+// The run of a chunk of `count` tokens starting at token `begin` of its step:
+// the tiles from tile_min_tokens() tokens on (the one rule every caller uses).
+inline TokenRun chunk_run(int begin, int count) {
+    return TokenRun{begin, count, count >= tile_min_tokens()};
+}
 // The matmuls over each run: a run with `tiles` uses them where the type has
 // tiles and cols is a multiple of 256 (tiles_support), else the mat-vec.
 // scratch: the tiles' split-K partial sums, kSplitScratchPerToken floats per

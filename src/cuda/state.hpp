@@ -121,12 +121,12 @@ struct StepRuns {
     // run before when they take the same path.
     static void add(std::vector<TokenRun>& runs, int count) {
         if (count <= 0) return;
-        const bool tiles = count >= tile_min_tokens();
         const int begin = runs.empty() ? 0 : runs.back().begin + runs.back().count;
-        if (!runs.empty() && runs.back().tiles == tiles)
+        const TokenRun run = chunk_run(begin, count);
+        if (!runs.empty() && runs.back().tiles == run.tiles)
             runs.back().count += count;
         else
-            runs.push_back(TokenRun{begin, count, tiles});
+            runs.push_back(run);
     }
 };
 void enqueue_forward(const ModelState& w, const Workspace& ws, size_t m, size_t n_logit_rows,

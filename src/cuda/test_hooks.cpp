@@ -61,7 +61,7 @@ void run_matmul_group(GGMLType type, const void* const* weights, const size_t* r
     launch_quantize(in.get<float>(), int(n_tokens), int(cols), act.get<ActBlock>(),
                     act_rule_of(type), nullptr);
     // One chunk: one run, by its length (as a forward pass runs it).
-    const TokenRun run{0, int(n_tokens), int(n_tokens) >= tile_min_tokens()};
+    const TokenRun run = chunk_run(0, int(n_tokens));
     DeviceBuffer scratch(run.tiles ? n_tokens * kSplitScratchPerToken * sizeof(float) : 0);
     launch_matmuls(targets.data(), int(count), act.get<ActBlock>(), &run, 1, scratch.get<float>(),
                    nullptr);
@@ -190,7 +190,7 @@ void run_attention(const float* q, const float* keys, const float* values, size_
     const OneSequence sequence(start_pos, n_tokens, cache.get<__half>(), positions);
     DeviceBuffer result(n_tokens * n_heads * head_dim * sizeof(float));
     // One chunk: the tiles from tile_min_tokens() tokens on, as a forward pass.
-    const TokenRun run{0, int(n_tokens), int(n_tokens) >= tile_min_tokens()};
+    const TokenRun run = chunk_run(0, int(n_tokens));
     launch_attention_runs(dq.get<float>(), sequence.slots.get<TokenSlot>(),
                           sequence.seqs.get<SeqCache>(), 0, &run, 1, int(n_heads), int(n_kv_heads),
                           int(head_dim), result.get<float>(), nullptr);

@@ -6,6 +6,8 @@
 #include <smol/cuda/backend.hpp>
 #include <smol/smol.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,18 @@ inline void check_logits_close(const float* ours, const float* ref, size_t vocab
     CHECK_MESSAGE(cmp.cosine >= 0.999, where << ": cosine " << cmp.cosine);
     CHECK_MESSAGE(cmp.max_abs_error <= 0.02f * cmp.range,
                   where << ": max abs error " << cmp.max_abs_error << ", range " << cmp.range);
+}
+
+// One cached K or V row on the GPU against the CPU's: within 5 % of the row's
+// largest magnitude (F16 storage and the two paths' rounding).
+inline void check_kv_row_close(const float* gpu, const float* cpu, size_t n,
+                               const std::string& where) {
+    float scale = 0, diff = 0;
+    for (size_t d = 0; d < n; ++d) {
+        scale = std::max(scale, std::fabs(cpu[d]));
+        diff = std::max(diff, std::fabs(cpu[d] - gpu[d]));
+    }
+    CHECK_MESSAGE(diff <= 0.05f * scale + 1e-3f, where << ": difference " << diff);
 }
 
 }  // namespace smol_test
