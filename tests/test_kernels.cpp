@@ -329,12 +329,11 @@ TEST_CASE("kernel sets: each level has the packed, converted and interleaved row
     const std::vector<GGMLType> legacy32 = {T::Q4_0,  T::Q4_1,    T::Q5_0,   T::Q5_1,    T::IQ4_NL,
                                             T::Q2_K,  T::Q3_K,    T::IQ4_XS, T::IQ2_XXS, T::IQ2_XS,
                                             T::IQ2_S, T::IQ3_XXS, T::IQ3_S,  T::IQ1_S,   T::IQ1_M};
-    const std::vector<GGMLType> arm_own = {T::Q4_0,   T::Q4_1,   T::Q5_0, T::Q5_1,
-                                           T::IQ4_NL, T::IQ4_XS, T::Q2_K, T::Q3_K};
+    const std::vector<GGMLType> arm_own = legacy32;  // the same types as x86's
     // Q2_K, Q3_K, IQ4_XS, the codebook types and the 32-weight formats
-    // convert rows at every level: with the level's tiles on x86, by the
-    // spec at the scalar level and wherever a level has no tiles of its own for
-    // the type (the arm levels' Q8_K types: complete_with_spec).
+    // convert rows at every level: with the level's tiles on x86 (and the arm
+    // levels' for the Q8_K types), by the spec at the scalar level and for the
+    // arm levels' 32-weight formats.
     auto with_q8k = [](std::vector<GGMLType> types) {
         types.insert(types.end(),
                      {GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS, GGMLType::Q4_0,

@@ -209,8 +209,9 @@ SMOL_NAMESPACE_END
 #endif
 
 // ---- the aarch64 kernel sets: one function per level builds all of it --------------
-// (stored-row tiles only: no packed, converted or interleaved rows yet, see
-// kernels/weight_types.hpp)
+// (stored-row tiles, and converted rows for the Q8_K family's long batches; no
+// packed or interleaved rows yet, and the 32-weight formats' long batches by
+// the scalar spec's conversion)
 
 SMOL_NAMESPACE_BEGIN
 namespace kernels {

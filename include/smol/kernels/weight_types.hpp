@@ -224,6 +224,15 @@ struct WeightTraits<GGMLType::IQ1_S> : detail::CodebookTraits<GGMLType::IQ1_S> {
 template <>
 struct WeightTraits<GGMLType::IQ1_M> : detail::CodebookTraits<GGMLType::IQ1_M> {};
 
+namespace detail {
+// The types that meet Q8_K activations and convert long batches to the same
+// rows (kernels/scalar_k32.hpp: convert_q8k_block), which every level's
+// converted Q8_K tiles serve.
+using Q8KFamily =
+    TypeList<GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS, GGMLType::IQ2_XXS, GGMLType::IQ2_XS,
+             GGMLType::IQ2_S, GGMLType::IQ3_XXS, GGMLType::IQ3_S, GGMLType::IQ1_S, GGMLType::IQ1_M>;
+}  // namespace detail
+
 static_assert(detail::every_type_has<WeightTraits>(WeightTypes{}),
               "a WeightTypes type has no WeightTraits entry (the checklist: quant/types.hpp)");
 

@@ -457,7 +457,7 @@ inline KernelSet make_kernel_set(const KernelParams& p = {}) noexcept {
     q6k.converted = converted_zmm<GGMLType::Q6_K>();
 
     // The Q8_K family's long batches: use_k32_tiles' packing, 16 rows per zmm pass.
-    for_each_weight_type<TypeTag, Q8KFamily>([&](auto tag) {
+    for_each_weight_type<TypeTag, smol::detail::Q8KFamily>([&](auto tag) {
         set.of(decltype(tag)::type).converted = converted_q8k_zmm<decltype(tag)::type>();
     });
 

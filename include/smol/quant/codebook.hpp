@@ -101,10 +101,26 @@ inline int16_t odd_scale(uint32_t field) noexcept {
     return int16_t(2 * field + 1);
 }
 
+// How decode_codebook writes a block's values: grid rows with sign bits, and
+// IQ1's rows shifted by +-1. This one is the spec; a kernel level may pass its
+// own with the same results (kernels/detail/arm_codebook_tiles.inc: NEON), so
+// the bit layout above is read in one place only.
+struct ScalarCodebookRows {
+    template <size_t n>
+    static void signed_values(const std::array<int8_t, n>& row, uint32_t signs,
+                              int8_t* out) noexcept {
+        signed_row(row, signs, out);
+    }
+    static void shifted_values(const std::array<int8_t, 8>& row, int delta, int8_t* out) noexcept {
+        for (int j = 0; j < 8; ++j) out[j] = int8_t(row[size_t(j)] + delta);
+    }
+};
+
 }  // namespace detail
 
 // The integer form of one block of `type` (a codebook type) at any byte address.
-template <GGMLType type>
+// Rows: detail::ScalarCodebookRows or a kernel's equivalent.
+template <GGMLType type, class Rows = detail::ScalarCodebookRows>
 inline void decode_codebook(const uint8_t* block, CodebookForm& out) noexcept {
     using namespace detail;
     if constexpr (type == GGMLType::IQ2_XXS) {
@@ -114,8 +130,8 @@ inline void decode_codebook(const uint8_t* block, CodebookForm& out) noexcept {
             const uint32_t signs_scale = load_u32(group + 4);
             out.scale[2 * s] = out.scale[2 * s + 1] = odd_scale(signs_scale >> 28);
             for (int l = 0; l < 4; ++l)
-                signed_row(kIQ2XXSGrid[group[l]], even_signs(signs_scale >> (7 * l)),
-                           out.value + 32 * s + 8 * l);
+                Rows::signed_values(kIQ2XXSGrid[group[l]], even_signs(signs_scale >> (7 * l)),
+                                    out.value + 32 * s + 8 * l);
         }
     } else if constexpr (type == GGMLType::IQ2_XS || type == GGMLType::IQ2_S) {
         constexpr bool xs = type == GGMLType::IQ2_XS;
@@ -128,11 +144,11 @@ inline void decode_codebook(const uint8_t* block, CodebookForm& out) noexcept {
                 int8_t* row = out.value + 32 * s + 8 * l;
                 if constexpr (xs) {  // 9-bit row, 7-bit sign index
                     const uint16_t q = load_u16(block + 2 + 2 * (4 * s + l));
-                    signed_row(kIQ2XSGrid[q & 511u], even_signs(q >> 9u), row);
+                    Rows::signed_values(kIQ2XSGrid[q & 511u], even_signs(q >> 9u), row);
                 } else {  // 8 low bits in qs, 2 high in qh; a sign byte
                     const uint32_t index = block[2 + 4 * s + l] | ((block[66 + s] >> (2 * l)) & 3u)
                                                                       << 8;
-                    signed_row(kIQ2SGrid[index], block[34 + 4 * s + l], row);
+                    Rows::signed_values(kIQ2SGrid[index], block[34 + 4 * s + l], row);
                 }
             }
         }
@@ -145,8 +161,8 @@ inline void decode_codebook(const uint8_t* block, CodebookForm& out) noexcept {
             for (int l = 0; l < 4; ++l) {  // 8 weights: two grid rows, one sign byte
                 const uint32_t signs = even_signs(signs_scale >> (7 * l));
                 int8_t* row = out.value + 32 * s + 8 * l;
-                signed_row(kIQ3XXSGrid[rows[8 * s + 2 * l]], signs, row);
-                signed_row(kIQ3XXSGrid[rows[8 * s + 2 * l + 1]], signs >> 4, row + 4);
+                Rows::signed_values(kIQ3XXSGrid[rows[8 * s + 2 * l]], signs, row);
+                Rows::signed_values(kIQ3XXSGrid[rows[8 * s + 2 * l + 1]], signs >> 4, row + 4);
             }
         }
     } else if constexpr (type == GGMLType::IQ3_S) {
@@ -157,7 +173,7 @@ inline void decode_codebook(const uint8_t* block, CodebookForm& out) noexcept {
             for (int k = 0; k < 8; ++k) {  // 4 weights: one grid row (8 + 1 bits)
                 const uint32_t index = block[2 + 8 * s + k] | ((block[66 + s] >> k) & 1u) << 8;
                 const uint32_t signs = block[74 + 4 * s + k / 2] >> (4 * (k % 2));
-                signed_row(kIQ3SGrid[index], signs, out.value + 32 * s + 4 * k);
+                Rows::signed_values(kIQ3SGrid[index], signs, out.value + 32 * s + 4 * k);
             }
         }
     } else if constexpr (type == GGMLType::IQ1_S) {
@@ -167,8 +183,8 @@ inline void decode_codebook(const uint8_t* block, CodebookForm& out) noexcept {
             out.scale[2 * s] = out.scale[2 * s + 1] = odd_scale((high >> 12) & 7u);
             const int delta = high & 0x8000 ? -1 : 1;
             for (int l = 0; l < 4; ++l) {  // 8 weights: 8 + 3 bits of row
-                const auto& row = kIQ1Grid[block[2 + 4 * s + l] | ((high >> (3 * l)) & 7u) << 8];
-                for (int j = 0; j < 8; ++j) out.value[32 * s + 8 * l + j] = int8_t(row[j] + delta);
+                Rows::shifted_values(kIQ1Grid[block[2 + 4 * s + l] | ((high >> (3 * l)) & 7u) << 8],
+                                     delta, out.value + 32 * s + 8 * l);
             }
         }
     } else {
@@ -181,9 +197,8 @@ inline void decode_codebook(const uint8_t* block, CodebookForm& out) noexcept {
         for (int g = 0; g < 16; ++g) out.scale[g] = odd_scale((words[g / 4] >> (3 * (g % 4))) & 7u);
         for (int r = 0; r < 32; ++r) {  // 8 weights: 8 + 3 bits of row, a shift bit
             const uint32_t nibble = (block[32 + r / 2] >> (4 * (r % 2))) & 15u;
-            const auto& row = kIQ1Grid[block[r] | (nibble & 7u) << 8];
-            const int delta = nibble & 8 ? -1 : 1;
-            for (int j = 0; j < 8; ++j) out.value[8 * r + j] = int8_t(row[j] + delta);
+            Rows::shifted_values(kIQ1Grid[block[r] | (nibble & 7u) << 8], nibble & 8 ? -1 : 1,
+                                 out.value + 8 * r);
         }
     }
 }
