@@ -331,9 +331,8 @@ TEST_CASE("kernel sets: each level has the packed, converted and interleaved row
                                             T::IQ2_S, T::IQ3_XXS, T::IQ3_S,  T::IQ1_S,   T::IQ1_M};
     const std::vector<GGMLType> arm_own = legacy32;  // the same types as x86's
     // Q2_K, Q3_K, IQ4_XS, the codebook types and the 32-weight formats
-    // convert rows at every level: with the level's tiles on x86 (and the arm
-    // levels' for the Q8_K types), by the spec at the scalar level and for the
-    // arm levels' 32-weight formats.
+    // convert rows at every level: with the level's tiles, by the spec at the
+    // scalar level.
     auto with_q8k = [](std::vector<GGMLType> types) {
         types.insert(types.end(),
                      {GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS, GGMLType::Q4_0,
@@ -364,8 +363,8 @@ TEST_CASE("kernel sets: each level has the packed, converted and interleaved row
          with_q8k({T::Q4_K, T::Q5_K, T::Q6_K}),
          {T::Q4_K, T::Q5_K, T::Q4_0, T::Q4_1, T::Q5_0, T::Q5_1, T::IQ4_NL, T::IQ4_XS},
          legacy32},
-        {smol::CpuLevel::neon, {}, with_q8k({}), {}, arm_own},
-        {smol::CpuLevel::dotprod, {}, with_q8k({}), {}, arm_own},
+        {smol::CpuLevel::neon, {}, with_q8k({T::Q4_K, T::Q5_K, T::Q6_K}), {}, arm_own},
+        {smol::CpuLevel::dotprod, {}, with_q8k({T::Q4_K, T::Q5_K, T::Q6_K}), {}, arm_own},
     };
     auto has = [](const std::vector<GGMLType>& types, GGMLType type) {
         return std::find(types.begin(), types.end(), type) != types.end();

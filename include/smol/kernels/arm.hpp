@@ -209,9 +209,9 @@ SMOL_NAMESPACE_END
 #endif
 
 // ---- the aarch64 kernel sets: one function per level builds all of it --------------
-// (stored-row tiles, and converted rows for the Q8_K family's long batches; no
-// packed or interleaved rows yet, and the 32-weight formats' long batches by
-// the scalar spec's conversion)
+// (stored-row tiles, and converted rows for every type's long batches that
+// converts: detail/arm_converted_tiles.inc, arm_k32_tiles.inc; no packed or
+// interleaved rows yet)
 
 SMOL_NAMESPACE_BEGIN
 namespace kernels {
@@ -251,6 +251,9 @@ inline KernelSet make_kernel_set(const KernelParams& params = {}) noexcept {
     set.of(GGMLType::Q4_K).tiles = tile_row([](auto n) { return &tile_q4k<decltype(n)::value>; });
     set.of(GGMLType::Q5_K).tiles = tile_row([](auto n) { return &tile_q5k<decltype(n)::value>; });
     set.of(GGMLType::Q6_K).tiles = tile_row([](auto n) { return &tile_q6k<decltype(n)::value>; });
+    set.of(GGMLType::Q4_K).converted = converted4<GGMLType::Q4_K>();
+    set.of(GGMLType::Q5_K).converted = converted4<GGMLType::Q5_K>();
+    set.of(GGMLType::Q6_K).converted = converted4<GGMLType::Q6_K>();
     use_legacy32_tiles(set);
     use_k32_tiles(set);
     return set;
@@ -265,6 +268,9 @@ inline KernelSet make_kernel_set(const KernelParams& params = {}) noexcept {
     set.of(GGMLType::Q4_K).tiles = tile_row([](auto n) { return &tile_q4k<decltype(n)::value>; });
     set.of(GGMLType::Q5_K).tiles = tile_row([](auto n) { return &tile_q5k<decltype(n)::value>; });
     set.of(GGMLType::Q6_K).tiles = tile_row([](auto n) { return &tile_q6k<decltype(n)::value>; });
+    set.of(GGMLType::Q4_K).converted = converted4<GGMLType::Q4_K>();
+    set.of(GGMLType::Q5_K).converted = converted4<GGMLType::Q5_K>();
+    set.of(GGMLType::Q6_K).converted = converted4<GGMLType::Q6_K>();
     use_legacy32_tiles(set);
     use_k32_tiles(set);
     return set;
