@@ -365,6 +365,7 @@ TEST_CASE("kernel sets: each level has the packed, converted and interleaved row
          legacy32},
         {smol::CpuLevel::neon, {}, with_q8k({T::Q4_K, T::Q5_K, T::Q6_K}), {}, arm_own},
         {smol::CpuLevel::dotprod, {}, with_q8k({T::Q4_K, T::Q5_K, T::Q6_K}), {}, arm_own},
+        {smol::CpuLevel::i8mm, {}, with_q8k({T::Q4_K, T::Q5_K, T::Q6_K}), {}, arm_own},
     };
     auto has = [](const std::vector<GGMLType>& types, GGMLType type) {
         return std::find(types.begin(), types.end(), type) != types.end();

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Cross-compiles the kernel tests (tests/test_kernels.cpp + tests/test_main.cpp)
 # for AArch64 with Debian's g++-aarch64-linux-gnu, without any -march
-# extension, and runs them under qemu-user on a CPU with the dot-product
-# extension (every level: scalar, neon, dotprod) and on one without (neon). Installs the cross compiler and qemu
+# extension, and runs them under qemu-user on a CPU with the dot-product and
+# int8 matrix extensions (every level: scalar, neon, dotprod, i8mm), on one
+# with dot products only (dotprod) and on one with neither (neon). Installs the cross compiler and qemu
 # with apt-get if they are missing (CI runs this as root).
 #
 #   tools/ci-aarch64.sh [build-dir]      (default: build-aarch64)
@@ -54,14 +55,16 @@ run_on() {  # qemu CPU model, the level it must select; output in $build/run-<cp
         > "$build/run-$1.log" 2>&1
 }
 
-# The two emulated CPUs run side by side (qemu-user is one thread each).
-echo "ci-aarch64: running test_kernels under qemu -cpu max (expects dotprod) and -cpu cortex-a53 (expects neon)"
-run_on max dotprod &        # has SDOT: tests the scalar, neon and dotprod levels
+# The emulated CPUs run side by side (qemu-user is one thread each).
+echo "ci-aarch64: running test_kernels under qemu -cpu max (expects i8mm), -cpu cortex-a76 (expects dotprod) and -cpu cortex-a53 (expects neon)"
+run_on max i8mm &           # has SDOT and SMMLA: tests the scalar, neon, dotprod and i8mm levels
 max_pid=$!
-run_on cortex-a53 neon &    # ARMv8.0: dotprod is skipped, neon is the best
+run_on cortex-a76 dotprod & # ARMv8.2 with SDOT, no SMMLA: i8mm is skipped
+a76_pid=$!
+run_on cortex-a53 neon &    # ARMv8.0: dotprod and i8mm are skipped, neon is the best
 a53_pid=$!
 status=0
-for run in "max:$max_pid" "cortex-a53:$a53_pid"; do
+for run in "max:$max_pid" "cortex-a76:$a76_pid" "cortex-a53:$a53_pid"; do
     cpu=${run%%:*}
     if wait "${run#*:}"; then
         echo "ci-aarch64: -cpu $cpu passed"; tail -n 4 "$build/run-$cpu.log"

@@ -28,7 +28,7 @@ inline smol_cli::Option& add_cpu_option(smol_cli::Parser& cli, smol::CpuLevel& t
         },
         "LEVEL",
         "kernel level: auto (default: SMOL_CPU, else the best this CPU runs),\n"
-        "scalar, avx2, avxvnni, avx512, amx, neon, dotprod");
+        "scalar, avx2, avxvnni, avx512, amx, neon, dotprod, i8mm");
 }
 
 // --device DEV into LoadOptions::device.

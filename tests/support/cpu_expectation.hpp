@@ -52,9 +52,12 @@ inline std::string expected_cpu_level() {
 #if defined(__linux__)
     std::ifstream cpuinfo("/proc/cpuinfo");
     std::string line;
-    while (std::getline(cpuinfo, line))
-        if (line.rfind("Features", 0) == 0 && line.find(" asimddp") != std::string::npos)
-            expected = "dotprod";
+    while (std::getline(cpuinfo, line)) {
+        if (line.rfind("Features", 0) != 0) continue;
+        const bool dotprod = (line + " ").find(" asimddp ") != std::string::npos;
+        if (dotprod) expected = "dotprod";
+        if (dotprod && (line + " ").find(" i8mm ") != std::string::npos) expected = "i8mm";
+    }
 #endif
 #endif
     if (const char* told = std::getenv("SMOL_TEST_EXPECT_LEVEL")) expected = told;

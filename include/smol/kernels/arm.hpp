@@ -7,8 +7,11 @@
 //   kernels::neon         integer tiles with vmull_s8 + vpadalq_s16
 //   kernels::dotprod      integer tiles with SDOT (vdotq_s32), compiled in a
 //                         "+dotprod" target region
-// (both from detail/arm_tiles.inc). An i8mm level (SMMLA, two columns per
-// instruction) is not written yet.
+//   kernels::i8mm         dotprod's tiles, and the long batches' converted rows
+//                         by SMMLA (vmmlaq_s32: 2 rows x 8 values by 8 values
+//                         x 2 tokens per instruction), in a "+dotprod+i8mm"
+//                         target region
+// (all three from detail/arm_tiles.inc).
 #pragma once
 
 #include "../detail/abi.hpp"
@@ -177,9 +180,11 @@ inline uint64_t sum_bytes(const uint8_t* begin, size_t n) noexcept {
 
 #define SMOL_ARM_TILES_NS neon
 #define SMOL_ARM_TILES_DOTPROD 0
+#define SMOL_ARM_TILES_I8MM 0
 #include "detail/arm_tiles.inc"
 #undef SMOL_ARM_TILES_NS
 #undef SMOL_ARM_TILES_DOTPROD
+#undef SMOL_ARM_TILES_I8MM
 
 }  // namespace kernels
 SMOL_NAMESPACE_END
@@ -197,9 +202,36 @@ SMOL_NAMESPACE_BEGIN
 namespace kernels {
 #define SMOL_ARM_TILES_NS dotprod
 #define SMOL_ARM_TILES_DOTPROD 1
+#define SMOL_ARM_TILES_I8MM 0
 #include "detail/arm_tiles.inc"
 #undef SMOL_ARM_TILES_NS
 #undef SMOL_ARM_TILES_DOTPROD
+#undef SMOL_ARM_TILES_I8MM
+}  // namespace kernels
+SMOL_NAMESPACE_END
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("dotprod,i8mm"))), apply_to = function)
+#else
+#pragma GCC push_options
+// As dotprod's region: GCC's arm_neon.h declares vmmlaq_s32 for
+// "arch=armv8.2-a+i8mm"; every CPU with SMMLA has SDOT too.
+#pragma GCC target("arch=armv8.2-a+dotprod+i8mm")
+#endif
+SMOL_NAMESPACE_BEGIN
+namespace kernels {
+#define SMOL_ARM_TILES_NS i8mm
+#define SMOL_ARM_TILES_DOTPROD 1
+#define SMOL_ARM_TILES_I8MM 1
+#include "detail/arm_tiles.inc"
+#undef SMOL_ARM_TILES_NS
+#undef SMOL_ARM_TILES_DOTPROD
+#undef SMOL_ARM_TILES_I8MM
 }  // namespace kernels
 SMOL_NAMESPACE_END
 #if defined(__clang__)
@@ -217,7 +249,7 @@ SMOL_NAMESPACE_BEGIN
 namespace kernels {
 namespace detail {
 
-// What both levels share: the quantizers, float ops and float tiles of neon_common.
+// What the levels share: the quantizers, float ops and float tiles of neon_common.
 inline KernelSet arm_common(CpuLevel level) noexcept {
     KernelSet set;
     set.level = level;
@@ -241,41 +273,35 @@ inline KernelSet arm_common(CpuLevel level) noexcept {
     return set;
 }
 
+// A level's set: the shared float ops, its integer tiles (use_tiles of the
+// level's namespace, detail/arm_tiles.inc) and the speed settings it uses.
+inline KernelSet arm_level_set(CpuLevel level, void (*use_tiles)(KernelSet&),
+                               const KernelParams& params) noexcept {
+    KernelSet set = arm_common(level);
+    set.params = decode_chunks_only(params);
+    use_tiles(set);
+    return set;
+}
+
 }  // namespace detail
 
 namespace neon {
 inline KernelSet make_kernel_set(const KernelParams& params = {}) noexcept {
-    KernelSet set = kernels::detail::arm_common(CpuLevel::neon);
-    set.params = decode_chunks_only(params);
-    set.of(GGMLType::Q8_0).tiles = tile_row([](auto n) { return &tile_q8_0<decltype(n)::value>; });
-    set.of(GGMLType::Q4_K).tiles = tile_row([](auto n) { return &tile_q4k<decltype(n)::value>; });
-    set.of(GGMLType::Q5_K).tiles = tile_row([](auto n) { return &tile_q5k<decltype(n)::value>; });
-    set.of(GGMLType::Q6_K).tiles = tile_row([](auto n) { return &tile_q6k<decltype(n)::value>; });
-    set.of(GGMLType::Q4_K).converted = converted4<GGMLType::Q4_K>();
-    set.of(GGMLType::Q5_K).converted = converted4<GGMLType::Q5_K>();
-    set.of(GGMLType::Q6_K).converted = converted4<GGMLType::Q6_K>();
-    use_legacy32_tiles(set);
-    use_k32_tiles(set);
-    return set;
+    return kernels::detail::arm_level_set(CpuLevel::neon, &use_tiles, params);
 }
 }  // namespace neon
 
 namespace dotprod {
 inline KernelSet make_kernel_set(const KernelParams& params = {}) noexcept {
-    KernelSet set = kernels::detail::arm_common(CpuLevel::dotprod);
-    set.params = decode_chunks_only(params);
-    set.of(GGMLType::Q8_0).tiles = tile_row([](auto n) { return &tile_q8_0<decltype(n)::value>; });
-    set.of(GGMLType::Q4_K).tiles = tile_row([](auto n) { return &tile_q4k<decltype(n)::value>; });
-    set.of(GGMLType::Q5_K).tiles = tile_row([](auto n) { return &tile_q5k<decltype(n)::value>; });
-    set.of(GGMLType::Q6_K).tiles = tile_row([](auto n) { return &tile_q6k<decltype(n)::value>; });
-    set.of(GGMLType::Q4_K).converted = converted4<GGMLType::Q4_K>();
-    set.of(GGMLType::Q5_K).converted = converted4<GGMLType::Q5_K>();
-    set.of(GGMLType::Q6_K).converted = converted4<GGMLType::Q6_K>();
-    use_legacy32_tiles(set);
-    use_k32_tiles(set);
-    return set;
+    return kernels::detail::arm_level_set(CpuLevel::dotprod, &use_tiles, params);
 }
 }  // namespace dotprod
+
+namespace i8mm {
+inline KernelSet make_kernel_set(const KernelParams& params = {}) noexcept {
+    return kernels::detail::arm_level_set(CpuLevel::i8mm, &use_tiles, params);
+}
+}  // namespace i8mm
 
 }  // namespace kernels
 SMOL_NAMESPACE_END

@@ -6,7 +6,9 @@
 //                              256-bit, Intel client) < avx512 (F+BW+VL+VNNI)
 //                              < amx (avx512 + AMX-TILE/AMX-INT8: the long
 //                              batches' converted rows on tiles; Linux only)
-//                     aarch64: neon (baseline) < dotprod (SDOT/UDOT)
+//                     aarch64: neon (baseline) < dotprod (SDOT/UDOT) < i8mm
+//                              (dotprod + SMMLA: the long batches' converted
+//                              rows as 2x8 by 8x2 int8 products)
 //                   scalar is the readable spec and runs anywhere.
 //   cpu_supports(level)   true when this CPU (and its OS, for the AVX/AVX-512
 //                   register state) can run the level, judged from cpuid +
@@ -15,7 +17,8 @@
 //                   process (arch_prctl ARCH_REQ_XCOMP_PERM); the answer
 //                   covers every thread of the process.
 //   best_cpu_level()      the highest supported level.
-//   parse_cpu_level(text) "scalar", "avx2", "avxvnni", "avx512", "amx", "neon", "dotprod"
+//   parse_cpu_level(text) "scalar", "avx2", "avxvnni", "avx512", "amx", "neon", "dotprod",
+//                   "i8mm"
 //                   (also "auto" = best); std::nullopt for anything else.
 //   requested_cpu_level() the level named by the SMOL_CPU environment variable,
 //                   or best; Error(invalid_argument) if SMOL_CPU names a level this
@@ -67,9 +70,19 @@
 
 SMOL_NAMESPACE_BEGIN
 
-// amx comes last so that the other levels keep their values; the order of
-// the levels is compiled_cpu_levels'.
-enum class CpuLevel : uint8_t { automatic, scalar, avx2, avxvnni, avx512, neon, dotprod, amx };
+// amx and i8mm come last so that the other levels keep their values; the
+// order of the levels is compiled_cpu_levels'.
+enum class CpuLevel : uint8_t {
+    automatic,
+    scalar,
+    avx2,
+    avxvnni,
+    avx512,
+    neon,
+    dotprod,
+    amx,
+    i8mm
+};
 
 inline const char* cpu_level_name(CpuLevel level) noexcept {
     switch (level) {
@@ -89,13 +102,16 @@ inline const char* cpu_level_name(CpuLevel level) noexcept {
             return "dotprod";
         case CpuLevel::amx:
             return "amx";
+        case CpuLevel::i8mm:
+            return "i8mm";
     }
     return "?";
 }
 
 inline std::optional<CpuLevel> parse_cpu_level(std::string_view text) noexcept {
-    for (CpuLevel level : {CpuLevel::automatic, CpuLevel::scalar, CpuLevel::avx2, CpuLevel::avxvnni,
-                           CpuLevel::avx512, CpuLevel::amx, CpuLevel::neon, CpuLevel::dotprod}) {
+    for (CpuLevel level :
+         {CpuLevel::automatic, CpuLevel::scalar, CpuLevel::avx2, CpuLevel::avxvnni,
+          CpuLevel::avx512, CpuLevel::amx, CpuLevel::neon, CpuLevel::dotprod, CpuLevel::i8mm}) {
         if (text == cpu_level_name(level)) return level;
     }
     return std::nullopt;
@@ -112,7 +128,8 @@ inline const CpuLevel* compiled_cpu_levels(size_t& count) noexcept {
                                           CpuLevel::avx512};
 #endif
 #elif defined(SMOL_ARCH_AARCH64)
-    static constexpr CpuLevel levels[] = {CpuLevel::scalar, CpuLevel::neon, CpuLevel::dotprod};
+    static constexpr CpuLevel levels[] = {CpuLevel::scalar, CpuLevel::neon, CpuLevel::dotprod,
+                                          CpuLevel::i8mm};
 #else
     static constexpr CpuLevel levels[] = {CpuLevel::scalar};
 #endif
@@ -132,6 +149,7 @@ struct CpuFeatures {
     // own; the avx512 level's set uses it for some tiles (kernels/x86.hpp).
     bool avx512vbmi = false;
     bool dotprod = false;  // AArch64 SDOT/UDOT
+    bool i8mm = false;     // AArch64 SMMLA (with dotprod: every such CPU has both)
 };
 
 #if defined(SMOL_ARCH_X86_64)
@@ -199,12 +217,18 @@ inline CpuFeatures detect_cpu_features() noexcept {
 #endif
 #elif defined(SMOL_ARCH_AARCH64)
 #if defined(__linux__)
-    f.dotprod = (getauxval(AT_HWCAP) >> 20) & 1;  // HWCAP_ASIMDDP
+    f.dotprod = (getauxval(AT_HWCAP) >> 20) & 1;               // HWCAP_ASIMDDP
+    f.i8mm = f.dotprod && ((getauxval(AT_HWCAP2) >> 13) & 1);  // HWCAP2_I8MM
 #elif defined(__APPLE__)
     int value = 0;
     size_t size = sizeof value;
     f.dotprod =
         sysctlbyname("hw.optional.arm.FEAT_DotProd", &value, &size, nullptr, 0) == 0 && value != 0;
+    value = 0;
+    size = sizeof value;
+    f.i8mm = f.dotprod &&
+             sysctlbyname("hw.optional.arm.FEAT_I8MM", &value, &size, nullptr, 0) == 0 &&
+             value != 0;
 #endif
 #endif
     return f;
@@ -237,6 +261,8 @@ inline bool cpu_supports(CpuLevel level) noexcept {
             return true;
         case CpuLevel::dotprod:
             return f.dotprod;
+        case CpuLevel::i8mm:
+            return f.i8mm;
 #endif
         default:
             return false;
@@ -293,7 +319,7 @@ inline Expected<CpuLevel> try_requested_cpu_level() {
         return ErrorInfo{ErrorKind::invalid_argument,
                          std::string("SMOL_CPU=") + env +
                              " is not a kernel level (known: auto, scalar, avx2, avxvnni, avx512, "
-                             "amx, neon, dotprod)"};
+                             "amx, neon, dotprod, i8mm)"};
     return try_resolve_cpu_level(*level, std::string("SMOL_CPU=") + env);
 }
 inline CpuLevel requested_cpu_level() {

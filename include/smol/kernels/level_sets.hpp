@@ -49,6 +49,8 @@ SMOL_LEVEL_SETS_INLINE KernelSet build_level_set(CpuLevel level, const KernelPar
             return neon::make_kernel_set(p);
         case CpuLevel::dotprod:
             return dotprod::make_kernel_set(p);
+        case CpuLevel::i8mm:
+            return i8mm::make_kernel_set(p);
 #endif
         default:
             return scalar::make_kernel_set(p);
