@@ -36,7 +36,7 @@ mkdir -p "$build/include"
 ln -sfn "$(find_header_dir xsimd/xsimd.hpp)" "$build/include/xsimd"
 ln -sfn "$(find_header_dir doctest/doctest.h)" "$build/include/doctest"
 
-# One flagless build (-march=armv8-a): the neon and dotprod levels are both
+# One flagless build (-march=armv8-a): the neon, dotprod and i8mm levels are all
 # compiled in and chosen at run time, so the emulated CPU decides what runs.
 echo "ci-aarch64: building test_kernels (-march=armv8-a, run-time dispatch)"
 # The two units compile side by side (CI has two cores).

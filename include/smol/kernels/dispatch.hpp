@@ -15,7 +15,7 @@
 //
 // Each set is built on first use (thread-safe) by its level's
 // make_kernel_set(params) (scalar: kernel_set.hpp; avx2, avxvnni, avx512, amx:
-// x86.hpp; neon, dotprod: arm.hpp), the one way a set is made, and kept
+// x86.hpp; neon, dotprod, i8mm: arm.hpp), the one way a set is made, and kept
 // unchanged for the whole program, so a pointer to it stays valid.
 //
 // Build time: the levels' kernels are most of what a unit that loads a model

@@ -10,7 +10,7 @@
 //
 // Each level's whole set is built by one function, its make_kernel_set:
 // scalar::make_kernel_set (below), avx2 / avxvnni / avx512::make_kernel_set
-// (kernels/x86.hpp), neon / dotprod::make_kernel_set (kernels/arm.hpp). What
+// (kernels/x86.hpp), neon / dotprod / i8mm::make_kernel_set (kernels/arm.hpp). What
 // each level has per weight type is summed up in kernels/weight_types.hpp.
 #pragma once
 
