@@ -162,6 +162,16 @@ int main(int argc, char** argv) {
                "tools the model may call: a JSON array of {name, description, parameters}\n"
                "or {type: function, function: {...}} (implies --chat); the parsed calls\n"
                "follow the statistics on stderr");
+    cli.option(
+        "--lookup",
+        [&params](const std::string& name) {
+            const auto mode = smol::parse_lookup_mode(name);
+            if (!mode) throw smol_cli::BadValue("expected auto, on or off, not '" + name + "'");
+            params.lookup.mode = *mode;
+        },
+        "MODE",
+        "lookup decoding (drafts from the context, the same tokens): auto (default: on\n"
+        "where it never loses), on, off");
     cli.flag("--constrain-tools", params.constrain_tool_calls,
              "make each <tool_call> follow a --tools schema");
     cli.option("--logits-out", logits_out, "FILE",

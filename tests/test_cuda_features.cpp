@@ -266,7 +266,7 @@ TEST_CASE("cuda features: lookup decoding's verify chunks on the device") {
             CAPTURE(k);
             CAPTURE(kind);
             smol::GenerateParams lookup = plain;
-            lookup.lookup.enabled = true;
+            lookup.lookup.mode = smol::LookupMode::on;
             lookup.lookup.k = k;
             lookup.lookup.draft_hook = [&](const std::vector<int32_t>& history, size_t most,
                                            std::vector<int32_t>& drafts) {

@@ -118,24 +118,16 @@ TEST_CASE("lookup drafts: the latest longest n-gram match proposes what followed
 
 TEST_CASE("lookup drafts back off while they fail and come back when one is accepted") {
     smol::detail::DraftBudget budget(4);
-    CHECK(budget.next() == 4);
-    budget.record(4, 0);  // all failed: half as many
-    CHECK(budget.next() == 2);
-    budget.record(2, 0);
-    CHECK(budget.next() == 1);
-    budget.record(1, 0);        // from one draft on: pauses of 1, 2, 4 .. 64 plain steps
-    CHECK(budget.next() == 0);  // pause of 1
+    CHECK(budget.next() == 1);  // a run starts with one draft per step
+    budget.record(1, 0);        // a single draft failed: pauses of 2, 8, 32, 64 plain steps
+    CHECK(budget.next() == 0);
+    CHECK(budget.next() == 0);
     CHECK(budget.next() == 1);  // probe
-    budget.record(1, 0);
-    CHECK(budget.next() == 0);
-    CHECK(budget.next() == 0);
-    CHECK(budget.next() == 1);
-    // The pause doubles up to 64.
-    for (int i = 0; i < 10; ++i) {
+    for (const size_t pause : {size_t(8), size_t(32), size_t(64), size_t(64)}) {
         budget.record(1, 0);
         size_t plain_steps = 0;
         while (budget.next() == 0) ++plain_steps;
-        CHECK(plain_steps == std::min<size_t>(size_t(4) << i, 64));
+        CHECK(plain_steps == pause);
     }
     budget.record(0, 0);  // a step without drafts says nothing
     CHECK(budget.next() == 1);
@@ -147,11 +139,23 @@ TEST_CASE("lookup drafts back off while they fail and come back when one is acce
     CHECK(budget.next() == 4);
     budget.record(4, 2);  // some: one more than were accepted
     CHECK(budget.next() == 3);
-    budget.record(3, 0);  // and the pauses start again from 1
+    budget.record(3, 0);  // none of several: one
     CHECK(budget.next() == 1);
-    budget.record(1, 0);
+    budget.record(1, 0);  // and the pauses start again from 2
+    CHECK(budget.next() == 0);
     CHECK(budget.next() == 0);
     CHECK(budget.next() == 1);
+
+    // Every draft wrong: 5 rows drafted in the first 128 tokens, one per 65 after.
+    smol::detail::DraftBudget wrong(16);
+    size_t rows = 0;
+    for (size_t t = 0; t < 128 + 65 * 10; ++t) {
+        const size_t d = wrong.next();
+        rows += d;
+        if (d > 0) wrong.record(d, 0);
+        if (t + 1 == 128) CHECK(rows == 5);
+    }
+    CHECK(rows == 5 + 10);
 }
 
 // ---------------------------------------------------------------------------
@@ -232,8 +236,14 @@ TEST_CASE("verify_draft accepts with p(draft), else draws from p without the dra
 
 namespace {
 
-using smol_test::greedy;
 using smol_test::made_model;
+
+// Plain decoding, the baseline: lookup decoding off (the default would run it).
+smol::GenerateParams greedy(int max_tokens) {
+    smol::GenerateParams p = smol_test::greedy(max_tokens);
+    p.lookup.mode = smol::LookupMode::off;
+    return p;
+}
 
 std::shared_ptr<const smol::Model> fixture_model(const char* name) {
     const auto path = smol_test::fixture(name);
@@ -244,7 +254,7 @@ std::shared_ptr<const smol::Model> fixture_model(const char* name) {
 }
 
 smol::GenerateParams with_lookup(smol::GenerateParams p, size_t k = 4) {
-    p.lookup.enabled = true;
+    p.lookup.mode = smol::LookupMode::on;
     p.lookup.k = k;
     return p;
 }
@@ -340,8 +350,14 @@ TEST_CASE("forced drafts: all accepted and all rejected give plain decoding's to
             CHECK(r.n_drafted_tokens > 0);
             if (right) {
                 CHECK(r.n_accepted_drafts == r.n_drafted_tokens);
-                // Every step emits k + 1 tokens (the last ones capped by max_tokens).
-                CHECK(r.n_decode_steps <= (plain.tokens.size() - 1 + k) / (k + 1));
+                // Every step emits all its drafts and one more; the drafts per
+                // step double from 1 up to k (the last ones capped by max_tokens).
+                size_t steps = 0;
+                for (size_t left = plain.tokens.size() - 1, cap = 1; left > 0; ++steps) {
+                    left -= std::min(left, cap + 1);
+                    cap = std::min(k, 2 * cap);
+                }
+                CHECK(r.n_decode_steps <= steps);
             } else {
                 CHECK(r.n_accepted_drafts == 0);
                 CHECK(r.n_decode_steps + 1 == plain.tokens.size());
@@ -415,11 +431,13 @@ TEST_CASE("lookup decoding: max_tokens, stop strings, callbacks and end tokens a
         }
     }
     // An end token drafted and confirmed ends the run there (forced: the
-    // hook drafts it, a logits hook makes greedy pick it at the third token).
+    // hook drafts it, a logits hook makes greedy pick it at the fifth token:
+    // the first step drafts 1 token, the second 2, the end token the last).
     {
         const std::vector<int32_t> eog = model->tokenizer().end_of_generation_ids();
         REQUIRE(!eog.empty());
-        std::vector<int32_t> script(full.tokens.begin(), full.tokens.begin() + 2);
+        REQUIRE(full.tokens.size() >= 4);
+        std::vector<int32_t> script(full.tokens.begin(), full.tokens.begin() + 4);
         script.push_back(eog[0]);
         smol::GenerateParams s = greedy(20);
         s.ignore_eos = false;
@@ -433,7 +451,7 @@ TEST_CASE("lookup decoding: max_tokens, stop strings, callbacks and end tokens a
         CHECK(expected.stop_reason == smol::StopReason::eos);
         CHECK(r.stop_reason == smol::StopReason::eos);
         CHECK(r.tokens == expected.tokens);
-        CHECK(r.n_accepted_drafts == 2);
+        CHECK(r.n_accepted_drafts == 3);
         CHECK(gen.save_session() == plain.save_session());
     }
 }
@@ -441,6 +459,7 @@ TEST_CASE("lookup decoding: max_tokens, stop strings, callbacks and end tokens a
 TEST_CASE("lookup decoding: a seeded sampled run is reproducible and plain decoding's") {
     const auto model = made_model();
     smol::GenerateParams p;
+    p.lookup.mode = smol::LookupMode::off;
     p.max_tokens = 48;
     p.ignore_eos = true;
     p.temperature = 0.9f;
@@ -472,6 +491,7 @@ TEST_CASE("lookup decoding: a JSON-schema constrained run equals plain decoding'
     for (const float temperature : {0.0f, 0.8f}) {
         CAPTURE(temperature);
         smol::GenerateParams p;
+        p.lookup.mode = smol::LookupMode::off;
         p.max_tokens = 80;
         p.temperature = temperature;
         p.seed = 9;

@@ -249,7 +249,7 @@ TEST_CASE(
 
             smol::GenerateParams plain_params = p;
             hook_rows = 0;
-            plain_params.lookup.enabled = true;
+            plain_params.lookup.mode = smol::LookupMode::on;
             plain_params.lookup.draft_hook = [](const std::vector<int32_t>&, size_t,
                                                 std::vector<int32_t>&) {};
             smol::Generator plain_gen(model);

@@ -1,10 +1,12 @@
 // smol-bench --lookup K: what lookup decoding (GenerateParams::lookup,
 // generation/lookup.hpp) costs and gains.
 //   1. The verify step on the backend: one sequence after a 64-token prompt,
-//      a step of 1 token (the last position's logits) against a step of K + 1
-//      tokens with every row's logits, alternated, the cache cut back after
-//      each so both run at the same position; -r x 8 steps each. Target for
-//      K = 4: ratio <= 1.3.
+//      a step of 1 token (the last position's logits) against steps of d + 1
+//      tokens with every row's logits (d = K, K / 2, .. 1: what the back-off
+//      runs), alternated, the cache cut back after each so all run at the same
+//      position; -r x 8 steps each. Target for K = 4: ratio <= 1.3. From these
+//      ratios, the back-off's worst case computed: every draft wrong over
+//      max(-n, 128) tokens, DraftBudget replayed (target <= 0.5 %).
 //   2. Whole decodes through smol::Generator (greedy, ignore_eos, -n tokens
 //      after a 64-token random prompt), alternated -r times: plain; lookup
 //      with its n-gram drafts; lookup with every draft right (the plain run's
@@ -34,44 +36,85 @@ nlohmann::json lookup_cost(const Options& args, const std::shared_ptr<const smol
     const long repeats = args.repeats;
     constexpr size_t kPrompt = 64, kStepsPerRun = 8;
 
-    // 1. One step of 1 row against one of k + 1 rows with every row's logits.
+    // 1. One step of 1 row against steps of d + 1 rows with every row's
+    // logits, for each draft count d the back-off (detail::DraftBudget) runs
+    // when every draft is wrong: k, k / 2, .. 1.
+    std::vector<size_t> draft_counts;
+    for (size_t d = k; d >= 1; d /= 2) draft_counts.push_back(d);
     auto cache = model->backend().make_cache(kPrompt + k + 1);
     std::vector<float> last(vocab), rows((k + 1) * vocab);
     const std::vector<int32_t> prompt = random_ids(kPrompt);
     run_forward(*model, *cache, prompt.data(), prompt.size(), 0, last, forward_options);
     const std::vector<int32_t> chunk = random_ids(k + 1);
-    std::vector<double> one_ms, verify_ms;
+    std::vector<double> one_ms;
+    std::vector<std::vector<double>> verify_ms(draft_counts.size());
     for (size_t step = 0; step < size_t(repeats) * kStepsPerRun; ++step) {
-        for (int wide = 0; wide < 2; ++wide) {
-            smol::Segment segment;
-            segment.tokens = chunk.data();
-            segment.n_tokens = wide ? k + 1 : 1;
-            segment.start = kPrompt;
-            segment.cache = cache.get();
-            segment.logits = wide ? rows.data() : last.data();
-            segment.all_logits = wide != 0;
-            const auto t0 = Clock::now();
-            model->backend().forward(segment, forward_options);
-            (wide ? verify_ms : one_ms).push_back(ms_between(t0, Clock::now()));
-            cache->truncate(kPrompt);
+        for (size_t i = 0; i < draft_counts.size(); ++i) {
+            for (int wide = 0; wide < 2; ++wide) {
+                if (!wide && i > 0) continue;  // one 1-row step per round
+                smol::Segment segment;
+                segment.tokens = chunk.data();
+                segment.n_tokens = wide ? draft_counts[i] + 1 : 1;
+                segment.start = kPrompt;
+                segment.cache = cache.get();
+                segment.logits = wide ? rows.data() : last.data();
+                segment.all_logits = wide != 0;
+                const auto t0 = Clock::now();
+                model->backend().forward(segment, forward_options);
+                (wide ? verify_ms[i] : one_ms).push_back(ms_between(t0, Clock::now()));
+                cache->truncate(kPrompt);
+            }
         }
     }
-    const Spread one = spread_of(one_ms), verify = spread_of(verify_ms);
-    const double step_ratio = one.median > 0 ? verify.median / one.median : 0;
+    const Spread one = spread_of(one_ms);
+    std::vector<double> ratios;
     std::printf(
-        "\nlookup decoding, k = %zu: one verify step (%zu rows, every row's logits) against a "
+        "\nlookup decoding, k = %zu: verify steps (d + 1 rows, every row's logits) against a "
         "one-token step, after a %zu-token prompt; median of %ld x %zu steps [min-max]\n"
-        "  1 row    %.2f ms [%.2f-%.2f]\n  %zu rows   %.2f ms [%.2f-%.2f]\n"
-        "  ratio    %.3f (target for k = 4: <= 1.3)\n",
-        k, k + 1, kPrompt, repeats, kStepsPerRun, one.median, one.min, one.max, k + 1,
-        verify.median, verify.min, verify.max, step_ratio);
+        "  1 row     %.2f ms [%.2f-%.2f]\n",
+        k, kPrompt, repeats, kStepsPerRun, one.median, one.min, one.max);
+    nlohmann::json verify_json = nlohmann::json::object();
+    for (size_t i = 0; i < draft_counts.size(); ++i) {
+        const Spread verify = spread_of(verify_ms[i]);
+        ratios.push_back(one.median > 0 ? verify.median / one.median : 0);
+        std::printf("  %zu rows    %.2f ms [%.2f-%.2f]  ratio %.3f\n", draft_counts[i] + 1,
+                    verify.median, verify.min, verify.max, ratios.back());
+        verify_json[std::to_string(draft_counts[i])] = {{"ms", spread_json(verify, verify_ms[i])},
+                                                        {"ratio", ratios.back()}};
+    }
+    std::printf("  target for k = 4: the 5-row ratio <= 1.3\n");
+
+    // The back-off's worst case, computed: every draft wrong for n tokens, the
+    // budget replayed, each drafted step's extra cost its measured ratio - 1.
+    const size_t n_tokens = size_t(std::max<long>(args.n_gen, 128));
+    smol::detail::DraftBudget budget(k);
+    double extra = 0;
+    size_t drafted_rows = 0, drafted_steps = 0;
+    for (size_t t = 0; t < n_tokens; ++t) {
+        const size_t d = budget.next();
+        if (d == 0) continue;
+        const size_t i =
+            size_t(std::find(draft_counts.begin(), draft_counts.end(), d) - draft_counts.begin());
+        if (i < ratios.size()) extra += ratios[i] - 1;
+        drafted_rows += d;
+        ++drafted_steps;
+        budget.record(d, 0);
+    }
+    const double worst = extra / double(n_tokens);
+    std::printf(
+        "  every draft wrong, computed over %zu tokens: %zu steps drafted %zu rows, cost "
+        "%.2f %% of plain decoding (target <= 0.5 %%)\n",
+        n_tokens, drafted_steps, drafted_rows, 100 * worst);
     std::fflush(stdout);
 
     // 2. Whole decodes.
-    nlohmann::json out = {{"k", k},
-                          {"one_row_step_ms", spread_json(one, one_ms)},
-                          {"verify_step_ms", spread_json(verify, verify_ms)},
-                          {"verify_step_ratio", step_ratio}};
+    nlohmann::json out = {
+        {"k", k},
+        {"one_row_step_ms", spread_json(one, one_ms)},
+        {"verify_steps", verify_json},
+        {"verify_step_ratio", ratios.front()},
+        {"all_wrong_cost_computed",
+         {{"tokens", n_tokens}, {"drafted_rows", drafted_rows}, {"fraction", worst}}}};
     if (args.n_gen < 2) return out;
     smol::GeneratorOptions options;
     options.n_ctx = std::min(kPrompt + size_t(args.n_gen) + k + 2, model->config().context_length);
@@ -97,7 +140,7 @@ nlohmann::json lookup_cost(const Options& args, const std::shared_ptr<const smol
     for (long r = 0; r < repeats; ++r) {
         for (size_t v = 0; v < variants.size(); ++v) {
             smol::GenerateParams p = plain;
-            p.lookup.enabled = v > 0;
+            p.lookup.mode = v > 0 ? smol::LookupMode::on : smol::LookupMode::off;
             p.lookup.k = k;
             if (v == 2) p.lookup.draft_hook = forced(true);
             if (v == 3) p.lookup.draft_hook = forced(false);

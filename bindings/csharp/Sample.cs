@@ -186,7 +186,7 @@ static class Sample {
             {
                 const string repeats = "one two three four, one two three four, one two three four, one two";
                 Func<Smol.GenerateParams, Smol.Result> fresh = p => { gen.Reset(); return gen.Generate(repeats, p); };
-                var plainParams = new Smol.GenerateParams { Temperature = 0, MaxTokens = 48, IgnoreEos = true };
+                var plainParams = new Smol.GenerateParams { Temperature = 0, MaxTokens = 48, IgnoreEos = true, Lookup = false };
                 Smol.Result plain = fresh(plainParams);
                 var dry = new Smol.GenerateParams { Temperature = 0, MaxTokens = 48, IgnoreEos = true, DryMultiplier = 4 };
                 Check(!Same(fresh(dry).Tokens, plain.Tokens), "DRY changes the greedy tokens");

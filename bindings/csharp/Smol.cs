@@ -120,7 +120,7 @@ public sealed class GenerateParams {
     // XTC: with this probability, drop the likeliest tokens above the threshold.
     public double? XtcProbability, XtcThreshold;
     // Lookup decoding: drafts from the context, the same tokens as plain decoding.
-    public bool Lookup;
+    public bool? Lookup;  // null: automatic (on where it never loses)
     public long? LookupK, LookupMaxNgram;
 }
 
@@ -454,7 +454,7 @@ internal sealed class NativeMemory : IDisposable {
         }
         if (g.XtcProbability.HasValue) p.xtc_probability = g.XtcProbability.Value;
         if (g.XtcThreshold.HasValue) p.xtc_threshold = g.XtcThreshold.Value;
-        p.lookup = g.Lookup ? 1 : 0;
+        if (g.Lookup.HasValue) p.lookup = g.Lookup.Value ? 1 : 0;
         if (g.LookupK.HasValue) p.lookup_k = g.LookupK.Value;
         if (g.LookupMaxNgram.HasValue) p.lookup_max_ngram = g.LookupMaxNgram.Value;
         return p;

@@ -39,8 +39,9 @@
 //                           constrain_tool_calls (the declared tools' call shapes);
 //                           tokens a constraint forces run as one chunk
 //                           (jump-forward: the same output)      generation/jump_forward.hpp
-//       lookup decoding     lookup (LookupParams: enabled, k, max_ngram, draft_hook):
-//                           drafts from the context, verified k per step
+//       lookup decoding     lookup (LookupParams: mode automatic|on|off, k, max_ngram,
+//                           draft_hook): drafts from the context, verified k per
+//                           step; by default on where it never loses
 //                                                                       generation/lookup.hpp
 //     GenerateResult        text, reasoning, answer, tokens, stop_reason, tool_calls (parsed
 //                           <tool_call> blocks, text/tool_calls.hpp), token counts
@@ -214,7 +215,8 @@
 //     BatcherOptions
 //     Batcher: model options run join leave Membership Stats stats
 //   generation/lookup.hpp
-//     LookupParams, find_lookup_drafts, DraftVerdict, verify_draft
+//     LookupMode, lookup_mode_name, parse_lookup_mode, LookupParams, find_lookup_drafts,
+//       DraftVerdict, verify_draft
 //   constrain/json_schema_options.hpp
 //     JsonSchemaOptions
 //   text/tool_calls.hpp

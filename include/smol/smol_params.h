@@ -86,7 +86,8 @@ typedef struct smol_params {
     double xtc_threshold;   /* 0.1; > 0.5: off */
     /* Lookup decoding (C++ LookupParams, generation/lookup.hpp): drafts from
      * the context, checked k at a time; the same tokens as plain decoding. */
-    int64_t lookup;           /* nonzero: on; default 0 */
+    int64_t lookup;           /* -1: automatic (the default: on where it never
+                                 loses), 0: off, 1: on */
     int64_t lookup_k;         /* drafted tokens per step, 1..16; 4 */
     int64_t lookup_max_ngram; /* longest suffix looked up, 1..16; 3 */
     /* The chat template's raw xml_tools (each inserted verbatim inside
@@ -242,7 +243,7 @@ SMOL_API void smol_result_free(smol_result* result) SMOL_NOEXCEPT;
  *   GenerateParams::json_schema_options     nested JsonSchemaOptions
  *   GenerateParams::constrain_tool_calls    smol_params.constrain_tool_calls
  *   GenerateParams::lookup                  nested LookupParams
- *   LookupParams::enabled                   smol_params.lookup
+ *   LookupParams::mode                      smol_params.lookup
  *   LookupParams::k                         smol_params.lookup_k
  *   LookupParams::max_ngram                 smol_params.lookup_max_ngram
  *   LookupParams::draft_hook                exempt: a test and benchmark hook

@@ -202,7 +202,9 @@ smol::GenerateParams to_params(const smol_params* user) {
                                            "smol_params.dry_sequence_breakers");
     out.xtc_probability = float(p.xtc_probability);
     out.xtc_threshold = float(p.xtc_threshold);
-    out.lookup.enabled = p.lookup != 0;
+    out.lookup.mode = p.lookup < 0    ? smol::LookupMode::automatic
+                      : p.lookup == 0 ? smol::LookupMode::off
+                                      : smol::LookupMode::on;
     out.lookup.k = to_count(p.lookup_k, "smol_params.lookup_k");
     out.lookup.max_ngram = to_count(p.lookup_max_ngram, "smol_params.lookup_max_ngram");
     return out;
@@ -318,7 +320,9 @@ void default_params(smol_params* params) noexcept {
     }
     params->xtc_probability = d.xtc_probability;
     params->xtc_threshold = d.xtc_threshold;
-    params->lookup = d.lookup.enabled;
+    params->lookup = d.lookup.mode == smol::LookupMode::automatic ? -1
+                     : d.lookup.mode == smol::LookupMode::off     ? 0
+                                                                  : 1;
     params->lookup_k = int64_t(d.lookup.k);
     params->lookup_max_ngram = int64_t(d.lookup.max_ngram);
 }

@@ -980,6 +980,7 @@ static void test_knobs(smol_model* model) {
     smol_result* plain;
     smol_result* r;
     p.ignore_eos = 1;
+    p.lookup = 0; /* plain decoding, the baseline (the default, -1, would run lookup) */
     CHECK(gen != NULL);
     if (!gen) return;
     plain = fresh_run(gen, prompt, &p);
@@ -995,7 +996,7 @@ static void test_knobs(smol_model* model) {
     CHECK(q.dry_sequence_breakers && strcmp(q.dry_sequence_breakers[0], "\n") == 0 &&
           strcmp(q.dry_sequence_breakers[3], "*") == 0);
     CHECK(q.xtc_probability == 0 && q.xtc_threshold > 0.09 && q.xtc_threshold < 0.11);
-    CHECK(q.lookup == 0 && q.lookup_k == 4 && q.lookup_max_ngram == 3);
+    CHECK(q.lookup == -1 && q.lookup_k == 4 && q.lookup_max_ngram == 3); /* -1: automatic */
     CHECK(q.n_xml_tools == 0 && q.n_python_tools == 0);
 
     /* DRY on: the repeats are penalized, so the greedy tokens change. */
@@ -1074,14 +1075,21 @@ static void test_knobs(smol_model* model) {
 
     /* An older caller's smol_params that ends before the new fields: they
      * keep their defaults, whatever lies past its size. */
-    q = p;
-    q.size = offsetof(smol_params, dry_multiplier);
-    q.dry_multiplier = 4;
-    q.lookup = 1;
-    q.lookup_k = -5;
-    r = fresh_run(gen, prompt, &q);
-    CHECK(r && same_tokens(r, plain) && r->n_drafted_tokens == 0);
-    smol_result_free(r);
+    {
+        smol_result* automatic;
+        q = p;
+        q.lookup = -1;
+        automatic = fresh_run(gen, prompt, &q); /* the default lookup mode */
+        q.size = offsetof(smol_params, dry_multiplier);
+        q.dry_multiplier = 4;
+        q.lookup = 0;
+        q.lookup_k = -5;
+        r = fresh_run(gen, prompt, &q);
+        CHECK(r && automatic && same_tokens(r, plain) &&
+              r->n_drafted_tokens == automatic->n_drafted_tokens && r->n_drafted_tokens > 0);
+        smol_result_free(r);
+        smol_result_free(automatic);
+    }
 
     /* The token ids of the prompt generate what the text generates. */
     {

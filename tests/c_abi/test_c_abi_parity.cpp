@@ -224,7 +224,7 @@ void check_knob_parity(const std::shared_ptr<const smol::Model>& cpp_model, smol
     }
     {  // lookup decoding: the same drafts and acceptances
         smol::GenerateParams a = cpp_params;
-        a.lookup.enabled = true;
+        a.lookup.mode = smol::LookupMode::on;
         a.lookup.k = 3;
         a.lookup.max_ngram = 2;
         smol_params b = p;

@@ -291,12 +291,12 @@ class _Params:
                 self.keep.append(array)
                 p.tools = ctypes.cast(array, ctypes.POINTER(_native.Tool))
                 p.n_tools = len(tools)
-            elif name == "enable_thinking":
-                p.enable_thinking = -1 if value is None else int(bool(value))
+            elif name in ("enable_thinking", "lookup"):
+                setattr(p, name, -1 if value is None else int(bool(value)))
             elif name in ("today", "grammar", "json_schema"):
                 setattr(p, name, None if value is None else _utf8(value))
             elif name in ("ignore_eos", "prompt_as_text", "add_generation_prompt",
-                          "parse_special_in_content", "constrain_tool_calls", "lookup"):
+                          "parse_special_in_content", "constrain_tool_calls"):
                 setattr(p, name, int(bool(value)))
             else:
                 setattr(p, name, value)

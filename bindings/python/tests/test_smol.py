@@ -416,7 +416,7 @@ REPEATS = "one two three four, one two three four, one two three four, one two"
 
 def test_dry_xtc_lookup_change_what_they_should(model):
     gen = model.generator()
-    greedy = dict(max_tokens=48, temperature=0, ignore_eos=True)
+    greedy = dict(max_tokens=48, temperature=0, ignore_eos=True, lookup=False)
 
     def run(**params):
         gen.reset()
@@ -438,11 +438,11 @@ def test_dry_xtc_lookup_change_what_they_should(model):
     assert run(xtc_probability=1.0, xtc_threshold=0.01, **sampled).tokens != base.tokens
     assert run(xtc_probability=1.0, xtc_threshold=0.6, **sampled).tokens == base.tokens
     # Lookup decoding: plain decoding's tokens in fewer steps.
-    looked = run(lookup=True, lookup_k=4, **greedy)
+    looked = run(**{**greedy, "lookup": True, "lookup_k": 4})
     assert looked.tokens == plain.tokens
     assert looked.n_accepted_drafts > 0 and looked.n_decode_steps < plain.n_decode_steps
     with pytest.raises(smol.Error):
-        run(lookup=True, lookup_k=-1, **greedy)
+        run(**{**greedy, "lookup": True, "lookup_k": -1})
 
 
 def test_token_ids_generate_and_detokenize(model):

@@ -545,7 +545,10 @@ private:
         detail::LookupDecoding lookup(params.lookup);
         std::optional<detail::JumpForward> jump;
         detail::DecodeStrategy* strategy = &plain;
-        if (params.lookup.enabled) {
+        const bool use_lookup = params.lookup.mode == LookupMode::on ||
+                                (params.lookup.mode == LookupMode::automatic && !constraint &&
+                                 backend().device() == Device::cpu && !state_->options.batcher);
+        if (use_lookup) {
             strategy = &lookup;
         } else if (constraint) {
             strategy = &jump.emplace(*constraint);

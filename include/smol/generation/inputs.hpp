@@ -67,7 +67,7 @@ inline Status run_inputs_status(const std::vector<int32_t>& prompt, const Genera
                           "GenerateParams: constrain_tool_calls and a grammar or json_schema "
                           "constrain the same text (use one)");
     }
-    if (params.lookup.enabled &&
+    if (params.lookup.mode != LookupMode::off &&
         (params.lookup.k == 0 || params.lookup.k > LookupParams::kMaxDrafts ||
          params.lookup.max_ngram == 0 || params.lookup.max_ngram > LookupParams::kMaxNgram))
         return Status(

@@ -1,5 +1,5 @@
 // Lookup decoding: speculative decoding whose drafts come from the context
-// itself (GenerateParams::lookup, off by default).
+// itself (GenerateParams::lookup; by default on where it never loses, below).
 //
 // Decoding one token is bound by reading the weights, and a step over a few
 // rows reads them once for all, so a step that checks k guessed tokens costs
@@ -21,13 +21,18 @@
 // emits between 1 and k + 1 tokens; the cache is truncated to the accepted
 // ones.
 //
-// Backing off (detail::DraftBudget): a step with k drafts costs more than a
-// plain one, so drafts that keep failing would make decoding slower than
-// plain. After a step whose drafts all failed the next steps take half as
-// many, and from one draft on, steps without drafts follow, 1, 2, 4 .. 64 of
-// them between single-draft probes; an accepted draft restores the count
-// (all accepted: doubled, up to k; some: one more than were accepted). A run
-// whose every draft fails thus pays one probe per 64 plain steps.
+// Backing off (detail::DraftBudget): a step with d drafts costs more than a
+// plain one (on the 3B file about 1 + 0.05 d, benchmarks/RESULTS.md), so
+// drafts that keep failing would make decoding slower than plain. A run
+// earns its drafts: it starts with one per step, an accepted draft raises the
+// count (all accepted: doubled, up to k; some: one more than were accepted),
+// a step whose drafts all failed drops it to one, and a failed single draft
+// is followed by plain steps, 2, 8, 32, then 64 of them between single-draft
+// probes (any accepted draft starts the pauses again from 2). A run whose
+// every draft fails thus drafts 5 rows in its first 128 tokens and one per
+// 65 steps after: the worst case, computed from the measured step costs by
+// `smol-bench --lookup K`, stays under 0.5 % of plain decoding, which is why
+// LookupMode::automatic runs it by default.
 //
 // Results:
 //   - Bits. A token's logits in a chunk of k + 1 rows are the bits of the
@@ -72,6 +77,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "../error.hpp"
@@ -80,9 +87,41 @@
 
 SMOL_NAMESPACE_BEGIN
 
+// When lookup decoding runs (LookupParams::mode).
+//   automatic  the default: where it never loses, i.e. an unconstrained
+//              generation (a constraint's forced tokens run as one chunk
+//              instead: generation/jump_forward.hpp) on the CPU backend
+//              (where the back-off's worst case was measured: all drafts
+//              wrong costs <= 0.5 %, benchmarks/RESULTS.md) by a generator
+//              without a Batcher (whose shared steps already fill the
+//              weights' reads with other generators' rows)
+//   on         always (with a constraint: drafts instead of forced runs)
+//   off        never
+enum class LookupMode : uint8_t { automatic, on, off };
+
+inline const char* lookup_mode_name(LookupMode mode) noexcept {
+    switch (mode) {
+        case LookupMode::automatic:
+            return "automatic";
+        case LookupMode::on:
+            return "on";
+        case LookupMode::off:
+            return "off";
+    }
+    return "?";
+}
+
+// "automatic" (also "auto"), "on" or "off"; std::nullopt for anything else.
+inline std::optional<LookupMode> parse_lookup_mode(std::string_view text) noexcept {
+    if (text == "auto") return LookupMode::automatic;
+    for (LookupMode mode : {LookupMode::automatic, LookupMode::on, LookupMode::off})
+        if (text == lookup_mode_name(mode)) return mode;
+    return std::nullopt;
+}
+
 // GenerateParams::lookup.
 struct LookupParams {
-    bool enabled = false;
+    LookupMode mode = LookupMode::automatic;
     // Drafted tokens per step, 1 .. kMaxDrafts: the step runs k + 1 rows.
     size_t k = 4;
     // The longest suffix of the history looked up (tried from this length down
@@ -137,9 +176,9 @@ namespace detail {
 // How many drafts the next step may take (see "Backing off" above). Per run.
 class DraftBudget {
 public:
-    static constexpr size_t kMaxPause = 64;
+    static constexpr size_t kFirstPause = 2, kPauseGrowth = 4, kMaxPause = 64;
 
-    explicit DraftBudget(size_t k) noexcept : k_(k), cap_(k) {}
+    explicit DraftBudget(size_t k) noexcept : k_(k), cap_(std::min<size_t>(k, 1)) {}
     // The most drafts the next step may run; 0: a plain step (a pause).
     size_t next() noexcept {
         if (wait_ > 0) {
@@ -153,18 +192,18 @@ public:
         if (drafted == 0) return;
         if (accepted > 0) {
             cap_ = accepted == drafted ? std::min(k_, 2 * cap_) : std::min(k_, accepted + 1);
-            pause_ = 1;
+            pause_ = kFirstPause;
         } else if (cap_ > 1) {
-            cap_ /= 2;
+            cap_ = 1;
         } else {
             wait_ = pause_;
-            pause_ = std::min(kMaxPause, 2 * pause_);
+            pause_ = std::min(kMaxPause, kPauseGrowth * pause_);
         }
     }
 
 private:
     size_t k_, cap_;
-    size_t pause_ = 1, wait_ = 0;
+    size_t pause_ = kFirstPause, wait_ = 0;
 };
 
 // Lookup decoding as the decode step's strategy: proposes the drafts

@@ -134,7 +134,9 @@ struct GenerateParams : SamplingParams {
     bool constrain_tool_calls = false;
 
     // Lookup decoding (generation/lookup.hpp): drafts from the context,
-    // verified k at a time in one step. Off by default. Greedy output is
+    // verified k at a time in one step. By default (LookupMode::automatic) on
+    // where it never loses: unconstrained generation on the CPU backend
+    // without a Batcher. Greedy output is
     // plain decoding's, token for token; sampled output is exact in
     // distribution (and, seeded, plain decoding's tokens).
     LookupParams lookup;
