@@ -182,9 +182,6 @@ inline uint64_t sum_bytes(const uint8_t* begin, size_t n) noexcept {
 #define SMOL_ARM_TILES_DOTPROD 0
 #define SMOL_ARM_TILES_I8MM 0
 #include "detail/arm_tiles.inc"
-#undef SMOL_ARM_TILES_NS
-#undef SMOL_ARM_TILES_DOTPROD
-#undef SMOL_ARM_TILES_I8MM
 
 }  // namespace kernels
 SMOL_NAMESPACE_END
@@ -204,9 +201,6 @@ namespace kernels {
 #define SMOL_ARM_TILES_DOTPROD 1
 #define SMOL_ARM_TILES_I8MM 0
 #include "detail/arm_tiles.inc"
-#undef SMOL_ARM_TILES_NS
-#undef SMOL_ARM_TILES_DOTPROD
-#undef SMOL_ARM_TILES_I8MM
 }  // namespace kernels
 SMOL_NAMESPACE_END
 #if defined(__clang__)
@@ -229,9 +223,6 @@ namespace kernels {
 #define SMOL_ARM_TILES_DOTPROD 1
 #define SMOL_ARM_TILES_I8MM 1
 #include "detail/arm_tiles.inc"
-#undef SMOL_ARM_TILES_NS
-#undef SMOL_ARM_TILES_DOTPROD
-#undef SMOL_ARM_TILES_I8MM
 }  // namespace kernels
 SMOL_NAMESPACE_END
 #if defined(__clang__)

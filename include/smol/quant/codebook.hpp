@@ -91,12 +91,6 @@ constexpr uint8_t even_signs(uint32_t index7) noexcept {
     return uint8_t((index7 & 127) | (parity << 7));
 }
 
-// n grid values with sign bits (bit j of signs negates value j) into out.
-template <size_t n>
-inline void signed_row(const std::array<int8_t, n>& row, uint32_t signs, int8_t* out) noexcept {
-    for (size_t j = 0; j < n; ++j) out[j] = int8_t((signs >> j) & 1 ? -row[j] : row[j]);
-}
-
 inline int16_t odd_scale(uint32_t field) noexcept {
     return int16_t(2 * field + 1);
 }
@@ -106,11 +100,13 @@ inline int16_t odd_scale(uint32_t field) noexcept {
 // own with the same results (kernels/detail/arm_codebook_tiles.inc: NEON), so
 // the bit layout above is read in one place only.
 struct ScalarCodebookRows {
+    // n grid values with sign bits (bit j of signs negates value j) into out.
     template <size_t n>
     static void signed_values(const std::array<int8_t, n>& row, uint32_t signs,
                               int8_t* out) noexcept {
-        signed_row(row, signs, out);
+        for (size_t j = 0; j < n; ++j) out[j] = int8_t((signs >> j) & 1 ? -row[j] : row[j]);
     }
+    // IQ1's 8 grid values shifted by delta (+-1) into out.
     static void shifted_values(const std::array<int8_t, 8>& row, int delta, int8_t* out) noexcept {
         for (int j = 0; j < 8; ++j) out[j] = int8_t(row[size_t(j)] + delta);
     }
