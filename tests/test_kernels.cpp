@@ -247,8 +247,9 @@ std::vector<const kernels::KernelSet*> runnable_sets() {
 
 // runnable_sets() and the sets whose speed-only settings choose other tiles
 // over stored rows than the defaults for some type the settings test below
-// leaves out (KernelParams::codebook_gathers: other codebook tiles where the
-// CPU has AVX512-VBMI).
+// leaves out (KernelParams::codebook_gathers: other codebook tiles at the zmm
+// levels; ctest's kernels_without_vbmi runs the tile test again with the
+// codebook tiles a CPU without AVX512-VBMI runs).
 std::vector<const kernels::KernelSet*> sets_with_other_tiles() {
     std::vector<const kernels::KernelSet*> out = runnable_sets();
     for (const kernels::KernelSet* set : runnable_sets()) {
@@ -581,6 +582,36 @@ TEST_CASE("dispatch: a level the CPU cannot run, or an unknown name, is a typed 
 #else
     CHECK_THROWS_AS(kernels::kernel_set(smol::CpuLevel::avx2), smol::Error);
 #endif
+}
+
+TEST_CASE(
+    "dispatch: SMOL_CPU_DISABLE takes features away with what needs them; others are errors") {
+    smol::detail::CpuFeatures all;
+    all.avx2 = all.avxvnni = all.avx512 = all.amx = all.avx512vbmi = true;
+    all.dotprod = all.i8mm = true;
+    const smol::detail::CpuFeatures no_vbmi = smol::detail::without_features(all, "avx512vbmi");
+    CHECK_FALSE(no_vbmi.avx512vbmi);
+    CHECK((no_vbmi.avx512 && no_vbmi.amx && no_vbmi.avx2 && no_vbmi.avxvnni));
+    const smol::detail::CpuFeatures no_avx2 = smol::detail::without_features(all, ",avx2,,i8mm");
+    CHECK_FALSE((no_avx2.avx2 || no_avx2.avxvnni || no_avx2.avx512 || no_avx2.amx ||
+                 no_avx2.avx512vbmi || no_avx2.i8mm));
+    CHECK(no_avx2.dotprod);
+    const smol::detail::CpuFeatures unknown = smol::detail::without_features(all, "avx512vbm");
+    CHECK((unknown.avx512vbmi && unknown.avx512));
+    // The process's own variable: a name that is no feature is a typed error at
+    // the point a level is requested (Model::load, default_kernels).
+    const char* before = std::getenv("SMOL_CPU_DISABLE");
+    const std::string saved = before ? before : "";
+    setenv("SMOL_CPU_DISABLE", "avx512vbmi,vbmi2", 1);
+    const smol::Expected<smol::CpuLevel> level = smol::try_requested_cpu_level();
+    REQUIRE_FALSE(level.ok());
+    CHECK(level.error().kind == smol::ErrorKind::invalid_argument);
+    CHECK(level.error().message.find("'vbmi2'") != std::string::npos);
+    if (before)
+        setenv("SMOL_CPU_DISABLE", saved.c_str(), 1);
+    else
+        unsetenv("SMOL_CPU_DISABLE");
+    CHECK(smol::try_requested_cpu_level().ok());
 }
 
 TEST_CASE(
@@ -1588,12 +1619,12 @@ TEST_CASE("kernel params: sets are built once, differ where the level uses them,
             CHECK(other.params.pace_steps == kernels::KernelParams{}.pace_steps);
             CHECK(other.params.stored_prefetch == kernels::KernelParams{}.stored_prefetch);
         }
-        // Codebook gathers: other codebook tiles at the zmm levels of a CPU with
-        // AVX512-VBMI; elsewhere the setting is kept at its default (the same set).
+        // Codebook gathers: other codebook tiles at the zmm levels; elsewhere the
+        // setting is kept at its default (the same set).
         kernels::KernelParams gathers;
         gathers.codebook_gathers = 1;
         const kernels::KernelSet& gathered = kernels::kernel_set(set->level, gathers);
-        if (zmm && smol::detail::cpu_features().avx512vbmi) {
+        if (zmm) {
             CHECK(gathered.params == gathers);
             for (GGMLType type : {GGMLType::IQ2_XXS, GGMLType::IQ2_S, GGMLType::IQ1_M})
                 CHECK((gathered.of(type).tiles[0] != set->of(type).tiles[0]));

@@ -25,6 +25,13 @@
 //                   build does not know or this CPU cannot run.
 //                   try_requested_cpu_level() returns that error as a value (as
 //                   try_resolve_cpu_level() does for resolve_cpu_level()).
+//   SMOL_CPU_DISABLE a comma-separated list of features this process treats as
+//                   absent (avx2, avxvnni, avx512, avx512vbmi, amx, dotprod,
+//                   i8mm), with every level and tile that needs them: to run,
+//                   test and time on one CPU what a CPU without them runs (e.g.
+//                   avx512vbmi: the avx512 level of a Cascade Lake). Read once,
+//                   with the detection; requested_cpu_level() reports a name
+//                   that is no feature as Error(invalid_argument).
 //
 // Detection is done once per process (a function-local static) and never
 // uses instructions the CPU might lack: cpuid and xgetbv exist on every
@@ -234,8 +241,53 @@ inline CpuFeatures detect_cpu_features() noexcept {
     return f;
 }
 
+// The features SMOL_CPU_DISABLE may name, and where each one lives.
+struct NamedFeature {
+    const char* name;
+    bool CpuFeatures::*flag;
+};
+inline constexpr NamedFeature kNamedFeatures[] = {
+    {"avx2", &CpuFeatures::avx2},     {"avxvnni", &CpuFeatures::avxvnni},
+    {"avx512", &CpuFeatures::avx512}, {"avx512vbmi", &CpuFeatures::avx512vbmi},
+    {"amx", &CpuFeatures::amx},       {"dotprod", &CpuFeatures::dotprod},
+    {"i8mm", &CpuFeatures::i8mm}};
+
+// Calls `each` with every comma-separated name of `list` (empty names skipped).
+template <class Each>
+void for_each_listed(std::string_view list, Each each) {
+    while (!list.empty()) {
+        const size_t comma = list.find(',');
+        const std::string_view name = list.substr(0, comma);
+        if (!name.empty()) each(name);
+        list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    }
+}
+
+// `f` without the features named in `list` (SMOL_CPU_DISABLE: to run, test and
+// time on this CPU what a CPU without them runs), and without what needs them.
+// Names that are no feature are left to try_requested_cpu_level to report.
+inline CpuFeatures without_features(CpuFeatures f, std::string_view list) noexcept {
+    for_each_listed(list, [&](std::string_view name) {
+        for (const NamedFeature& feature : kNamedFeatures)
+            if (name == feature.name) f.*feature.flag = false;
+    });
+    f.avxvnni = f.avxvnni && f.avx2;
+    f.avx512 = f.avx512 && f.avx2;
+    f.amx = f.amx && f.avx512;
+    f.avx512vbmi = f.avx512vbmi && f.avx512;
+    f.i8mm = f.i8mm && f.dotprod;
+    return f;
+}
+
+inline const char* disabled_features_env() noexcept {
+    const char* env = std::getenv("SMOL_CPU_DISABLE");
+    return env == nullptr ? "" : env;
+}
+
+// The features of this CPU, less those SMOL_CPU_DISABLE names; read once.
 inline const CpuFeatures& cpu_features() noexcept {
-    static const CpuFeatures features = detect_cpu_features();
+    static const CpuFeatures features =
+        without_features(detect_cpu_features(), disabled_features_env());
     return features;
 }
 
@@ -312,6 +364,18 @@ inline CpuLevel resolve_cpu_level(CpuLevel level, const std::string& what) {
 // SMOL_CPU from the environment (unset or empty: automatic), resolved; a name
 // that is no level, or a level this CPU cannot run, is Error(invalid_argument).
 inline Expected<CpuLevel> try_requested_cpu_level() {
+    std::string unknown;
+    detail::for_each_listed(detail::disabled_features_env(), [&](std::string_view name) {
+        bool known = false;
+        for (const detail::NamedFeature& feature : detail::kNamedFeatures)
+            known = known || name == feature.name;
+        if (!known && unknown.empty()) unknown = std::string(name);
+    });
+    if (!unknown.empty())
+        return ErrorInfo{ErrorKind::invalid_argument,
+                         "SMOL_CPU_DISABLE names '" + unknown +
+                             "', which is not a CPU feature (known: avx2, avxvnni, avx512, "
+                             "avx512vbmi, amx, dotprod, i8mm)"};
     const char* env = std::getenv("SMOL_CPU");
     if (env == nullptr || *env == '\0') return best_cpu_level();
     const std::optional<CpuLevel> level = parse_cpu_level(env);

@@ -25,8 +25,8 @@
 //       pacing, then its prefetch distance (when some matrix is interleaved and
 //       the level has those tiles: avx512, amx), the stored rows' prefetch
 //       distance (when some matrix it applies to is stored: tunes_stored_prefetch),
-//       whether the codebook tiles gather their grid rows (avx512 / amx with
-//       VBMI, when some matrix is of a codebook type), the decode chunks per
+//       whether the codebook tiles gather their grid rows (avx512 / amx, when
+//       some matrix is of a codebook type), the decode chunks per
 //       thread (every level). A setting keeps its current value
 //       unless a candidate's time is lower by more than keep_margin.
 //
@@ -307,7 +307,7 @@ inline TuneReport tune_kernels(const KernelSet& base,
     if (stored)
         settings.push_back({"stored prefetch", Field::stored_prefetch, kStoredPrefetchCandidates,
                             std::size(kStoredPrefetchCandidates)});
-    if (zmm && codebook && smol::detail::cpu_features().avx512vbmi)
+    if (zmm && codebook)
         settings.push_back({"codebook gathers", Field::codebook_gathers, kCodebookGatherCandidates,
                             std::size(kCodebookGatherCandidates)});
     settings.push_back({"decode chunks", Field::decode_chunks, kDecodeChunkCandidates,

@@ -13,10 +13,11 @@
 //   kernels::avx512   the integer tiles with AVX-512 VNNI (EVEX vpdpbusd): the
 //                     K-quants at 512 bits with their own activation layout
 //                     (detail/x86_avx512_tiles.inc), Q8_0 at 256; attention at
-//                     512 bits (detail/x86_avx512_attention.inc); on CPUs with
-//                     AVX512-VBMI the codebook types' stored-row tiles a block
-//                     per zmm pass (detail/x86_avx512_codebook_tiles.inc, in
-//                     a target region of its own); everything else is avx2's.
+//                     512 bits (detail/x86_avx512_attention.inc); the codebook
+//                     types' stored-row tiles a block per zmm pass
+//                     (detail/x86_avx512_codebook_tiles.inc: with AVX512-VBMI
+//                     in a target region of its own, without it by AVX512-BW);
+//                     everything else is avx2's.
 //   kernels::amx      avx512 with the long batches' converted rows multiplied by
 //                     AMX tiles (detail/x86_amx_tiles.inc); compiled where the
 //                     compiler knows AMX (SMOL_HAS_AMX_KERNELS, kernels/cpu.hpp).
@@ -278,6 +279,11 @@ namespace kernels {
 #undef SMOL_X86_TILES_VNNI
 #include "detail/x86_avx512_tiles.inc"
 #include "detail/x86_avx512_attention.inc"
+#define SMOL_CODEBOOK_ZMM_NS codebook_zmm_bw
+#define SMOL_CODEBOOK_ZMM_VBMI 0
+#include "detail/x86_avx512_codebook_tiles.inc"
+#undef SMOL_CODEBOOK_ZMM_NS
+#undef SMOL_CODEBOOK_ZMM_VBMI
 }  // namespace kernels
 SMOL_NAMESPACE_END
 SMOL_TARGET_END
@@ -286,7 +292,11 @@ SMOL_TARGET_BEGIN(
     "avx2,fma,f16c,bmi,bmi2,popcnt,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi")
 SMOL_NAMESPACE_BEGIN
 namespace kernels {
+#define SMOL_CODEBOOK_ZMM_NS codebook_zmm
+#define SMOL_CODEBOOK_ZMM_VBMI 1
 #include "detail/x86_avx512_codebook_tiles.inc"
+#undef SMOL_CODEBOOK_ZMM_NS
+#undef SMOL_CODEBOOK_ZMM_VBMI
 }  // namespace kernels
 SMOL_NAMESPACE_END
 SMOL_TARGET_END
@@ -474,24 +484,28 @@ inline KernelSet make_kernel_set(const KernelParams& p = {}) noexcept {
         q6k_candidate(size_t(candidate_index(kStoredPrefetchCandidates, p.stored_prefetch)),
                       std::make_index_sequence<std::size(kStoredPrefetchCandidates)>{});
     set.params = p;
-    // The codebook types a whole block per pass where the CPU has VBMI
-    // (detail/x86_avx512_codebook_tiles.inc; same bits), their grid rows
-    // gathered or looked up by permutes as p says.
-    if (!smol::detail::cpu_features().avx512vbmi) {
-        set.params.codebook_gathers = KernelParams{}.codebook_gathers;
-        return set;
-    }
-    for_each_weight_type<TypeTag, codebook_zmm::CodebookPermuteTypes>([&](auto tag) {
-        using Tag = decltype(tag);
-        set.of(Tag::type).tiles = tile_row([](auto n) {
-            return &codebook_zmm::tile_codebook_zmm<Tag::type, false, decltype(n)::value>;
+    // The codebook types a whole block per pass (detail/x86_avx512_codebook_tiles.inc:
+    // by VBMI where the CPU has it, else by AVX512-BW; same bits either way), their
+    // grid rows gathered or looked up by permutes as p says.
+    const bool vbmi = smol::detail::cpu_features().avx512vbmi;
+    const auto codebook_tile = [vbmi](auto type, auto gather, auto n) {
+        constexpr GGMLType t = decltype(type)::value;
+        constexpr bool g = decltype(gather)::value;
+        constexpr int cols = decltype(n)::value;
+        return vbmi ? &codebook_zmm::tile_codebook_zmm<t, g, cols>
+                    : &codebook_zmm_bw::tile_codebook_zmm<t, g, cols>;
+    };
+    for_each_weight_type<TypeTag, codebook_tables::CodebookPermuteTypes>([&](auto tag) {
+        set.of(decltype(tag)::type).tiles = tile_row([&](auto n) {
+            return codebook_tile(std::integral_constant<GGMLType, decltype(tag)::type>{},
+                                 std::false_type{}, n);
         });
     });
     if (p.codebook_gathers)
-        for_each_weight_type<TypeTag, codebook_zmm::CodebookGatherTypes>([&](auto tag) {
-            using Tag = decltype(tag);
-            set.of(Tag::type).tiles = tile_row([](auto n) {
-                return &codebook_zmm::tile_codebook_zmm<Tag::type, true, decltype(n)::value>;
+        for_each_weight_type<TypeTag, codebook_tables::CodebookGatherTypes>([&](auto tag) {
+            set.of(decltype(tag)::type).tiles = tile_row([&](auto n) {
+                return codebook_tile(std::integral_constant<GGMLType, decltype(tag)::type>{},
+                                     std::true_type{}, n);
             });
         });
     return set;
