@@ -15,6 +15,7 @@
 // first such call; the token and the position reach it through device memory.
 #include <smol/detail/abi.hpp>
 #include <smol/cuda/backend.hpp>
+#include "env.hpp"
 #include "test_hooks.hpp"
 
 #include <algorithm>
@@ -276,11 +277,6 @@ void CudaBackend::forward(const int32_t* tokens, size_t n, size_t start_pos, Cud
 
 namespace cuda_detail {
 namespace {
-bool env_off(const char* name) {
-    const char* value = std::getenv(name);
-    return value && std::string(value) == "0";
-}
-
 // One chunk on its own cache's stream and workspace; a single-token decode
 // step that wants the last logits replays the cache's captured graph.
 // The rows of logits a chunk wants: none, its last token's, or every token's.

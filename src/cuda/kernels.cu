@@ -5,6 +5,7 @@
 // kernels.cuh; the block decoding is in blocks.cuh.
 #include <smol/detail/abi.hpp>
 #include "kernels.cuh"
+#include "env.hpp"
 #include "launch.cuh"
 
 #include <cmath>
@@ -382,10 +383,7 @@ void launch_attention_runs(const float* q, const TokenSlot* slots, const SeqCach
                            const TokenRun* runs, int n_runs, int n_heads, int n_kv_heads,
                            int head_dim, float* out, cudaStream_t stream) {
     // SMOL_CUDA_ATTN_TILES=0: the one-token kernel throughout (tuning runs).
-    static const bool allowed = [] {
-        const char* text = std::getenv("SMOL_CUDA_ATTN_TILES");
-        return !(text && text[0] == '0');
-    }();
+    static const bool allowed = !env_off("SMOL_CUDA_ATTN_TILES");
     const bool tiles = allowed && attention_tiles_supports(n_heads, n_kv_heads, head_dim);
     for (int r = 0; r < n_runs; ++r) {
         const TokenRun& run = runs[r];

@@ -11,6 +11,8 @@
 
 #include <cuda_runtime.h>
 
+#include "env.hpp"
+
 SMOL_NAMESPACE_BEGIN
 namespace cuda_detail {
 
@@ -51,10 +53,7 @@ __device__ __forceinline__ void await_previous_kernel() {
 }
 
 inline bool pdl_enabled_on_current_device() {
-    static const bool allowed = [] {
-        const char* text = std::getenv("SMOL_CUDA_PDL");
-        return !(text && text[0] == '0');
-    }();
+    static const bool allowed = !env_off("SMOL_CUDA_PDL");
     if (!allowed) return false;
     int device = 0;
     if (cudaGetDevice(&device) != cudaSuccess) return false;

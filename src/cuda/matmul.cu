@@ -3,8 +3,10 @@
 // in kernels.cuh.
 #include <smol/detail/abi.hpp>
 #include "kernels.cuh"
+#include "env.hpp"
 #include "launch.cuh"
 
+#include <climits>
 #include <cstdlib>
 
 SMOL_NAMESPACE_BEGIN
@@ -117,11 +119,7 @@ __global__ void __launch_bounds__(kMatmulThreads)
 // SMOL_CUDA_SLICES_PER_LANE overrides it (1 to 16) for tuning runs; a
 // process uses one value throughout, so results stay deterministic.
 int slices_per_lane() {
-    static const int value = [] {
-        const char* text = std::getenv("SMOL_CUDA_SLICES_PER_LANE");
-        const int parsed = text ? std::atoi(text) : 0;
-        return parsed >= 1 && parsed <= 16 ? parsed : 4;
-    }();
+    static const int value = env_int("SMOL_CUDA_SLICES_PER_LANE", 4, 1, 16);
     return value;
 }
 int lanes_per_row(int slices) {
@@ -184,10 +182,9 @@ bool matmul_supports(GGMLType type) {
 }
 
 int tile_min_tokens() {
+    // SMOL_CUDA_TILE_MIN=0 (or less): never (the path before the tiles).
     static const int value = [] {
-        const char* text = std::getenv("SMOL_CUDA_TILE_MIN");
-        if (!text) return 32;
-        const int parsed = std::atoi(text);
+        const int parsed = env_int("SMOL_CUDA_TILE_MIN", 32, INT_MIN, INT_MAX);
         return parsed <= 0 ? 1 << 30 : parsed;
     }();
     return value;

@@ -4,6 +4,7 @@
 // (launch_matmul_tiles).
 #include <smol/detail/abi.hpp>
 #include "kernels.cuh"
+#include "env.hpp"
 #include "launch.cuh"
 #include "tiles.cuh"
 
@@ -151,11 +152,7 @@ __global__ void tile_reduce_kernel(TileGroup group, int splits, int n_tokens, co
 }  // namespace
 
 int split_row_tiles() {
-    static const int value = [] {
-        const char* text = std::getenv("SMOL_CUDA_SPLIT_TILES");
-        const int parsed = text ? std::atoi(text) : 0;
-        return parsed >= 1 && parsed <= kSplitRowTiles ? parsed : kSplitRowTiles;
-    }();
+    static const int value = env_int("SMOL_CUDA_SPLIT_TILES", kSplitRowTiles, 1, kSplitRowTiles);
     return value;
 }
 

@@ -27,10 +27,18 @@ SMOL_NAMESPACE_BEGIN
 // not N times.
 class CpuBackend final : public Backend {
 public:
+    // Prompt tokens per pass unless ForwardOptions::chunk_size says otherwise:
+    // a long batch converts each weight row once per pass (kernels: converted
+    // rows), so the conversion is shared by this many tokens. 512, the
+    // reference engine's micro-batch too: against 256, the 3B IQ3_XS file's
+    // pp512 +9 %, Q4_K_M's unchanged (Zen 5, 2026-12-01); the work buffers
+    // grow with it ([rows][ffn] twice: 45 MB at 512 rows on the 3B shape).
+    static constexpr size_t kDefaultChunk = 512;
+
     CpuBackend(const SmolLM3& net, ThreadPool& pool) noexcept
         : Backend(Device::cpu, &detail::kCpuCacheOwner, net.config().vocab_size,
                   net.config().context_length, net.config().n_layers, net.config().n_kv_heads,
-                  net.config().head_dim, /*max_chunk=*/0, ForwardOptions::kDefaultChunk),
+                  net.config().head_dim, /*max_chunk=*/0, kDefaultChunk),
           net_(&net),
           pool_(&pool) {
         batch_rows_ = size_t(kernels::kMaxTileCols);
@@ -61,7 +69,7 @@ protected:
     // chunk): the work buffers grow with the rows ([rows][ffn] twice), and past
     // a few hundred rows a weight read is already shared by so many that
     // another pass costs little.
-    static constexpr size_t kMaxPassRows = 2 * ForwardOptions::kDefaultChunk;
+    static constexpr size_t kMaxPassRows = kDefaultChunk;
 
     // The step's passes share one workspace from the network's pool.
     Status forward_step(const Segment* chunks, size_t n_chunks,
