@@ -252,6 +252,13 @@ inline constexpr NamedFeature kNamedFeatures[] = {
     {"amx", &CpuFeatures::amx},       {"dotprod", &CpuFeatures::dotprod},
     {"i8mm", &CpuFeatures::i8mm}};
 
+// The entry of kNamedFeatures called `name`, or nullptr.
+inline const NamedFeature* named_feature(std::string_view name) noexcept {
+    for (const NamedFeature& feature : kNamedFeatures)
+        if (name == feature.name) return &feature;
+    return nullptr;
+}
+
 // Calls `each` with every comma-separated name of `list` (empty names skipped).
 template <class Each>
 void for_each_listed(std::string_view list, Each each) {
@@ -268,8 +275,7 @@ void for_each_listed(std::string_view list, Each each) {
 // Names that are no feature are left to try_requested_cpu_level to report.
 inline CpuFeatures without_features(CpuFeatures f, std::string_view list) noexcept {
     for_each_listed(list, [&](std::string_view name) {
-        for (const NamedFeature& feature : kNamedFeatures)
-            if (name == feature.name) f.*feature.flag = false;
+        if (const NamedFeature* feature = named_feature(name)) f.*feature->flag = false;
     });
     f.avxvnni = f.avxvnni && f.avx2;
     f.avx512 = f.avx512 && f.avx2;
@@ -366,16 +372,16 @@ inline CpuLevel resolve_cpu_level(CpuLevel level, const std::string& what) {
 inline Expected<CpuLevel> try_requested_cpu_level() {
     std::string unknown;
     detail::for_each_listed(detail::disabled_features_env(), [&](std::string_view name) {
-        bool known = false;
-        for (const detail::NamedFeature& feature : detail::kNamedFeatures)
-            known = known || name == feature.name;
-        if (!known && unknown.empty()) unknown = std::string(name);
+        if (detail::named_feature(name) == nullptr && unknown.empty()) unknown = std::string(name);
     });
-    if (!unknown.empty())
+    if (!unknown.empty()) {
+        std::string known;
+        for (const detail::NamedFeature& feature : detail::kNamedFeatures)
+            known += std::string(known.empty() ? "" : ", ") + feature.name;
         return ErrorInfo{ErrorKind::invalid_argument,
                          "SMOL_CPU_DISABLE names '" + unknown +
-                             "', which is not a CPU feature (known: avx2, avxvnni, avx512, "
-                             "avx512vbmi, amx, dotprod, i8mm)"};
+                             "', which is not a CPU feature (known: " + known + ")"};
+    }
     const char* env = std::getenv("SMOL_CPU");
     if (env == nullptr || *env == '\0') return best_cpu_level();
     const std::optional<CpuLevel> level = parse_cpu_level(env);
