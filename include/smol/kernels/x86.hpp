@@ -473,7 +473,8 @@ inline KernelSet make_kernel_set(const KernelParams& p = {}) noexcept {
     q6k.tiles = tile_row([](auto n) { return &tile_q6k_zmm<decltype(n)::value>; });
     q6k.converted = converted_zmm<GGMLType::Q6_K>();
 
-    // The Q8_K family's long batches: use_k32_tiles' packing, 16 rows per zmm pass.
+    // The Q8_K family's long batches: rows converted in 16-row zmm groups, 32 rows per pass
+    // (the codebook types' conversion replaced below).
     for_each_weight_type<TypeTag, smol::detail::Q8KFamily>([&](auto tag) {
         set.of(decltype(tag)::type).converted = converted_q8k_zmm<decltype(tag)::type>();
     });
