@@ -186,7 +186,7 @@
 //       dequantize_row_q8_k, dequantize_row_q4_k, dequantize_row_q5_k, dequantize_row_q6_k,
 //       dequantize_row_q4_0, dequantize_row_q4_1, dequantize_row_q5_0, dequantize_row_q5_1,
 //       dequantize_row_iq4_nl, dequantize_row_q2_k, dequantize_row_q3_k, dequantize_row_iq4_xs,
-//       dequantize_row_codebook
+//       dequantize_row_codebook, RowCodec
 //   quant/quantize.hpp
 //     QuantizeEffort, quantize_row_f32, quantize_row_f16, quantize_row_bf16, quantize_row_q8_0,
 //       quantize_row_q8_k, quantize_row_q4_k, quantize_row_q5_k, quantize_row_q6_k
@@ -197,7 +197,7 @@
 //   model/cpu_backend.hpp
 //     CpuBackend: name network thread_pool
 //   quant/reference.hpp
-//     RowCodec, ReferenceTypes, can_quantize, can_dequantize, quantize_row, dequantize_row
+//     ReferenceTypes, can_quantize, can_dequantize, quantize_row, dequantize_row
 //   constrain/constraint.hpp
 //     try_tool_call_grammar
 //     TokenConstraint: reset whole_text active finished apply forced_tokens accept overflow_error

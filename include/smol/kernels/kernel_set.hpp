@@ -187,9 +187,9 @@ struct KernelParams {
     int decode_chunks = 8;
     // 1: the avx512 / amx levels' one-token codebook tiles (IQ1_*, IQ2_*, IQ3_*)
     // read their grid rows by vpgather; 0: by permutes of the packed grids, and
-    // IQ2_S, IQ1_S, IQ1_M on the 256-bit tiles (detail/x86_avx512_codebook_tiles.inc).
-    // Gathers are twice as fast on a Sapphire Rapids and several times slower
-    // where microcode guards them (Cascade Lake, Ice Lake, Tiger Lake: Gather
+    // IQ2_S, IQ1_S, IQ1_M by scalar loads (detail/x86_avx512_codebook_tiles.inc).
+    // Gathers are twice as fast on a Sapphire Rapids, slower on a Zen 5, and
+    // several times slower where microcode guards them (Cascade Lake, Ice Lake, Tiger Lake: Gather
     // Data Sampling), so the default is 0 and the tuner decides;
     // one of kCodebookGatherCandidates.
     int codebook_gathers = 0;

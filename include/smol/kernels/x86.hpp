@@ -286,6 +286,7 @@ namespace kernels {
 #undef SMOL_X86_TILES_VNNI
 #include "detail/x86_avx512_tiles.inc"
 #include "detail/x86_avx512_attention.inc"
+#include "detail/x86_avx512_codebook_tables.inc"
 #define SMOL_CODEBOOK_ZMM_NS codebook_zmm_bw
 #define SMOL_CODEBOOK_ZMM_VBMI 0
 #include "detail/x86_avx512_codebook_tiles.inc"
@@ -503,21 +504,20 @@ inline KernelSet make_kernel_set(const KernelParams& p = {}) noexcept {
         return vbmi ? &codebook_zmm::tile_codebook_zmm<t, g, cols>
                     : &codebook_zmm_bw::tile_codebook_zmm<t, g, cols>;
     };
-    for_each_weight_type<TypeTag, codebook_tables::CodebookPermuteTypes>([&](auto tag) {
+    for_each_weight_type<TypeTag, codebook_tables::CodebookTableTypes>([&](auto tag) {
         set.of(decltype(tag)::type).tiles = tile_row([&](auto n) {
             return codebook_tile(std::integral_constant<GGMLType, decltype(tag)::type>{},
                                  std::false_type{}, n);
         });
     });
-    // Their long batches' rows converted from the same unpack (IQ2_S and IQ1_*
-    // by gathers only: without them, convert_q8k_block_x86's).
+    // Their long batches' rows converted from the same unpack.
     const auto codebook_converted = [vbmi](auto type, auto gather) {
         constexpr GGMLType t = decltype(type)::value;
         constexpr bool g = decltype(gather)::value;
         return vbmi ? converted_q8k_zmm<t, &codebook_zmm::convert_q8k_block<t, g>>()
                     : converted_q8k_zmm<t, &codebook_zmm_bw::convert_q8k_block<t, g>>();
     };
-    for_each_weight_type<TypeTag, codebook_tables::CodebookPermuteTypes>([&](auto tag) {
+    for_each_weight_type<TypeTag, codebook_tables::CodebookTableTypes>([&](auto tag) {
         set.of(decltype(tag)::type).converted = codebook_converted(
             std::integral_constant<GGMLType, decltype(tag)::type>{}, std::false_type{});
     });

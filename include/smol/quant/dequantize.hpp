@@ -50,6 +50,31 @@ SMOL_NAMESPACE_BEGIN
 // Dequantization: n elements (a multiple of the block size) -> n floats.
 // ---------------------------------------------------------------------------
 
+// One entry per type the reference converts: its block (or element) type and
+// the two row functions over untyped bytes (quant/reference.hpp reads the table:
+// quantize_row, dequantize_row). The types smol only reads have their entry here,
+// beside the function that is the spec of their bytes; the types smol also writes
+// have theirs in quant/reference.hpp, beside their quantizer. The weight types'
+// entries are the base of the kernels' weight table (kernels/weight_types.hpp).
+template <GGMLType type>
+struct RowCodec;
+
+namespace detail {
+// A type smol reads but does not write: no quantizer (quantizes = false; the
+// reference's quantize_row refuses the type before it would call quantize).
+template <GGMLType id, class BlockT, void (*dequantize_fn)(const BlockT*, float*, size_t)>
+struct RowCodecReadOnly {
+    static constexpr GGMLType type = id;
+    static constexpr bool quantizes = false;
+    using Block = BlockT;
+    template <class Effort>
+    static void quantize(const float*, void*, size_t, Effort) {}
+    static void dequantize(const void* src, float* dst, size_t n) {
+        dequantize_fn(static_cast<const BlockT*>(src), dst, n);
+    }
+};
+}  // namespace detail
+
 inline void dequantize_row_f32(const float* src, float* dst, size_t n) noexcept {
     std::memcpy(dst, src, n * sizeof(float));
 }
@@ -156,12 +181,18 @@ inline void dequantize_row_q4_0(const BlockQ4_0* src, float* dst, size_t n) noex
         return fp16_to_fp32(b.d) * float(detail::nibble_of(b.qs, j) - 8);
     });
 }
+template <>
+struct RowCodec<GGMLType::Q4_0>
+    : detail::RowCodecReadOnly<GGMLType::Q4_0, BlockQ4_0, &dequantize_row_q4_0> {};
 
 inline void dequantize_row_q4_1(const BlockQ4_1* src, float* dst, size_t n) noexcept {
     detail::dequantize_row_32(src, dst, n, [](const BlockQ4_1& b, int j) {
         return fp16_to_fp32(b.d) * float(detail::nibble_of(b.qs, j)) + fp16_to_fp32(b.m);
     });
 }
+template <>
+struct RowCodec<GGMLType::Q4_1>
+    : detail::RowCodecReadOnly<GGMLType::Q4_1, BlockQ4_1, &dequantize_row_q4_1> {};
 
 inline void dequantize_row_q5_0(const BlockQ5_0* src, float* dst, size_t n) noexcept {
     detail::dequantize_row_32(src, dst, n, [](const BlockQ5_0& b, int j) {
@@ -169,6 +200,9 @@ inline void dequantize_row_q5_0(const BlockQ5_0* src, float* dst, size_t n) noex
         return fp16_to_fp32(b.d) * float(q - 16);
     });
 }
+template <>
+struct RowCodec<GGMLType::Q5_0>
+    : detail::RowCodecReadOnly<GGMLType::Q5_0, BlockQ5_0, &dequantize_row_q5_0> {};
 
 inline void dequantize_row_q5_1(const BlockQ5_1* src, float* dst, size_t n) noexcept {
     detail::dequantize_row_32(src, dst, n, [](const BlockQ5_1& b, int j) {
@@ -176,12 +210,18 @@ inline void dequantize_row_q5_1(const BlockQ5_1* src, float* dst, size_t n) noex
         return fp16_to_fp32(b.d) * float(q) + fp16_to_fp32(b.m);
     });
 }
+template <>
+struct RowCodec<GGMLType::Q5_1>
+    : detail::RowCodecReadOnly<GGMLType::Q5_1, BlockQ5_1, &dequantize_row_q5_1> {};
 
 inline void dequantize_row_iq4_nl(const BlockIQ4NL* src, float* dst, size_t n) noexcept {
     detail::dequantize_row_32(src, dst, n, [](const BlockIQ4NL& b, int j) {
         return fp16_to_fp32(b.d) * float(kIQ4Values[detail::nibble_of(b.qs, j)]);
     });
 }
+template <>
+struct RowCodec<GGMLType::IQ4_NL>
+    : detail::RowCodecReadOnly<GGMLType::IQ4_NL, BlockIQ4NL, &dequantize_row_iq4_nl> {};
 
 // ---- the 256-weight formats Q2_K, Q3_K, IQ4_XS ----
 
@@ -196,6 +236,9 @@ inline void dequantize_row_q2_k(const BlockQ2K* src, float* dst, size_t n) noexc
         }
     }
 }
+template <>
+struct RowCodec<GGMLType::Q2_K>
+    : detail::RowCodecReadOnly<GGMLType::Q2_K, BlockQ2K, &dequantize_row_q2_k> {};
 
 inline void dequantize_row_q3_k(const BlockQ3K* src, float* dst, size_t n) noexcept {
     for (size_t b = 0; b < n / QK_K; ++b) {
@@ -208,6 +251,9 @@ inline void dequantize_row_q3_k(const BlockQ3K* src, float* dst, size_t n) noexc
         }
     }
 }
+template <>
+struct RowCodec<GGMLType::Q3_K>
+    : detail::RowCodecReadOnly<GGMLType::Q3_K, BlockQ3K, &dequantize_row_q3_k> {};
 
 inline void dequantize_row_iq4_xs(const BlockIQ4XS* src, float* dst, size_t n) noexcept {
     for (size_t b = 0; b < n / QK_K; ++b) {
@@ -221,6 +267,9 @@ inline void dequantize_row_iq4_xs(const BlockIQ4XS* src, float* dst, size_t n) n
         }
     }
 }
+template <>
+struct RowCodec<GGMLType::IQ4_XS>
+    : detail::RowCodecReadOnly<GGMLType::IQ4_XS, BlockIQ4XS, &dequantize_row_iq4_xs> {};
 
 // ---- the codebook formats (quant/codebook.hpp) ----
 
@@ -233,5 +282,34 @@ inline void dequantize_row_codebook(const Block* src, float* dst, size_t n) noex
             dst[b * QK_K + i] = form.d * float(form.scale[i / 16]) * float(form.value[i]);
     }
 }
+
+template <>
+struct RowCodec<GGMLType::IQ2_XXS>
+    : detail::RowCodecReadOnly<GGMLType::IQ2_XXS, BlockIQ2XXS,
+                               &dequantize_row_codebook<GGMLType::IQ2_XXS, BlockIQ2XXS>> {};
+template <>
+struct RowCodec<GGMLType::IQ2_XS>
+    : detail::RowCodecReadOnly<GGMLType::IQ2_XS, BlockIQ2XS,
+                               &dequantize_row_codebook<GGMLType::IQ2_XS, BlockIQ2XS>> {};
+template <>
+struct RowCodec<GGMLType::IQ2_S>
+    : detail::RowCodecReadOnly<GGMLType::IQ2_S, BlockIQ2S,
+                               &dequantize_row_codebook<GGMLType::IQ2_S, BlockIQ2S>> {};
+template <>
+struct RowCodec<GGMLType::IQ3_XXS>
+    : detail::RowCodecReadOnly<GGMLType::IQ3_XXS, BlockIQ3XXS,
+                               &dequantize_row_codebook<GGMLType::IQ3_XXS, BlockIQ3XXS>> {};
+template <>
+struct RowCodec<GGMLType::IQ3_S>
+    : detail::RowCodecReadOnly<GGMLType::IQ3_S, BlockIQ3S,
+                               &dequantize_row_codebook<GGMLType::IQ3_S, BlockIQ3S>> {};
+template <>
+struct RowCodec<GGMLType::IQ1_S>
+    : detail::RowCodecReadOnly<GGMLType::IQ1_S, BlockIQ1S,
+                               &dequantize_row_codebook<GGMLType::IQ1_S, BlockIQ1S>> {};
+template <>
+struct RowCodec<GGMLType::IQ1_M>
+    : detail::RowCodecReadOnly<GGMLType::IQ1_M, BlockIQ1M,
+                               &dequantize_row_codebook<GGMLType::IQ1_M, BlockIQ1M>> {};
 
 SMOL_NAMESPACE_END

@@ -4,11 +4,13 @@
 // IQ4_XS and the codebook types (IQ2_*, IQ3_*, IQ1_*) are read only (their files come from other
 // quantizers: smol computes with them but does not write them). The readable spec the SIMD kernels
 // are tested against:
-//   quant/dequantize.hpp   the per-type dequantize_row_*: what each block's bytes mean
+//   quant/dequantize.hpp   the per-type dequantize_row_*: what each block's bytes mean;
+//                          RowCodec<type>, the table that names them per type (the
+//                          read-only types' entries)
 //   quant/quantize.hpp     the per-type quantize_row_* and QuantizeEffort
-//   here                   RowCodec<type>, the table that names them per type, and
-//                          the entries that read it: quantize_row(type, src, dst, n,
-//                          effort), dequantize_row(type, src, dst, n), can_quantize,
+//   here                   the written types' RowCodec entries, and the entries that
+//                          read the table: quantize_row(type, src, dst, n, effort),
+//                          dequantize_row(type, src, dst, n), can_quantize,
 //                          can_dequantize
 // Their internals (the k-quant scale search, rounding) live in quant/detail/.
 #pragma once
@@ -30,13 +32,9 @@
 
 SMOL_NAMESPACE_BEGIN
 
-// One entry per type the reference converts: its block (or element) type and
-// the two row functions, over untyped bytes. The weight types' entries are the
-// base of the kernels' weight table (kernels/weight_types.hpp: WeightTraits).
-template <GGMLType type>
-struct RowCodec;
-
 namespace detail {
+// The RowCodec entries of the types smol writes (quant/dequantize.hpp says what
+// the table is and holds the read-only types' entries).
 // A RowCodec entry from the two per-type functions (quantize takes no effort).
 template <GGMLType id, class BlockT, void (*quantize_fn)(const float*, BlockT*, size_t),
           void (*dequantize_fn)(const BlockT*, float*, size_t)>
@@ -47,17 +45,6 @@ struct RowCodecOf {
     static void quantize(const float* src, void* dst, size_t n, QuantizeEffort) {
         quantize_fn(src, static_cast<BlockT*>(dst), n);
     }
-    static void dequantize(const void* src, float* dst, size_t n) {
-        dequantize_fn(static_cast<const BlockT*>(src), dst, n);
-    }
-};
-// A type smol reads but does not write: no quantizer (quantizes = false).
-template <GGMLType id, class BlockT, void (*dequantize_fn)(const BlockT*, float*, size_t)>
-struct RowCodecReadOnly {
-    static constexpr GGMLType type = id;
-    static constexpr bool quantizes = false;
-    using Block = BlockT;
-    static void quantize(const float*, void*, size_t, QuantizeEffort) {}
     static void dequantize(const void* src, float* dst, size_t n) {
         dequantize_fn(static_cast<const BlockT*>(src), dst, n);
     }
@@ -103,74 +90,21 @@ template <>
 struct RowCodec<GGMLType::Q6_K>
     : detail::RowCodecOf<GGMLType::Q6_K, BlockQ6K, &quantize_row_q6_k, &dequantize_row_q6_k> {};
 template <>
-struct RowCodec<GGMLType::Q4_0>
-    : detail::RowCodecReadOnly<GGMLType::Q4_0, BlockQ4_0, &dequantize_row_q4_0> {};
-template <>
-struct RowCodec<GGMLType::Q4_1>
-    : detail::RowCodecReadOnly<GGMLType::Q4_1, BlockQ4_1, &dequantize_row_q4_1> {};
-template <>
-struct RowCodec<GGMLType::Q5_0>
-    : detail::RowCodecReadOnly<GGMLType::Q5_0, BlockQ5_0, &dequantize_row_q5_0> {};
-template <>
-struct RowCodec<GGMLType::Q5_1>
-    : detail::RowCodecReadOnly<GGMLType::Q5_1, BlockQ5_1, &dequantize_row_q5_1> {};
-template <>
-struct RowCodec<GGMLType::IQ4_NL>
-    : detail::RowCodecReadOnly<GGMLType::IQ4_NL, BlockIQ4NL, &dequantize_row_iq4_nl> {};
-template <>
-struct RowCodec<GGMLType::Q2_K>
-    : detail::RowCodecReadOnly<GGMLType::Q2_K, BlockQ2K, &dequantize_row_q2_k> {};
-template <>
-struct RowCodec<GGMLType::Q3_K>
-    : detail::RowCodecReadOnly<GGMLType::Q3_K, BlockQ3K, &dequantize_row_q3_k> {};
-template <>
-struct RowCodec<GGMLType::IQ4_XS>
-    : detail::RowCodecReadOnly<GGMLType::IQ4_XS, BlockIQ4XS, &dequantize_row_iq4_xs> {};
-template <>
-struct RowCodec<GGMLType::IQ2_XXS>
-    : detail::RowCodecReadOnly<GGMLType::IQ2_XXS, BlockIQ2XXS,
-                               &dequantize_row_codebook<GGMLType::IQ2_XXS, BlockIQ2XXS>> {};
-template <>
-struct RowCodec<GGMLType::IQ2_XS>
-    : detail::RowCodecReadOnly<GGMLType::IQ2_XS, BlockIQ2XS,
-                               &dequantize_row_codebook<GGMLType::IQ2_XS, BlockIQ2XS>> {};
-template <>
-struct RowCodec<GGMLType::IQ2_S>
-    : detail::RowCodecReadOnly<GGMLType::IQ2_S, BlockIQ2S,
-                               &dequantize_row_codebook<GGMLType::IQ2_S, BlockIQ2S>> {};
-template <>
-struct RowCodec<GGMLType::IQ3_XXS>
-    : detail::RowCodecReadOnly<GGMLType::IQ3_XXS, BlockIQ3XXS,
-                               &dequantize_row_codebook<GGMLType::IQ3_XXS, BlockIQ3XXS>> {};
-template <>
-struct RowCodec<GGMLType::IQ3_S>
-    : detail::RowCodecReadOnly<GGMLType::IQ3_S, BlockIQ3S,
-                               &dequantize_row_codebook<GGMLType::IQ3_S, BlockIQ3S>> {};
-template <>
-struct RowCodec<GGMLType::IQ1_S>
-    : detail::RowCodecReadOnly<GGMLType::IQ1_S, BlockIQ1S,
-                               &dequantize_row_codebook<GGMLType::IQ1_S, BlockIQ1S>> {};
-template <>
-struct RowCodec<GGMLType::IQ1_M>
-    : detail::RowCodecReadOnly<GGMLType::IQ1_M, BlockIQ1M,
-                               &dequantize_row_codebook<GGMLType::IQ1_M, BlockIQ1M>> {};
-template <>
 struct RowCodec<GGMLType::Q8_K>
     : detail::RowCodecOf<GGMLType::Q8_K, BlockQ8K, &quantize_row_q8_k, &dequantize_row_q8_k> {};
 
 static_assert(detail::every_type_has<RowCodec>(WeightTypes{}),
               "a WeightTypes type has no RowCodec entry (the checklist: quant/types.hpp)");
 
-// The types the reference converts: the weight types and Q8_K (the activation
-// format, for tests).
-using ReferenceTypes =
-    TypeList<GGMLType::F32, GGMLType::F16, GGMLType::BF16, GGMLType::Q8_0, GGMLType::Q4_K,
-             GGMLType::Q5_K, GGMLType::Q6_K, GGMLType::Q4_0, GGMLType::Q4_1, GGMLType::Q5_0,
-             GGMLType::Q5_1, GGMLType::IQ4_NL, GGMLType::Q2_K, GGMLType::Q3_K, GGMLType::IQ4_XS,
-             GGMLType::IQ2_XXS, GGMLType::IQ2_XS, GGMLType::IQ2_S, GGMLType::IQ3_XXS,
-             GGMLType::IQ3_S, GGMLType::IQ1_S, GGMLType::IQ1_M, GGMLType::Q8_K>;
-static_assert(ReferenceTypes::size == WeightTypes::size + 1,
-              "the reference converts every weight type, and Q8_K");
+namespace detail {
+// A TypeList with one more type at its end (declared only: read through decltype).
+template <GGMLType extra, GGMLType... types>
+TypeList<types..., extra> with_type(TypeList<types...>);
+}  // namespace detail
+
+// The types the reference converts: the weight types, in their order, and Q8_K
+// (the activation format, for tests), so a new weight type is listed once.
+using ReferenceTypes = decltype(detail::with_type<GGMLType::Q8_K>(WeightTypes{}));
 
 // True for the types quantize_row writes: Q4_K, Q5_K, Q6_K, Q8_0, F16, BF16, F32
 // (and Q8_K, the activation format).
